@@ -1,0 +1,192 @@
+// Package artifact stores versioned binary artifacts (files, images, any
+// genai.Part) for sessions.
+//
+// [Service] owns the rules: names are validated, versions start at 0 and
+// increase by one with every save, and a name with the "user:" prefix lives
+// in the user's namespace, shared by all of that user's sessions in the app.
+// Backends implement the narrow [Store] interface; memory, local directory
+// and object-storage stores are provided in sub-packages.
+package artifact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"google.golang.org/genai"
+)
+
+// Errors returned by the service and by stores.
+var (
+	// ErrNotFound reports a missing artifact or version.
+	ErrNotFound = errors.New("artifact not found")
+	// ErrInvalid reports a malformed request, such as an empty name.
+	ErrInvalid = errors.New("invalid artifact request")
+)
+
+// PrefixUser marks artifact names shared by all sessions of a user.
+const PrefixUser = "user:"
+
+// Latest selects the newest version in Load.
+const Latest int64 = -1
+
+// Ref names an artifact as callers see it.
+type Ref struct {
+	AppName   string
+	UserID    string
+	SessionID string
+	// Name is the artifact's file name; "user:" names are user-scoped.
+	Name string
+}
+
+// Key names an artifact as a Store sees it: SessionID is empty for
+// user-scoped artifacts.
+type Key struct {
+	AppName   string
+	UserID    string
+	SessionID string
+	Name      string
+}
+
+// Store is the storage driver behind a Service. Implementations must be safe
+// for concurrent use and must not retain or hand out memory they share with
+// callers.
+type Store interface {
+	// Save stores part as the next version of key (0 for a new artifact)
+	// and returns that version. Concurrent saves get distinct versions.
+	Save(ctx context.Context, key Key, part *genai.Part) (int64, error)
+	// Load returns the given version, or the latest for Latest. It returns
+	// an error wrapping ErrNotFound if there is none.
+	Load(ctx context.Context, key Key, version int64) (*genai.Part, error)
+	// List returns the names stored under exactly (app, user, session),
+	// sorted. session "" lists the user-scoped names.
+	List(ctx context.Context, app, user, session string) ([]string, error)
+	// Versions returns the versions of key in increasing order, or an error
+	// wrapping ErrNotFound.
+	Versions(ctx context.Context, key Key) ([]int64, error)
+	// Delete removes every version of key. Deleting a missing artifact is
+	// not an error.
+	Delete(ctx context.Context, key Key) error
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Service manages artifacts over a Store. It is safe for concurrent use.
+type Service struct{ store Store }
+
+// NewService returns a service over store.
+func NewService(store Store) *Service { return &Service{store: store} }
+
+// Store returns the service's storage driver.
+func (s *Service) Store() Store { return s.store }
+
+// Close closes the store.
+func (s *Service) Close() error { return s.store.Close() }
+
+func (r Ref) key() (Key, error) {
+	if strings.TrimSpace(r.AppName) == "" || strings.TrimSpace(r.UserID) == "" {
+		return Key{}, fmt.Errorf("%w: app name and user id are required", ErrInvalid)
+	}
+	if err := ValidateName(r.Name); err != nil {
+		return Key{}, err
+	}
+	k := Key{AppName: r.AppName, UserID: r.UserID, SessionID: r.SessionID, Name: r.Name}
+	if strings.HasPrefix(r.Name, PrefixUser) {
+		k.SessionID = ""
+	} else if strings.TrimSpace(r.SessionID) == "" {
+		return Key{}, fmt.Errorf("%w: session id is required for %q", ErrInvalid, r.Name)
+	}
+	return k, nil
+}
+
+// ValidateName reports whether name is an acceptable artifact name: not
+// empty, at most 512 bytes, no NUL, and not a path that could escape a
+// directory ("..", absolute paths, backslashes).
+func ValidateName(name string) error {
+	bad := name == "" || len(name) > 512 || strings.ContainsAny(name, "\x00\\") ||
+		strings.HasPrefix(name, "/") || slices.Contains(strings.Split(name, "/"), "..") ||
+		slices.Contains(strings.Split(name, "/"), ".")
+	if bad {
+		return fmt.Errorf("%w: bad artifact name %q", ErrInvalid, name)
+	}
+	return nil
+}
+
+// Save stores part as a new version of the artifact and returns the version.
+func (s *Service) Save(ctx context.Context, ref Ref, part *genai.Part) (int64, error) {
+	k, err := ref.key()
+	if err != nil {
+		return 0, err
+	}
+	if part == nil || (part.Text == "" && part.InlineData == nil && part.FileData == nil) {
+		return 0, fmt.Errorf("%w: artifact %q has no data", ErrInvalid, ref.Name)
+	}
+	v, err := s.store.Save(ctx, k, part)
+	if err != nil {
+		return 0, fmt.Errorf("artifact: save %s: %w", ref.Name, err)
+	}
+	return v, nil
+}
+
+// Load returns a version of an artifact (Latest for the newest).
+func (s *Service) Load(ctx context.Context, ref Ref, version int64) (*genai.Part, error) {
+	k, err := ref.key()
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.store.Load(ctx, k, version)
+	if err != nil {
+		return nil, fmt.Errorf("artifact: load %s: %w", ref.Name, err)
+	}
+	return p, nil
+}
+
+// List returns the names of a session's artifacts and of the user's shared
+// ("user:") artifacts, sorted.
+func (s *Service) List(ctx context.Context, app, user, sessionID string) ([]string, error) {
+	if strings.TrimSpace(app) == "" || strings.TrimSpace(user) == "" {
+		return nil, fmt.Errorf("%w: app name and user id are required", ErrInvalid)
+	}
+	var names []string
+	if sessionID != "" {
+		n, err := s.store.List(ctx, app, user, sessionID)
+		if err != nil {
+			return nil, fmt.Errorf("artifact: list: %w", err)
+		}
+		names = n
+	}
+	u, err := s.store.List(ctx, app, user, "")
+	if err != nil {
+		return nil, fmt.Errorf("artifact: list: %w", err)
+	}
+	names = append(names, u...)
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// Versions returns the versions of an artifact in increasing order.
+func (s *Service) Versions(ctx context.Context, ref Ref) ([]int64, error) {
+	k, err := ref.key()
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.store.Versions(ctx, k)
+	if err != nil {
+		return nil, fmt.Errorf("artifact: versions %s: %w", ref.Name, err)
+	}
+	return v, nil
+}
+
+// Delete removes every version of an artifact.
+func (s *Service) Delete(ctx context.Context, ref Ref) error {
+	k, err := ref.key()
+	if err != nil {
+		return err
+	}
+	if err := s.store.Delete(ctx, k); err != nil {
+		return fmt.Errorf("artifact: delete %s: %w", ref.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,152 @@
+package event
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+
+	"google.golang.org/genai"
+)
+
+// Clone returns a deep copy of the event that shares no mutable memory with
+// e. Session storage uses it so that callers can never alter stored events.
+func (e *Event) Clone() *Event {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	c.Content = CloneContent(e.Content)
+	c.CustomMetadata = CloneMap(e.CustomMetadata)
+	c.LongRunningToolIDs = slices.Clone(e.LongRunningToolIDs)
+	if e.GroundingMetadata != nil || e.CitationMetadata != nil || e.UsageMetadata != nil ||
+		e.LogprobsResult != nil || e.InputTranscription != nil || e.OutputTranscription != nil {
+		cloneViaJSON(&c.GroundingMetadata)
+		cloneViaJSON(&c.CitationMetadata)
+		cloneViaJSON(&c.UsageMetadata)
+		cloneViaJSON(&c.LogprobsResult)
+		cloneViaJSON(&c.InputTranscription)
+		cloneViaJSON(&c.OutputTranscription)
+	}
+	c.Actions = e.Actions.Clone()
+	return &c
+}
+
+// Clone returns a deep copy of the actions.
+func (a Actions) Clone() Actions {
+	c := a
+	c.StateDelta = CloneMap(a.StateDelta)
+	c.ArtifactDelta = maps.Clone(a.ArtifactDelta)
+	c.RequestedAuthConfigs = CloneMap(a.RequestedAuthConfigs)
+	c.AgentState = CloneMap(a.AgentState)
+	if a.RequestedToolConfirmations != nil {
+		c.RequestedToolConfirmations = make(map[string]ToolConfirmation, len(a.RequestedToolConfirmations))
+		for k, v := range a.RequestedToolConfirmations {
+			v.Payload = CloneValue(v.Payload)
+			c.RequestedToolConfirmations[k] = v
+		}
+	}
+	if a.Compaction != nil {
+		cc := *a.Compaction
+		cc.Content = CloneContent(cc.Content)
+		c.Compaction = &cc
+	}
+	return c
+}
+
+// CloneContent returns a deep copy of a genai content.
+func CloneContent(c *genai.Content) *genai.Content {
+	if c == nil {
+		return nil
+	}
+	out := &genai.Content{Role: c.Role, Parts: make([]*genai.Part, len(c.Parts))}
+	for i, p := range c.Parts {
+		out.Parts[i] = clonePart(p)
+	}
+	return out
+}
+
+func clonePart(p *genai.Part) *genai.Part {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	if p.FunctionCall != nil {
+		fc := *p.FunctionCall
+		fc.Args = CloneMap(fc.Args)
+		c.FunctionCall = &fc
+	}
+	if p.FunctionResponse != nil {
+		fr := *p.FunctionResponse
+		fr.Response = CloneMap(fr.Response)
+		if fr.Parts != nil {
+			cloneViaJSON(&fr.Parts)
+		}
+		c.FunctionResponse = &fr
+	}
+	if p.InlineData != nil {
+		b := *p.InlineData
+		b.Data = slices.Clone(b.Data)
+		c.InlineData = &b
+	}
+	c.ThoughtSignature = slices.Clone(p.ThoughtSignature)
+	c.PartMetadata = CloneMap(p.PartMetadata)
+	if p.FileData != nil || p.ExecutableCode != nil || p.CodeExecutionResult != nil || p.VideoMetadata != nil ||
+		p.ToolCall != nil || p.ToolResponse != nil || p.AudioTranscription != nil || p.SpeechMetadata != nil || p.MediaResolution != nil {
+		cloneViaJSON(&c.FileData)
+		cloneViaJSON(&c.ExecutableCode)
+		cloneViaJSON(&c.CodeExecutionResult)
+		cloneViaJSON(&c.VideoMetadata)
+		cloneViaJSON(&c.ToolCall)
+		cloneViaJSON(&c.ToolResponse)
+		cloneViaJSON(&c.AudioTranscription)
+		cloneViaJSON(&c.SpeechMetadata)
+		cloneViaJSON(&c.MediaResolution)
+	}
+	return &c
+}
+
+// cloneViaJSON replaces *p with a deep copy made by a JSON round trip. It is
+// used only for rarely set metadata whose types are deep and change with the
+// genai module.
+func cloneViaJSON[T any](p *T) {
+	b, err := json.Marshal(*p)
+	if err != nil {
+		return
+	}
+	var v T
+	if json.Unmarshal(b, &v) == nil {
+		*p = v
+	}
+}
+
+// CloneMap returns a deep copy of a JSON-like map (nested maps and slices are
+// copied; other values are kept). It returns nil for nil.
+func CloneMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = CloneValue(v)
+	}
+	return out
+}
+
+// CloneValue returns a deep copy of a JSON-like value.
+func CloneValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return CloneMap(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = CloneValue(e)
+		}
+		return out
+	case []byte:
+		return slices.Clone(x)
+	case []string:
+		return slices.Clone(x)
+	}
+	return v
+}

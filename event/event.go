@@ -1,0 +1,192 @@
+// Package event defines Event, the unit of everything an agent run produces,
+// and Actions, the side effects and control signals an event carries.
+//
+// A session is an append-only log of events; a run is a stream of them. An
+// event embeds a [model.Response] (content, partial, usage, errors and the other
+// LLM-response fields) and adds its identity (ID, InvocationID, Author,
+// Timestamp, Branch), its [Actions], and the ids of long-running tool calls.
+//
+// # Wire format
+//
+// Events encode to ADK's JSON: camelCase keys, response fields flattened at
+// the top level, timestamps as float seconds, and an actions object that
+// always carries its four maps. Decoding also accepts snake_case keys and
+// URL-safe base64 (see [Event.UnmarshalJSON]).
+//
+// # Model history
+//
+// [ModelView] applies compaction and rewind to a session log, and [History]
+// turns a log into the contents an agent sends to its model.
+package event
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/model"
+)
+
+// Event is one immutable record of an agent run: user input, model output, a
+// tool call or result, a state change, a control signal or an error.
+//
+// Once an event has been committed to a session it must not be modified.
+type Event struct {
+	model.Response
+
+	// ID is the event's unique id (a UUID v4 string).
+	ID string
+	// InvocationID identifies the invocation (one user turn) the event belongs to.
+	InvocationID string
+	// Author is "user" or the name of the agent that produced the event.
+	Author string
+	// Branch is the agent-tree path, such as "root.child", that isolates
+	// parallel branches of one invocation.
+	Branch string
+	// Timestamp is the wall-clock time the event was created.
+	Timestamp time.Time
+	// Actions holds the event's side effects and control signals.
+	Actions Actions
+	// LongRunningToolIDs lists the ids of long-running or gated tool calls in
+	// this event. A non-empty list pauses the invocation.
+	LongRunningToolIDs []string
+}
+
+// Actions is the control channel of an event.
+type Actions struct {
+	// SkipSummarization marks a tool result as final: the model is not asked
+	// to summarize it.
+	SkipSummarization bool
+	// StateDelta holds state updates applied when the event is committed. A
+	// nil value removes the key.
+	StateDelta map[string]any
+	// ArtifactDelta maps artifact names to the versions saved by this event.
+	ArtifactDelta map[string]int64
+	// TransferToAgent hands control to the named agent.
+	TransferToAgent string
+	// Escalate asks the enclosing workflow to stop (it ends a loop agent).
+	Escalate bool
+	// RequestedAuthConfigs maps function-call ids to requested auth configs.
+	RequestedAuthConfigs map[string]any
+	// RequestedToolConfirmations maps function-call ids to confirmation requests.
+	RequestedToolConfirmations map[string]ToolConfirmation
+	// Compaction marks a summary event that replaces a range of earlier events.
+	Compaction *Compaction
+	// EndOfAgent reports that the authoring agent has finished.
+	EndOfAgent bool
+	// AgentState is a free-form checkpoint of the authoring agent.
+	AgentState map[string]any
+	// RewindBeforeInvocationID rewinds the session to just before that invocation.
+	RewindBeforeInvocationID string
+}
+
+// ToolConfirmation is a request for, or an answer to, a human confirmation of
+// a tool call.
+type ToolConfirmation struct {
+	// Hint explains to the person what is being confirmed.
+	Hint string `json:"hint"`
+	// Confirmed reports the person's decision.
+	Confirmed bool `json:"confirmed"`
+	// Payload carries optional structured data with the answer.
+	Payload any `json:"payload,omitempty"`
+}
+
+// Compaction describes a summary that replaces the events whose timestamps
+// lie in [Start, End].
+type Compaction struct {
+	Start   time.Time
+	End     time.Time
+	Content *genai.Content
+}
+
+// Author of events that carry the user's input.
+const AuthorUser = "user"
+
+// NewID returns a new event id: a random UUID v4 string.
+func NewID() string { return uuid.NewString() }
+
+// NewInvocationID returns a new invocation id: "e-" followed by a UUID v4.
+func NewInvocationID() string { return "e-" + uuid.NewString() }
+
+// Now returns the current time truncated to microseconds, the precision that
+// survives the float-seconds wire encoding unchanged.
+func Now() time.Time { return time.Now().Truncate(time.Microsecond) }
+
+// New returns an event with a fresh id and the current time.
+func New(invocationID, author string) *Event {
+	return &Event{ID: NewID(), InvocationID: invocationID, Author: author, Timestamp: Now()}
+}
+
+// NewUserText returns a user event whose content is the given text.
+func NewUserText(invocationID, text string) *Event {
+	e := New(invocationID, AuthorUser)
+	e.Content = genai.NewContentFromText(text, genai.RoleUser)
+	return e
+}
+
+// NewModelText returns an event by author whose content is model text.
+func NewModelText(invocationID, author, text string) *Event {
+	e := New(invocationID, author)
+	e.Content = genai.NewContentFromText(text, genai.RoleModel)
+	return e
+}
+
+// FunctionCalls returns the function calls in the event's content, in order.
+func (e *Event) FunctionCalls() []*genai.FunctionCall {
+	if e == nil || e.Content == nil {
+		return nil
+	}
+	var calls []*genai.FunctionCall
+	for _, p := range e.Content.Parts {
+		if p != nil && p.FunctionCall != nil {
+			calls = append(calls, p.FunctionCall)
+		}
+	}
+	return calls
+}
+
+// FunctionResponses returns the function responses in the event's content, in order.
+func (e *Event) FunctionResponses() []*genai.FunctionResponse {
+	if e == nil || e.Content == nil {
+		return nil
+	}
+	var resps []*genai.FunctionResponse
+	for _, p := range e.Content.Parts {
+		if p != nil && p.FunctionResponse != nil {
+			resps = append(resps, p.FunctionResponse)
+		}
+	}
+	return resps
+}
+
+// HasTrailingCodeResult reports whether the last part of the content is a
+// code-execution result.
+func (e *Event) HasTrailingCodeResult() bool {
+	if e == nil || e.Content == nil || len(e.Content.Parts) == 0 {
+		return false
+	}
+	last := e.Content.Parts[len(e.Content.Parts)-1]
+	return last != nil && last.CodeExecutionResult != nil
+}
+
+// IsFinalResponse reports whether the event is a final response of an agent:
+// one that the caller should show as the answer rather than an intermediate
+// step. It is true when the tool result is final (SkipSummarization), when
+// the event pauses on long-running tool calls, or when the event has no
+// function calls or responses, is not partial and does not end with a code
+// execution result.
+func (e *Event) IsFinalResponse() bool {
+	if e.Actions.SkipSummarization || len(e.LongRunningToolIDs) > 0 {
+		return true
+	}
+	if e.Content == nil {
+		return !e.Partial
+	}
+	for _, p := range e.Content.Parts {
+		if p != nil && (p.FunctionCall != nil || p.FunctionResponse != nil) {
+			return false
+		}
+	}
+	return !e.Partial && !e.HasTrailingCodeResult()
+}

@@ -1,0 +1,234 @@
+package event
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/model"
+)
+
+// Names of the function calls the runtime itself uses to talk to clients.
+// They never reach a model.
+const (
+	FunctionRequestConfirmation = "adk_request_confirmation"
+	FunctionRequestCredential   = "adk_request_credential"
+)
+
+// GeneratedCallIDPrefix starts the ids the runtime gives to function calls
+// whose model supplied none. Such ids are removed before history goes back to
+// a model.
+const GeneratedCallIDPrefix = "adk-"
+
+// ModelView returns the events of a session log as a model should see them:
+//
+//   - a compaction event's summary replaces the events whose timestamps lie in
+//     its range, at the place of the first of them; when compaction ranges
+//     overlap, the newest compaction wins and older ones that overlap it are
+//     ignored, so their events show unless another summary covers them;
+//   - an event with RewindBeforeInvocationID hides every earlier event from
+//     that invocation on, and itself.
+//
+// The summary appears as a synthetic event authored like the compaction
+// event, with the compacted content. ModelView does not modify events.
+// Its cost is linear in len(events).
+func ModelView(events []*Event) []*Event {
+	hidden, ranges := scanBackward(events)
+	if len(hidden) == 0 && len(ranges) == 0 {
+		return events
+	}
+	out := make([]*Event, 0, len(events))
+	r := len(ranges) - 1 // ranges were collected newest first; oldest is last
+	for i, e := range events {
+		if hidden[i] || e.Actions.Compaction != nil {
+			continue
+		}
+		for r >= 0 && ranges[r].c.Actions.Compaction.End.Before(e.Timestamp) {
+			out = append(out, ranges[r].summary())
+			r--
+		}
+		if r >= 0 && !e.Timestamp.Before(ranges[r].c.Actions.Compaction.Start) {
+			continue // covered by a summary, emitted when the range is passed
+		}
+		out = append(out, e)
+	}
+	for ; r >= 0; r-- {
+		out = append(out, ranges[r].summary())
+	}
+	return out
+}
+
+type compactRange struct{ c *Event }
+
+func (r compactRange) summary() *Event {
+	c := r.c
+	return &Event{
+		Response:     model.Response{Content: c.Actions.Compaction.Content},
+		ID:           c.ID,
+		InvocationID: c.InvocationID,
+		Author:       c.Author,
+		Branch:       c.Branch,
+		Timestamp:    c.Actions.Compaction.End,
+	}
+}
+
+// scanBackward walks the log newest first, marking events hidden by rewinds
+// and collecting the compactions that win (disjoint, newest first).
+func scanBackward(events []*Event) (hidden map[int]bool, ranges []compactRange) {
+	rewindTo := "" // while set, hide events until the start of that invocation
+	var minStart *Event
+	for i := len(events) - 1; i >= 0; i-- {
+		e := events[i]
+		if rewindTo != "" {
+			if hidden == nil {
+				hidden = map[int]bool{}
+			}
+			hidden[i] = true
+			if e.InvocationID == rewindTo && (i == 0 || events[i-1].InvocationID != rewindTo) {
+				rewindTo = ""
+			}
+			continue
+		}
+		if id := e.Actions.RewindBeforeInvocationID; id != "" {
+			if hidden == nil {
+				hidden = map[int]bool{}
+			}
+			hidden[i] = true
+			rewindTo = id
+			continue
+		}
+		if c := e.Actions.Compaction; c != nil {
+			if minStart == nil || c.End.Before(minStart.Actions.Compaction.Start) {
+				ranges = append(ranges, compactRange{e})
+				minStart = e
+			}
+		}
+	}
+	return hidden, ranges
+}
+
+// HistoryOptions selects whose view of the log [History] builds.
+type HistoryOptions struct {
+	// Agent is the name of the agent the history is for. Events by other
+	// agents are presented to it as user-role context.
+	Agent string
+	// Branch is the agent's branch. Events on other branches (neither this
+	// branch nor one of its ancestors) are left out.
+	Branch string
+}
+
+// History builds the contents a model receives from a session log: it applies
+// [ModelView], drops events without content, events on unrelated branches
+// and the runtime's own confirmation and credential calls, presents other
+// agents' events as context, and strips generated function-call ids.
+func History(events []*Event, opts HistoryOptions) []*genai.Content {
+	var out []*genai.Content
+	for _, e := range ModelView(events) {
+		if c := e.ContentFor(opts.Agent, opts.Branch); c != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ContentFor returns the content this event contributes to the model history
+// of the named agent on the given branch, or nil if it contributes none.
+// The returned content never aliases the event's.
+func (e *Event) ContentFor(agent, branch string) *genai.Content {
+	if e.Content == nil || len(e.Content.Parts) == 0 || e.Partial {
+		return nil
+	}
+	if !InBranch(branch, e.Branch) {
+		return nil
+	}
+	parts := make([]*genai.Part, 0, len(e.Content.Parts))
+	for _, p := range e.Content.Parts {
+		switch {
+		case p == nil:
+		case p.FunctionCall != nil && isRuntimeCall(p.FunctionCall.Name):
+		case p.FunctionResponse != nil && isRuntimeCall(p.FunctionResponse.Name):
+		case p.Text == "" && !p.Thought && p.FunctionCall == nil && p.FunctionResponse == nil &&
+			p.InlineData == nil && p.FileData == nil && p.ExecutableCode == nil && p.CodeExecutionResult == nil:
+		default:
+			parts = append(parts, stripGeneratedID(p))
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	if e.Author != AuthorUser && e.Author != agent && agent != "" {
+		return otherAgentContent(e.Author, parts)
+	}
+	role := e.Content.Role
+	if role == "" {
+		role = genai.RoleModel
+		if e.Author == AuthorUser {
+			role = genai.RoleUser
+		}
+	}
+	return &genai.Content{Role: role, Parts: parts}
+}
+
+// InBranch reports whether an event on eventBranch is visible to an agent on
+// branch: events with no branch are visible everywhere, and an agent sees its
+// own branch and its ancestors'.
+func InBranch(branch, eventBranch string) bool {
+	return branch == "" || eventBranch == "" || branch == eventBranch ||
+		strings.HasPrefix(branch, eventBranch+".")
+}
+
+func isRuntimeCall(name string) bool {
+	return name == FunctionRequestConfirmation || name == FunctionRequestCredential
+}
+
+func stripGeneratedID(p *genai.Part) *genai.Part {
+	switch {
+	case p.FunctionCall != nil && strings.HasPrefix(p.FunctionCall.ID, GeneratedCallIDPrefix):
+		c, fc := *p, *p.FunctionCall
+		fc.ID = ""
+		c.FunctionCall = &fc
+		return &c
+	case p.FunctionResponse != nil && strings.HasPrefix(p.FunctionResponse.ID, GeneratedCallIDPrefix):
+		c, fr := *p, *p.FunctionResponse
+		fr.ID = ""
+		c.FunctionResponse = &fr
+		return &c
+	}
+	return p
+}
+
+// otherAgentContent presents another agent's parts as user-role context, so a
+// model never mistakes them for its own turns.
+func otherAgentContent(author string, parts []*genai.Part) *genai.Content {
+	out := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: "For context:"}}}
+	for _, p := range parts {
+		switch {
+		case p.Thought:
+			continue
+		case p.Text != "":
+			out.Parts = append(out.Parts, &genai.Part{Text: fmt.Sprintf("[%s] said: %s", author, p.Text)})
+		case p.FunctionCall != nil:
+			out.Parts = append(out.Parts, &genai.Part{Text: fmt.Sprintf("[%s] called tool `%s` with parameters: %s",
+				author, p.FunctionCall.Name, compactJSON(p.FunctionCall.Args))})
+		case p.FunctionResponse != nil:
+			out.Parts = append(out.Parts, &genai.Part{Text: fmt.Sprintf("[%s] `%s` tool returned result: %s",
+				author, p.FunctionResponse.Name, compactJSON(p.FunctionResponse.Response))})
+		default:
+			out.Parts = append(out.Parts, p)
+		}
+	}
+	if len(out.Parts) == 1 {
+		return nil
+	}
+	return out
+}
+
+func compactJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}

@@ -1,0 +1,371 @@
+package event
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/model"
+)
+
+// wireEvent is the JSON shape of an Event. The embedded response is
+// flattened by encoding/json.
+type wireEvent struct {
+	model.Response
+	InvocationID       string      `json:"invocationId,omitempty"`
+	Author             string      `json:"author,omitempty"`
+	Actions            wireActions `json:"actions"`
+	LongRunningToolIDs []string    `json:"longRunningToolIds,omitempty"`
+	Branch             string      `json:"branch,omitempty"`
+	ID                 string      `json:"id,omitempty"`
+	Timestamp          Seconds     `json:"timestamp"`
+}
+
+type wireActions struct {
+	SkipSummarization          bool                        `json:"skipSummarization,omitempty"`
+	StateDelta                 map[string]any              `json:"stateDelta"`
+	ArtifactDelta              map[string]int64            `json:"artifactDelta"`
+	TransferToAgent            string                      `json:"transferToAgent,omitempty"`
+	Escalate                   bool                        `json:"escalate,omitempty"`
+	RequestedAuthConfigs       map[string]any              `json:"requestedAuthConfigs"`
+	RequestedToolConfirmations map[string]ToolConfirmation `json:"requestedToolConfirmations"`
+	Compaction                 *wireCompaction             `json:"compaction,omitempty"`
+	EndOfAgent                 bool                        `json:"endOfAgent,omitempty"`
+	AgentState                 map[string]any              `json:"agentState,omitempty"`
+	RewindBeforeInvocationID   string                      `json:"rewindBeforeInvocationId,omitempty"`
+}
+
+type wireCompaction struct {
+	StartTimestamp   Seconds        `json:"startTimestamp"`
+	EndTimestamp     Seconds        `json:"endTimestamp"`
+	CompactedContent *genai.Content `json:"compactedContent,omitempty"`
+}
+
+// Seconds is a time encoded in JSON as float seconds since the Unix epoch,
+// with microsecond precision, as ADK's wire format requires.
+type Seconds time.Time
+
+// MarshalJSON encodes the time as float seconds.
+func (s Seconds) MarshalJSON() ([]byte, error) {
+	t := time.Time(s)
+	if t.IsZero() {
+		return []byte("0"), nil
+	}
+	us := t.UnixMicro()
+	sec, frac := us/1e6, us%1e6
+	if frac < 0 {
+		sec, frac = sec-1, frac+1e6
+	}
+	if frac == 0 {
+		return fmt.Appendf(nil, "%d", sec), nil
+	}
+	b := fmt.Appendf(nil, "%d.%06d", sec, frac)
+	return bytes.TrimRight(b, "0"), nil
+}
+
+// UnmarshalJSON decodes float seconds. It also accepts an RFC 3339 string.
+func (s *Seconds) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		*s = Seconds{}
+		return nil
+	}
+	if len(data) > 0 && data[0] == '"' {
+		var t time.Time
+		if err := t.UnmarshalJSON(data); err != nil {
+			return fmt.Errorf("event: timestamp: %w", err)
+		}
+		*s = Seconds(t)
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(data, &f); err != nil {
+		return fmt.Errorf("event: timestamp: %w", err)
+	}
+	*s = Seconds(FromSeconds(f))
+	return nil
+}
+
+// FromSeconds converts float seconds since the epoch to a time with
+// microsecond precision. Zero gives the zero time.
+func FromSeconds(f float64) time.Time {
+	if f == 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		return time.Time{}
+	}
+	sec := math.Floor(f)
+	us := math.Round((f - sec) * 1e6)
+	return time.UnixMicro(int64(sec)*1e6 + int64(us))
+}
+
+// ToSeconds converts a time to float seconds since the epoch (zero for the
+// zero time).
+func ToSeconds(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return float64(t.UnixMicro()) / 1e6
+}
+
+// MarshalJSON encodes the event in ADK's wire format.
+func (e *Event) MarshalJSON() ([]byte, error) {
+	w := wireEvent{
+		Response:           e.Response,
+		InvocationID:       e.InvocationID,
+		Author:             e.Author,
+		Actions:            e.Actions.wire(),
+		LongRunningToolIDs: e.LongRunningToolIDs,
+		Branch:             e.Branch,
+		ID:                 e.ID,
+		Timestamp:          Seconds(e.Timestamp),
+	}
+	return json.Marshal(&w)
+}
+
+// MarshalJSON encodes the actions in ADK's wire format: the four maps are
+// always present, other empty fields are omitted.
+func (a Actions) MarshalJSON() ([]byte, error) {
+	w := a.wire()
+	return json.Marshal(&w)
+}
+
+func (a *Actions) wire() wireActions {
+	w := wireActions{
+		SkipSummarization:          a.SkipSummarization,
+		StateDelta:                 a.StateDelta,
+		ArtifactDelta:              a.ArtifactDelta,
+		TransferToAgent:            a.TransferToAgent,
+		Escalate:                   a.Escalate,
+		RequestedAuthConfigs:       a.RequestedAuthConfigs,
+		RequestedToolConfirmations: a.RequestedToolConfirmations,
+		EndOfAgent:                 a.EndOfAgent,
+		AgentState:                 a.AgentState,
+		RewindBeforeInvocationID:   a.RewindBeforeInvocationID,
+	}
+	if w.StateDelta == nil {
+		w.StateDelta = map[string]any{}
+	}
+	if w.ArtifactDelta == nil {
+		w.ArtifactDelta = map[string]int64{}
+	}
+	if w.RequestedAuthConfigs == nil {
+		w.RequestedAuthConfigs = map[string]any{}
+	}
+	if w.RequestedToolConfirmations == nil {
+		w.RequestedToolConfirmations = map[string]ToolConfirmation{}
+	}
+	if c := a.Compaction; c != nil {
+		w.Compaction = &wireCompaction{StartTimestamp: Seconds(c.Start), EndTimestamp: Seconds(c.End), CompactedContent: c.Content}
+	}
+	return w
+}
+
+func (w *wireActions) actions() Actions {
+	a := Actions{
+		SkipSummarization:        w.SkipSummarization,
+		StateDelta:               nilIfEmpty(w.StateDelta),
+		TransferToAgent:          w.TransferToAgent,
+		Escalate:                 w.Escalate,
+		RequestedAuthConfigs:     nilIfEmpty(w.RequestedAuthConfigs),
+		EndOfAgent:               w.EndOfAgent,
+		AgentState:               w.AgentState,
+		RewindBeforeInvocationID: w.RewindBeforeInvocationID,
+	}
+	if len(w.ArtifactDelta) > 0 {
+		a.ArtifactDelta = w.ArtifactDelta
+	}
+	if len(w.RequestedToolConfirmations) > 0 {
+		a.RequestedToolConfirmations = w.RequestedToolConfirmations
+	}
+	if c := w.Compaction; c != nil {
+		a.Compaction = &Compaction{Start: time.Time(c.StartTimestamp), End: time.Time(c.EndTimestamp), Content: c.CompactedContent}
+	}
+	return a
+}
+
+func nilIfEmpty(m map[string]any) map[string]any {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// UnmarshalJSON decodes an event from ADK's wire format. It accepts camelCase
+// and snake_case keys, standard and URL-safe base64 for bytes, and ignores
+// unknown top-level keys. Keys inside user data (state deltas, agent state,
+// custom metadata, function arguments and responses) are never renamed.
+//
+// Canonical input, as produced by [Event.MarshalJSON], takes a strict fast
+// path; anything else is normalized first.
+func (e *Event) UnmarshalJSON(data []byte) error {
+	var w wireEvent
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		norm, nerr := Normalize(data)
+		if nerr != nil {
+			return fmt.Errorf("event: decode: %w", nerr)
+		}
+		w = wireEvent{}
+		if err := json.Unmarshal(norm, &w); err != nil {
+			return fmt.Errorf("event: decode: %w", err)
+		}
+	}
+	*e = Event{
+		Response:           w.Response,
+		ID:                 w.ID,
+		InvocationID:       w.InvocationID,
+		Author:             w.Author,
+		Branch:             w.Branch,
+		Timestamp:          time.Time(w.Timestamp),
+		Actions:            w.Actions.actions(),
+		LongRunningToolIDs: w.LongRunningToolIDs,
+	}
+	return nil
+}
+
+// UnmarshalJSON decodes actions, accepting the same variations as
+// [Event.UnmarshalJSON].
+func (a *Actions) UnmarshalJSON(data []byte) error {
+	norm, err := normalizeWith(data, actionsScope)
+	if err != nil {
+		return fmt.Errorf("event: decode actions: %w", err)
+	}
+	var w wireActions
+	if err := json.Unmarshal(norm, &w); err != nil {
+		return fmt.Errorf("event: decode actions: %w", err)
+	}
+	*a = w.actions()
+	return nil
+}
+
+// Normalize rewrites a JSON event, or any JSON value holding genai contents,
+// into canonical form: snake_case keys become camelCase and URL-safe base64
+// in byte fields becomes standard base64. Keys inside user data are kept.
+func Normalize(data []byte) ([]byte, error) {
+	return normalizeWith(data, eventScope)
+}
+
+func normalizeWith(data []byte, top scope) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(normalizeValue(v, top))
+}
+
+// scope tells how the keys of an object are treated while normalizing.
+type scope int
+
+const (
+	genericScope  scope = iota // rename keys, recurse generically
+	eventScope                 // the top level of an event
+	actionsScope               // an actions object
+	userDataScope              // user data: keep everything
+	idMapScope                 // keys are ids, values are generic
+	inlineScope                // a genai Blob: base64 "data"
+)
+
+// userDataKeys are the object keys whose values are user data, whatever
+// object they appear in.
+var userDataKeys = map[string]bool{
+	"stateDelta": true, "agentState": true, "customMetadata": true,
+	"args": true, "response": true, "partMetadata": true, "payload": true,
+	"artifactDelta": true, "requestedAuthConfigs": true,
+}
+
+func normalizeValue(v any, s scope) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if s == userDataScope {
+			return x
+		}
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			key := k
+			if s != idMapScope {
+				key = camel(k)
+			}
+			out[key] = normalizeValue(val, childScope(s, key))
+			if s == inlineScope && key == "data" {
+				out[key] = stdBase64(val)
+			}
+			if key == "thoughtSignature" {
+				out[key] = stdBase64(val)
+			}
+		}
+		return out
+	case []any:
+		if s == userDataScope {
+			return x
+		}
+		for i := range x {
+			x[i] = normalizeValue(x[i], s)
+		}
+		return x
+	}
+	return v
+}
+
+func childScope(parent scope, key string) scope {
+	switch {
+	case parent == eventScope && key == "actions":
+		return actionsScope
+	case key == "requestedToolConfirmations":
+		return idMapScope
+	case userDataKeys[key]:
+		return userDataScope
+	case key == "inlineData":
+		return inlineScope
+	}
+	return genericScope
+}
+
+// camel converts snake_case to camelCase; other keys are returned unchanged.
+func camel(k string) string {
+	if !strings.Contains(k, "_") || strings.HasPrefix(k, "_") {
+		return k
+	}
+	var b strings.Builder
+	b.Grow(len(k))
+	up := false
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c == '_' {
+			up = true
+			continue
+		}
+		if up && c >= 'a' && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		up = false
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// stdBase64 turns URL-safe (padded or not) base64 into standard padded base64.
+func stdBase64(v any) any {
+	s, ok := v.(string)
+	if !ok {
+		return v
+	}
+	if _, err := base64.StdEncoding.DecodeString(s); err == nil {
+		return s
+	}
+	s = strings.TrimRight(s, "=")
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		raw, err = base64.RawStdEncoding.DecodeString(s)
+		if err != nil {
+			return v // let the decoder report it
+		}
+	}
+	return base64.StdEncoding.EncodeToString(raw)
+}

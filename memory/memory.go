@@ -1,0 +1,136 @@
+// Package memory gives agents long-term memory: knowledge gathered from past
+// sessions that can be searched from any later session of the same user.
+//
+// [Service] owns the rules: which events of a session become memories (those
+// with text), that adding a session again replaces what it added before, and
+// that a search only ever sees the memories of one (app, user). Backends
+// implement the narrow [Store] interface.
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/session"
+)
+
+// ErrInvalid reports a malformed request, such as an empty user id.
+var ErrInvalid = errors.New("invalid memory request")
+
+// Entry is one remembered piece of a conversation.
+type Entry struct {
+	// ID identifies the entry (the id of the event it came from).
+	ID string
+	// SessionID is the session the entry came from.
+	SessionID string
+	// Author is the event's author.
+	Author string
+	// Timestamp is the event's time.
+	Timestamp time.Time
+	// Content is the remembered content.
+	Content *genai.Content
+}
+
+// Text returns the entry's text.
+func (e *Entry) Text() string {
+	if e.Content == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range e.Content.Parts {
+		if p != nil && p.Text != "" && !p.Thought {
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// Store is the storage driver behind a Service. Implementations must be
+// safe for concurrent use.
+type Store interface {
+	// Replace stores entries as the memories of one session of (app, user),
+	// replacing whatever that session stored before, atomically.
+	Replace(ctx context.Context, app, user, sessionID string, entries []Entry) error
+	// Search returns up to limit entries of (app, user) that match query,
+	// best match first. Matching is word-based and case-insensitive.
+	Search(ctx context.Context, app, user, query string, limit int) ([]Entry, error)
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Service manages memories over a Store. It is safe for concurrent use.
+type Service struct{ store Store }
+
+// NewService returns a service over store.
+func NewService(store Store) *Service { return &Service{store: store} }
+
+// Close closes the store.
+func (s *Service) Close() error { return s.store.Close() }
+
+// AddSession remembers the text-bearing events of a session. Adding the same
+// session again replaces its earlier memories.
+func (s *Service) AddSession(ctx context.Context, sess *session.Session) error {
+	if sess == nil {
+		return fmt.Errorf("%w: nil session", ErrInvalid)
+	}
+	var entries []Entry
+	for _, e := range sess.Events() {
+		if c := textOnly(e); c != nil {
+			entries = append(entries, Entry{ID: e.ID, SessionID: sess.ID(), Author: e.Author, Timestamp: e.Timestamp, Content: c})
+		}
+	}
+	if err := s.store.Replace(ctx, sess.AppName(), sess.UserID(), sess.ID(), entries); err != nil {
+		return fmt.Errorf("memory: add session %s: %w", sess.ID(), err)
+	}
+	return nil
+}
+
+func textOnly(e *event.Event) *genai.Content {
+	if e.Content == nil || e.Partial {
+		return nil
+	}
+	var parts []*genai.Part
+	for _, p := range e.Content.Parts {
+		if p != nil && p.Text != "" && !p.Thought {
+			parts = append(parts, &genai.Part{Text: p.Text})
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return &genai.Content{Role: e.Content.Role, Parts: parts}
+}
+
+// SearchOptions tunes a search. The zero value is the default.
+type SearchOptions struct {
+	// Limit is the maximum number of entries (default 10).
+	Limit int
+}
+
+// Search returns the memories of (app, user) that match query.
+func (s *Service) Search(ctx context.Context, app, user, query string, opts *SearchOptions) ([]Entry, error) {
+	if strings.TrimSpace(app) == "" || strings.TrimSpace(user) == "" {
+		return nil, fmt.Errorf("%w: app name and user id are required", ErrInvalid)
+	}
+	limit := 10
+	if opts != nil && opts.Limit > 0 {
+		limit = opts.Limit
+	}
+	if strings.TrimSpace(query) == "" {
+		return nil, nil
+	}
+	res, err := s.store.Search(ctx, app, user, query, limit)
+	if err != nil {
+		return nil, fmt.Errorf("memory: search: %w", err)
+	}
+	return res, nil
+}

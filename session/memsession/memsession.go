@@ -1,0 +1,214 @@
+// Package memsession is an in-memory session store. It keeps everything in
+// process memory and loses it on exit; use it for tests, examples and
+// short-lived programs.
+package memsession
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/session"
+)
+
+// Store is an in-memory session.Store. It is safe for concurrent use.
+type Store struct {
+	mu       sync.RWMutex
+	closed   bool
+	sessions map[session.Key]*record
+	app      map[string]map[string]any
+	user     map[[2]string]map[string]any
+}
+
+type record struct {
+	state   map[string]any
+	events  []*event.Event // stored copies; never handed out
+	created time.Time
+	updated time.Time
+}
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{
+		sessions: map[session.Key]*record{},
+		app:      map[string]map[string]any{},
+		user:     map[[2]string]map[string]any{},
+	}
+}
+
+// NewService returns a session service over a new in-memory store.
+func NewService() *session.Service { return session.NewService(New(), nil) }
+
+var errClosed = fmt.Errorf("memsession: store is closed")
+
+func (s *Store) check(ctx context.Context) error {
+	if s.closed {
+		return errClosed
+	}
+	return ctx.Err()
+}
+
+// CreateSession implements session.Store.
+func (s *Store) CreateSession(ctx context.Context, rec *session.Record, d session.Delta) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if _, ok := s.sessions[rec.Key]; ok {
+		return session.ErrAlreadyExists
+	}
+	st := map[string]any{}
+	session.ApplyDelta(st, rec.State)
+	s.sessions[rec.Key] = &record{state: st, created: rec.CreateTime, updated: rec.UpdateTime}
+	s.applyShared(rec.Key, d)
+	return nil
+}
+
+func (s *Store) applyShared(key session.Key, d session.Delta) {
+	if len(d.App) > 0 {
+		m := s.app[key.AppName]
+		if m == nil {
+			m = map[string]any{}
+			s.app[key.AppName] = m
+		}
+		session.ApplyDelta(m, d.App)
+	}
+	if len(d.User) > 0 {
+		uk := [2]string{key.AppName, key.UserID}
+		m := s.user[uk]
+		if m == nil {
+			m = map[string]any{}
+			s.user[uk] = m
+		}
+		session.ApplyDelta(m, d.User)
+	}
+}
+
+func (s *Store) fill(key session.Key, r *record) *session.Record {
+	return &session.Record{
+		Key:        key,
+		State:      event.CloneMap(r.state),
+		AppState:   event.CloneMap(s.app[key.AppName]),
+		UserState:  event.CloneMap(s.user[[2]string{key.AppName, key.UserID}]),
+		Seq:        int64(len(r.events)),
+		CreateTime: r.created,
+		UpdateTime: r.updated,
+	}
+}
+
+// GetSession implements session.Store. Its cost is proportional to the
+// number of events selected, not to the length of the session.
+func (s *Store) GetSession(ctx context.Context, key session.Key, w session.Window) (*session.Record, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	r, ok := s.sessions[key]
+	if !ok {
+		return nil, session.ErrNotFound
+	}
+	out := s.fill(key, r)
+	if w.None {
+		return out, nil
+	}
+	lo := 0
+	if w.AfterSeq > 0 {
+		lo = int(min(w.AfterSeq, int64(len(r.events))))
+	}
+	if w.Recent > 0 {
+		lo = max(lo, len(r.events)-w.Recent)
+	}
+	if !w.After.IsZero() {
+		// Events are in commit order, which is timestamp order; scan back
+		// from the end so the cost follows the size of the result.
+		i := len(r.events)
+		for i > lo && !r.events[i-1].Timestamp.Before(w.After) {
+			i--
+		}
+		lo = i
+	}
+	out.Events = make([]*event.Event, 0, len(r.events)-lo)
+	for _, e := range r.events[lo:] {
+		out.Events = append(out.Events, e.Clone())
+	}
+	return out, nil
+}
+
+// ListSessions implements session.Store.
+func (s *Store) ListSessions(ctx context.Context, app, user string, after session.Key, limit int) ([]*session.Record, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	var keys []session.Key
+	for k := range s.sessions {
+		if k.AppName != app || (user != "" && k.UserID != user) {
+			continue
+		}
+		if after.SessionID != "" && cmpKey(k, after) <= 0 {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, cmpKey)
+	if len(keys) > limit {
+		keys = keys[:limit]
+	}
+	out := make([]*session.Record, len(keys))
+	for i, k := range keys {
+		out[i] = s.fill(k, s.sessions[k])
+	}
+	return out, nil
+}
+
+func cmpKey(a, b session.Key) int {
+	return cmp.Or(cmp.Compare(a.UserID, b.UserID), cmp.Compare(a.SessionID, b.SessionID))
+}
+
+// DeleteSession implements session.Store.
+func (s *Store) DeleteSession(ctx context.Context, key session.Key) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	delete(s.sessions, key)
+	return nil
+}
+
+// AppendEvent implements session.Store.
+func (s *Store) AppendEvent(ctx context.Context, key session.Key, seq int64, ev *event.Event, d session.Delta) error {
+	stored := ev.Clone() // outside the lock: it is the costly part
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	r, ok := s.sessions[key]
+	if !ok {
+		return session.ErrNotFound
+	}
+	if int64(len(r.events)) != seq {
+		return session.ErrStale
+	}
+	r.events = append(r.events, stored)
+	session.ApplyDelta(r.state, d.Session)
+	s.applyShared(key, d)
+	r.updated = ev.Timestamp
+	return nil
+}
+
+// Close implements session.Store. Later calls fail.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}

@@ -1,0 +1,94 @@
+package session
+
+import (
+	"context"
+	"time"
+
+	"github.com/loomkit/loom/event"
+)
+
+// Store is the storage driver behind a [Service]. It stores records and
+// applies already-decided changes atomically; every rule about what to store
+// (partial events, temp: keys, scope splitting, ids, timestamps) lives in
+// Service, so a new backend only needs to implement these operations and pass
+// the sessiontest conformance suite.
+//
+// Implementations must be safe for concurrent use. They must not retain
+// memory passed to them, nor return memory they retain: a caller may mutate
+// what it passed or received without affecting the store.
+type Store interface {
+	// CreateSession stores a new session with its initial session-scoped
+	// state and applies d's app and user deltas, atomically. It returns an
+	// error wrapping ErrAlreadyExists if the key is taken.
+	CreateSession(ctx context.Context, rec *Record, d Delta) error
+	// GetSession returns the session with its session, user and app state
+	// and the events that w selects, in sequence order. It returns an error
+	// wrapping ErrNotFound if there is no such session.
+	GetSession(ctx context.Context, key Key, w Window) (*Record, error)
+	// ListSessions returns up to limit sessions of the app (of one user, or
+	// of every user when user is ""), without events, ordered by (UserID,
+	// SessionID) and starting strictly after the given key (zero: from the
+	// start). State, AppState and UserState are filled in.
+	ListSessions(ctx context.Context, app, user string, after Key, limit int) ([]*Record, error)
+	// DeleteSession removes a session and its events. Deleting a missing
+	// session is not an error.
+	DeleteSession(ctx context.Context, key Key) error
+	// AppendEvent appends ev as sequence number seq+1 of the session and
+	// applies d, atomically, provided the session's last sequence number is
+	// still seq; otherwise it returns an error wrapping ErrStale and changes
+	// nothing. The event's timestamp becomes the session's last update time.
+	AppendEvent(ctx context.Context, key Key, seq int64, ev *event.Event, d Delta) error
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Key identifies a session. Sessions are scoped by app and user: the same
+// session id under two users names two different sessions.
+type Key struct {
+	AppName   string
+	UserID    string
+	SessionID string
+}
+
+// Record is a session as a Store holds it.
+type Record struct {
+	Key
+	// State holds the session-scoped keys.
+	State map[string]any
+	// AppState and UserState hold the app and user scopes, keys without
+	// their prefix.
+	AppState  map[string]any
+	UserState map[string]any
+	// Events are the selected events, oldest first.
+	Events []*event.Event
+	// Seq is the sequence number of the session's last event (0: none).
+	Seq int64
+	// CreateTime is the time the session was created.
+	CreateTime time.Time
+	// UpdateTime is the time of the last change: creation or last append.
+	UpdateTime time.Time
+}
+
+// Delta is a state change split by scope. Keys carry no prefix; a nil value
+// removes the key.
+type Delta struct {
+	App     map[string]any
+	User    map[string]any
+	Session map[string]any
+}
+
+// Empty reports whether the delta changes nothing.
+func (d Delta) Empty() bool { return len(d.App) == 0 && len(d.User) == 0 && len(d.Session) == 0 }
+
+// Window selects which events GetSession returns.
+type Window struct {
+	// None selects no events.
+	None bool
+	// Recent, when positive, keeps only the most recent events.
+	Recent int
+	// After, when set, keeps only events at or after this time.
+	After time.Time
+	// AfterSeq, when positive, keeps only events whose sequence number is
+	// greater (used to load what was appended since a known point).
+	AfterSeq int64
+}
