@@ -88,6 +88,20 @@ func (s *Session) Get(key string) (any, bool) {
 	return event.CloneValue(v), ok
 }
 
+// SetLocal records an uncommitted state value in this copy of the session
+// only (a nil value hides the key). Nothing is stored: the runtime uses it so
+// that code later in an invocation reads a value a tool or callback has
+// staged but not yet committed. The next Refresh discards it.
+func (s *Session) SetLocal(key string, value any) {
+	s.mu.Lock()
+	if value == nil {
+		delete(s.state, key)
+	} else {
+		s.state[key] = event.CloneValue(value)
+	}
+	s.mu.Unlock()
+}
+
 // State returns a copy of the merged state.
 func (s *Session) State() map[string]any {
 	s.mu.RLock()
@@ -100,6 +114,16 @@ func (s *Session) Len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return len(s.events)
+}
+
+// At returns the i-th event (0 is the oldest), or nil if out of range.
+func (s *Session) At(i int) *event.Event {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if i < 0 || i >= len(s.events) {
+		return nil
+	}
+	return s.events[i]
 }
 
 // Events returns the session's events, oldest first. The slice is the

@@ -1,0 +1,238 @@
+// Package agent defines agents, the logic units of an ADK application, and
+// the context they run in.
+//
+// An [Agent] is an open interface: anything with a name, a description and a
+// Run method that yields events is an agent. The runner ranges over Run and
+// commits every non-partial event to the session before the agent's yield
+// returns, so code after a yield always sees the committed state of the event
+// it yielded.
+//
+// [New] builds a custom agent from a function, with before/after-agent
+// callbacks. The LLM agent lives in agent/llmagent, the workflow agents
+// (sequential, parallel, loop) in agent/workflowagent.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/event"
+)
+
+// Agent is a unit of agent logic. Implementations must be safe for
+// concurrent use by many invocations and immutable after construction.
+type Agent interface {
+	// Name identifies the agent; it is unique within an agent tree and is
+	// the author of the events the agent produces.
+	Name() string
+	// Description tells other agents (and models choosing a transfer
+	// target) what the agent does.
+	Description() string
+	// Run executes the agent for one invocation and yields its events.
+	// After a non-partial event has been yielded and yield has returned
+	// true, the event has been committed to inv.Session().
+	Run(ctx context.Context, inv *Invocation) iter.Seq2[*event.Event, error]
+}
+
+// Parent is implemented by agents that have sub-agents.
+type Parent interface {
+	SubAgents() []Agent
+}
+
+// TransferPolicy is implemented by agents that take part in agent transfer
+// (LLM agents). An agent can keep the conversation across user turns only if
+// it and all its ancestors implement TransferPolicy and allow transfer to
+// their parent.
+type TransferPolicy interface {
+	DisallowTransferToParent() bool
+}
+
+// SubAgents returns a's sub-agents, or nil.
+func SubAgents(a Agent) []Agent {
+	if p, ok := a.(Parent); ok {
+		return p.SubAgents()
+	}
+	return nil
+}
+
+// Tree indexes an agent tree by name and parent. It is immutable and safe
+// for concurrent use.
+type Tree struct {
+	root   Agent
+	byName map[string]Agent
+	parent map[string]Agent
+}
+
+// NewTree indexes the tree under root. Agent names must be unique and not
+// "user".
+func NewTree(root Agent) (*Tree, error) {
+	if root == nil {
+		return nil, errors.New("agent: nil root agent")
+	}
+	t := &Tree{root: root, byName: map[string]Agent{}, parent: map[string]Agent{}}
+	var walk func(a, parent Agent) error
+	walk = func(a, parent Agent) error {
+		name := a.Name()
+		if name == "" || name == event.AuthorUser {
+			return fmt.Errorf("agent: invalid agent name %q", name)
+		}
+		if _, dup := t.byName[name]; dup {
+			return fmt.Errorf("agent: duplicate agent name %q in the tree", name)
+		}
+		t.byName[name] = a
+		if parent != nil {
+			t.parent[name] = parent
+		}
+		for _, sub := range SubAgents(a) {
+			if sub == nil {
+				return fmt.Errorf("agent: %s has a nil sub-agent", name)
+			}
+			if err := walk(sub, a); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(root, nil); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Root returns the root agent.
+func (t *Tree) Root() Agent { return t.root }
+
+// Find returns the agent with the given name, or nil.
+func (t *Tree) Find(name string) Agent { return t.byName[name] }
+
+// Parent returns the parent of the named agent, or nil for the root.
+func (t *Tree) Parent(name string) Agent { return t.parent[name] }
+
+// Transferable reports whether the named agent may keep the conversation
+// across user turns: it and every ancestor allow transfer to their parent.
+func (t *Tree) Transferable(name string) bool {
+	for a := t.Find(name); a != nil; a = t.Parent(a.Name()) {
+		p, ok := a.(TransferPolicy)
+		if !ok || p.DisallowTransferToParent() {
+			return false
+		}
+	}
+	return true
+}
+
+// BeforeAgentCallback runs before an agent. Returning non-nil content skips
+// the agent: the content becomes the agent's response and the invocation
+// ends.
+type BeforeAgentCallback func(ctx context.Context, cc *CallbackContext) (*genai.Content, error)
+
+// AfterAgentCallback runs after an agent. Non-nil content is emitted as an
+// additional response of the agent.
+type AfterAgentCallback func(ctx context.Context, cc *CallbackContext) (*genai.Content, error)
+
+// Config configures a custom agent built with New.
+type Config struct {
+	// Name is required; Description is recommended.
+	Name        string
+	Description string
+	// SubAgents are the agent's children.
+	SubAgents []Agent
+	// Run is the agent's logic.
+	Run func(ctx context.Context, inv *Invocation) iter.Seq2[*event.Event, error]
+	// BeforeAgent and AfterAgent callbacks run in order; the first to return
+	// content wins.
+	BeforeAgent []BeforeAgentCallback
+	AfterAgent  []AfterAgentCallback
+}
+
+// Custom is an agent built from a function. Create it with New.
+type Custom struct {
+	cfg Config
+}
+
+// New returns a custom agent.
+func New(cfg Config) (*Custom, error) {
+	if cfg.Name == "" {
+		return nil, errors.New("agent: name is required")
+	}
+	if cfg.Run == nil {
+		return nil, fmt.Errorf("agent: %s: Run is required", cfg.Name)
+	}
+	return &Custom{cfg: cfg}, nil
+}
+
+// Name implements Agent.
+func (c *Custom) Name() string { return c.cfg.Name }
+
+// Description implements Agent.
+func (c *Custom) Description() string { return c.cfg.Description }
+
+// SubAgents implements Parent.
+func (c *Custom) SubAgents() []Agent { return c.cfg.SubAgents }
+
+// Run implements Agent: it runs the callbacks around the configured function.
+func (c *Custom) Run(ctx context.Context, inv *Invocation) iter.Seq2[*event.Event, error] {
+	return RunWithCallbacks(ctx, inv, c.cfg.BeforeAgent, c.cfg.AfterAgent, c.cfg.Run)
+}
+
+// RunWithCallbacks runs body between before- and after-agent callbacks. It is
+// how every agent of this module applies its callbacks; custom Agent
+// implementations may use it too. inv must already be the agent's own
+// invocation (see Invocation.For).
+func RunWithCallbacks(ctx context.Context, inv *Invocation, before []BeforeAgentCallback, after []AfterAgentCallback,
+	body func(context.Context, *Invocation) iter.Seq2[*event.Event, error]) iter.Seq2[*event.Event, error] {
+	return func(yield func(*event.Event, error) bool) {
+		if inv.Ended() {
+			return
+		}
+		if len(before) > 0 {
+			cc := NewCallbackContext(inv)
+			for _, cb := range before {
+				content, err := cb(ctx, cc)
+				if err != nil {
+					yield(nil, fmt.Errorf("agent %s: before-agent callback: %w", inv.Agent().Name(), err))
+					return
+				}
+				if content != nil {
+					ev := cc.Event()
+					ev.Content = content
+					inv.End()
+					yield(ev, nil)
+					return
+				}
+			}
+			if cc.HasActions() {
+				if !yield(cc.Event(), nil) {
+					return
+				}
+			}
+		}
+		for ev, err := range body(ctx, inv) {
+			if !yield(ev, err) || err != nil {
+				return
+			}
+		}
+		if len(after) > 0 && !inv.Ended() {
+			cc := NewCallbackContext(inv)
+			for _, cb := range after {
+				content, err := cb(ctx, cc)
+				if err != nil {
+					yield(nil, fmt.Errorf("agent %s: after-agent callback: %w", inv.Agent().Name(), err))
+					return
+				}
+				if content != nil {
+					ev := cc.Event()
+					ev.Content = content
+					yield(ev, nil)
+					return
+				}
+			}
+			if cc.HasActions() {
+				yield(cc.Event(), nil)
+			}
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/artifact"
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/memory"
+	"github.com/loomkit/loom/session"
+)
+
+// ErrLLMCallLimit is returned when an invocation exceeds its maximum number
+// of model calls.
+var ErrLLMCallLimit = errors.New("agent: maximum number of LLM calls per invocation exceeded")
+
+// DefaultMaxLLMCalls is the per-invocation model call limit used when
+// RunConfig.MaxLLMCalls is zero.
+const DefaultMaxLLMCalls = 500
+
+// RunConfig holds the per-run settings of an invocation.
+type RunConfig struct {
+	// Streaming makes models stream: partial events are yielded as text
+	// arrives, followed by one aggregated event.
+	Streaming bool
+	// MaxLLMCalls limits model calls per invocation: zero means
+	// DefaultMaxLLMCalls, a negative value means no limit.
+	MaxLLMCalls int
+}
+
+// InvocationConfig holds what the runner knows when it starts an invocation.
+type InvocationConfig struct {
+	// ID is the invocation id; event.NewInvocationID() if empty.
+	ID          string
+	Tree        *Tree
+	Session     *session.Session
+	Sessions    *session.Service
+	Artifacts   *artifact.Service
+	Memory      *memory.Service
+	UserContent *genai.Content
+	RunConfig   RunConfig
+}
+
+// Invocation is everything one user turn shares, from the user message to
+// the final response: the id, the live session, the services, the run
+// configuration. Each agent sees it through its own copy, which records the
+// running agent and its branch. It is safe for concurrent use.
+type Invocation struct {
+	agent  Agent
+	branch string
+	shared *shared
+}
+
+type shared struct {
+	cfg      InvocationConfig
+	ended    atomic.Bool
+	llmCalls atomic.Int64
+}
+
+// NewInvocation starts an invocation. The runner calls it; tests of custom
+// agents may call it too.
+func NewInvocation(cfg InvocationConfig) *Invocation {
+	if cfg.ID == "" {
+		cfg.ID = event.NewInvocationID()
+	}
+	var root Agent
+	if cfg.Tree != nil {
+		root = cfg.Tree.Root()
+	}
+	return &Invocation{agent: root, shared: &shared{cfg: cfg}}
+}
+
+// For returns the invocation as seen by agent a, on the same branch.
+func (inv *Invocation) For(a Agent) *Invocation {
+	c := *inv
+	c.agent = a
+	return &c
+}
+
+// WithBranch returns the invocation on another branch.
+func (inv *Invocation) WithBranch(branch string) *Invocation {
+	c := *inv
+	c.branch = branch
+	return &c
+}
+
+// ID returns the invocation id ("e-" + UUID).
+func (inv *Invocation) ID() string { return inv.shared.cfg.ID }
+
+// Agent returns the agent this copy of the invocation belongs to.
+func (inv *Invocation) Agent() Agent { return inv.agent }
+
+// Branch returns the agent's branch, such as "parallel.child" ("" at the root).
+func (inv *Invocation) Branch() string { return inv.branch }
+
+// Session returns the live session. Its state includes the invocation's
+// temp: keys and staged writes.
+func (inv *Invocation) Session() *session.Session { return inv.shared.cfg.Session }
+
+// Sessions returns the session service, or nil.
+func (inv *Invocation) Sessions() *session.Service { return inv.shared.cfg.Sessions }
+
+// Artifacts returns the artifact service, or nil if none is configured.
+func (inv *Invocation) Artifacts() *artifact.Service { return inv.shared.cfg.Artifacts }
+
+// Memory returns the memory service, or nil if none is configured.
+func (inv *Invocation) Memory() *memory.Service { return inv.shared.cfg.Memory }
+
+// Tree returns the agent tree, or nil.
+func (inv *Invocation) Tree() *Tree { return inv.shared.cfg.Tree }
+
+// UserContent returns the user message that started the invocation.
+func (inv *Invocation) UserContent() *genai.Content { return inv.shared.cfg.UserContent }
+
+// RunConfig returns the run configuration.
+func (inv *Invocation) RunConfig() RunConfig { return inv.shared.cfg.RunConfig }
+
+// End ends the invocation: agents stop after their current step.
+func (inv *Invocation) End() { inv.shared.ended.Store(true) }
+
+// Ended reports whether End was called.
+func (inv *Invocation) Ended() bool { return inv.shared.ended.Load() }
+
+// CountLLMCall records a model call and returns an error wrapping
+// ErrLLMCallLimit when the invocation exceeds its limit.
+func (inv *Invocation) CountLLMCall() error {
+	n := inv.shared.llmCalls.Add(1)
+	limit := int64(inv.shared.cfg.RunConfig.MaxLLMCalls)
+	if limit == 0 {
+		limit = DefaultMaxLLMCalls
+	}
+	if limit > 0 && n > limit {
+		return fmt.Errorf("%w (limit %d)", ErrLLMCallLimit, limit)
+	}
+	return nil
+}
+
+// NewEvent returns a new event of the current agent in this invocation, on
+// its branch.
+func (inv *Invocation) NewEvent() *event.Event {
+	name := ""
+	if inv.agent != nil {
+		name = inv.agent.Name()
+	}
+	e := event.New(inv.ID(), name)
+	e.Branch = inv.branch
+	return e
+}

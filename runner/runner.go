@@ -1,0 +1,340 @@
+// Package runner drives agent invocations: it is the event loop of Loom.
+//
+// For each user message, [Runner.Run] loads the session, stores the message
+// as a user event, chooses the agent to answer, and ranges over that agent's
+// events. Every non-partial event is committed through the session service
+// (state delta applied, artifact delta recorded, event appended) before it is
+// forwarded to the caller and before the agent's yield returns, so the agent
+// resumes seeing the committed state. Partial (streaming) events are
+// forwarded only. The runner is the only writer of agent events to a
+// session.
+//
+// Invocations of one session are serialized within a runner: a second Run
+// on a session waits until the first has finished (or its context is done).
+// Runs on different sessions proceed concurrently.
+package runner
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/artifact"
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/memory"
+	"github.com/loomkit/loom/session"
+)
+
+// Config configures a Runner.
+type Config struct {
+	// AppName names the application; sessions are scoped by it. Required.
+	AppName string
+	// Agent is the root agent. Required.
+	Agent agent.Agent
+	// Sessions stores sessions. Required.
+	Sessions *session.Service
+	// Artifacts and Memory are optional services made available to agents,
+	// callbacks and tools.
+	Artifacts *artifact.Service
+	Memory    *memory.Service
+	// AutoCreateSession creates a missing session on Run instead of failing
+	// with session.ErrNotFound.
+	AutoCreateSession bool
+	// SessionCacheSize is the number of idle live sessions kept between
+	// invocations so that a new turn only loads what changed (default 1024;
+	// negative disables the cache).
+	SessionCacheSize int
+}
+
+// RunOptions are the per-run settings. The zero value is the default.
+type RunOptions struct {
+	// Streaming asks models to stream: partial events are yielded as text
+	// arrives, then one aggregated event.
+	Streaming bool
+	// StateDelta is applied with the user message event.
+	StateDelta map[string]any
+	// MaxLLMCalls limits model calls in the invocation (0: the default of
+	// agent.DefaultMaxLLMCalls; negative: no limit).
+	MaxLLMCalls int
+}
+
+// ErrInvalid reports a malformed run request.
+var ErrInvalid = errors.New("runner: invalid request")
+
+// Runner runs the agents of one application. It is safe for concurrent use.
+type Runner struct {
+	cfg  Config
+	tree *agent.Tree
+
+	mu    sync.Mutex
+	live  map[session.Key]*liveSession
+	idle  *list.List // of *liveSession with refs == 0, most recent first
+	limit int
+}
+
+// liveSession is a session copy kept across invocations, with the lock that
+// serializes invocations on it.
+type liveSession struct {
+	key  session.Key
+	sem  chan struct{}
+	sess *session.Session // nil until loaded
+	refs int
+	elem *list.Element // position in idle, when idle
+}
+
+// New returns a runner.
+func New(cfg Config) (*Runner, error) {
+	if cfg.AppName == "" {
+		return nil, fmt.Errorf("%w: app name is required", ErrInvalid)
+	}
+	if cfg.Sessions == nil {
+		return nil, fmt.Errorf("%w: session service is required", ErrInvalid)
+	}
+	tree, err := agent.NewTree(cfg.Agent)
+	if err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	limit := cfg.SessionCacheSize
+	if limit == 0 {
+		limit = 1024
+	}
+	return &Runner{cfg: cfg, tree: tree, live: map[session.Key]*liveSession{}, idle: list.New(), limit: max(limit, 0)}, nil
+}
+
+// AppName returns the application name.
+func (r *Runner) AppName() string { return r.cfg.AppName }
+
+// Agent returns the root agent.
+func (r *Runner) Agent() agent.Agent { return r.cfg.Agent }
+
+// Tree returns the indexed agent tree.
+func (r *Runner) Tree() *agent.Tree { return r.tree }
+
+// Sessions returns the session service.
+func (r *Runner) Sessions() *session.Service { return r.cfg.Sessions }
+
+// Artifacts returns the artifact service, or nil.
+func (r *Runner) Artifacts() *artifact.Service { return r.cfg.Artifacts }
+
+// Memory returns the memory service, or nil.
+func (r *Runner) Memory() *memory.Service { return r.cfg.Memory }
+
+// Run runs one invocation: msg from userID in session sessionID. It yields
+// the agents' events (not the user message) as they are committed, and
+// partial events as they stream. The iterator is single-use; breaking out of
+// the loop or cancelling ctx stops the invocation. On error it yields a
+// non-nil error once and stops. opts may be nil.
+func (r *Runner) Run(ctx context.Context, userID, sessionID string, msg *genai.Content, opts *RunOptions) iter.Seq2[*event.Event, error] {
+	if opts == nil {
+		opts = &RunOptions{}
+	}
+	return func(yield func(*event.Event, error) bool) {
+		if msg == nil || len(msg.Parts) == 0 {
+			yield(nil, fmt.Errorf("%w: the new message is empty", ErrInvalid))
+			return
+		}
+		key := session.Key{AppName: r.cfg.AppName, UserID: userID, SessionID: sessionID}
+		ls, err := r.acquire(ctx, key)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer r.release(ls)
+		sess, err := r.load(ctx, ls)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		r.invoke(ctx, sess, msg, opts, yield)
+	}
+}
+
+// invoke is the event loop of one invocation.
+func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.Content, opts *RunOptions, yield func(*event.Event, error) bool) {
+	inv := agent.NewInvocation(agent.InvocationConfig{
+		Tree:        r.tree,
+		Session:     sess,
+		Sessions:    r.cfg.Sessions,
+		Artifacts:   r.cfg.Artifacts,
+		Memory:      r.cfg.Memory,
+		UserContent: msg,
+		RunConfig:   agent.RunConfig{Streaming: opts.Streaming, MaxLLMCalls: opts.MaxLLMCalls},
+	})
+	user := event.New(inv.ID(), event.AuthorUser)
+	user.Content = event.CloneContent(msg)
+	if user.Content.Role == "" {
+		user.Content.Role = genai.RoleUser
+	}
+	user.Actions.StateDelta = event.CloneMap(opts.StateDelta)
+	if err := r.cfg.Sessions.AppendEvent(ctx, sess, user); err != nil {
+		yield(nil, fmt.Errorf("runner: store user message: %w", err))
+		return
+	}
+	ag := r.selectAgent(sess, msg)
+	for ev, err := range ag.Run(ctx, inv.For(ag)) {
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if ev == nil {
+			continue
+		}
+		if ev.InvocationID == "" {
+			ev.InvocationID = inv.ID()
+		}
+		if !ev.Partial {
+			if err := r.cfg.Sessions.AppendEvent(ctx, sess, ev); err != nil {
+				yield(nil, fmt.Errorf("runner: commit event: %w", err))
+				return
+			}
+		}
+		if !yield(ev, nil) {
+			return
+		}
+	}
+}
+
+// RunSync runs one invocation to completion and returns its events.
+func (r *Runner) RunSync(ctx context.Context, userID, sessionID string, msg *genai.Content, opts *RunOptions) ([]*event.Event, error) {
+	var out []*event.Event
+	for ev, err := range r.Run(ctx, userID, sessionID, msg, opts) {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+// selectAgent chooses the agent that answers a new user message: the agent
+// that asked the function call being answered; else the last agent that
+// spoke, if it may keep the conversation; else the root.
+func (r *Runner) selectAgent(sess *session.Session, msg *genai.Content) agent.Agent {
+	root := r.tree.Root()
+	n := sess.Len()
+	if ids := responseIDs(msg); len(ids) > 0 {
+		for i := n - 1; i >= 0; i-- {
+			ev := sess.At(i)
+			for _, fc := range ev.FunctionCalls() {
+				if ids[fc.ID] {
+					if a := r.tree.Find(ev.Author); a != nil {
+						return a
+					}
+					return root
+				}
+			}
+		}
+	}
+	for i := n - 1; i >= 0; i-- {
+		ev := sess.At(i)
+		if ev.Author == event.AuthorUser {
+			continue
+		}
+		if ev.Author == root.Name() {
+			return root
+		}
+		a := r.tree.Find(ev.Author)
+		if a == nil {
+			continue
+		}
+		if r.tree.Transferable(a.Name()) {
+			return a
+		}
+		return root
+	}
+	return root
+}
+
+func responseIDs(msg *genai.Content) map[string]bool {
+	var ids map[string]bool
+	for _, p := range msg.Parts {
+		if p != nil && p.FunctionResponse != nil && p.FunctionResponse.ID != "" {
+			if ids == nil {
+				ids = map[string]bool{}
+			}
+			ids[p.FunctionResponse.ID] = true
+		}
+	}
+	return ids
+}
+
+// acquire takes the invocation lock of a session.
+func (r *Runner) acquire(ctx context.Context, key session.Key) (*liveSession, error) {
+	r.mu.Lock()
+	ls := r.live[key]
+	if ls == nil {
+		ls = &liveSession{key: key, sem: make(chan struct{}, 1)}
+		r.live[key] = ls
+	}
+	ls.refs++
+	if ls.elem != nil {
+		r.idle.Remove(ls.elem)
+		ls.elem = nil
+	}
+	r.mu.Unlock()
+	select {
+	case ls.sem <- struct{}{}:
+		return ls, nil
+	case <-ctx.Done():
+		r.unref(ls)
+		return nil, fmt.Errorf("runner: waiting for session %s: %w", key.SessionID, ctx.Err())
+	}
+}
+
+func (r *Runner) release(ls *liveSession) {
+	<-ls.sem
+	r.unref(ls)
+}
+
+func (r *Runner) unref(ls *liveSession) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ls.refs--
+	if ls.refs > 0 {
+		return
+	}
+	if ls.sess == nil || r.limit == 0 {
+		delete(r.live, ls.key)
+		return
+	}
+	ls.elem = r.idle.PushFront(ls)
+	for r.idle.Len() > r.limit {
+		old := r.idle.Remove(r.idle.Back()).(*liveSession)
+		old.elem = nil
+		delete(r.live, old.key)
+	}
+}
+
+// load returns the live session for an invocation: the cached copy brought
+// up to date, or a fresh load (creating the session if configured).
+func (r *Runner) load(ctx context.Context, ls *liveSession) (*session.Session, error) {
+	svc := r.cfg.Sessions
+	if ls.sess != nil {
+		err := svc.Refresh(ctx, ls.sess)
+		if err == nil {
+			return ls.sess, nil
+		}
+		ls.sess = nil
+		if !errors.Is(err, session.ErrNotFound) {
+			return nil, fmt.Errorf("runner: %w", err)
+		}
+	}
+	sess, err := svc.Get(ctx, ls.key, nil)
+	if errors.Is(err, session.ErrNotFound) && r.cfg.AutoCreateSession {
+		sess, err = svc.Create(ctx, ls.key, nil)
+		if errors.Is(err, session.ErrAlreadyExists) {
+			sess, err = svc.Get(ctx, ls.key, nil)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	ls.sess = sess
+	return sess, nil
+}

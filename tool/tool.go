@@ -1,0 +1,96 @@
+// Package tool defines the tools an LLM agent can call and the context a
+// tool runs in.
+//
+// A [Tool] declares itself to the model with a genai function declaration
+// and runs with the model's arguments. Its [Context] gives it the
+// function-call id, the session state (reads see uncommitted writes of the
+// same invocation; writes are staged into the state delta of the tool's
+// response event and become durable when that event is committed), artifacts,
+// memory search, and the event actions it may set (skip summarization,
+// escalate, transfer).
+//
+// Ready-made tools live in sub-packages: functiontool turns a Go function into
+// a tool, agenttool runs an agent as a tool.
+package tool
+
+import (
+	"context"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/memory"
+)
+
+// Tool is a capability an LLM agent can call. Implementations must be safe
+// for concurrent use: the calls of one model response run concurrently.
+type Tool interface {
+	// Name is the function name the model calls.
+	Name() string
+	// Description tells the model what the tool does.
+	Description() string
+	// Declaration returns the function declaration sent to the model, or nil
+	// for a tool the model cannot call directly.
+	Declaration() *genai.FunctionDeclaration
+	// Run executes the tool. The result becomes the function response; an
+	// error becomes an error function response the model can read.
+	Run(ctx context.Context, tc Context, args map[string]any) (map[string]any, error)
+}
+
+// LongRunning is implemented by tools whose work continues after Run
+// returns: their call ids are listed in the event's long-running tool ids and
+// the invocation pauses until a client sends the final function response.
+type LongRunning interface {
+	Tool
+	IsLongRunning() bool
+}
+
+// Toolset provides tools that are only known at run time, such as the tools
+// of an MCP server.
+type Toolset interface {
+	// Name identifies the toolset.
+	Name() string
+	// Tools lists the toolset's tools for the current invocation.
+	Tools(ctx context.Context) ([]Tool, error)
+}
+
+// State is session state as seen from a callback or tool. Reads see the
+// committed state and the uncommitted writes of the current invocation;
+// writes are staged into the next event the context emits.
+type State interface {
+	// Get returns the value of a key (with its prefix, e.g. "user:name").
+	Get(key string) (any, bool)
+	// Set stages a value; a nil value removes the key when committed.
+	Set(key string, value any)
+}
+
+// Context is what a tool sees of the invocation it runs in.
+type Context interface {
+	// FunctionCallID is the id of the function call being answered.
+	FunctionCallID() string
+	// InvocationID identifies the current invocation.
+	InvocationID() string
+	// AgentName is the name of the agent that called the tool.
+	AgentName() string
+	// AppName, UserID and SessionID identify the session.
+	AppName() string
+	UserID() string
+	SessionID() string
+	// UserContent is the user message that started the invocation.
+	UserContent() *genai.Content
+	// State gives access to session state.
+	State() State
+	// Actions returns the actions of the tool's response event, which the
+	// tool may set (SkipSummarization, Escalate, TransferToAgent, ...).
+	Actions() *event.Actions
+	// SaveArtifact saves a new version of an artifact and records it in the
+	// response event's artifact delta.
+	SaveArtifact(ctx context.Context, name string, part *genai.Part) (int64, error)
+	// LoadArtifact loads a version of an artifact (artifact.Latest for the
+	// newest).
+	LoadArtifact(ctx context.Context, name string, version int64) (*genai.Part, error)
+	// ListArtifacts lists the names of the session's artifacts.
+	ListArtifacts(ctx context.Context) ([]string, error)
+	// SearchMemory searches the user's long-term memory.
+	SearchMemory(ctx context.Context, query string) ([]memory.Entry, error)
+}
