@@ -1,0 +1,424 @@
+package llmagent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"strings"
+	"sync"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/tool"
+)
+
+// This file is the model ↔ tool loop.
+
+// run is the agent's body: steps until a final answer, a transfer, a pause
+// or an error.
+func (a *Agent) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
+	return func(yield func(*event.Event, error) bool) {
+		for !inv.Ended() {
+			next, ok := a.step(ctx, inv, yield)
+			if !ok {
+				return
+			}
+			if next == nil {
+				continue
+			}
+			if next == a {
+				return // final answer or pause
+			}
+			// Transfer: the target answers in the same invocation.
+			for ev, err := range next.Run(ctx, inv.For(next)) {
+				if !yield(ev, err) || err != nil {
+					return
+				}
+			}
+			return
+		}
+	}
+}
+
+// step makes one model call and runs its function calls. It returns the
+// agent to continue with: nil to call the model again, a itself to stop, or
+// a transfer target. ok is false when the caller must stop at once.
+func (a *Agent) step(ctx context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) (next agent.Agent, ok bool) {
+	tools, err := a.resolveTools(ctx, inv)
+	if err != nil {
+		yield(nil, err)
+		return nil, false
+	}
+	cc := agent.NewCallbackContext(inv)
+	req, err := a.buildRequest(ctx, inv, cc, tools)
+	if err != nil {
+		yield(nil, err)
+		return nil, false
+	}
+	resp, ok := a.callModel(ctx, inv, cc, req, yield)
+	if !ok {
+		return nil, false
+	}
+	ev := inv.NewEvent()
+	ev.Response = *resp
+	ev.Partial = false
+	ev.Actions = cc.TakeActions()
+	calls := ev.FunctionCalls()
+	for _, fc := range calls {
+		if fc.ID == "" {
+			fc.ID = event.GeneratedCallIDPrefix + event.NewID()
+		}
+		if t, ok := tools[fc.Name]; ok {
+			if lr, ok := t.(tool.LongRunning); ok && lr.IsLongRunning() {
+				ev.LongRunningToolIDs = append(ev.LongRunningToolIDs, fc.ID)
+			}
+		}
+	}
+	if len(calls) == 0 && ev.ErrorCode == "" {
+		if err := a.setOutput(ev); err != nil {
+			yield(nil, err)
+			return nil, false
+		}
+	}
+	if !yield(ev, nil) {
+		return nil, false
+	}
+	if len(calls) == 0 {
+		return a, true
+	}
+	resEv := a.runCalls(ctx, inv, calls, tools)
+	if resEv != nil && !yield(resEv, nil) {
+		return nil, false
+	}
+	if len(ev.LongRunningToolIDs) > 0 {
+		return a, true // paused until the client answers the long-running call
+	}
+	if resEv == nil {
+		return a, true
+	}
+	if target := resEv.Actions.TransferToAgent; target != "" {
+		t := inv.Tree().Find(target)
+		if t == nil {
+			yield(nil, fmt.Errorf("llmagent: %s: transfer to unknown agent %q", a.Name(), target))
+			return nil, false
+		}
+		return t, true
+	}
+	if resEv.Actions.SkipSummarization {
+		return a, true
+	}
+	return nil, true
+}
+
+// callModel runs the before-model callbacks, the model (streaming partial
+// events through yield) and the after-model callbacks, and returns the
+// complete response.
+func (a *Agent) callModel(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, req *model.Request,
+	yield func(*event.Event, error) bool) (*model.Response, bool) {
+	for _, cb := range a.cfg.BeforeModel {
+		resp, err := cb(ctx, cc, req)
+		if err != nil {
+			yield(nil, fmt.Errorf("llmagent: %s: before-model callback: %w", a.Name(), err))
+			return nil, false
+		}
+		if resp != nil {
+			return a.afterModel(ctx, cc, resp, yield)
+		}
+	}
+	if err := inv.CountLLMCall(); err != nil {
+		yield(nil, err)
+		return nil, false
+	}
+	var final *model.Response
+	var agg *aggregator
+	for resp, err := range a.cfg.Model.Generate(ctx, req, inv.RunConfig().Streaming) {
+		if err != nil {
+			for _, cb := range a.cfg.OnModelError {
+				r, cbErr := cb(ctx, cc, req, err)
+				if cbErr != nil {
+					yield(nil, fmt.Errorf("llmagent: %s: model-error callback: %w", a.Name(), cbErr))
+					return nil, false
+				}
+				if r != nil {
+					return a.afterModel(ctx, cc, r, yield)
+				}
+			}
+			yield(nil, fmt.Errorf("llmagent: %s: model %s: %w", a.Name(), a.cfg.Model.Name(), err))
+			return nil, false
+		}
+		if resp == nil {
+			continue
+		}
+		if resp.Partial {
+			if agg == nil {
+				agg = &aggregator{}
+			}
+			agg.add(resp)
+			pe := inv.NewEvent()
+			pe.Response = *resp
+			if !yield(pe, nil) {
+				return nil, false
+			}
+			continue
+		}
+		final = resp
+	}
+	if final == nil && agg != nil {
+		final = agg.response()
+	}
+	if final == nil {
+		yield(nil, fmt.Errorf("llmagent: %s: %w", a.Name(), model.ErrNoResponse))
+		return nil, false
+	}
+	return a.afterModel(ctx, cc, final, yield)
+}
+
+func (a *Agent) afterModel(ctx context.Context, cc *agent.CallbackContext, resp *model.Response, yield func(*event.Event, error) bool) (*model.Response, bool) {
+	for _, cb := range a.cfg.AfterModel {
+		r, err := cb(ctx, cc, resp)
+		if err != nil {
+			yield(nil, fmt.Errorf("llmagent: %s: after-model callback: %w", a.Name(), err))
+			return nil, false
+		}
+		if r != nil {
+			return r, true
+		}
+	}
+	return resp, true
+}
+
+// aggregator joins streamed chunks for models that end a stream without an
+// aggregated response. It is linear in the size of the output.
+type aggregator struct {
+	text, thought strings.Builder
+	calls         []*genai.Part
+	last          *model.Response
+}
+
+func (g *aggregator) add(r *model.Response) {
+	g.last = r
+	if r.Content == nil {
+		return
+	}
+	for _, p := range r.Content.Parts {
+		switch {
+		case p == nil:
+		case p.FunctionCall != nil:
+			g.calls = append(g.calls, p)
+		case p.Thought:
+			g.thought.WriteString(p.Text)
+		default:
+			g.text.WriteString(p.Text)
+		}
+	}
+}
+
+func (g *aggregator) response() *model.Response {
+	r := *g.last
+	r.Partial = false
+	c := &genai.Content{Role: genai.RoleModel}
+	if g.thought.Len() > 0 {
+		c.Parts = append(c.Parts, &genai.Part{Text: g.thought.String(), Thought: true})
+	}
+	if g.text.Len() > 0 {
+		c.Parts = append(c.Parts, &genai.Part{Text: g.text.String()})
+	}
+	c.Parts = append(c.Parts, g.calls...)
+	r.Content = c
+	return &r
+}
+
+// setOutput stores the final answer under the output key, validating it
+// against the output schema if there is one.
+func (a *Agent) setOutput(ev *event.Event) error {
+	if a.cfg.OutputKey == "" && a.schema == nil {
+		return nil
+	}
+	text := ev.Text()
+	var value any = text
+	if a.schema != nil {
+		var v any
+		if err := json.Unmarshal([]byte(text), &v); err != nil {
+			return fmt.Errorf("llmagent: %s: output is not valid JSON: %w", a.Name(), err)
+		}
+		if err := a.schema.Validate(v); err != nil {
+			return fmt.Errorf("llmagent: %s: output does not match the output schema: %w", a.Name(), err)
+		}
+		value = v
+	}
+	if a.cfg.OutputKey == "" || (text == "" && ev.Content == nil) {
+		return nil
+	}
+	if ev.Actions.StateDelta == nil {
+		ev.Actions.StateDelta = map[string]any{}
+	}
+	ev.Actions.StateDelta[a.cfg.OutputKey] = value
+	return nil
+}
+
+// callResult is the outcome of one function call.
+type callResult struct {
+	part    *genai.Part
+	actions event.Actions
+}
+
+// runCalls runs the function calls of one model response, concurrently when
+// there are several, and merges their responses into one event in call
+// order. It returns nil when no call produced a response (long-running tools
+// that returned nothing).
+func (a *Agent) runCalls(ctx context.Context, inv *agent.Invocation, calls []*genai.FunctionCall, tools map[string]tool.Tool) *event.Event {
+	results := make([]callResult, len(calls))
+	if len(calls) == 1 {
+		results[0] = a.runCall(ctx, inv, calls[0], tools)
+	} else {
+		var wg sync.WaitGroup
+		for i, fc := range calls {
+			wg.Go(func() { results[i] = a.runCall(ctx, inv, fc, tools) })
+		}
+		wg.Wait()
+	}
+	ev := inv.NewEvent()
+	ev.Content = &genai.Content{Role: genai.RoleUser}
+	for _, r := range results {
+		if r.part != nil {
+			ev.Content.Parts = append(ev.Content.Parts, r.part)
+		}
+		mergeActions(&ev.Actions, &r.actions)
+	}
+	if len(ev.Content.Parts) == 0 {
+		if !hasActions(&ev.Actions) {
+			return nil
+		}
+		ev.Content = nil
+	}
+	return ev
+}
+
+func hasActions(a *event.Actions) bool {
+	return len(a.StateDelta) > 0 || len(a.ArtifactDelta) > 0 || a.TransferToAgent != "" || a.Escalate ||
+		a.SkipSummarization || len(a.RequestedToolConfirmations) > 0 || len(a.RequestedAuthConfigs) > 0
+}
+
+// mergeActions merges src into dst: maps are merged (later calls win), flags
+// are or-ed, and the last transfer wins.
+func mergeActions(dst, src *event.Actions) {
+	dst.StateDelta = mergeMap(dst.StateDelta, src.StateDelta)
+	dst.RequestedAuthConfigs = mergeMap(dst.RequestedAuthConfigs, src.RequestedAuthConfigs)
+	for k, v := range src.ArtifactDelta {
+		if dst.ArtifactDelta == nil {
+			dst.ArtifactDelta = map[string]int64{}
+		}
+		dst.ArtifactDelta[k] = v
+	}
+	for k, v := range src.RequestedToolConfirmations {
+		if dst.RequestedToolConfirmations == nil {
+			dst.RequestedToolConfirmations = map[string]event.ToolConfirmation{}
+		}
+		dst.RequestedToolConfirmations[k] = v
+	}
+	dst.SkipSummarization = dst.SkipSummarization || src.SkipSummarization
+	dst.Escalate = dst.Escalate || src.Escalate
+	if src.TransferToAgent != "" {
+		dst.TransferToAgent = src.TransferToAgent
+	}
+}
+
+func mergeMap(dst, src map[string]any) map[string]any {
+	for k, v := range src {
+		if dst == nil {
+			dst = map[string]any{}
+		}
+		dst[k] = v
+	}
+	return dst
+}
+
+// runCall runs one function call with its callbacks. Unknown tools, tool
+// errors and panics become error responses the model can read.
+func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.FunctionCall, tools map[string]tool.Tool) callResult {
+	tc := agent.NewToolContext(inv, fc.ID)
+	args := fc.Args
+	if args == nil {
+		args = map[string]any{}
+	}
+	respond := func(result map[string]any) callResult {
+		return callResult{
+			part:    &genai.Part{FunctionResponse: &genai.FunctionResponse{ID: fc.ID, Name: fc.Name, Response: result}},
+			actions: tc.TakeActions(),
+		}
+	}
+	t, ok := tools[fc.Name]
+	if !ok {
+		return respond(errorResult(fmt.Errorf("tool %q not found; available tools: %s", fc.Name, toolNames(tools))))
+	}
+	for _, cb := range a.cfg.BeforeTool {
+		res, err := cb(ctx, tc, t, args)
+		if err != nil {
+			return respond(errorResult(fmt.Errorf("before-tool callback: %w", err)))
+		}
+		if res != nil {
+			return respond(res)
+		}
+	}
+	res, err := safeRun(ctx, t, tc, args)
+	if err != nil {
+		for _, cb := range a.cfg.OnToolError {
+			r, cbErr := cb(ctx, tc, t, args, err)
+			if cbErr != nil {
+				err = fmt.Errorf("tool-error callback: %w", cbErr)
+				break
+			}
+			if r != nil {
+				res, err = r, nil
+				break
+			}
+		}
+		if err != nil {
+			return respond(errorResult(err))
+		}
+	}
+	for _, cb := range a.cfg.AfterTool {
+		r, err := cb(ctx, tc, t, args, res)
+		if err != nil {
+			return respond(errorResult(fmt.Errorf("after-tool callback: %w", err)))
+		}
+		if r != nil {
+			res = r
+			break
+		}
+	}
+	if res == nil {
+		if lr, ok := t.(tool.LongRunning); ok && lr.IsLongRunning() {
+			// A long-running tool with nothing to say yet: the client sends
+			// the response later.
+			return callResult{actions: tc.TakeActions()}
+		}
+		res = map[string]any{}
+	}
+	return respond(res)
+}
+
+// safeRun runs a tool, turning a panic into an error.
+func safeRun(ctx context.Context, t tool.Tool, tc tool.Context, args map[string]any) (res map[string]any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("tool %q panicked: %v", t.Name(), p)
+		}
+	}()
+	return t.Run(ctx, tc, args)
+}
+
+func errorResult(err error) map[string]any { return map[string]any{"error": err.Error()} }
+
+func toolNames(tools map[string]tool.Tool) string {
+	names := make([]string, 0, len(tools))
+	for n := range tools {
+		names = append(names, n)
+	}
+	sortStrings(names)
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,181 @@
+// Package llmagent provides the LLM agent: an agent that thinks with a model
+// and acts with tools.
+//
+// On each step the agent builds a model request from its instruction (with
+// {state} templating), its tools, and the conversation history of the
+// session; calls the model; commits the model's response; runs the function
+// calls of the response (concurrently, merged into one event in call order);
+// commits their results; and repeats until the model gives a final answer,
+// transfers to another agent, or a long-running tool pauses the invocation.
+//
+// The history is built incrementally: each step only converts the events
+// committed since the previous step, so the cost of a turn does not grow with
+// the length of the session beyond the model request itself.
+package llmagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/tool"
+)
+
+// IncludeContents selects which history the model receives.
+type IncludeContents string
+
+const (
+	// IncludeDefault sends the relevant conversation history.
+	IncludeDefault IncludeContents = ""
+	// IncludeNone sends only the current turn: the latest user message and
+	// what followed it.
+	IncludeNone IncludeContents = "none"
+)
+
+// BeforeModelCallback runs before a model call. A non-nil response skips
+// the model and is used instead. It may modify req.
+type BeforeModelCallback func(ctx context.Context, cc *agent.CallbackContext, req *model.Request) (*model.Response, error)
+
+// AfterModelCallback runs after each complete (non-partial) model response.
+// A non-nil response replaces it.
+type AfterModelCallback func(ctx context.Context, cc *agent.CallbackContext, resp *model.Response) (*model.Response, error)
+
+// OnModelErrorCallback runs when a model call fails. A non-nil response is
+// used instead of failing the invocation.
+type OnModelErrorCallback func(ctx context.Context, cc *agent.CallbackContext, req *model.Request, err error) (*model.Response, error)
+
+// BeforeToolCallback runs before a tool. A non-nil result skips the tool and
+// becomes its result.
+type BeforeToolCallback func(ctx context.Context, tc tool.Context, t tool.Tool, args map[string]any) (map[string]any, error)
+
+// AfterToolCallback runs after a tool succeeded. A non-nil result replaces
+// the tool's result.
+type AfterToolCallback func(ctx context.Context, tc tool.Context, t tool.Tool, args, result map[string]any) (map[string]any, error)
+
+// OnToolErrorCallback runs when a tool fails. A non-nil result is used as
+// the tool's result instead of an error response.
+type OnToolErrorCallback func(ctx context.Context, tc tool.Context, t tool.Tool, args map[string]any, err error) (map[string]any, error)
+
+// InstructionProvider computes an instruction at run time. Its result is
+// used as is, without {state} templating.
+type InstructionProvider func(ctx context.Context, cc *agent.CallbackContext) (string, error)
+
+// Config configures an LLM agent. Name and Model are required.
+type Config struct {
+	Name        string
+	Description string
+	// Model answers the agent's requests.
+	Model model.LLM
+	// Instruction is the system instruction. {key} is replaced by the state
+	// value of key ({user:k}, {app:k}, {temp:k} too), {key?} by "" when
+	// missing, {artifact.name} by the artifact's text. A missing required key
+	// is an error.
+	Instruction string
+	// InstructionProvider, if set, computes the instruction instead.
+	InstructionProvider InstructionProvider
+	// Tools and Toolsets are the tools the model may call.
+	Tools    []tool.Tool
+	Toolsets []tool.Toolset
+	// SubAgents are agents this agent can transfer to.
+	SubAgents []agent.Agent
+	// DisallowTransferToParent and DisallowTransferToPeers restrict transfer.
+	DisallowTransferToParent bool
+	DisallowTransferToPeers  bool
+	// OutputKey, if set, stores the agent's final text (or, with an output
+	// schema, the parsed JSON value) in this state key.
+	OutputKey string
+	// OutputSchema, if set, asks the model for JSON matching it and
+	// validates the final answer.
+	OutputSchema *jsonschema.Schema
+	// IncludeContents selects the history sent to the model.
+	IncludeContents IncludeContents
+	// GenerateConfig holds sampling settings and other model parameters. It
+	// is copied for every request.
+	GenerateConfig *genai.GenerateContentConfig
+
+	BeforeAgent  []agent.BeforeAgentCallback
+	AfterAgent   []agent.AfterAgentCallback
+	BeforeModel  []BeforeModelCallback
+	AfterModel   []AfterModelCallback
+	OnModelError []OnModelErrorCallback
+	BeforeTool   []BeforeToolCallback
+	AfterTool    []AfterToolCallback
+	OnToolError  []OnToolErrorCallback
+}
+
+// Agent is an LLM agent. It is immutable and safe for concurrent use.
+type Agent struct {
+	cfg    Config
+	tools  map[string]tool.Tool
+	schema *jsonschema.Resolved
+
+	histories sync.Map // historyKey → *history
+}
+
+var (
+	_ agent.Agent          = (*Agent)(nil)
+	_ agent.Parent         = (*Agent)(nil)
+	_ agent.TransferPolicy = (*Agent)(nil)
+)
+
+// New returns an LLM agent.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Name == "" {
+		return nil, errors.New("llmagent: name is required")
+	}
+	if cfg.Model == nil {
+		return nil, fmt.Errorf("llmagent: %s: model is required", cfg.Name)
+	}
+	a := &Agent{cfg: cfg, tools: map[string]tool.Tool{}}
+	for _, t := range cfg.Tools {
+		if t == nil {
+			return nil, fmt.Errorf("llmagent: %s: nil tool", cfg.Name)
+		}
+		if _, dup := a.tools[t.Name()]; dup {
+			return nil, fmt.Errorf("llmagent: %s: duplicate tool %q", cfg.Name, t.Name())
+		}
+		if t.Name() == transferToolName {
+			return nil, fmt.Errorf("llmagent: %s: tool name %q is reserved", cfg.Name, transferToolName)
+		}
+		a.tools[t.Name()] = t
+	}
+	if cfg.OutputSchema != nil {
+		r, err := cfg.OutputSchema.Resolve(nil)
+		if err != nil {
+			return nil, fmt.Errorf("llmagent: %s: output schema: %w", cfg.Name, err)
+		}
+		a.schema = r
+	}
+	return a, nil
+}
+
+// Name implements agent.Agent.
+func (a *Agent) Name() string { return a.cfg.Name }
+
+// Description implements agent.Agent.
+func (a *Agent) Description() string { return a.cfg.Description }
+
+// SubAgents implements agent.Parent.
+func (a *Agent) SubAgents() []agent.Agent { return a.cfg.SubAgents }
+
+// DisallowTransferToParent implements agent.TransferPolicy.
+func (a *Agent) DisallowTransferToParent() bool { return a.cfg.DisallowTransferToParent }
+
+// Model returns the agent's model.
+func (a *Agent) Model() model.LLM { return a.cfg.Model }
+
+// Tools returns the agent's tools (not including toolsets).
+func (a *Agent) Tools() []tool.Tool { return a.cfg.Tools }
+
+// Run implements agent.Agent.
+func (a *Agent) Run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
+	return agent.RunWithCallbacks(ctx, inv, a.cfg.BeforeAgent, a.cfg.AfterAgent, a.run)
+}

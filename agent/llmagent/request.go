@@ -1,0 +1,294 @@
+package llmagent
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"weak"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/artifact"
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/tool"
+)
+
+// resolveTools returns the tools available in this step by name: the
+// configured tools, the toolsets' tools and, when there are transfer
+// targets, the transfer tool.
+func (a *Agent) resolveTools(ctx context.Context, inv *agent.Invocation) (map[string]tool.Tool, error) {
+	targets := a.transferTargets(inv)
+	if len(a.cfg.Toolsets) == 0 && len(targets) == 0 {
+		return a.tools, nil
+	}
+	tools := maps.Clone(a.tools)
+	for _, ts := range a.cfg.Toolsets {
+		list, err := ts.Tools(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("llmagent: %s: toolset %s: %w", a.Name(), ts.Name(), err)
+		}
+		for _, t := range list {
+			if _, dup := tools[t.Name()]; !dup {
+				tools[t.Name()] = t
+			}
+		}
+	}
+	if len(targets) > 0 {
+		tools[transferToolName] = transferTool{targets: targets}
+	}
+	return tools, nil
+}
+
+// buildRequest assembles the model request of one step.
+func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, tools map[string]tool.Tool) (*model.Request, error) {
+	cfg := &genai.GenerateContentConfig{}
+	if a.cfg.GenerateConfig != nil {
+		c := *a.cfg.GenerateConfig
+		cfg = &c
+		cfg.Tools = slices.Clone(c.Tools)
+		if c.SystemInstruction != nil {
+			cfg.SystemInstruction = event.CloneContent(c.SystemInstruction)
+		}
+	}
+	instr, err := a.instruction(ctx, inv, cc)
+	if err != nil {
+		return nil, err
+	}
+	if targets := a.transferTargets(inv); len(targets) > 0 {
+		instr = joinInstructions(instr, transferInstruction(a, targets, inv))
+	}
+	if instr != "" {
+		if cfg.SystemInstruction == nil {
+			cfg.SystemInstruction = &genai.Content{Role: genai.RoleUser}
+		}
+		cfg.SystemInstruction.Parts = append(cfg.SystemInstruction.Parts, &genai.Part{Text: instr})
+	}
+	if len(tools) > 0 {
+		decls := make([]*genai.FunctionDeclaration, 0, len(tools))
+		for _, name := range sortedKeys(tools) {
+			if d := tools[name].Declaration(); d != nil {
+				decls = append(decls, d)
+			}
+		}
+		if len(decls) > 0 {
+			cfg.Tools = append(cfg.Tools, &genai.Tool{FunctionDeclarations: decls})
+		}
+	}
+	if a.cfg.OutputSchema != nil {
+		cfg.ResponseMIMEType = "application/json"
+		cfg.ResponseJsonSchema = a.cfg.OutputSchema
+	}
+	return &model.Request{Model: a.cfg.Model.Name(), Contents: a.contents(inv), Config: cfg}, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func sortStrings(s []string) { slices.Sort(s) }
+
+func joinInstructions(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "\n\n" + b
+}
+
+// contents returns the model history for this agent and branch.
+func (a *Agent) contents(inv *agent.Invocation) []*genai.Content {
+	sess := inv.Session()
+	opts := event.HistoryOptions{Agent: a.Name(), Branch: inv.Branch()}
+	if a.cfg.IncludeContents == IncludeNone {
+		return currentTurn(sess, opts)
+	}
+	return a.history(sess, opts).update(sess, opts)
+}
+
+// currentTurn returns the contents from the latest user message on.
+func currentTurn(sess *session.Session, opts event.HistoryOptions) []*genai.Content {
+	n := sess.Len()
+	start := 0
+	for i := n - 1; i >= 0; i-- {
+		e := sess.At(i)
+		if e.Author == event.AuthorUser && len(e.FunctionResponses()) == 0 {
+			start = i
+			break
+		}
+	}
+	return event.History(sess.EventsFrom(start), opts)
+}
+
+// history is the incrementally built model history of one agent on one
+// branch of one live session.
+type history struct {
+	mu       sync.Mutex
+	n        int // events consumed
+	contents []*genai.Content
+}
+
+type historyKey struct {
+	sess   weak.Pointer[session.Session]
+	branch string
+}
+
+// history returns the history cache entry of a live session. Entries are
+// removed when the session copy is garbage collected.
+func (a *Agent) history(sess *session.Session, opts event.HistoryOptions) *history {
+	key := historyKey{sess: weak.Make(sess), branch: opts.Branch}
+	if h, ok := a.histories.Load(key); ok {
+		return h.(*history)
+	}
+	h, loaded := a.histories.LoadOrStore(key, &history{})
+	if !loaded {
+		runtime.AddCleanup(sess, func(k historyKey) { a.histories.Delete(k) }, key)
+	}
+	return h.(*history)
+}
+
+// update brings the history up to date with the session and returns it.
+// The returned slice has no spare capacity, so appending to it copies.
+func (h *history) update(sess *session.Session, opts event.HistoryOptions) []*genai.Content {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := sess.Len()
+	if n < h.n {
+		h.n, h.contents = 0, nil // the session copy was reloaded
+	}
+	tail := sess.EventsFrom(h.n)
+	rebuild := false
+	for _, e := range tail {
+		if e.Actions.Compaction != nil || e.Actions.RewindBeforeInvocationID != "" {
+			rebuild = true
+			break
+		}
+	}
+	if rebuild {
+		h.contents = event.History(sess.Events(), opts)
+	} else {
+		for _, e := range tail {
+			if c := e.ContentFor(opts.Agent, opts.Branch); c != nil {
+				h.contents = append(h.contents, c)
+			}
+		}
+	}
+	h.n += len(tail)
+	return h.contents[:len(h.contents):len(h.contents)]
+}
+
+// instruction returns the agent's instruction for this step.
+func (a *Agent) instruction(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext) (string, error) {
+	if a.cfg.InstructionProvider != nil {
+		s, err := a.cfg.InstructionProvider(ctx, cc)
+		if err != nil {
+			return "", fmt.Errorf("llmagent: %s: instruction provider: %w", a.Name(), err)
+		}
+		return s, nil
+	}
+	if !strings.Contains(a.cfg.Instruction, "{") {
+		return a.cfg.Instruction, nil
+	}
+	s, err := InjectState(ctx, a.cfg.Instruction, inv)
+	if err != nil {
+		return "", fmt.Errorf("llmagent: %s: instruction: %w", a.Name(), err)
+	}
+	return s, nil
+}
+
+var placeholder = regexp.MustCompile(`\{+[^{}]*\}+`)
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// InjectState replaces {placeholders} in a template with session state and
+// artifact text: {key} is the value of state key (also {app:key},
+// {user:key}, {temp:key}); {key?} is empty when the key is missing;
+// {artifact.name} is the text of the named artifact. A placeholder that is
+// not a valid key is left as written. A missing required key or artifact is
+// an error.
+func InjectState(ctx context.Context, template string, inv *agent.Invocation) (string, error) {
+	var firstErr error
+	out := placeholder.ReplaceAllStringFunc(template, func(m string) string {
+		if firstErr != nil {
+			return m
+		}
+		key := strings.TrimSpace(strings.Trim(m, "{}"))
+		optional := strings.HasSuffix(key, "?")
+		key = strings.TrimSuffix(key, "?")
+		if name, ok := strings.CutPrefix(key, "artifact."); ok {
+			text, err := artifactText(ctx, inv, name)
+			if err != nil {
+				if optional {
+					return ""
+				}
+				firstErr = err
+				return m
+			}
+			return text
+		}
+		if !validStateKey(key) {
+			return m
+		}
+		v, ok := inv.Session().Get(key)
+		if !ok {
+			if optional {
+				return ""
+			}
+			firstErr = fmt.Errorf("state key %q is not set (use {%s?} if it is optional)", key, key)
+			return m
+		}
+		return formatValue(v)
+	})
+	if firstErr != nil {
+		return "", firstErr
+	}
+	return out, nil
+}
+
+func validStateKey(key string) bool {
+	for _, p := range []string{session.PrefixApp, session.PrefixUser, session.PrefixTemp} {
+		if rest, ok := strings.CutPrefix(key, p); ok {
+			return identifier.MatchString(rest)
+		}
+	}
+	return identifier.MatchString(key)
+}
+
+func formatValue(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return compactJSON(v)
+}
+
+func artifactText(ctx context.Context, inv *agent.Invocation, name string) (string, error) {
+	svc := inv.Artifacts()
+	if svc == nil {
+		return "", fmt.Errorf("artifact %q: %w", name, agent.ErrNoService)
+	}
+	s := inv.Session()
+	p, err := svc.Load(ctx, artifact.Ref{AppName: s.AppName(), UserID: s.UserID(), SessionID: s.ID(), Name: name}, artifact.Latest)
+	if err != nil {
+		return "", err
+	}
+	if p.Text != "" {
+		return p.Text, nil
+	}
+	if p.InlineData != nil && strings.HasPrefix(p.InlineData.MIMEType, "text/") {
+		return string(p.InlineData.Data), nil
+	}
+	return "", fmt.Errorf("artifact %q has no text", name)
+}
