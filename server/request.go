@@ -1,0 +1,152 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/event"
+)
+
+// readBody reads the request body; an over-size body fails with
+// *http.MaxBytesError.
+func readBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		var maxErr *http.MaxBytesError
+		if errors.As(err, &maxErr) {
+			return nil, err
+		}
+		return nil, badRequest("Cannot read request body: %v", err)
+	}
+	return b, nil
+}
+
+// fields holds the members of a JSON request object under camelCase keys;
+// members whose value is null are dropped, so null reads as absent.
+type fields map[string]json.RawMessage
+
+// decodeObject decodes a JSON object request body. An empty body is an
+// empty object.
+func decodeObject(body []byte) (fields, error) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || string(body) == "null" {
+		return fields{}, nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return nil, unprocessable("Request body must be a JSON object")
+		}
+		return nil, badRequest("Invalid JSON: %v", err)
+	}
+	f := make(fields, len(raw))
+	for k, v := range raw {
+		if string(v) == "null" {
+			continue
+		}
+		f[camel(k)] = v
+	}
+	return f, nil
+}
+
+// string returns a string member ("" when absent).
+func (f fields) string(key string) (string, error) {
+	raw, ok := f[key]
+	if !ok {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", unprocessable("%s must be a string", key)
+	}
+	return s, nil
+}
+
+// bool returns a boolean member (false when absent).
+func (f fields) bool(key string) (bool, error) {
+	raw, ok := f[key]
+	if !ok {
+		return false, nil
+	}
+	var b bool
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return false, unprocessable("%s must be a boolean", key)
+	}
+	return b, nil
+}
+
+// object returns an object member as user data: its keys are kept as sent.
+func (f fields) object(key string) (map[string]any, error) {
+	raw, ok := f[key]
+	if !ok {
+		return nil, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, unprocessable("%s must be an object", key)
+	}
+	return m, nil
+}
+
+// content returns a genai Content member, normalized from snake_case keys
+// and URL-safe base64.
+func (f fields) content(key string) (*genai.Content, error) {
+	raw, ok := f[key]
+	if !ok {
+		return nil, nil
+	}
+	norm, err := event.Normalize(raw)
+	if err != nil {
+		return nil, unprocessable("%s must be a Content object", key)
+	}
+	var c genai.Content
+	if err := json.Unmarshal(norm, &c); err != nil {
+		return nil, unprocessable("%s is not a valid Content: %v", key, err)
+	}
+	return &c, nil
+}
+
+// events returns an array member of events in any accepted wire form.
+func (f fields) events(key string) ([]*event.Event, error) {
+	raw, ok := f[key]
+	if !ok {
+		return nil, nil
+	}
+	var evs []*event.Event
+	if err := json.Unmarshal(raw, &evs); err != nil {
+		return nil, unprocessable("%s must be an array of events: %v", key, err)
+	}
+	return evs, nil
+}
+
+// camel converts a snake_case key to camelCase.
+func camel(k string) string {
+	if !strings.Contains(k, "_") || strings.HasPrefix(k, "_") {
+		return k
+	}
+	var b strings.Builder
+	up := false
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c == '_' {
+			up = true
+			continue
+		}
+		if up && 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		up = false
+		b.WriteByte(c)
+	}
+	return b.String()
+}

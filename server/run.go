@@ -1,0 +1,229 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/runner"
+)
+
+// runRequest is ADK's RunAgentRequest.
+type runRequest struct {
+	AppName    string
+	UserID     string
+	SessionID  string
+	NewMessage *genai.Content
+	Streaming  bool
+	StateDelta map[string]any
+	// InvocationID is accepted for compatibility; resuming a paused
+	// invocation by id is not supported yet, so it is ignored.
+	InvocationID string
+}
+
+func decodeRunRequest(r *http.Request) (*runRequest, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	f, err := decodeObject(body)
+	if err != nil {
+		return nil, err
+	}
+	var req runRequest
+	for _, m := range []struct {
+		key string
+		dst *string
+	}{{"appName", &req.AppName}, {"userId", &req.UserID}, {"sessionId", &req.SessionID}, {"invocationId", &req.InvocationID}} {
+		if *m.dst, err = f.string(m.key); err != nil {
+			return nil, err
+		}
+	}
+	if req.Streaming, err = f.bool("streaming"); err != nil {
+		return nil, err
+	}
+	if req.StateDelta, err = f.object("stateDelta"); err != nil {
+		return nil, err
+	}
+	if req.NewMessage, err = f.content("newMessage"); err != nil {
+		return nil, err
+	}
+	for _, m := range []struct {
+		key     string
+		missing bool
+	}{{"appName", req.AppName == ""}, {"userId", req.UserID == ""}, {"sessionId", req.SessionID == ""}, {"newMessage", req.NewMessage == nil}} {
+		if m.missing {
+			return nil, unprocessable("Field required: %s", m.key)
+		}
+	}
+	return &req, nil
+}
+
+// invoke starts the invocation a run request asks for. done must be called
+// once the returned iterator is no longer used.
+func (s *Server) invoke(r *http.Request, req *runRequest, streaming bool) (ctx context.Context, events iter.Seq2[*event.Event, error], done func(), err error) {
+	a, err := s.app(req.AppName)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, done, err = s.runs.start(r.Context(), sessionRef{a.AppName(), req.UserID, req.SessionID})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	opts := &runner.RunOptions{Streaming: streaming, StateDelta: req.StateDelta}
+	return ctx, a.Run(ctx, req.UserID, req.SessionID, req.NewMessage, opts), done, nil
+}
+
+// runError gives an invocation's error the detail its client should see.
+func runError(ctx context.Context, req *runRequest, err error) error {
+	if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// Report why the context ended (cancel route, shutdown) rather
+		// than a bare "context canceled".
+		err = fmt.Errorf("%w: %w", cause, err)
+	}
+	return sessionError(req.SessionID, err)
+}
+
+// run serves POST /run: it runs the invocation to completion and answers
+// its events as a JSON array.
+func (s *Server) run(w http.ResponseWriter, r *http.Request) error {
+	req, err := decodeRunRequest(r)
+	if err != nil {
+		return err
+	}
+	ctx, events, done, err := s.invoke(r, req, false)
+	if err != nil {
+		return err
+	}
+	defer done()
+	out := []*event.Event{}
+	for ev, err := range events {
+		if err != nil {
+			return runError(ctx, req, err)
+		}
+		if !ev.Partial {
+			out = append(out, ev)
+		}
+	}
+	if err := context.Cause(ctx); err != nil {
+		return runError(ctx, req, err)
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// doneFrame ends a stream that completed normally: an SSE comment, which
+// EventSource and ADK clients skip.
+const doneFrame = ": done\n\n"
+
+// runSSE serves POST /run_sse: the invocation's events as server-sent
+// events, one frame per event.
+func (s *Server) runSSE(w http.ResponseWriter, r *http.Request) error {
+	req, err := decodeRunRequest(r)
+	if err != nil {
+		return err
+	}
+	ctx, events, done, err := s.invoke(r, req, req.Streaming)
+	if err != nil {
+		return err
+	}
+	defer done()
+	st := &sseStream{w: w, rc: http.NewResponseController(w)}
+	for ev, err := range events {
+		if err != nil {
+			return st.fail(runError(ctx, req, err), s)
+		}
+		if ev.Partial && !req.Streaming {
+			continue
+		}
+		if !st.event(ev) {
+			return nil // the client is gone; leaving the loop stops the invocation
+		}
+	}
+	if err := context.Cause(ctx); err != nil {
+		// The agent stopped quietly on cancellation: still tell the client.
+		return st.fail(runError(ctx, req, err), s)
+	}
+	st.write([]byte(doneFrame))
+	return nil
+}
+
+// sseStream writes server-sent event frames, sending the response header
+// with the first one so that errors before it get a normal JSON response.
+type sseStream struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	started bool
+	broken  bool
+	buf     []byte
+}
+
+func (st *sseStream) start() {
+	if st.started {
+		return
+	}
+	st.started = true
+	h := st.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // keep reverse proxies from buffering the stream
+	st.w.WriteHeader(http.StatusOK)
+}
+
+// write sends one complete frame in a single Write and flushes it. It
+// reports false once the client is gone.
+func (st *sseStream) write(frame []byte) bool {
+	st.start()
+	if st.broken {
+		return false
+	}
+	if _, err := st.w.Write(frame); err != nil {
+		st.broken = true
+		return false
+	}
+	if err := st.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		st.broken = true
+		return false
+	}
+	return true
+}
+
+// frame writes "data: <json>\n\n" for v.
+func (st *sseStream) frame(v any) bool {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"error": "encode event: " + err.Error()})
+	}
+	st.buf = append(append(append(st.buf[:0], "data: "...), b...), "\n\n"...)
+	return st.write(st.buf)
+}
+
+// event sends one event; one carrying both content and an artifact delta is
+// split into two frames with the same id, as ADK clients expect.
+func (st *sseStream) event(ev *event.Event) bool {
+	if ev.Content == nil || len(ev.Actions.ArtifactDelta) == 0 {
+		return st.frame(ev)
+	}
+	content, actions := *ev, *ev
+	content.Actions.ArtifactDelta = nil
+	actions.Content = nil
+	return st.frame(&content) && st.frame(&actions)
+}
+
+// fail ends the stream with err: as a JSON error response if nothing was
+// sent yet, else as an error frame.
+func (st *sseStream) fail(err error, s *Server) error {
+	if !st.started {
+		return err
+	}
+	if code := status(err); code >= http.StatusInternalServerError && code != http.StatusServiceUnavailable {
+		s.log.Error("server: invocation failed", "error", err)
+	}
+	st.frame(map[string]string{"error": detail(err)})
+	return nil
+}

@@ -1,0 +1,393 @@
+// Package server serves Loom applications over ADK's REST and SSE API, so
+// that ADK clients and the ADK web UI can talk to a Loom program unchanged.
+//
+// [New] returns a [Server], an [http.Handler]; the caller owns the listener
+// and the [http.Server]:
+//
+//	srv, err := server.New(server.Config{Apps: []*runner.Runner{app}})
+//	if err != nil { ... }
+//	hs := &http.Server{Addr: "127.0.0.1:8000", Handler: srv}
+//	hs.RegisterOnShutdown(func() { srv.Close() })
+//	err = hs.ListenAndServe()
+//
+// # Routes
+//
+// Every route of ADK's api_server is served with ADK's paths, status codes
+// and JSON shapes: health and version, the app list and app info, session
+// create/list/get/patch/delete, artifact list/read/versions/delete, /run (a
+// JSON array of events), /run_sse (a text/event-stream), /config/telemetry
+// and the debug trace routes (answered by [Config.Traces], empty without
+// one). Requests accept camelCase and snake_case keys; a JSON null is treated
+// as an absent field. Errors are {"detail": "..."} with a fitting status.
+//
+// Two routes go beyond ADK:
+//
+//	POST /apps/{app}/users/{user}/sessions/{sid}/cancel  → {"cancelled": n}
+//
+// cancels the invocations running in that session, and every /run_sse
+// stream that ends normally ends with the SSE comment line ": done" followed
+// by a blank line. Comment lines are skipped by EventSource and by ADK's own
+// clients, which read only "data:" lines, while raw clients can use the
+// marker to tell a complete stream from a cut connection.
+//
+// # Server-sent events
+//
+// Each event is one frame "data: <Event JSON>\n\n", written with a single
+// Write and flushed. With "streaming": true partial events are forwarded as
+// they arrive; with false only complete events. An event carrying both
+// content and a non-empty artifactDelta is sent as two frames with the same
+// id: first the content with an empty artifactDelta, then the actions
+// without content. An error before the first frame is an ordinary JSON error
+// response; after it, the stream ends with the frame
+// data: {"error": "<message>"}.
+//
+// # Cancellation and shutdown
+//
+// An invocation runs under its request's context: a client that disconnects
+// cancels it. The cancel route above cancels it on demand, and [Server.Close]
+// cancels every invocation in flight and refuses new ones, which lets
+// [http.Server.Shutdown] finish promptly when open streams would otherwise
+// keep it waiting.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/runner"
+)
+
+// DefaultMaxRequestBytes is the request body limit used when
+// Config.MaxRequestBytes is zero.
+const DefaultMaxRequestBytes = 32 << 20
+
+// Config configures a Server.
+type Config struct {
+	// Apps are the applications served, one runner each, addressed by the
+	// runner's app name. At least one is required; names must be unique.
+	// Sessions and artifacts of an app are those of its runner.
+	Apps []*runner.Runner
+	// AllowedOrigins lists the browser origins ("https://ui.example.com")
+	// allowed to call the API cross-origin; "*" allows every origin. Write
+	// requests from any other foreign origin are refused with 403.
+	AllowedOrigins []string
+	// MaxRequestBytes limits request bodies (default DefaultMaxRequestBytes;
+	// larger bodies get 413).
+	MaxRequestBytes int64
+	// Version is reported by GET /version (default "dev").
+	Version string
+	// Logger receives server-side failures (default slog.Default()).
+	Logger *slog.Logger
+	// Traces answers the debug trace routes; nil answers them with empty
+	// results.
+	Traces TraceSource
+}
+
+// Server serves the ADK HTTP API for a set of applications. It is an
+// http.Handler and is safe for concurrent use.
+type Server struct {
+	cfg     Config
+	apps    map[string]*runner.Runner
+	names   []string
+	log     *slog.Logger
+	mux     *http.ServeMux
+	handler http.Handler
+	runs    runTracker
+}
+
+// New returns a server for cfg.
+func New(cfg Config) (*Server, error) {
+	if len(cfg.Apps) == 0 {
+		return nil, errors.New("server: at least one app is required")
+	}
+	s := &Server{cfg: cfg, apps: map[string]*runner.Runner{}, log: cfg.Logger, mux: http.NewServeMux()}
+	for _, a := range cfg.Apps {
+		if a == nil {
+			return nil, errors.New("server: nil app runner")
+		}
+		name := a.AppName()
+		if _, dup := s.apps[name]; dup {
+			return nil, fmt.Errorf("server: duplicate app name %q", name)
+		}
+		s.apps[name] = a
+		s.names = append(s.names, name)
+	}
+	slices.Sort(s.names)
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.cfg.MaxRequestBytes <= 0 {
+		s.cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if s.cfg.Version == "" {
+		s.cfg.Version = "dev"
+	}
+	s.routes()
+	guard, err := s.originGuard()
+	if err != nil {
+		return nil, err
+	}
+	s.handler = chain(http.HandlerFunc(s.serveMux), guard, s.limitBody)
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.handler.ServeHTTP(w, r)
+}
+
+// Close cancels every invocation in flight and makes new run requests fail
+// with 503. Other routes keep working. It is meant to be registered with
+// http.Server.RegisterOnShutdown, so that open event streams end when the
+// server shuts down. It always returns nil.
+func (s *Server) Close() error {
+	s.runs.close()
+	return nil
+}
+
+// apiFunc is a handler that reports failure by returning an error, which is
+// turned into a response by serveError.
+type apiFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) handle(pattern string, fn apiFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := fn(w, r); err != nil {
+			s.serveError(w, r, err)
+		}
+	})
+}
+
+func (s *Server) routes() {
+	const (
+		sessions = "/apps/{app}/users/{user}/sessions"
+		sess     = sessions + "/{sid}"
+		arts     = sess + "/artifacts"
+	)
+	s.handle("GET /health", func(w http.ResponseWriter, r *http.Request) error {
+		return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	s.handle("GET /version", s.version)
+	s.handle("GET /list-apps", s.listApps)
+	s.handle("GET /apps/{app}/app-info", s.appInfo)
+	s.handle("GET /config/telemetry", func(w http.ResponseWriter, r *http.Request) error {
+		return writeJSON(w, http.StatusOK, map[string]bool{"telemetry": false})
+	})
+
+	s.handle("POST "+sessions, s.createSession)
+	s.handle("GET "+sessions, s.listSessions)
+	s.handle("POST "+sess, s.createSessionLegacy)
+	s.handle("GET "+sess, s.getSession)
+	s.handle("PATCH "+sess, s.patchSession)
+	s.handle("DELETE "+sess, s.deleteSession)
+	s.handle("POST "+sess+"/cancel", s.cancelSession)
+
+	s.handle("GET "+arts, s.listArtifacts)
+	s.handle("GET "+arts+"/{name}", s.loadArtifact)
+	s.handle("GET "+arts+"/{name}/versions", s.artifactVersions)
+	s.handle("GET "+arts+"/{name}/versions/{version}", s.loadArtifact)
+	s.handle("DELETE "+arts+"/{name}", s.deleteArtifact)
+
+	s.handle("POST /run", s.run)
+	s.handle("POST /run_sse", s.runSSE)
+
+	s.handle("GET /dev/apps/{app}/debug/trace/session/{sid}", s.traceSession)
+	s.handle("GET /dev/apps/{app}/debug/trace/{eventID}", s.traceEvent)
+	s.handle("GET /debug/trace/session/{sid}", s.traceSession)
+	s.handle("GET /debug/trace/{eventID}", s.traceEvent)
+}
+
+// serveMux dispatches to the routes. Requests no route matches get ADK's
+// JSON error body instead of the mux's plain-text one.
+func (s *Server) serveMux(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		w = &jsonMiss{ResponseWriter: w}
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// jsonMiss rewrites the mux's 404 and 405 replies as {"detail": ...}.
+type jsonMiss struct {
+	http.ResponseWriter
+	swallow bool
+}
+
+func (m *jsonMiss) WriteHeader(code int) {
+	if code == http.StatusNotFound || code == http.StatusMethodNotAllowed {
+		m.swallow = true
+		detail := "Not Found"
+		if code == http.StatusMethodNotAllowed {
+			detail = "Method Not Allowed"
+		}
+		m.ResponseWriter.Header().Del("X-Content-Type-Options")
+		_ = writeJSON(m.ResponseWriter, code, errorBody{detail})
+		return
+	}
+	m.ResponseWriter.WriteHeader(code)
+}
+
+func (m *jsonMiss) Write(b []byte) (int, error) {
+	if m.swallow {
+		return len(b), nil
+	}
+	return m.ResponseWriter.Write(b)
+}
+
+func (m *jsonMiss) Unwrap() http.ResponseWriter { return m.ResponseWriter }
+
+// app returns the runner of the request's {app}.
+func (s *Server) app(name string) (*runner.Runner, error) {
+	if a := s.apps[name]; a != nil {
+		return a, nil
+	}
+	return nil, &detailError{detail: "App not found: " + name, err: errAppNotFound}
+}
+
+func (s *Server) version(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, http.StatusOK, map[string]string{
+		"version":          s.cfg.Version,
+		"language":         "go",
+		"language_version": strings.TrimPrefix(runtime.Version(), "go"),
+	})
+}
+
+// appSummary is one entry of GET /list-apps?detailed=true.
+type appSummary struct {
+	Name          string `json:"name"`
+	RootAgentName string `json:"rootAgentName"`
+	Description   string `json:"description"`
+	Language      string `json:"language"`
+}
+
+func (s *Server) summary(name string) appSummary {
+	root := s.apps[name].Agent()
+	return appSummary{Name: name, RootAgentName: root.Name(), Description: root.Description(), Language: "go"}
+}
+
+func (s *Server) listApps(w http.ResponseWriter, r *http.Request) error {
+	if detailed, _ := parseBool(r.URL.Query().Get("detailed")); detailed {
+		apps := make([]appSummary, len(s.names))
+		for i, n := range s.names {
+			apps[i] = s.summary(n)
+		}
+		return writeJSON(w, http.StatusOK, map[string]any{"apps": apps})
+	}
+	return writeJSON(w, http.StatusOK, s.names)
+}
+
+// agentInfo describes one agent of an app's tree.
+type agentInfo struct {
+	Name        string      `json:"name"`
+	Description string      `json:"description"`
+	SubAgents   []agentInfo `json:"subAgents"`
+}
+
+func (s *Server) appInfo(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("app")
+	a, err := s.app(name)
+	if err != nil {
+		return err
+	}
+	info := struct {
+		appSummary
+		RootAgent agentInfo `json:"rootAgent"`
+	}{s.summary(name), describe(a.Tree().Root())}
+	return writeJSON(w, http.StatusOK, info)
+}
+
+func describe(a agent.Agent) agentInfo {
+	info := agentInfo{Name: a.Name(), Description: a.Description(), SubAgents: []agentInfo{}}
+	for _, sub := range agent.SubAgents(a) {
+		info.SubAgents = append(info.SubAgents, describe(sub))
+	}
+	return info
+}
+
+// runTracker records the cancel functions of running invocations by session.
+type runTracker struct {
+	mu     sync.Mutex
+	closed bool
+	runs   map[sessionRef]map[*runHandle]struct{}
+}
+
+type sessionRef struct{ app, user, session string }
+
+type runHandle struct{ cancel context.CancelCauseFunc }
+
+// start derives the context of one invocation and registers its cancel
+// function. done must be called when the invocation has ended.
+func (t *runTracker) start(parent context.Context, ref sessionRef) (ctx context.Context, done func(), err error) {
+	ctx, cancel := context.WithCancelCause(parent)
+	h := &runHandle{cancel: cancel}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		cancel(errShutdown)
+		return nil, nil, errShutdown
+	}
+	if t.runs == nil {
+		t.runs = map[sessionRef]map[*runHandle]struct{}{}
+	}
+	set := t.runs[ref]
+	if set == nil {
+		set = map[*runHandle]struct{}{}
+		t.runs[ref] = set
+	}
+	set[h] = struct{}{}
+	return ctx, func() {
+		t.mu.Lock()
+		delete(set, h)
+		if len(set) == 0 {
+			delete(t.runs, ref)
+		}
+		t.mu.Unlock()
+		cancel(context.Canceled)
+	}, nil
+}
+
+// cancel cancels the invocations of one session and returns how many.
+func (t *runTracker) cancel(ref sessionRef) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for h := range t.runs[ref] {
+		h.cancel(errCancelled)
+	}
+	return len(t.runs[ref])
+}
+
+// close cancels every invocation and refuses new ones.
+func (t *runTracker) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	for _, set := range t.runs {
+		for h := range set {
+			h.cancel(errShutdown)
+		}
+	}
+}
+
+// chain applies middleware so that the first one listed runs first.
+func chain(h http.Handler, mw ...func(http.Handler) http.Handler) http.Handler {
+	for _, m := range slices.Backward(mw) {
+		h = m(h)
+	}
+	return h
+}
+
+func parseBool(s string) (bool, bool) {
+	switch strings.ToLower(s) {
+	case "1", "true", "yes":
+		return true, true
+	case "0", "false", "no":
+		return false, true
+	}
+	return false, false
+}

@@ -1,0 +1,319 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/server"
+)
+
+// writeRecorder records every Write separately, to check SSE framing.
+type writeRecorder struct {
+	*httptest.ResponseRecorder
+	writes []string
+}
+
+func (w *writeRecorder) Write(b []byte) (int, error) {
+	w.writes = append(w.writes, string(b))
+	return w.ResponseRecorder.Write(b)
+}
+
+// Flush is promoted from the recorder; declared to make the intent plain.
+func (w *writeRecorder) Flush() { w.ResponseRecorder.Flush() }
+
+func mustCreate(t *testing.T, f *fixture, id string) {
+	t.Helper()
+	if w := f.do(t, "POST", "/apps/demo/users/u1/sessions", `{"sessionId":"`+id+`"}`); w.Code != http.StatusOK {
+		t.Fatalf("create %s: %d %s", id, w.Code, w.Body)
+	}
+}
+
+// TestSSEFramesAreSingleWrites checks that every frame is written with one
+// Write (clients misparse frames split across reads), and that streaming
+// true passes partial events while false sends only complete ones.
+func TestSSEFramesAreSingleWrites(t *testing.T) {
+	f := newFixture(t, server.Config{})
+	mustCreate(t, f, "s1")
+	for _, streaming := range []bool{false, true} {
+		w := &writeRecorder{ResponseRecorder: httptest.NewRecorder()}
+		req := httptest.NewRequest("POST", "/run_sse", strings.NewReader(runBody("s1", "hello", streaming)))
+		f.srv.ServeHTTP(w, req)
+		if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("streaming=%v: %d %q", streaming, w.Code, w.Header().Get("Content-Type"))
+		}
+		partials := 0
+		for i, wr := range w.writes {
+			if strings.Count(wr, "\n\n") != 1 || !strings.HasSuffix(wr, "\n\n") {
+				t.Errorf("write %d is not exactly one frame: %q", i, wr)
+			}
+			if i == len(w.writes)-1 {
+				if wr != ": done\n\n" {
+					t.Errorf("last write = %q, want the done comment", wr)
+				}
+				continue
+			}
+			if ev := frameEvent(t, strings.TrimSuffix(wr, "\n\n")); ev["partial"] == true {
+				partials++
+			}
+		}
+		if want := map[bool]int{false: 0, true: 2}[streaming]; partials != want {
+			t.Errorf("streaming=%v: %d partial frames, want %d", streaming, partials, want)
+		}
+		if !w.Flushed {
+			t.Errorf("streaming=%v: frames were not flushed", streaming)
+		}
+	}
+}
+
+// TestSSEArtifactSplit checks the two-frame form of an event with content
+// and an artifact delta.
+func TestSSEArtifactSplit(t *testing.T) {
+	f := newFixture(t, server.Config{})
+	mustCreate(t, f, "s1")
+	w := f.do(t, "POST", "/run_sse", runBody("s1", "artifact", false))
+	frames := sseFrames(w.Body.String())
+	if len(frames) != 3 {
+		t.Fatalf("got %d frames, want content, actions and done: %q", len(frames), frames)
+	}
+	first, second := frameEvent(t, frames[0]), frameEvent(t, frames[1])
+	if first["id"] != second["id"] || first["id"] == "" {
+		t.Errorf("frame ids differ: %v vs %v", first["id"], second["id"])
+	}
+	if first["content"] == nil || len(first["actions"].(map[string]any)["artifactDelta"].(map[string]any)) != 0 {
+		t.Errorf("first frame should carry content and an empty artifactDelta: %v", first)
+	}
+	if second["content"] != nil || second["actions"].(map[string]any)["artifactDelta"].(map[string]any)["report.txt"] != 0.0 {
+		t.Errorf("second frame should carry the artifact delta and no content: %v", second)
+	}
+}
+
+// TestOriginCheck refuses cross-origin writes from unknown origins and
+// serves CORS to allowed ones.
+func TestOriginCheck(t *testing.T) {
+	f := newFixture(t, server.Config{AllowedOrigins: []string{"https://ui.example.com"}})
+	create := `{"sessionId":"x"}`
+	path := "/apps/demo/users/u1/sessions"
+
+	w := f.do(t, "POST", path, create, "Origin", "https://evil.example.net")
+	if w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "Origin not allowed: https://evil.example.net") {
+		t.Errorf("foreign origin: %d %s", w.Code, w.Body)
+	}
+	w = f.do(t, "POST", path, create, "Origin", "https://evil.example.net", "Sec-Fetch-Site", "cross-site")
+	if w.Code != http.StatusForbidden {
+		t.Errorf("cross-site fetch: %d %s", w.Code, w.Body)
+	}
+	if w = f.do(t, "GET", path, "", "Origin", "https://evil.example.net"); w.Code != http.StatusOK || w.Header().Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("foreign GET: %d, ACAO %q", w.Code, w.Header().Get("Access-Control-Allow-Origin"))
+	}
+	// httptest requests have Host example.com.
+	if w = f.do(t, "POST", path, `{"sessionId":"same"}`, "Origin", "http://example.com"); w.Code != http.StatusOK {
+		t.Errorf("same-host origin: %d %s", w.Code, w.Body)
+	}
+	if w = f.do(t, "POST", path, create, "Origin", "https://ui.example.com"); w.Code != http.StatusOK ||
+		w.Header().Get("Access-Control-Allow-Origin") != "https://ui.example.com" {
+		t.Errorf("allowed origin: %d, ACAO %q", w.Code, w.Header().Get("Access-Control-Allow-Origin"))
+	}
+	w = f.do(t, "OPTIONS", "/run_sse", "", "Origin", "https://ui.example.com",
+		"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "content-type")
+	if w.Code != http.StatusNoContent || !strings.Contains(w.Header().Get("Access-Control-Allow-Methods"), "POST") ||
+		w.Header().Get("Access-Control-Allow-Headers") != "content-type" {
+		t.Errorf("preflight: %d %v", w.Code, w.Header())
+	}
+	if w = f.do(t, "POST", path, `{"sessionId":"cli"}`); w.Code != http.StatusOK {
+		t.Errorf("request without Origin: %d %s", w.Code, w.Body)
+	}
+
+	if _, err := server.New(server.Config{Apps: []*runner.Runner{f.runner}, AllowedOrigins: []string{"not a url"}}); err == nil {
+		t.Error("New accepted a malformed allowed origin")
+	}
+}
+
+// TestRequestSizeLimit answers an over-size body with 413.
+func TestRequestSizeLimit(t *testing.T) {
+	f := newFixture(t, server.Config{MaxRequestBytes: 1024})
+	mustCreate(t, f, "s1")
+	w := f.do(t, "POST", "/run", runBody("s1", strings.Repeat("x", 4096), false))
+	if w.Code != http.StatusRequestEntityTooLarge || !strings.Contains(w.Body.String(), "limit 1024 bytes") {
+		t.Errorf("got %d %s", w.Code, w.Body)
+	}
+	if w = f.do(t, "POST", "/run", runBody("s1", "small", false)); w.Code != http.StatusOK {
+		t.Errorf("small body: %d %s", w.Code, w.Body)
+	}
+}
+
+// startStream posts a /run_sse request to a real server and returns a reader
+// positioned after the first frame.
+func startStream(t *testing.T, ctx context.Context, url, body string) (*http.Response, *bufio.Reader) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "POST", url+"/run_sse", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	rd := bufio.NewReader(resp.Body)
+	line, err := rd.ReadString('\n')
+	if err != nil || !strings.Contains(line, "Started.") {
+		t.Fatalf("first frame %q: %v", line, err)
+	}
+	return resp, rd
+}
+
+// wait receives from ch, failing the test if nothing arrives: a safety net
+// against hangs, not a speed assertion.
+func wait[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatalf("gave up waiting for %s", what)
+		var zero T
+		return zero
+	}
+}
+
+// TestClientDisconnectCancelsInvocation: closing the connection cancels the
+// invocation's context, and the agent sees it.
+func TestClientDisconnectCancelsInvocation(t *testing.T) {
+	f := newFixture(t, server.Config{})
+	ts := httptest.NewServer(f.srv)
+	defer ts.Close()
+	mustCreate(t, f, "s1")
+	ctx, cancel := context.WithCancel(context.Background())
+	resp, _ := startStream(t, ctx, ts.URL, runBody("s1", "block", true))
+	wait(t, f.started, "the agent to start")
+	cancel()
+	resp.Body.Close()
+	if err := wait(t, f.observed, "the agent to observe cancellation"); err == nil {
+		t.Error("the agent saw no context error")
+	}
+}
+
+// TestCancelEndpoint cancels a running invocation through the API; the
+// stream ends with an error frame.
+func TestCancelEndpoint(t *testing.T) {
+	f := newFixture(t, server.Config{})
+	ts := httptest.NewServer(f.srv)
+	defer ts.Close()
+	mustCreate(t, f, "s1")
+	resp, rd := startStream(t, context.Background(), ts.URL, runBody("s1", "block", false))
+	defer resp.Body.Close()
+	wait(t, f.started, "the agent to start")
+
+	w := f.do(t, "POST", "/apps/demo/users/u1/sessions/s1/cancel", "")
+	if w.Code != http.StatusOK || strings.TrimSpace(w.Body.String()) != `{"cancelled":1}` {
+		t.Fatalf("cancel: %d %s", w.Code, w.Body)
+	}
+	wait(t, f.observed, "the agent to observe cancellation")
+	rest, err := io.ReadAll(rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := sseFrames(strings.TrimPrefix(string(rest), "\n"))
+	if len(frames) != 1 || frameEvent(t, frames[0])["error"] != "Invocation cancelled" {
+		t.Errorf("after cancel got %q, want one error frame", rest)
+	}
+}
+
+// TestCloseCancelsRuns: Close ends open streams and refuses new runs.
+func TestCloseCancelsRuns(t *testing.T) {
+	f := newFixture(t, server.Config{})
+	ts := httptest.NewServer(f.srv)
+	defer ts.Close()
+	mustCreate(t, f, "s1")
+	resp, rd := startStream(t, context.Background(), ts.URL, runBody("s1", "block", false))
+	defer resp.Body.Close()
+	wait(t, f.started, "the agent to start")
+	if err := f.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, f.observed, "the agent to observe shutdown")
+	rest, _ := io.ReadAll(rd)
+	if !strings.Contains(string(rest), `"error":"Server is shutting down"`) {
+		t.Errorf("stream after Close: %q", rest)
+	}
+	w := f.do(t, "POST", "/run", runBody("s1", "hello", false))
+	if w.Code != http.StatusServiceUnavailable {
+		t.Errorf("run after Close: %d %s", w.Code, w.Body)
+	}
+	if w = f.do(t, "GET", "/health", ""); w.Code != http.StatusOK {
+		t.Errorf("health after Close: %d", w.Code)
+	}
+}
+
+// TestConcurrentRunsSerialize sends parallel runs to one session: the
+// runner serializes them, so each invocation's events are contiguous in the
+// session (run under -race).
+func TestConcurrentRunsSerialize(t *testing.T) {
+	f := newFixture(t, server.Config{})
+	mustCreate(t, f, "s1")
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make(chan string, n)
+	for i := range n {
+		wg.Go(func() {
+			path := "/run"
+			if i%2 == 1 {
+				path = "/run_sse"
+			}
+			if w := f.do(t, "POST", path, runBody("s1", "multi", false)); w.Code != http.StatusOK {
+				errs <- w.Body.String()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	var sess struct {
+		Events []struct {
+			InvocationID string `json:"invocationId"`
+			Author       string `json:"author"`
+		} `json:"events"`
+	}
+	if err := json.Unmarshal(f.do(t, "GET", "/apps/demo/users/u1/sessions/s1", "").Body.Bytes(), &sess); err != nil {
+		t.Fatal(err)
+	}
+	if len(sess.Events) != 4*n {
+		t.Fatalf("session has %d events, want %d", len(sess.Events), 4*n)
+	}
+	for i := 0; i < len(sess.Events); i += 4 {
+		group := sess.Events[i : i+4]
+		if group[0].Author != "user" {
+			t.Errorf("event %d: author %q, want the user message first", i, group[0].Author)
+		}
+		for _, ev := range group[1:] {
+			if ev.InvocationID != group[0].InvocationID {
+				t.Errorf("events %d-%d interleave invocations %s and %s", i, i+3, group[0].InvocationID, ev.InvocationID)
+			}
+		}
+	}
+}
+
+// TestNewRejectsBadConfig covers configuration errors.
+func TestNewRejectsBadConfig(t *testing.T) {
+	if _, err := server.New(server.Config{}); err == nil {
+		t.Error("New accepted no apps")
+	}
+	f := newFixture(t, server.Config{})
+	if _, err := server.New(server.Config{Apps: []*runner.Runner{f.runner, f.runner}}); err == nil {
+		t.Error("New accepted a duplicate app name")
+	}
+}

@@ -1,0 +1,223 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session"
+)
+
+// sessionKey returns the runner and session key named by the request path.
+func (s *Server) sessionKey(r *http.Request) (*runner.Runner, session.Key, error) {
+	a, err := s.app(r.PathValue("app"))
+	if err != nil {
+		return nil, session.Key{}, err
+	}
+	return a, session.Key{AppName: a.AppName(), UserID: r.PathValue("user"), SessionID: r.PathValue("sid")}, nil
+}
+
+// createSession serves POST /apps/{app}/users/{user}/sessions with an
+// optional body {sessionId?, state?, events?}.
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
+	a, key, err := s.sessionKey(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	f, err := decodeObject(body)
+	if err != nil {
+		return err
+	}
+	if key.SessionID, err = f.string("sessionId"); err != nil {
+		return err
+	}
+	state, err := f.object("state")
+	if err != nil {
+		return err
+	}
+	events, err := f.events("events")
+	if err != nil {
+		return err
+	}
+	return s.create(w, r, a, key, state, events)
+}
+
+// createSessionLegacy serves POST /apps/{app}/users/{user}/sessions/{sid},
+// whose body is the initial state.
+func (s *Server) createSessionLegacy(w http.ResponseWriter, r *http.Request) error {
+	a, key, err := s.sessionKey(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	var state map[string]any
+	if len(body) > 0 {
+		if err := json.Unmarshal(body, &state); err != nil {
+			return unprocessable("The body must be a JSON object holding the initial state")
+		}
+	}
+	return s.create(w, r, a, key, state, nil)
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request, a *runner.Runner, key session.Key, state map[string]any, events []*event.Event) error {
+	ctx := r.Context()
+	svc := a.Sessions()
+	sess, err := svc.Create(ctx, key, state)
+	if err != nil {
+		return sessionError(key.SessionID, err)
+	}
+	for _, ev := range events {
+		if err := svc.AppendEvent(ctx, sess, ev); err != nil {
+			return sessionError(sess.ID(), err)
+		}
+	}
+	return writeJSON(w, http.StatusOK, sess)
+}
+
+// listSessions serves GET /apps/{app}/users/{user}/sessions: every session
+// of the user, without events.
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
+	a, key, err := s.sessionKey(r)
+	if err != nil {
+		return err
+	}
+	out := []*session.Session{}
+	opts := &session.ListOptions{PageSize: 1000}
+	for {
+		res, err := a.Sessions().List(r.Context(), key.AppName, key.UserID, opts)
+		if err != nil {
+			return err
+		}
+		out = append(out, res.Sessions...)
+		if res.NextPageToken == "" {
+			break
+		}
+		opts.PageToken = res.NextPageToken
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// getSession serves GET .../sessions/{sid}: the session with its events and
+// merged state. The optional query parameters numRecentEvents and
+// afterTimestamp (float seconds) window the events.
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
+	a, key, err := s.sessionKey(r)
+	if err != nil {
+		return err
+	}
+	opts, err := getOptions(r)
+	if err != nil {
+		return err
+	}
+	sess, err := a.Sessions().Get(r.Context(), key, opts)
+	if err != nil {
+		return sessionError(key.SessionID, err)
+	}
+	return writeJSON(w, http.StatusOK, sess)
+}
+
+func getOptions(r *http.Request) (*session.GetOptions, error) {
+	q := r.URL.Query()
+	param := func(camelName, snake string) string {
+		if v := q.Get(camelName); v != "" {
+			return v
+		}
+		return q.Get(snake)
+	}
+	var opts session.GetOptions
+	if v := param("numRecentEvents", "num_recent_events"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, unprocessable("numRecentEvents must be a non-negative integer")
+		}
+		opts.NumRecentEvents = n
+	}
+	if v := param("afterTimestamp", "after_timestamp"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return nil, unprocessable("afterTimestamp must be a number of seconds")
+		}
+		opts.After = event.FromSeconds(f)
+	}
+	return &opts, nil
+}
+
+// patchSession serves PATCH .../sessions/{sid} with {stateDelta}: it appends
+// a user event carrying the delta (invocation id "p-<uuid>") and returns the
+// updated session. A missing or empty delta changes nothing.
+func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
+	a, key, err := s.sessionKey(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	f, err := decodeObject(body)
+	if err != nil {
+		return err
+	}
+	delta, err := f.object("stateDelta")
+	if err != nil {
+		return err
+	}
+	svc := a.Sessions()
+	// A run committing to the session at the same moment makes the append
+	// stale; reload and try again a few times.
+	for attempt := 0; ; attempt++ {
+		sess, err := svc.Get(r.Context(), key, nil)
+		if err != nil {
+			return sessionError(key.SessionID, err)
+		}
+		if len(delta) == 0 {
+			return writeJSON(w, http.StatusOK, sess)
+		}
+		ev := event.New("p-"+event.NewID(), event.AuthorUser)
+		ev.Actions.StateDelta = delta
+		err = svc.AppendEvent(r.Context(), sess, ev)
+		if err == nil {
+			// Read back: the stored state, without the delta's temp: keys.
+			if sess, err = svc.Get(r.Context(), key, nil); err != nil {
+				return sessionError(key.SessionID, err)
+			}
+			return writeJSON(w, http.StatusOK, sess)
+		}
+		if !errors.Is(err, session.ErrStale) || attempt == 2 {
+			return sessionError(key.SessionID, err)
+		}
+	}
+}
+
+// deleteSession serves DELETE .../sessions/{sid}; it answers null.
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
+	a, key, err := s.sessionKey(r)
+	if err != nil {
+		return err
+	}
+	if err := a.Sessions().Delete(r.Context(), key); err != nil {
+		return sessionError(key.SessionID, err)
+	}
+	return writeJSON(w, http.StatusOK, nil)
+}
+
+// cancelSession serves POST .../sessions/{sid}/cancel: it cancels the
+// invocations running in the session and answers {"cancelled": n}.
+func (s *Server) cancelSession(w http.ResponseWriter, r *http.Request) error {
+	_, key, err := s.sessionKey(r)
+	if err != nil {
+		return err
+	}
+	n := s.runs.cancel(sessionRef{key.AppName, key.UserID, key.SessionID})
+	return writeJSON(w, http.StatusOK, map[string]int{"cancelled": n})
+}
