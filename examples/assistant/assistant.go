@@ -1,0 +1,246 @@
+// Package assistant is an example Loom application: a helpful assistant
+// that uses function tools.
+//
+// The agent has three tools: get_weather reports (made-up, deterministic)
+// weather for a city and remembers the city in session state, add adds two
+// numbers, and save_note stores a note as a text artifact. [New] builds the
+// agent around any model; [Offline] returns a scripted model that plays the
+// part of a real one without a network, so the example runs anywhere:
+//
+//	go run ./cmd/loom run assistant
+//	> What's the weather in Lisbon?
+package assistant
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/llmagent"
+	"github.com/loomkit/loom/examples/internal/offline"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/scripted"
+	"github.com/loomkit/loom/tool"
+	"github.com/loomkit/loom/tool/functiontool"
+)
+
+// Name is the name of the root agent.
+const Name = "assistant"
+
+// Description describes the application.
+const Description = "A helpful assistant with weather, arithmetic and note-taking tools."
+
+const instruction = `You are a friendly, concise assistant.
+Use the get_weather tool for questions about the weather, the add tool for
+additions, and the save_note tool when the user asks you to remember or save
+something. Answer in one or two sentences.`
+
+// WeatherArgs are the arguments of get_weather.
+type WeatherArgs struct {
+	City string `json:"city" jsonschema:"the city, for example Paris"`
+}
+
+// Weather is the result of get_weather.
+type Weather struct {
+	City         string `json:"city"`
+	TemperatureC int    `json:"temperature_c"`
+	Conditions   string `json:"conditions"`
+}
+
+// AddArgs are the arguments of add.
+type AddArgs struct {
+	A float64 `json:"a" jsonschema:"the first number"`
+	B float64 `json:"b" jsonschema:"the second number"`
+}
+
+// Sum is the result of add.
+type Sum struct {
+	Sum float64 `json:"sum"`
+}
+
+// NoteArgs are the arguments of save_note.
+type NoteArgs struct {
+	Title string `json:"title" jsonschema:"a short title; it names the file"`
+	Text  string `json:"text" jsonschema:"the note's text"`
+}
+
+// SavedNote is the result of save_note.
+type SavedNote struct {
+	Artifact string `json:"artifact"`
+	Version  int64  `json:"version"`
+}
+
+var conditions = []string{"sunny", "partly cloudy", "cloudy", "rainy", "windy", "foggy"}
+
+// Forecast returns the example's made-up weather for a city: the same city
+// always gets the same weather.
+func Forecast(city string) Weather {
+	h := fnv.New32a()
+	h.Write([]byte(strings.ToLower(strings.TrimSpace(city))))
+	n := h.Sum32()
+	return Weather{City: city, TemperatureC: int(n%30) + 2, Conditions: conditions[(n/30)%uint32(len(conditions))]}
+}
+
+// Tools returns the assistant's tools: get_weather, add and save_note.
+func Tools() ([]tool.Tool, error) {
+	weather, err := functiontool.New(functiontool.Config{
+		Name:        "get_weather",
+		Description: "Reports the current weather in a city.",
+	}, func(_ context.Context, tc tool.Context, args WeatherArgs) (Weather, error) {
+		if strings.TrimSpace(args.City) == "" {
+			return Weather{}, fmt.Errorf("a city is required")
+		}
+		tc.State().Set("last_city", args.City)
+		return Forecast(args.City), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	add, err := functiontool.New(functiontool.Config{
+		Name:        "add",
+		Description: "Adds two numbers.",
+	}, func(_ context.Context, _ tool.Context, args AddArgs) (Sum, error) {
+		return Sum{Sum: args.A + args.B}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	note, err := functiontool.New(functiontool.Config{
+		Name:        "save_note",
+		Description: "Saves a note as a text file the user can download later.",
+	}, func(ctx context.Context, tc tool.Context, args NoteArgs) (SavedNote, error) {
+		name := fileName(args.Title)
+		v, err := tc.SaveArtifact(ctx, name, &genai.Part{InlineData: &genai.Blob{MIMEType: "text/plain", Data: []byte(args.Text)}})
+		if err != nil {
+			return SavedNote{}, err
+		}
+		return SavedNote{Artifact: name, Version: v}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []tool.Tool{weather, add, note}, nil
+}
+
+// New returns the assistant agent answering with llm.
+func New(llm model.LLM) (agent.Agent, error) {
+	tools, err := Tools()
+	if err != nil {
+		return nil, fmt.Errorf("assistant: %w", err)
+	}
+	return llmagent.New(llmagent.Config{
+		Name:        Name,
+		Description: Description,
+		Model:       llm,
+		Instruction: instruction,
+		Tools:       tools,
+	})
+}
+
+// Offline returns a scripted model that makes the assistant work without a
+// network: it calls get_weather when asked about the weather in a city, add
+// when asked to add two numbers, save_note when asked to save a note, and
+// answers from the tool results. It is deterministic and safe for
+// concurrent use.
+func Offline() model.LLM {
+	return scripted.New("offline-assistant", respond)
+}
+
+var (
+	numberRE = regexp.MustCompile(`-?\d+(?:\.\d+)?`)
+	cityRE   = regexp.MustCompile(`(?i)\b(?:in|at|for)\s+([\p{L}][\p{L} .'-]*)`)
+	noteRE   = regexp.MustCompile(`(?is)\bnote\b[^:]*:\s*(.+)`)
+)
+
+func respond(_ context.Context, req *model.Request) (scripted.Turn, error) {
+	if results := offline.ToolResults(req); len(results) > 0 {
+		return scripted.Text(answer(results)), nil
+	}
+	text := offline.UserText(req)
+	switch {
+	case offline.HasWord(text, "weather", "temperature", "forecast", "sunny", "raining"):
+		return scripted.Call("get_weather", map[string]any{"city": city(text)}), nil
+	case offline.HasWord(text, "note", "remember", "save"):
+		body := strings.TrimSpace(text)
+		if m := noteRE.FindStringSubmatch(text); m != nil {
+			body = strings.TrimSpace(m[1])
+		}
+		return scripted.Call("save_note", map[string]any{"title": "note", "text": body}), nil
+	case offline.HasWord(text, "add", "plus", "sum") || strings.Contains(text, "+"):
+		nums := numberRE.FindAllString(text, 2)
+		if len(nums) == 2 {
+			a, _ := strconv.ParseFloat(nums[0], 64)
+			b, _ := strconv.ParseFloat(nums[1], 64)
+			return scripted.Call("add", map[string]any{"a": a, "b": b}), nil
+		}
+		return scripted.Text("Which two numbers should I add? For example: add 2 and 3."), nil
+	case offline.HasWord(text, "hi", "hello", "hey"):
+		return scripted.Text("Hello! I can tell you the weather in a city, add two numbers, or save a note for you."), nil
+	}
+	return scripted.Text(`I'm the offline demo assistant. Try "What's the weather in Paris?", "add 2 and 3" or "save a note: buy milk".`), nil
+}
+
+// city extracts the city of a weather question ("weather in New York?").
+func city(text string) string {
+	m := cityRE.FindStringSubmatch(text)
+	if m == nil {
+		return "Paris"
+	}
+	c := strings.Trim(strings.TrimSpace(m[1]), ".?!'- ")
+	for _, stop := range []string{" today", " tomorrow", " now", " right now", " please"} {
+		c, _ = strings.CutSuffix(strings.ToLower(c), stop)
+	}
+	words := strings.Fields(c)
+	for i, w := range words {
+		r := []rune(w)
+		words[i] = strings.ToUpper(string(r[:1])) + string(r[1:])
+	}
+	if len(words) == 0 {
+		return "Paris"
+	}
+	return strings.Join(words, " ")
+}
+
+func answer(results []*genai.FunctionResponse) string {
+	var parts []string
+	for _, r := range results {
+		resp := r.Response
+		if e, ok := resp["error"]; ok {
+			parts = append(parts, fmt.Sprintf("Sorry, %s failed: %v.", r.Name, e))
+			continue
+		}
+		switch r.Name {
+		case "get_weather":
+			parts = append(parts, fmt.Sprintf("It is %v°C and %v in %v.", resp["temperature_c"], resp["conditions"], resp["city"]))
+		case "add":
+			parts = append(parts, fmt.Sprintf("The sum is %v.", resp["sum"]))
+		case "save_note":
+			parts = append(parts, fmt.Sprintf("Saved your note as %v (version %v).", resp["artifact"], resp["version"]))
+		default:
+			parts = append(parts, fmt.Sprintf("%s returned %v.", r.Name, resp))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func fileName(title string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(title)) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
+			b.WriteRune(r)
+		case r == ' ':
+			b.WriteByte('-')
+		}
+	}
+	if b.Len() == 0 {
+		return "note.txt"
+	}
+	return b.String() + ".txt"
+}

@@ -1,0 +1,121 @@
+// Package offline holds what the example agents' scripted models share:
+// reading a model request the way a real model would (who is asking, what
+// the user said, which tool results just arrived).
+package offline
+
+import (
+	"strings"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/model"
+)
+
+// relayPrefix starts the user-role contents by which the LLM agent shows one
+// agent what other agents said and did; they are context, not user input.
+const relayPrefix = "For context:"
+
+// UserText returns the text of the latest message the user typed, skipping
+// function responses and relayed context from other agents.
+func UserText(req *model.Request) string {
+	for i := len(req.Contents) - 1; i >= 0; i-- {
+		c := req.Contents[i]
+		if c == nil || c.Role != genai.RoleUser {
+			continue
+		}
+		var b strings.Builder
+		for _, p := range c.Parts {
+			if p != nil && p.Text != "" && !p.Thought {
+				b.WriteString(p.Text)
+			}
+		}
+		text := b.String()
+		if text == "" || strings.HasPrefix(text, relayPrefix) {
+			continue
+		}
+		return text
+	}
+	return ""
+}
+
+// ToolResults returns the function responses of the request's last content,
+// when the model is being asked to use them; otherwise nil.
+func ToolResults(req *model.Request) []*genai.FunctionResponse {
+	if len(req.Contents) == 0 {
+		return nil
+	}
+	var out []*genai.FunctionResponse
+	for _, p := range req.Contents[len(req.Contents)-1].Parts {
+		if p != nil && p.FunctionResponse != nil {
+			out = append(out, p.FunctionResponse)
+		}
+	}
+	return out
+}
+
+// HasTool reports whether the request declares a function named name.
+func HasTool(req *model.Request, name string) bool {
+	if req.Config == nil {
+		return false
+	}
+	for _, t := range req.Config.Tools {
+		if t == nil {
+			continue
+		}
+		for _, fd := range t.FunctionDeclarations {
+			if fd != nil && fd.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Instruction returns the system instruction of the request as text.
+func Instruction(req *model.Request) string {
+	if req.Config == nil || req.Config.SystemInstruction == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range req.Config.SystemInstruction.Parts {
+		if p != nil && p.Text != "" {
+			if b.Len() > 0 {
+				b.WriteString("\n")
+			}
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// Quoted returns the text the instruction holds between the line `label:`
+// followed by a line `"""` and the next line `"""`, or "" when absent. The
+// examples quote state values in their instructions that way, so that the
+// scripted models can read what a real model would see.
+func Quoted(instruction, label string) string {
+	start := strings.Index(instruction, label+":\n\"\"\"\n")
+	if start < 0 {
+		return ""
+	}
+	rest := instruction[start+len(label)+5:]
+	end := strings.Index(rest, "\n\"\"\"")
+	if end < 0 {
+		return ""
+	}
+	return strings.TrimSpace(rest[:end])
+}
+
+// HasWord reports whether text contains one of the words, ignoring case
+// and punctuation.
+func HasWord(text string, words ...string) bool {
+	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127)
+	}) {
+		for _, want := range words {
+			if w == want {
+				return true
+			}
+		}
+	}
+	return false
+}
