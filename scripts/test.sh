@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# test.sh runs Loom's whole test suite on a fresh machine.
+#
+# It installs and starts what the tests need (a local PostgreSQL server and
+# Debian's Chromium, both via apt when missing; run as root), then runs every
+# test of the module under the race detector in shuffled order.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# PostgreSQL for the sqlsession and sqlmemory backends.
+. scripts/postgres.sh
+echo "test.sh: PostgreSQL at ${LOOM_TEST_POSTGRES_URL%%\?*}" >&2
+
+# Chromium for the dev UI end-to-end test.
+if [ -x scripts/chromium.sh ]; then
+	LOOM_CHROMIUM=$(scripts/chromium.sh)
+	export LOOM_CHROMIUM
+	echo "test.sh: Chromium at $LOOM_CHROMIUM" >&2
+fi
+
+go test -race -shuffle=on -timeout 20m "$@" ./...
