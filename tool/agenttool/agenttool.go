@@ -1,0 +1,298 @@
+// Package agenttool lets an agent call another agent as a tool.
+//
+// Unlike a transfer, which hands the conversation over, an agent tool runs
+// the other agent on one request and returns its answer to the calling
+// agent's model, which stays in charge:
+//
+//	researcher, _ := llmagent.New(llmagent.Config{Name: "researcher", ...})
+//	rt, _ := agenttool.New(researcher, nil)
+//	writer, _ := llmagent.New(llmagent.Config{Name: "writer", Tools: []tool.Tool{rt}, ...})
+//
+// The model calls the tool with {"request": "..."}. The agent runs to
+// completion in a child session of its own, kept in memory and discarded
+// afterwards: the child's events never enter the caller's session. The
+// child session starts with a copy of the caller's state; the state changes
+// the child commits (except temp: keys) are staged into the caller's
+// function-response event, so they become part of the caller's session.
+// The child shares the caller's memory service, and its artifacts are the
+// caller's: loads read the caller's session's artifacts and saves land there,
+// recorded in the function response's artifact delta. The tool's result is
+// {"result": "<the child's last final answer>"}.
+package agenttool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/artifact"
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/memory"
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session/memsession"
+	"github.com/loomkit/loom/tool"
+)
+
+// ErrInvalidRequest reports a call whose "request" argument is missing or
+// not a string.
+var ErrInvalidRequest = errors.New(`agenttool: the "request" argument must be a string`)
+
+// Config configures an agent tool. The zero value is the default.
+type Config struct {
+	// SkipSummarization makes the child agent's answer the calling agent's
+	// final response: the caller's model is not asked to restate it.
+	SkipSummarization bool
+}
+
+// Tool runs an agent as a tool. Create it with New. It is immutable and
+// safe for concurrent use; every call runs in its own child session.
+type Tool struct {
+	agent  agent.Agent
+	cfg    Config
+	schema *jsonschema.Schema
+}
+
+var _ tool.Tool = (*Tool)(nil)
+
+// New returns a tool running a. cfg may be nil. a and its sub-agents must
+// form a valid agent tree.
+func New(a agent.Agent, cfg *Config) (*Tool, error) {
+	if a == nil {
+		return nil, errors.New("agenttool: nil agent")
+	}
+	if _, err := agent.NewTree(a); err != nil {
+		return nil, fmt.Errorf("agenttool: %w", err)
+	}
+	t := &Tool{agent: a}
+	if cfg != nil {
+		t.cfg = *cfg
+	}
+	t.schema = &jsonschema.Schema{
+		Type: "object",
+		Properties: map[string]*jsonschema.Schema{
+			"request": {Type: "string", Description: "The request for the agent, with everything it needs to know."},
+		},
+		Required: []string{"request"},
+	}
+	return t, nil
+}
+
+// Name implements tool.Tool: the agent's name.
+func (t *Tool) Name() string { return t.agent.Name() }
+
+// Description implements tool.Tool: the agent's description.
+func (t *Tool) Description() string {
+	if d := t.agent.Description(); d != "" {
+		return d
+	}
+	return fmt.Sprintf("Sends a request to the %s agent and returns its answer.", t.agent.Name())
+}
+
+// Agent returns the agent the tool runs.
+func (t *Tool) Agent() agent.Agent { return t.agent }
+
+// Declaration implements tool.Tool: one required string parameter,
+// "request". The schema is shared and must not be modified.
+func (t *Tool) Declaration() *genai.FunctionDeclaration {
+	return &genai.FunctionDeclaration{
+		Name:                 t.Name(),
+		Description:          t.Description(),
+		ParametersJsonSchema: t.schema,
+	}
+}
+
+// Run implements tool.Tool: it runs the agent on the request in a child
+// session and returns {"result": answer}.
+func (t *Tool) Run(ctx context.Context, tc tool.Context, args map[string]any) (map[string]any, error) {
+	request, ok := args["request"].(string)
+	if !ok {
+		return nil, fmt.Errorf("%w, got %s", ErrInvalidRequest, typeName(args["request"]))
+	}
+	// At run time the context is the caller's *agent.CallbackContext, which
+	// gives the caller's state, services and run settings. Any other
+	// tool.Context still works, without them.
+	var parent *agent.Invocation
+	if cc, ok := tc.(*agent.CallbackContext); ok {
+		parent = cc.Invocation()
+	}
+	var (
+		seed      map[string]any
+		artifacts *artifact.Service
+		mem       *memory.Service
+		opts      = &runner.RunOptions{}
+	)
+	if parent != nil {
+		if s := parent.Session(); s != nil {
+			seed = s.State()
+		}
+		mem = parent.Memory()
+		opts.MaxLLMCalls = parent.RunConfig().MaxLLMCalls
+	}
+	if parent == nil || parent.Artifacts() != nil {
+		artifacts = artifact.NewService(&forwardStore{tc: tc, parent: parent})
+	}
+	opts.StateDelta = seed
+
+	r, err := runner.New(runner.Config{
+		AppName:           tc.AppName(),
+		Agent:             t.agent,
+		Sessions:          memsession.NewService(),
+		Artifacts:         artifacts,
+		Memory:            mem,
+		AutoCreateSession: true,
+		SessionCacheSize:  -1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("agenttool %s: %w", t.Name(), err)
+	}
+
+	var (
+		answer   string
+		failure  *event.Event
+		changes  = map[string]any{}
+		childMsg = genai.NewContentFromText(request, genai.RoleUser)
+	)
+	for ev, err := range r.Run(ctx, tc.UserID(), event.NewID(), childMsg, opts) {
+		if err != nil {
+			return nil, fmt.Errorf("agenttool %s: %w", t.Name(), err)
+		}
+		if ev.Partial {
+			continue
+		}
+		// Committed events carry their delta without temp: keys.
+		for k, v := range ev.Actions.StateDelta {
+			changes[k] = v
+		}
+		if ev.ErrorCode != "" || ev.ErrorMessage != "" {
+			failure = ev
+			continue
+		}
+		if ev.IsFinalResponse() {
+			if text := textOf(ev.Content); text != "" {
+				answer, failure = text, nil
+			}
+		}
+	}
+	if answer == "" && failure != nil {
+		return nil, fmt.Errorf("agenttool %s: agent failed: %s", t.Name(), strings.TrimSpace(failure.ErrorCode+" "+failure.ErrorMessage))
+	}
+	forwardState(tc, seed, changes)
+	if t.cfg.SkipSummarization {
+		tc.Actions().SkipSummarization = true
+	}
+	return map[string]any{"result": answer}, nil
+}
+
+// forwardState stages in the caller's context the state the child changed:
+// keys it wrote, unless it wrote back the value it was given.
+func forwardState(tc tool.Context, seed, changes map[string]any) {
+	keys := make([]string, 0, len(changes))
+	for k := range changes {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // deterministic staging order
+	for _, k := range keys {
+		v := changes[k]
+		if strings.HasPrefix(k, "temp:") {
+			continue
+		}
+		old, had := seed[k]
+		if (v == nil && !had) || (had && reflect.DeepEqual(old, v)) {
+			continue
+		}
+		tc.State().Set(k, v)
+	}
+}
+
+// textOf joins the non-thought text parts of a content.
+func textOf(c *genai.Content) string {
+	if c == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range c.Parts {
+		if p != nil && p.Text != "" && !p.Thought {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "nothing"
+	case float64, int, int64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// forwardStore is the child's artifact store: it reads and writes the
+// caller's artifacts through the caller's tool context, so that saves are
+// recorded in the caller's function-response event. The child session's id
+// is ignored; names are all it needs.
+type forwardStore struct {
+	tc     tool.Context
+	parent *agent.Invocation // nil when the context is not an agent's
+}
+
+func (s *forwardStore) Save(ctx context.Context, key artifact.Key, part *genai.Part) (int64, error) {
+	return s.tc.SaveArtifact(ctx, key.Name, part)
+}
+
+func (s *forwardStore) Load(ctx context.Context, key artifact.Key, version int64) (*genai.Part, error) {
+	return s.tc.LoadArtifact(ctx, key.Name, version)
+}
+
+// List answers for the session with the caller's names, session and user
+// scoped together; the service merges and deduplicates.
+func (s *forwardStore) List(ctx context.Context, _, _, session string) ([]string, error) {
+	if session == "" {
+		return nil, nil
+	}
+	return s.tc.ListArtifacts(ctx)
+}
+
+func (s *forwardStore) ref(name string) artifact.Ref {
+	return artifact.Ref{AppName: s.tc.AppName(), UserID: s.tc.UserID(), SessionID: s.tc.SessionID(), Name: name}
+}
+
+func (s *forwardStore) service() (*artifact.Service, error) {
+	if s.parent == nil || s.parent.Artifacts() == nil {
+		return nil, fmt.Errorf("agenttool: %w", errors.ErrUnsupported)
+	}
+	return s.parent.Artifacts(), nil
+}
+
+func (s *forwardStore) Versions(ctx context.Context, key artifact.Key) ([]int64, error) {
+	svc, err := s.service()
+	if err != nil {
+		return nil, err
+	}
+	return svc.Versions(ctx, s.ref(key.Name))
+}
+
+func (s *forwardStore) Delete(ctx context.Context, key artifact.Key) error {
+	svc, err := s.service()
+	if err != nil {
+		return err
+	}
+	return svc.Delete(ctx, s.ref(key.Name))
+}
+
+// Close does nothing: the caller's store outlives the child.
+func (s *forwardStore) Close() error { return nil }
