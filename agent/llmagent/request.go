@@ -217,13 +217,14 @@ var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // artifact text: {key} is the value of state key (also {app:key},
 // {user:key}, {temp:key}); {key?} is empty when the key is missing;
 // {artifact.name} is the text of the named artifact. A placeholder that is
-// not a valid key is left as written. A missing required key or artifact is
+// not a valid key, or one in doubled braces ({{like this}}), is left as
+// written. A missing required key or artifact is
 // an error.
 func InjectState(ctx context.Context, template string, inv *agent.Invocation) (string, error) {
 	var firstErr error
 	out := placeholder.ReplaceAllStringFunc(template, func(m string) string {
-		if firstErr != nil {
-			return m
+		if firstErr != nil || (strings.HasPrefix(m, "{{") && strings.HasSuffix(m, "}}")) {
+			return m // doubled braces are literal text, as in examples of JSON
 		}
 		key := strings.TrimSpace(strings.Trim(m, "{}"))
 		optional := strings.HasSuffix(key, "?")
