@@ -1,0 +1,292 @@
+// Package sqldb opens the SQL databases behind Loom's durable stores and
+// applies their schema migrations. It keeps the differences between SQLite
+// and PostgreSQL in one place: how a URL becomes a driver and its settings,
+// placeholder syntax, how writers are serialized and how migrations are
+// locked. Queries are written once, with ? placeholders and the ON CONFLICT
+// upsert syntax both databases share.
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" driver
+)
+
+// Dialect names a SQL database family.
+type Dialect string
+
+// Supported dialects.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// ErrUnsupportedURL reports a database URL whose scheme is not supported.
+var ErrUnsupportedURL = errors.New("unsupported database url")
+
+// DB is an open database: a pool for writes and one for reads.
+//
+// SQLite allows one writer at a time per file. Writes go through a pool of a
+// single connection so that writers in one process queue in Go instead of
+// sleeping in SQLite's busy handler; writers in other processes wait on the
+// busy timeout. Write transactions begin IMMEDIATE so that they take the
+// write lock up front and never fail half-way with SQLITE_BUSY on upgrade.
+// Reads use their own pool and, thanks to WAL, never block the writer.
+// PostgreSQL uses one pool for both.
+type DB struct {
+	Dialect Dialect
+	// W runs write transactions; R runs reads. They may be the same pool.
+	W, R *sql.DB
+}
+
+// Options tunes Open. The zero value is the default.
+type Options struct {
+	// MaxOpenConns bounds the read pool (default 4 for SQLite, 16 for
+	// PostgreSQL, which also writes through it).
+	MaxOpenConns int
+}
+
+// Open opens the database a URL names:
+//
+//	sqlite:///abs/path.db    a file (absolute path)
+//	sqlite://rel/path.db     a file (relative path)
+//	sqlite:rel.db            a file (relative path)
+//	sqlite::memory:          a private in-memory database
+//	postgres://... postgresql://...   a PostgreSQL server (pgx connection string)
+//
+// A query string on a SQLite URL is passed to the driver after Loom's own
+// settings (WAL journal, synchronous=NORMAL, busy timeout, foreign keys).
+func Open(ctx context.Context, dsn string, opts *Options) (*DB, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	switch {
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		db, err := sql.Open("pgx", dsn)
+		if err != nil {
+			return nil, fmt.Errorf("sqldb: open postgres: %w", err)
+		}
+		db.SetMaxOpenConns(cmpOr(o.MaxOpenConns, 16))
+		db.SetMaxIdleConns(cmpOr(o.MaxOpenConns, 16))
+		if err := db.PingContext(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqldb: connect to postgres: %w", err)
+		}
+		return &DB{Dialect: Postgres, W: db, R: db}, nil
+	case strings.HasPrefix(dsn, "sqlite:"):
+		return openSQLite(ctx, strings.TrimPrefix(dsn, "sqlite:"), o)
+	}
+	scheme, _, _ := strings.Cut(dsn, ":")
+	return nil, fmt.Errorf("sqldb: %w: scheme %q", ErrUnsupportedURL, scheme)
+}
+
+func cmpOr(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+func openSQLite(ctx context.Context, rest string, o Options) (*DB, error) {
+	rest = strings.TrimPrefix(rest, "//")
+	file, query, _ := strings.Cut(rest, "?")
+	// synchronous=NORMAL in WAL mode keeps the database consistent after a
+	// crash of the process or the machine; a machine crash may lose the
+	// last transactions, a process crash loses nothing that was committed.
+	settings := "_busy_timeout=10000&_foreign_keys=1&_synchronous=NORMAL&_txlock=immediate"
+	memory := file == "" || file == ":memory:"
+	if !memory {
+		settings = "_journal_mode=WAL&" + settings
+	}
+	if query != "" {
+		settings += "&" + query
+	}
+	if memory {
+		// Every connection to ":memory:" is a new database: keep exactly
+		// one, forever, and use it for reads and writes.
+		db, err := sql.Open("sqlite", ":memory:?"+settings)
+		if err != nil {
+			return nil, fmt.Errorf("sqldb: open sqlite: %w", err)
+		}
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+		db.SetConnMaxLifetime(0)
+		db.SetConnMaxIdleTime(0)
+		if err := db.PingContext(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqldb: open sqlite: %w", err)
+		}
+		return &DB{Dialect: SQLite, W: db, R: db}, nil
+	}
+	w, err := sql.Open("sqlite", file+"?"+settings)
+	if err != nil {
+		return nil, fmt.Errorf("sqldb: open sqlite %s: %w", file, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqldb: open sqlite %s: %w", file, err)
+	}
+	r, err := sql.Open("sqlite", file+"?"+settings)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqldb: open sqlite %s: %w", file, err)
+	}
+	n := cmpOr(o.MaxOpenConns, 4)
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	return &DB{Dialect: SQLite, W: w, R: r}, nil
+}
+
+// Close closes both pools.
+func (db *DB) Close() error {
+	err := db.W.Close()
+	if db.R != db.W {
+		err = errors.Join(err, db.R.Close())
+	}
+	return err
+}
+
+// Rebind rewrites a query written with ? placeholders for the dialect.
+// Queries must not contain a literal question mark.
+func (db *DB) Rebind(q string) string {
+	if db.Dialect != Postgres {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Prepare prepares a query (written with ? placeholders) on the pool that
+// runs it.
+func (db *DB) Prepare(ctx context.Context, pool *sql.DB, q string) (*sql.Stmt, error) {
+	st, err := pool.PrepareContext(ctx, db.Rebind(q))
+	if err != nil {
+		return nil, fmt.Errorf("sqldb: prepare %q: %w", q, err)
+	}
+	return st, nil
+}
+
+// BeginWrite starts a write transaction: IMMEDIATE on SQLite, READ COMMITTED
+// on PostgreSQL (callers guard their rows with conditional updates).
+func (db *DB) BeginWrite(ctx context.Context) (*sql.Tx, error) {
+	return db.W.BeginTx(ctx, nil)
+}
+
+// BeginRead starts a read-only transaction that sees one snapshot of the
+// database: a deferred transaction in SQLite's WAL mode, REPEATABLE READ in
+// PostgreSQL.
+func (db *DB) BeginRead(ctx context.Context) (*sql.Tx, error) {
+	if db.Dialect == Postgres {
+		return db.R.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	}
+	if db.R == db.W {
+		// The single in-memory connection: a plain transaction.
+		return db.R.BeginTx(ctx, nil)
+	}
+	// ReadOnly makes the driver issue a deferred BEGIN.
+	return db.R.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+}
+
+// migrationLockID is the PostgreSQL advisory lock key that serializes the
+// migrations of every Loom component in a database.
+const migrationLockID = 0x4c6f6f6d // "Loom"
+
+// Migrate applies the migrations of a component that the database has not
+// applied yet. fsys holds one directory per dialect ("sqlite", "postgres")
+// of files named NNNN_description.sql, applied in order, each in the same
+// transaction as the bump of the component's row in loom_schema_version.
+// It is safe when several processes open the same database at once:
+// PostgreSQL holds an advisory lock for the duration, SQLite an immediate
+// (write) transaction.
+func (db *DB) Migrate(ctx context.Context, component string, fsys fs.FS) error {
+	dir := string(db.Dialect)
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return fmt.Errorf("sqldb: migrations of %s: %w", component, err)
+	}
+	type migration struct {
+		version int
+		name    string
+	}
+	var ms []migration
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || !strings.HasSuffix(e.Name(), ".sql") {
+			return fmt.Errorf("sqldb: migration %s of %s: bad file name", e.Name(), component)
+		}
+		ms = append(ms, migration{v, e.Name()})
+	}
+	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
+
+	conn, err := db.W.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("sqldb: migrate %s: %w", component, err)
+	}
+	defer conn.Close()
+	if db.Dialect == Postgres {
+		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", migrationLockID); err != nil {
+			return fmt.Errorf("sqldb: migrate %s: lock: %w", component, err)
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLockID) //nolint:errcheck // the lock also ends with the session
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqldb: migrate %s: %w", component, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS loom_schema_version (
+		component TEXT PRIMARY KEY,
+		version INTEGER NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("sqldb: migrate %s: %w", component, err)
+	}
+	var current int
+	err = tx.QueryRowContext(ctx, db.Rebind("SELECT version FROM loom_schema_version WHERE component = ?"), component).Scan(&current)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("sqldb: migrate %s: %w", component, err)
+	}
+	for _, m := range ms {
+		if m.version <= current {
+			continue
+		}
+		body, err := fs.ReadFile(fsys, path.Join(dir, m.name))
+		if err != nil {
+			return fmt.Errorf("sqldb: migrate %s: %w", component, err)
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			return fmt.Errorf("sqldb: migrate %s: apply %s: %w", component, m.name, err)
+		}
+		current = m.version
+	}
+	if _, err := tx.ExecContext(ctx, db.Rebind(`INSERT INTO loom_schema_version (component, version) VALUES (?, ?)
+		ON CONFLICT (component) DO UPDATE SET version = excluded.version`), component, current); err != nil {
+		return fmt.Errorf("sqldb: migrate %s: %w", component, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqldb: migrate %s: %w", component, err)
+	}
+	return nil
+}

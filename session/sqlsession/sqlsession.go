@@ -1,0 +1,627 @@
+// Package sqlsession is a durable session store on SQLite or PostgreSQL.
+//
+// One implementation serves both databases through database/sql: SQLite
+// (pure Go, modernc.org/sqlite; a file in WAL mode, or in memory) is the
+// embedded default, PostgreSQL (pgx) lets many server replicas share one
+// database. Open takes a URL:
+//
+//	sqlite:///var/lib/loom/sessions.db   a file, absolute path
+//	sqlite://sessions.db                 a file, relative path
+//	sqlite::memory:                      a private in-memory database
+//	postgres://user:pass@host/db         a PostgreSQL database
+//
+// The schema is created and upgraded automatically when a store is opened,
+// safely when several processes open the same database at once.
+//
+// # Layout
+//
+// Each session is a row with its last sequence number; its events are rows
+// keyed by (app, user, session, seq), so a read of one session, or of its
+// most recent events, touches only that session's rows, whatever the length
+// of the log. State is stored one row per key, in three tables (session,
+// user and app scope): writers of different keys never contend on one row,
+// an update of an app: or user: key from one session merges with updates of
+// other keys from any other session, and an append costs the same whatever
+// the size of the state.
+//
+// # Consistency
+//
+// An append is one transaction: it advances the session's sequence number
+// only if it still has the value the writer loaded (otherwise
+// session.ErrStale), inserts the event and applies the state delta. Either
+// all of it is stored or none of it.
+package sqlsession
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"time"
+
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/internal/sqldb"
+	"github.com/loomkit/loom/session"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// Options configures a Store. The zero value is the default.
+type Options struct {
+	// MaxOpenConns bounds the number of connections used for reads (for
+	// PostgreSQL, for reads and writes). Zero means a default suited to the
+	// database.
+	MaxOpenConns int
+}
+
+// Store is a session.Store on a SQL database. It is safe for concurrent use,
+// also by several processes sharing the database.
+type Store struct {
+	db    *sqldb.DB
+	stmts statements
+}
+
+// statements are prepared once per store; database/sql keeps them prepared
+// on each connection that runs them.
+type statements struct {
+	// writes
+	insertSession, bumpSeq, existsSession, insertEvent, deleteSession *sql.Stmt
+	putState, delState                                                [3]*sql.Stmt // by scope
+	// reads
+	getSession, getState, eventsAsc, eventsDesc, eventsBefore *sql.Stmt
+	listAll, listUser, listState, listUserState, listAppState *sql.Stmt
+}
+
+// State scopes, the index into statements.putState and delState.
+const (
+	scopeSession = iota
+	scopeUser
+	scopeApp
+)
+
+const (
+	sessionKey = "app_name = ? AND user_id = ? AND session_id = ?"
+	eventCols  = "event, event_time"
+)
+
+// Open opens (and creates or upgrades if needed) the session store at dsn.
+// opts may be nil.
+func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
+	var o sqldb.Options
+	if opts != nil {
+		o.MaxOpenConns = opts.MaxOpenConns
+	}
+	db, err := sqldb.Open(ctx, dsn, &o)
+	if err != nil {
+		return nil, fmt.Errorf("sqlsession: %w", err)
+	}
+	sub, _ := fs.Sub(migrations, "migrations") // cannot fail: a valid path
+	if err := db.Migrate(ctx, "session", sub); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlsession: %w", err)
+	}
+	s := &Store{db: db}
+	if err := s.prepare(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlsession: %w", err)
+	}
+	return s, nil
+}
+
+// NewService opens the store at dsn and returns a session service over it.
+func NewService(ctx context.Context, dsn string, opts *Options) (*session.Service, error) {
+	s, err := Open(ctx, dsn, opts)
+	if err != nil {
+		return nil, err
+	}
+	return session.NewService(s, nil), nil
+}
+
+func (s *Store) prepare(ctx context.Context) error {
+	w, r := s.db.W, s.db.R
+	var err error
+	p := func(pool *sql.DB, q string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		var st *sql.Stmt
+		st, err = s.db.Prepare(ctx, pool, q)
+		return st
+	}
+	st := &s.stmts
+	st.insertSession = p(w, `INSERT INTO sessions (app_name, user_id, session_id, seq, create_time, update_time)
+		VALUES (?, ?, ?, 0, ?, ?) ON CONFLICT DO NOTHING`)
+	st.bumpSeq = p(w, `UPDATE sessions SET seq = seq + 1, update_time = ? WHERE `+sessionKey+` AND seq = ?`)
+	st.existsSession = p(w, `SELECT 1 FROM sessions WHERE `+sessionKey)
+	st.insertEvent = p(w, `INSERT INTO events (app_name, user_id, session_id, seq, id, event_time, invocation_id, author, event)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	st.deleteSession = p(w, `DELETE FROM sessions WHERE `+sessionKey)
+	st.putState[scopeSession] = p(w, `INSERT INTO session_state (app_name, user_id, session_id, name, value) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (app_name, user_id, session_id, name) DO UPDATE SET value = excluded.value`)
+	st.delState[scopeSession] = p(w, `DELETE FROM session_state WHERE `+sessionKey+` AND name = ?`)
+	st.putState[scopeUser] = p(w, `INSERT INTO user_state (app_name, user_id, name, value) VALUES (?, ?, ?, ?)
+		ON CONFLICT (app_name, user_id, name) DO UPDATE SET value = excluded.value`)
+	st.delState[scopeUser] = p(w, `DELETE FROM user_state WHERE app_name = ? AND user_id = ? AND name = ?`)
+	st.putState[scopeApp] = p(w, `INSERT INTO app_state (app_name, name, value) VALUES (?, ?, ?)
+		ON CONFLICT (app_name, name) DO UPDATE SET value = excluded.value`)
+	st.delState[scopeApp] = p(w, `DELETE FROM app_state WHERE app_name = ? AND name = ?`)
+
+	st.getSession = p(r, `SELECT seq, create_time, update_time FROM sessions WHERE `+sessionKey)
+	st.getState = p(r, `SELECT 0, name, value FROM session_state WHERE `+sessionKey+`
+		UNION ALL SELECT 1, name, value FROM user_state WHERE app_name = ? AND user_id = ?
+		UNION ALL SELECT 2, name, value FROM app_state WHERE app_name = ?`)
+	st.eventsAsc = p(r, `SELECT `+eventCols+` FROM events WHERE `+sessionKey+` AND seq > ? ORDER BY seq`)
+	st.eventsDesc = p(r, `SELECT `+eventCols+` FROM events WHERE `+sessionKey+` AND seq > ? ORDER BY seq DESC LIMIT ?`)
+	st.eventsBefore = p(r, `SELECT `+eventCols+` FROM events WHERE `+sessionKey+` AND seq > ? AND seq < ? ORDER BY seq DESC LIMIT ?`)
+	const listCols = `SELECT user_id, session_id, seq, create_time, update_time FROM sessions`
+	st.listAll = p(r, listCols+` WHERE app_name = ? AND (user_id > ? OR (user_id = ? AND session_id > ?))
+		ORDER BY user_id, session_id LIMIT ?`)
+	st.listUser = p(r, listCols+` WHERE app_name = ? AND user_id = ? AND session_id > ? ORDER BY session_id LIMIT ?`)
+	// The rows of the sessions of one page: a page is a contiguous range
+	// of (user_id, session_id), so a range query finds them all at once.
+	st.listState = p(r, `SELECT user_id, session_id, name, value FROM session_state
+		WHERE app_name = ? AND (user_id > ? OR (user_id = ? AND session_id >= ?))
+		AND (user_id < ? OR (user_id = ? AND session_id <= ?))`)
+	st.listUserState = p(r, `SELECT user_id, name, value FROM user_state WHERE app_name = ? AND user_id >= ? AND user_id <= ?`)
+	st.listAppState = p(r, `SELECT name, value FROM app_state WHERE app_name = ?`)
+	return err
+}
+
+// Close implements session.Store.
+func (s *Store) Close() error { return s.db.Close() }
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// change is one encoded state change: value nil deletes the key.
+type change struct {
+	scope int
+	name  string
+	value []byte
+}
+
+// encodeDelta encodes a delta before any transaction starts. Keys are
+// sorted so that concurrent transactions lock rows in the same order and
+// cannot deadlock.
+func encodeDelta(d session.Delta) ([]change, error) {
+	n := len(d.Session) + len(d.User) + len(d.App)
+	if n == 0 {
+		return nil, nil
+	}
+	out := make([]change, 0, n)
+	for scope, m := range [3]map[string]any{d.Session, d.User, d.App} {
+		start := len(out)
+		for k, v := range m {
+			c := change{scope: scope, name: k}
+			if v != nil {
+				b, err := json.Marshal(v)
+				if err != nil {
+					return nil, fmt.Errorf("%w: state key %q: %w", session.ErrInvalid, k, err)
+				}
+				c.value = b
+			}
+			out = append(out, c)
+		}
+		slices.SortFunc(out[start:], func(a, b change) int {
+			switch {
+			case a.name < b.name:
+				return -1
+			case a.name > b.name:
+				return 1
+			}
+			return 0
+		})
+	}
+	return out, nil
+}
+
+func (s *Store) applyChanges(ctx context.Context, tx *sql.Tx, key session.Key, changes []change) error {
+	for _, c := range changes {
+		var args []any
+		switch c.scope {
+		case scopeSession:
+			args = []any{key.AppName, key.UserID, key.SessionID, c.name}
+		case scopeUser:
+			args = []any{key.AppName, key.UserID, c.name}
+		default:
+			args = []any{key.AppName, c.name}
+		}
+		st := s.stmts.delState[c.scope]
+		if c.value != nil {
+			st = s.stmts.putState[c.scope]
+			args = append(args, c.value)
+		}
+		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("sqlsession: write state %q: %w", c.name, err)
+		}
+	}
+	return nil
+}
+
+// CreateSession implements session.Store.
+func (s *Store) CreateSession(ctx context.Context, rec *session.Record, d session.Delta) error {
+	changes, err := encodeDelta(session.Delta{Session: rec.State, User: d.User, App: d.App})
+	if err != nil {
+		return err
+	}
+	tx, err := s.db.BeginWrite(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlsession: begin: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	k := rec.Key
+	res, err := tx.StmtContext(ctx, s.stmts.insertSession).ExecContext(ctx, k.AppName, k.UserID, k.SessionID, nanos(rec.CreateTime), nanos(rec.UpdateTime))
+	if err != nil {
+		return fmt.Errorf("sqlsession: insert session: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("sqlsession: insert session: %w", err)
+	} else if n == 0 {
+		return session.ErrAlreadyExists
+	}
+	if err := s.applyChanges(ctx, tx, k, changes); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlsession: commit: %w", err)
+	}
+	return nil
+}
+
+// AppendEvent implements session.Store.
+//
+// The sequence check and the writes share one transaction: the conditional
+// UPDATE of the session row both detects a stale writer (no row matches the
+// expected seq) and, by taking the row's write lock, keeps any other writer
+// of the session out until commit, so two appends can never both succeed
+// from the same seq, and a crash leaves either the event with its state or
+// neither.
+//
+// Session-scoped state lives one row per key rather than as a JSON document
+// on the session row: the seq check would guard a read-modify-write just as
+// well, but per-key rows make an append cost the same whatever the size of
+// the state.
+func (s *Store) AppendEvent(ctx context.Context, key session.Key, seq int64, ev *event.Event, d session.Delta) error {
+	data, err := ev.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("%w: encode event: %w", session.ErrInvalid, err)
+	}
+	changes, err := encodeDelta(d)
+	if err != nil {
+		return err
+	}
+	tx, err := s.db.BeginWrite(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlsession: begin: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	ts := nanos(ev.Timestamp)
+	res, err := tx.StmtContext(ctx, s.stmts.bumpSeq).ExecContext(ctx, ts, key.AppName, key.UserID, key.SessionID, seq)
+	if err != nil {
+		return fmt.Errorf("sqlsession: update session: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("sqlsession: update session: %w", err)
+	}
+	if n == 0 {
+		var one int
+		err := tx.StmtContext(ctx, s.stmts.existsSession).QueryRowContext(ctx, key.AppName, key.UserID, key.SessionID).Scan(&one)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return session.ErrNotFound
+		case err != nil:
+			return fmt.Errorf("sqlsession: update session: %w", err)
+		}
+		return session.ErrStale
+	}
+	if _, err := tx.StmtContext(ctx, s.stmts.insertEvent).ExecContext(ctx,
+		key.AppName, key.UserID, key.SessionID, seq+1, ev.ID, ts, ev.InvocationID, ev.Author, data); err != nil {
+		return fmt.Errorf("sqlsession: insert event: %w", err)
+	}
+	if err := s.applyChanges(ctx, tx, key, changes); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlsession: commit: %w", err)
+	}
+	return nil
+}
+
+// DeleteSession implements session.Store. The session's events and state
+// rows go with it (ON DELETE CASCADE), in the same statement.
+func (s *Store) DeleteSession(ctx context.Context, key session.Key) error {
+	if _, err := s.stmts.deleteSession.ExecContext(ctx, key.AppName, key.UserID, key.SessionID); err != nil {
+		return fmt.Errorf("sqlsession: delete session: %w", err)
+	}
+	return nil
+}
+
+// GetSession implements session.Store. It reads one snapshot of the
+// database, so the events, state and sequence number agree.
+func (s *Store) GetSession(ctx context.Context, key session.Key, w session.Window) (*session.Record, error) {
+	tx, err := s.db.BeginRead(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlsession: begin: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	rec := &session.Record{Key: key}
+	var created, updated int64
+	err = tx.StmtContext(ctx, s.stmts.getSession).QueryRowContext(ctx, key.AppName, key.UserID, key.SessionID).Scan(&rec.Seq, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, session.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlsession: read session: %w", err)
+	}
+	rec.CreateTime, rec.UpdateTime = fromNanos(created), fromNanos(updated)
+	if err := s.readState(ctx, tx, rec); err != nil {
+		return nil, err
+	}
+	if !w.None {
+		if rec.Events, err = s.readEvents(ctx, tx, key, rec.Seq, w); err != nil {
+			return nil, err
+		}
+	}
+	return rec, nil
+}
+
+func (s *Store) readState(ctx context.Context, tx *sql.Tx, rec *session.Record) error {
+	k := rec.Key
+	rows, err := tx.StmtContext(ctx, s.stmts.getState).QueryContext(ctx, k.AppName, k.UserID, k.SessionID, k.AppName, k.UserID, k.AppName)
+	if err != nil {
+		return fmt.Errorf("sqlsession: read state: %w", err)
+	}
+	defer rows.Close()
+	rec.State, rec.UserState, rec.AppState = map[string]any{}, map[string]any{}, map[string]any{}
+	maps := [3]map[string]any{rec.State, rec.UserState, rec.AppState}
+	var (
+		scope int
+		name  string
+		raw   sql.RawBytes
+	)
+	for rows.Next() {
+		if err := rows.Scan(&scope, &name, &raw); err != nil {
+			return fmt.Errorf("sqlsession: read state: %w", err)
+		}
+		if scope < 0 || scope > 2 {
+			return fmt.Errorf("sqlsession: read state: bad scope %d", scope)
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return fmt.Errorf("sqlsession: read state %q: %w", name, err)
+		}
+		maps[scope][name] = v
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlsession: read state: %w", err)
+	}
+	return nil
+}
+
+// backwardPage is how many events a read scanning back from the end of a
+// session for a time bound fetches per query.
+const backwardPage = 256
+
+// readEvents returns the events w selects, oldest first. Its cost follows
+// the number of events returned: a recent-N read fetches the last N rows
+// through the primary key, and a time-bounded read scans back from the end
+// and stops at the first older event (events are stored in commit order,
+// which is timestamp order, as the in-memory store assumes too).
+func (s *Store) readEvents(ctx context.Context, tx *sql.Tx, key session.Key, last int64, w session.Window) ([]*event.Event, error) {
+	lo := max(w.AfterSeq, 0)
+	if w.Recent > 0 {
+		lo = max(lo, last-int64(w.Recent))
+	}
+	if lo >= last {
+		return []*event.Event{}, nil
+	}
+	n := int(last - lo) // an upper bound of the count
+	if w.After.IsZero() {
+		rows, err := tx.StmtContext(ctx, s.stmts.eventsAsc).QueryContext(ctx, key.AppName, key.UserID, key.SessionID, lo)
+		if err != nil {
+			return nil, fmt.Errorf("sqlsession: read events: %w", err)
+		}
+		evs, _, err := scanEvents(rows, n, time.Time{})
+		return evs, err
+	}
+	// Scan back from the end in pages until an event older than w.After.
+	var out []*event.Event
+	hi := last + 1
+	for {
+		rows, err := tx.StmtContext(ctx, s.stmts.eventsBefore).QueryContext(ctx, key.AppName, key.UserID, key.SessionID, lo, hi, backwardPage)
+		if err != nil {
+			return nil, fmt.Errorf("sqlsession: read events: %w", err)
+		}
+		page, done, err := scanEvents(rows, backwardPage, w.After)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		hi -= int64(len(page))
+		if done || len(page) < backwardPage || hi <= lo+1 {
+			break
+		}
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+// scanEvents decodes rows of (event, event_time) and closes rows. When
+// after is set it stops at the first event older than after and reports
+// that it did.
+func scanEvents(rows *sql.Rows, n int, after time.Time) (evs []*event.Event, stopped bool, err error) {
+	defer rows.Close()
+	// One allocation for all the events of the read.
+	store := make([]event.Event, 0, n)
+	evs = make([]*event.Event, 0, n)
+	bound := nanos(after)
+	var (
+		raw sql.RawBytes
+		ts  int64
+	)
+	for rows.Next() {
+		if err := rows.Scan(&raw, &ts); err != nil {
+			return nil, false, fmt.Errorf("sqlsession: read events: %w", err)
+		}
+		if !after.IsZero() && ts < bound {
+			return evs, true, nil
+		}
+		store = append(store, event.Event{})
+		ev := &store[len(store)-1]
+		if err := ev.UnmarshalJSON(raw); err != nil {
+			return nil, false, fmt.Errorf("sqlsession: read events: %w", err)
+		}
+		evs = append(evs, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("sqlsession: read events: %w", err)
+	}
+	return evs, false, nil
+}
+
+// ListSessions implements session.Store.
+func (s *Store) ListSessions(ctx context.Context, app, user string, after session.Key, limit int) ([]*session.Record, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	if after.SessionID == "" {
+		after = session.Key{}
+	}
+	tx, err := s.db.BeginRead(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlsession: begin: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	var rows *sql.Rows
+	if user != "" {
+		afterID := ""
+		if after.UserID == user {
+			afterID = after.SessionID
+		} else if after.UserID > user {
+			return nil, nil
+		}
+		rows, err = tx.StmtContext(ctx, s.stmts.listUser).QueryContext(ctx, app, user, afterID, limit)
+	} else {
+		rows, err = tx.StmtContext(ctx, s.stmts.listAll).QueryContext(ctx, app, after.UserID, after.UserID, after.SessionID, limit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlsession: list sessions: %w", err)
+	}
+	var out []*session.Record
+	index := map[[2]string]*session.Record{}
+	for rows.Next() {
+		r := &session.Record{Key: session.Key{AppName: app}, State: map[string]any{}, UserState: map[string]any{}}
+		var created, updated int64
+		if err := rows.Scan(&r.UserID, &r.SessionID, &r.Seq, &created, &updated); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("sqlsession: list sessions: %w", err)
+		}
+		r.CreateTime, r.UpdateTime = fromNanos(created), fromNanos(updated)
+		out = append(out, r)
+		index[[2]string{r.UserID, r.SessionID}] = r
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlsession: list sessions: %w", err)
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	first, last := out[0].Key, out[len(out)-1].Key
+	appState := map[string]any{}
+	if err := scanStates(ctx, tx, s.stmts.listAppState, []any{app}, func(_, _ string) map[string]any { return appState }); err != nil {
+		return nil, err
+	}
+	users := map[string]map[string]any{}
+	for _, r := range out {
+		if m, ok := users[r.UserID]; ok {
+			r.UserState = m
+		} else {
+			users[r.UserID] = r.UserState
+		}
+		r.AppState = appState
+	}
+	if err := scanStates(ctx, tx, s.stmts.listUserState, []any{app, first.UserID, last.UserID},
+		func(u, _ string) map[string]any { return users[u] }); err != nil {
+		return nil, err
+	}
+	if err := scanStates(ctx, tx, s.stmts.listState, []any{app, first.UserID, first.UserID, first.SessionID, last.UserID, last.UserID, last.SessionID},
+		func(u, id string) map[string]any {
+			if r := index[[2]string{u, id}]; r != nil {
+				return r.State
+			}
+			return nil
+		}); err != nil {
+		return nil, err
+	}
+	// Records must not share maps: the caller owns each.
+	for i, r := range out {
+		if i > 0 {
+			r.AppState = event.CloneMap(appState)
+		}
+		if i > 0 && out[i-1].UserID == r.UserID {
+			r.UserState = event.CloneMap(r.UserState)
+		}
+	}
+	return out, nil
+}
+
+// scanStates reads rows of ([user_id, [session_id,]] name, value) and puts
+// each value in the map target returns (nil: skip the row).
+func scanStates(ctx context.Context, tx *sql.Tx, st *sql.Stmt, args []any, target func(user, id string) map[string]any) error {
+	rows, err := tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	if err != nil {
+		return fmt.Errorf("sqlsession: list sessions: %w", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return fmt.Errorf("sqlsession: list sessions: %w", err)
+	}
+	var (
+		user, id, name string
+		raw            sql.RawBytes
+	)
+	dest := []any{&name, &raw}
+	switch len(cols) {
+	case 3:
+		dest = []any{&user, &name, &raw}
+	case 4:
+		dest = []any{&user, &id, &name, &raw}
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return fmt.Errorf("sqlsession: list sessions: %w", err)
+		}
+		m := target(user, id)
+		if m == nil {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return fmt.Errorf("sqlsession: read state %q: %w", name, err)
+		}
+		m[name] = v
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlsession: list sessions: %w", err)
+	}
+	return nil
+}
