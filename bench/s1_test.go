@@ -1,0 +1,196 @@
+// Package bench_test holds Loom's fixed benchmark scenarios S1 to S5 (see
+// the project's benchmark definitions). They use only the public API.
+package bench_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/llmagent"
+	"github.com/loomkit/loom/agent/workflowagent"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/scripted"
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/session/memsession"
+	"github.com/loomkit/loom/tool"
+	"github.com/loomkit/loom/tool/functiontool"
+)
+
+// newS1Agent returns the S1 agent: an LLM agent with the function tool
+// add(a, b int) int on a scripted model that answers the first call of an
+// invocation with add{a:1,b:2} and the second with the text "3".
+func newS1Agent(tb testing.TB) agent.Agent {
+	tb.Helper()
+	type addArgs struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}
+	add, err := functiontool.New(functiontool.Config{Name: "add", Description: "Adds two integers."},
+		func(ctx context.Context, tc tool.Context, args addArgs) (int, error) { return args.A + args.B, nil })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	llm := scripted.New("s1-model", func(ctx context.Context, req *model.Request) (scripted.Turn, error) {
+		if len(scripted.LastFunctionResponse(req)) > 0 {
+			return scripted.Text("3"), nil
+		}
+		return scripted.Call("add", map[string]any{"a": 1, "b": 2}), nil
+	})
+	root, err := llmagent.New(llmagent.Config{Name: "calculator", Model: llm, Instruction: "Add numbers with the add tool.", Tools: []tool.Tool{add}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return root
+}
+
+func newRunner(tb testing.TB, root agent.Agent, svc *session.Service) *runner.Runner {
+	tb.Helper()
+	r, err := runner.New(runner.Config{AppName: "bench", Agent: root, Sessions: svc})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+var s1Message = genai.NewContentFromText("What is 1 + 2?", genai.RoleUser)
+
+// invoke runs one invocation to completion and returns the number of
+// events it yielded.
+func invoke(tb testing.TB, r *runner.Runner, sessionID string) int {
+	n := 0
+	for _, err := range r.Run(context.Background(), "user", sessionID, s1Message, nil) {
+		if err != nil {
+			tb.Fatal(err)
+		}
+		n++
+	}
+	return n
+}
+
+func createSessions(tb testing.TB, svc *session.Service, n int) []string {
+	tb.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("s%03d", i)
+		if _, err := svc.Create(context.Background(), session.Key{AppName: "bench", UserID: "user", SessionID: ids[i]}, nil); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return ids
+}
+
+// BenchmarkS1 is scenario S1: in-memory sessions, the S1 agent, one
+// invocation per iteration round-robin over 100 sessions. Run it as
+// -benchtime=2000x so that each session ends with 80 events.
+func BenchmarkS1(b *testing.B) {
+	svc := memsession.NewService()
+	r := newRunner(b, newS1Agent(b), svc)
+	ids := createSessions(b, svc, 100)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if n := invoke(b, r, ids[i%len(ids)]); n != 3 {
+			b.Fatalf("invocation yielded %d events, want 3", n)
+		}
+	}
+}
+
+// BenchmarkS1FreshSession is S1 with a new session per invocation.
+func BenchmarkS1FreshSession(b *testing.B) {
+	svc := memsession.NewService()
+	r := newRunner(b, newS1Agent(b), svc)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		id := fmt.Sprint("fresh", i)
+		if _, err := svc.Create(context.Background(), session.Key{AppName: "bench", UserID: "user", SessionID: id}, nil); err != nil {
+			b.Fatal(err)
+		}
+		invoke(b, r, id)
+	}
+}
+
+// BenchmarkS2 is scenario S2: 2,000 sequential S1 invocations into one
+// session. Each benchmark iteration runs all 2,000 on a new session and
+// reports the cost per invocation of invocations 1-100 and 1901-2000, and of
+// all of them.
+func BenchmarkS2(b *testing.B) {
+	const total, window = 2000, 100
+	var first, last, all time.Duration
+	var firstAllocs, lastAllocs uint64
+	var ms runtime.MemStats
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		svc := memsession.NewService()
+		r := newRunner(b, newS1Agent(b), svc)
+		id := createSessions(b, svc, 1)[0]
+		b.StartTimer()
+		var t0 time.Time
+		var m0 uint64
+		start := time.Now()
+		for i := range total {
+			if i == 0 || i == total-window {
+				runtime.ReadMemStats(&ms)
+				m0, t0 = ms.Mallocs, time.Now()
+			}
+			invoke(b, r, id)
+			if i == window-1 || i == total-1 {
+				d := time.Since(t0)
+				runtime.ReadMemStats(&ms)
+				if i == window-1 {
+					first += d
+					firstAllocs += ms.Mallocs - m0
+				} else {
+					last += d
+					lastAllocs += ms.Mallocs - m0
+				}
+			}
+		}
+		all += time.Since(start)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(first.Nanoseconds())/n/window, "first100-ns/inv")
+	b.ReportMetric(float64(last.Nanoseconds())/n/window, "last100-ns/inv")
+	b.ReportMetric(float64(firstAllocs)/n/window, "first100-allocs/inv")
+	b.ReportMetric(float64(lastAllocs)/n/window, "last100-allocs/inv")
+	b.ReportMetric(float64(all.Nanoseconds())/n/total, "all-ns/inv")
+	b.ReportMetric(float64(last)/float64(first), "last/first")
+}
+
+// BenchmarkS3 is scenario S3: a parallel agent with 8 LLM children, each
+// answering with one final text and no tool call.
+func BenchmarkS3(b *testing.B) {
+	children := make([]agent.Agent, 8)
+	for i := range children {
+		llm := scripted.New("s3-model", func(context.Context, *model.Request) (scripted.Turn, error) {
+			return scripted.Text(fmt.Sprint("answer ", i)), nil
+		})
+		c, err := llmagent.New(llmagent.Config{Name: fmt.Sprint("child", i), Model: llm})
+		if err != nil {
+			b.Fatal(err)
+		}
+		children[i] = c
+	}
+	par, err := workflowagent.NewParallel(workflowagent.Config{Name: "fanout", SubAgents: children})
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc := memsession.NewService()
+	r := newRunner(b, par, svc)
+	ids := createSessions(b, svc, 100)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if n := invoke(b, r, ids[i%len(ids)]); n != 8 {
+			b.Fatalf("invocation yielded %d events, want 8", n)
+		}
+	}
+}
