@@ -1,0 +1,60 @@
+package runner_test
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/session/memsession"
+)
+
+// A custom agent yields a state change and reads it back after the yield:
+// by then the runner has committed the event, so the agent sees the value.
+func Example_customAgent() {
+	counter, _ := agent.New(agent.Config{
+		Name: "counter",
+		Run: func(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
+			return func(yield func(*event.Event, error) bool) {
+				n, _ := inv.Session().Get("count")
+				next := 1
+				if v, ok := n.(int); ok {
+					next = v + 1
+				}
+				ev := inv.NewEvent()
+				ev.Content = genai.NewContentFromText(fmt.Sprintf("counting to %d", next), genai.RoleModel)
+				ev.Actions.StateDelta = map[string]any{"count": next}
+				if !yield(ev, nil) {
+					return
+				}
+				committed, _ := inv.Session().Get("count")
+				fmt.Println("after yield, count =", committed)
+			}
+		},
+	})
+	sessions := memsession.NewService()
+	r, _ := runner.New(runner.Config{AppName: "demo", Agent: counter, Sessions: sessions, AutoCreateSession: true})
+	ctx := context.Background()
+	for range 2 {
+		for ev, err := range r.Run(ctx, "alice", "s1", genai.NewContentFromText("count", genai.RoleUser), nil) {
+			if err != nil {
+				fmt.Println("error:", err)
+				return
+			}
+			fmt.Printf("[%s] %s\n", ev.Author, ev.Text())
+		}
+	}
+	s, _ := sessions.Get(ctx, session.Key{AppName: "demo", UserID: "alice", SessionID: "s1"}, nil)
+	fmt.Println("stored events:", s.Len())
+	// Output:
+	// [counter] counting to 1
+	// after yield, count = 1
+	// [counter] counting to 2
+	// after yield, count = 2
+	// stored events: 4
+}
