@@ -1,0 +1,135 @@
+package bench_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the PostgreSQL driver, for setup
+
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/session/sqlsession"
+)
+
+// s4Events is the length of the S4 session.
+const s4Events = 10000
+
+// BenchmarkS4 is scenario S4, on SQLite (a file in a temporary directory,
+// WAL) and, when LOOM_TEST_POSTGRES_URL names a server, on PostgreSQL:
+//
+//   - Append: append 10,000 events, each with a one-key state delta, to one
+//     session through the session service, one at a time (events/s);
+//   - Read10000: read that session with all its events (ns, B, allocs);
+//   - S1: scenario S1 with sessions on that backend (ns per invocation).
+func BenchmarkS4(b *testing.B) {
+	b.Run("SQLite", func(b *testing.B) {
+		benchS4(b, func(b *testing.B) string {
+			return "sqlite://" + filepath.Join(b.TempDir(), "s4.db")
+		})
+	})
+	b.Run("Postgres", func(b *testing.B) {
+		server := os.Getenv("LOOM_TEST_POSTGRES_URL")
+		if server == "" {
+			b.Skip("LOOM_TEST_POSTGRES_URL is not set; run scripts/postgres.sh")
+		}
+		benchS4(b, func(b *testing.B) string { return postgresSchema(b, server) })
+	})
+}
+
+func benchS4(b *testing.B, newURL func(b *testing.B) string) {
+	ctx := context.Background()
+	open := func(b *testing.B) *session.Service {
+		svc, err := sqlsession.NewService(ctx, newURL(b), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { svc.Close() })
+		return svc
+	}
+	appendAll := func(b *testing.B, svc *session.Service, id string) {
+		sess, err := svc.Create(ctx, session.Key{AppName: "bench", UserID: "user", SessionID: id}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range s4Events {
+			ev := event.NewModelText("inv", "agent", "event text")
+			ev.Actions.StateDelta = map[string]any{"counter": i}
+			if err := svc.AppendEvent(ctx, sess, ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+
+	b.Run("Append", func(b *testing.B) {
+		svc := open(b)
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			appendAll(b, svc, fmt.Sprint("append", n))
+			n++
+		}
+		b.ReportMetric(float64(n*s4Events)/b.Elapsed().Seconds(), "events/s")
+	})
+
+	b.Run("Read10000", func(b *testing.B) {
+		svc := open(b)
+		appendAll(b, svc, "read")
+		key := session.Key{AppName: "bench", UserID: "user", SessionID: "read"}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			sess, err := svc.Get(ctx, key, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if sess.Len() != s4Events {
+				b.Fatalf("read %d events, want %d", sess.Len(), s4Events)
+			}
+		}
+	})
+
+	b.Run("S1", func(b *testing.B) {
+		svc := open(b)
+		r := newRunner(b, newS1Agent(b), svc)
+		ids := createSessions(b, svc, 100)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; b.Loop(); i++ {
+			if n := invoke(b, r, ids[i%len(ids)]); n != 3 {
+				b.Fatalf("invocation yielded %d events, want 3", n)
+			}
+		}
+	})
+}
+
+// postgresSchema creates a schema of its own on the server for b, dropped
+// when b ends, and returns a URL whose connections use it.
+func postgresSchema(b *testing.B, server string) string {
+	db, err := sql.Open("pgx", server)
+	if err != nil {
+		b.Fatal(err)
+	}
+	schema := fmt.Sprintf("bench_%d_%d", os.Getpid(), time.Now().UnixNano())
+	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
+		db.Close()
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		db.Exec("DROP SCHEMA " + schema + " CASCADE")
+		db.Close()
+	})
+	u, err := url.Parse(server)
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}

@@ -1,0 +1,235 @@
+// Package sqlmemory is a durable memory store with full-text search, on
+// SQLite (FTS5) or PostgreSQL (tsvector with a GIN index).
+//
+// Open takes the same URLs as session/sqlsession (sqlite:///path.db,
+// sqlite::memory:, postgres://...); sessions and memories may share one
+// database. The schema is created and upgraded when a store is opened.
+//
+// A query is taken as a set of words, any of which may match: the words are
+// extracted from the query (runs of letters and digits) and joined with OR,
+// so the engines' query syntax is never interpreted. Entries that contain
+// more of the query's words come first; among those, the engine's relevance
+// ranking (BM25 in SQLite, ts_rank in PostgreSQL) decides.
+package sqlmemory
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/internal/sqldb"
+	"github.com/loomkit/loom/memory"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// Options configures a Store. The zero value is the default.
+type Options struct {
+	// MaxOpenConns bounds the number of connections used for reads. Zero
+	// means a default suited to the database.
+	MaxOpenConns int
+}
+
+// Store is a memory.Store on a SQL database. It is safe for concurrent use,
+// also by several processes sharing the database.
+type Store struct {
+	db                       *sqldb.DB
+	lock, del, insert, query *sql.Stmt
+}
+
+// Open opens (and creates or upgrades if needed) the memory store at dsn.
+// opts may be nil.
+func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
+	var o sqldb.Options
+	if opts != nil {
+		o.MaxOpenConns = opts.MaxOpenConns
+	}
+	db, err := sqldb.Open(ctx, dsn, &o)
+	if err != nil {
+		return nil, fmt.Errorf("sqlmemory: %w", err)
+	}
+	sub, _ := fs.Sub(migrations, "migrations") // cannot fail: a valid path
+	if err := db.Migrate(ctx, "memory", sub); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlmemory: %w", err)
+	}
+	s := &Store{db: db}
+	if err := s.prepare(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlmemory: %w", err)
+	}
+	return s, nil
+}
+
+// NewService opens the store at dsn and returns a memory service over it.
+func NewService(ctx context.Context, dsn string, opts *Options) (*memory.Service, error) {
+	s, err := Open(ctx, dsn, opts)
+	if err != nil {
+		return nil, err
+	}
+	return memory.NewService(s), nil
+}
+
+func (s *Store) prepare(ctx context.Context) error {
+	var err error
+	p := func(pool *sql.DB, q string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		var st *sql.Stmt
+		st, err = s.db.Prepare(ctx, pool, q)
+		return st
+	}
+	w, r := s.db.W, s.db.R
+	s.del = p(w, `DELETE FROM memories WHERE app_name = ? AND user_id = ? AND session_id = ?`)
+	s.insert = p(w, `INSERT INTO memories (app_name, user_id, session_id, id, author, event_time, content, body)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+	const cols = `m.id, m.session_id, m.author, m.event_time, m.content, m.body`
+	switch s.db.Dialect {
+	case sqldb.Postgres:
+		// Replacing a session's memories is delete-then-insert; two
+		// concurrent replaces of one session must not interleave, which
+		// READ COMMITTED alone would allow. SQLite's immediate
+		// transactions already serialize writers.
+		s.lock = p(w, `SELECT pg_advisory_xact_lock(hashtextextended(?, 0))`)
+		s.query = p(r, `SELECT `+cols+` FROM memories m, websearch_to_tsquery('simple', ?) q
+			WHERE m.words @@ q AND m.app_name = ? AND m.user_id = ?
+			ORDER BY ts_rank(m.words, q) DESC, m.event_time DESC LIMIT ?`)
+	default:
+		s.query = p(r, `SELECT `+cols+` FROM memories_fts f JOIN memories m ON m.mid = f.rowid
+			WHERE memories_fts MATCH ? AND m.app_name = ? AND m.user_id = ?
+			ORDER BY bm25(memories_fts), m.event_time DESC LIMIT ?`)
+	}
+	return err
+}
+
+// Close implements memory.Store.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Replace implements memory.Store, in one transaction.
+func (s *Store) Replace(ctx context.Context, app, user, sessionID string, entries []memory.Entry) error {
+	type row struct {
+		content []byte
+		body    string
+	}
+	rows := make([]row, len(entries))
+	for i := range entries {
+		c, err := json.Marshal(entries[i].Content)
+		if err != nil {
+			return fmt.Errorf("%w: entry %s: %w", memory.ErrInvalid, entries[i].ID, err)
+		}
+		rows[i] = row{c, entries[i].Text()}
+	}
+	tx, err := s.db.BeginWrite(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlmemory: begin: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	if s.lock != nil {
+		if _, err := tx.StmtContext(ctx, s.lock).ExecContext(ctx, fmt.Sprintf("%d:%s%d:%s%s", len(app), app, len(user), user, sessionID)); err != nil {
+			return fmt.Errorf("sqlmemory: lock session: %w", err)
+		}
+	}
+	if _, err := tx.StmtContext(ctx, s.del).ExecContext(ctx, app, user, sessionID); err != nil {
+		return fmt.Errorf("sqlmemory: delete: %w", err)
+	}
+	ins := tx.StmtContext(ctx, s.insert)
+	for i, e := range entries {
+		var ts int64
+		if !e.Timestamp.IsZero() {
+			ts = e.Timestamp.UnixNano()
+		}
+		if _, err := ins.ExecContext(ctx, app, user, sessionID, e.ID, e.Author, ts, rows[i].content, rows[i].body); err != nil {
+			return fmt.Errorf("sqlmemory: insert: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlmemory: commit: %w", err)
+	}
+	return nil
+}
+
+// words splits text into distinct lower-case words: runs of letters and
+// digits. Everything else, including every operator of the engines' query
+// languages, separates words.
+func words(text string) []string {
+	ws := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+	slices.Sort(ws)
+	return slices.Compact(ws)
+}
+
+// Search implements memory.Store.
+func (s *Store) Search(ctx context.Context, app, user, query string, limit int) ([]memory.Entry, error) {
+	ws := words(query)
+	if len(ws) == 0 || limit <= 0 {
+		return nil, nil
+	}
+	var expr string
+	if s.db.Dialect == sqldb.Postgres {
+		// Plain words joined with "or": websearch syntax for any of them.
+		expr = strings.Join(ws, " or ")
+	} else {
+		// Each word quoted as an FTS5 string, joined with OR.
+		expr = `"` + strings.Join(ws, `" OR "`) + `"`
+	}
+	// The engine ranks a few more candidates than asked for; they are then
+	// re-ranked by how many query words they contain.
+	rows, err := s.query.QueryContext(ctx, expr, app, user, max(4*limit, 50))
+	if err != nil {
+		return nil, fmt.Errorf("sqlmemory: search: %w", err)
+	}
+	defer rows.Close()
+	type hit struct {
+		score int
+		entry memory.Entry
+	}
+	var hits []hit
+	for rows.Next() {
+		var (
+			e       memory.Entry
+			ts      int64
+			content []byte
+			body    string
+		)
+		if err := rows.Scan(&e.ID, &e.SessionID, &e.Author, &ts, &content, &body); err != nil {
+			return nil, fmt.Errorf("sqlmemory: search: %w", err)
+		}
+		if ts != 0 {
+			e.Timestamp = time.Unix(0, ts)
+		}
+		e.Content = new(genai.Content)
+		if err := json.Unmarshal(content, e.Content); err != nil {
+			return nil, fmt.Errorf("sqlmemory: decode entry %s: %w", e.ID, err)
+		}
+		score := 0
+		for _, w := range words(body) {
+			if _, ok := slices.BinarySearch(ws, w); ok {
+				score++
+			}
+		}
+		hits = append(hits, hit{score, e})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlmemory: search: %w", err)
+	}
+	// Stable: equal scores keep the engine's order.
+	slices.SortStableFunc(hits, func(a, b hit) int { return cmp.Compare(b.score, a.score) })
+	out := make([]memory.Entry, 0, min(limit, len(hits)))
+	for _, h := range hits[:min(limit, len(hits))] {
+		out = append(out, h.entry)
+	}
+	return out, nil
+}
