@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,14 +60,15 @@ func (s Seconds) MarshalJSON() ([]byte, error) {
 		return []byte("0"), nil
 	}
 	us := t.UnixMicro()
+	sign := ""
+	if us < 0 { // before 1970: format the magnitude, then the sign
+		sign, us = "-", -us
+	}
 	sec, frac := us/1e6, us%1e6
-	if frac < 0 {
-		sec, frac = sec-1, frac+1e6
-	}
 	if frac == 0 {
-		return fmt.Appendf(nil, "%d", sec), nil
+		return fmt.Appendf(nil, "%s%d", sign, sec), nil
 	}
-	b := fmt.Appendf(nil, "%d.%06d", sec, frac)
+	b := fmt.Appendf(nil, "%s%d.%06d", sign, sec, frac)
 	return bytes.TrimRight(b, "0"), nil
 }
 
@@ -83,18 +86,80 @@ func (s *Seconds) UnmarshalJSON(data []byte) error {
 		*s = Seconds(t)
 		return nil
 	}
+	if t, ok := parseDecimalSeconds(data); ok {
+		*s = Seconds(t)
+		return nil
+	}
 	var f float64
 	if err := json.Unmarshal(data, &f); err != nil {
 		return fmt.Errorf("event: timestamp: %w", err)
+	}
+	if math.Abs(f) >= maxSeconds {
+		return fmt.Errorf("event: timestamp %s: %w", data, errTimestampRange)
 	}
 	*s = Seconds(FromSeconds(f))
 	return nil
 }
 
+// maxSeconds bounds the timestamps the codec accepts: the end of year 9999,
+// the range of RFC 3339, well inside what microseconds in an int64 can hold.
+const maxSeconds = 253402300800
+
+var errTimestampRange = errors.New("out of range")
+
+// parseDecimalSeconds parses a plain decimal number of seconds
+// (-?digits[.digits]) exactly, rounding to the microsecond, so that a
+// timestamp read from the wire encodes back to the same text whatever its
+// size. It reports false for other forms (exponents), which go through
+// float64.
+func parseDecimalSeconds(data []byte) (time.Time, bool) {
+	s := string(data)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	ip, fp, _ := strings.Cut(s, ".")
+	if ip == "" || len(ip) > 12 || !allDigits(ip) || !allDigits(fp) {
+		return time.Time{}, false
+	}
+	sec, err := strconv.ParseInt(ip, 10, 64)
+	if err != nil || sec >= maxSeconds {
+		return time.Time{}, false
+	}
+	var us int64
+	for i := range 6 {
+		us *= 10
+		if i < len(fp) {
+			us += int64(fp[i] - '0')
+		}
+	}
+	if len(fp) > 6 && fp[6] >= '5' {
+		us++
+	}
+	us += sec * 1e6
+	if neg {
+		us = -us
+	}
+	if us == 0 {
+		return time.Time{}, true
+	}
+	return time.UnixMicro(us), true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // FromSeconds converts float seconds since the epoch to a time with
-// microsecond precision. Zero gives the zero time.
+// microsecond precision. Zero gives the zero time, as do NaN, infinities
+// and values beyond the year 9999.
 func FromSeconds(f float64) time.Time {
-	if f == 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+	if f == 0 || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) >= maxSeconds {
 		return time.Time{}
 	}
 	sec := math.Floor(f)
