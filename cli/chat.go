@@ -1,0 +1,310 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session"
+)
+
+// confirmationName is the function call by which an agent asks the user to
+// approve a tool call.
+const confirmationName = "adk_request_confirmation"
+
+// chat runs "loom run APP": a conversation in the terminal.
+func chat(ctx context.Context, env Env, args []string, apps []App) error {
+	fs := newFlagSet("run", "run [flags] APP\n\nChats with APP in the terminal: each line read is a message; the answer streams as it is generated. EOF (Ctrl-D) ends.", env.Stderr)
+	var o options
+	o.register(fs)
+	sid := fs.String("session", "", "continue the session with this `id` (created if missing; default: a new session)")
+	user := fs.String("user", "user", "user `id`")
+	noStream := fs.Bool("no-stream", false, "print answers only when complete")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	app, err := pickApp(fs.Args(), apps)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "loom run: %v\n", err)
+		fs.Usage()
+		return errUsage
+	}
+	svc, runners, err := setup(ctx, env, &o, []App{app})
+	if err != nil {
+		return err
+	}
+	defer svc.close()
+	r := runners[0]
+
+	key := session.Key{AppName: app.Name, UserID: *user, SessionID: *sid}
+	sess, err := r.Sessions().Get(ctx, key, &session.GetOptions{NoEvents: true})
+	switch {
+	case errors.Is(err, session.ErrNotFound) || key.SessionID == "":
+		if sess, err = r.Sessions().Create(ctx, key, nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stderr, "loom: new session %s (continue it with --session %s)\n", sess.ID(), sess.ID())
+	case err != nil:
+		return err
+	default:
+		fmt.Fprintf(env.Stderr, "loom: continuing session %s\n", sess.ID())
+	}
+	key.SessionID = sess.ID()
+
+	c := &chatter{env: env, r: r, key: key, streaming: !*noStream, lines: readLines(ctx, env.Stdin), tty: isTerminal(env.Stdin)}
+	return c.loop(ctx)
+}
+
+func pickApp(args []string, apps []App) (App, error) {
+	names := make([]string, len(apps))
+	for i, a := range apps {
+		names[i] = a.Name
+	}
+	switch {
+	case len(args) > 1:
+		return App{}, fmt.Errorf("expected one application, got %q", args)
+	case len(args) == 0 && len(apps) == 1:
+		return apps[0], nil
+	case len(args) == 0:
+		return App{}, fmt.Errorf("name the application to run: one of %s", strings.Join(names, ", "))
+	}
+	for _, a := range apps {
+		if a.Name == args[0] {
+			return a, nil
+		}
+	}
+	return App{}, fmt.Errorf("unknown application %q (have %s)", args[0], strings.Join(names, ", "))
+}
+
+// chatter holds one terminal conversation.
+type chatter struct {
+	env       Env
+	r         *runner.Runner
+	key       session.Key
+	streaming bool
+	tty       bool
+	lines     <-chan string
+
+	// open is the author whose streamed text is being printed, or "".
+	open string
+	// pending are confirmation requests of the last turn awaiting an answer.
+	pending []*genai.FunctionCall
+}
+
+func (c *chatter) loop(ctx context.Context) error {
+	if c.tty {
+		fmt.Fprintln(c.env.Stderr, "loom: type a message and press Enter; Ctrl-D quits.")
+	}
+	for {
+		c.prompt("> ")
+		line, ok := c.read(ctx)
+		if !ok {
+			return nil
+		}
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		msg := genai.NewContentFromText(line, genai.RoleUser)
+		for msg != nil {
+			c.turn(ctx, msg)
+			if ctx.Err() != nil {
+				return nil
+			}
+			if msg, ok = c.confirm(ctx); !ok {
+				return nil
+			}
+		}
+	}
+}
+
+// read returns the next input line; false at EOF or when ctx is done.
+func (c *chatter) read(ctx context.Context) (string, bool) {
+	select {
+	case <-ctx.Done():
+		return "", false
+	case line, ok := <-c.lines:
+		return line, ok
+	}
+}
+
+func (c *chatter) prompt(s string) {
+	if c.tty {
+		fmt.Fprint(c.env.Stderr, s)
+	}
+}
+
+// turn runs one invocation and prints its events as they arrive.
+func (c *chatter) turn(ctx context.Context, msg *genai.Content) {
+	c.pending = nil
+	opts := &runner.RunOptions{Streaming: c.streaming}
+	for ev, err := range c.r.Run(ctx, c.key.UserID, c.key.SessionID, msg, opts) {
+		if err != nil {
+			c.close()
+			if ctx.Err() != nil {
+				fmt.Fprintln(c.env.Stderr, "loom: interrupted")
+			} else {
+				fmt.Fprintf(c.env.Stderr, "error: %v\n", err)
+			}
+			return
+		}
+		c.print(ev)
+	}
+	c.close()
+}
+
+// close ends a line of streamed text.
+func (c *chatter) close() {
+	if c.open != "" {
+		fmt.Fprintln(c.env.Stdout)
+		c.open = ""
+	}
+}
+
+func (c *chatter) print(ev *event.Event) {
+	out := c.env.Stdout
+	text := visibleText(ev)
+	if ev.Partial {
+		if text == "" {
+			return
+		}
+		if c.open != ev.Author {
+			c.close()
+			fmt.Fprintf(out, "%s: ", ev.Author)
+			c.open = ev.Author
+		}
+		fmt.Fprint(out, text)
+		return
+	}
+	if c.open == ev.Author && text != "" {
+		// The complete event repeats the text streamed already.
+		c.close()
+		text = ""
+	}
+	c.close()
+	if text != "" {
+		fmt.Fprintf(out, "%s: %s\n", ev.Author, text)
+	}
+	long := map[string]bool{}
+	for _, id := range ev.LongRunningToolIDs {
+		long[id] = true
+	}
+	for _, fc := range ev.FunctionCalls() {
+		if fc.Name == confirmationName && long[fc.ID] {
+			c.pending = append(c.pending, fc)
+			continue
+		}
+		fmt.Fprintf(out, "  [%s] → %s(%s)\n", ev.Author, fc.Name, compact(fc.Args))
+	}
+	for _, fr := range ev.FunctionResponses() {
+		fmt.Fprintf(out, "  [%s] ← %s: %s\n", ev.Author, fr.Name, compact(fr.Response))
+	}
+	if ev.Actions.TransferToAgent != "" {
+		fmt.Fprintf(out, "  [%s] transfers to %s\n", ev.Author, ev.Actions.TransferToAgent)
+	}
+	if ev.ErrorCode != "" || ev.ErrorMessage != "" {
+		fmt.Fprintf(out, "  [%s] error %s: %s\n", ev.Author, ev.ErrorCode, ev.ErrorMessage)
+	}
+}
+
+// confirm asks the user about the confirmation requests of the last turn and
+// returns the answers as the next message, or nil when there were none.
+// It returns false at EOF.
+func (c *chatter) confirm(ctx context.Context) (*genai.Content, bool) {
+	if len(c.pending) == 0 {
+		return nil, true
+	}
+	msg := &genai.Content{Role: genai.RoleUser}
+	for _, fc := range c.pending {
+		hint, call := describeConfirmation(fc)
+		fmt.Fprintf(c.env.Stdout, "  confirmation needed: %s\n  %s\n", hint, call)
+		c.prompt("  approve? [y/N] ")
+		line, ok := c.read(ctx)
+		if !ok {
+			return nil, false
+		}
+		yes := strings.EqualFold(strings.TrimSpace(line), "y") || strings.EqualFold(strings.TrimSpace(line), "yes")
+		msg.Parts = append(msg.Parts, &genai.Part{FunctionResponse: &genai.FunctionResponse{
+			ID: fc.ID, Name: confirmationName, Response: map[string]any{"confirmed": yes},
+		}})
+	}
+	c.pending = nil
+	return msg, true
+}
+
+func describeConfirmation(fc *genai.FunctionCall) (hint, call string) {
+	hint = "the agent asks to run a tool"
+	if tc, ok := fc.Args["toolConfirmation"].(map[string]any); ok {
+		if h, ok := tc["hint"].(string); ok && h != "" {
+			hint = h
+		}
+	}
+	if orig, ok := fc.Args["originalFunctionCall"].(map[string]any); ok {
+		name, _ := orig["name"].(string)
+		args, _ := orig["args"].(map[string]any)
+		call = fmt.Sprintf("%s(%s)", name, compact(args))
+	}
+	return hint, call
+}
+
+func visibleText(ev *event.Event) string {
+	if ev.Content == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range ev.Content.Parts {
+		if p != nil && !p.Thought {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+func compact(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	if len(b) > 200 {
+		return string(b[:197]) + "..."
+	}
+	return string(b)
+}
+
+// readLines reads r line by line on a goroutine, so that waiting for input
+// does not keep the chat from noticing a cancelled context. The channel is
+// closed at EOF, on a read error or when ctx is done.
+func readLines(ctx context.Context, r io.Reader) <-chan string {
+	ch := make(chan string)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		for sc.Scan() {
+			select {
+			case ch <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// isTerminal reports whether r is an interactive terminal.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

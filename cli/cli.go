@@ -1,0 +1,177 @@
+// Package cli is the command line of Loom, usable as a library: a program
+// that calls [Main] with its own applications gets the same subcommands and
+// flags as the loom binary.
+//
+//	func main() {
+//		os.Exit(cli.Main(cli.App{Name: "helpdesk", New: helpdesk.New}))
+//	}
+//
+// # Subcommands
+//
+//	web    serve the HTTP API and the dev web UI (open the printed URL)
+//	api    serve the HTTP API only
+//	run    chat with one application in the terminal
+//	version
+//
+// web and api take --host (default 127.0.0.1), --port (default 8000) and
+// --allow-origins (comma-separated origins allowed to call the API from a
+// browser, "*" for any). run takes the application's name, --session to
+// continue a session and --user.
+//
+// # Models and storage
+//
+// Every subcommand takes --model, --sessions, --artifacts and --memory. An
+// application built from a constructor ([App.New]) gets the model named by
+// --model; without it, the default model of the provider whose API key is in
+// the environment; without one, the application's offline model
+// ([App.Offline]), so the examples run anywhere. Storage is named by URL:
+// sessions default to sqlite://./.loom/sessions.db, artifacts to
+// file://./.loom/artifacts and memory to memory://. On start-up the CLI
+// says on stderr which model and which storage it uses.
+//
+// # Signals
+//
+// Main stops gracefully on SIGINT and SIGTERM: open streams are cancelled
+// and the server shuts down. [Run] leaves signals to its caller and stops
+// when its context is done.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/model"
+)
+
+// Version is reported by "loom version" and GET /version. When empty, the
+// module version from the build information is used. Set it at link time
+// with -ldflags "-X github.com/loomkit/loom/cli.Version=v1.2.3".
+var Version = ""
+
+// App is an application the CLI serves.
+type App struct {
+	// Name identifies the application in URLs and scopes its sessions.
+	// Required.
+	Name string
+	// Agent is the root agent, used as is (its models are its own).
+	Agent agent.Agent
+	// New builds the root agent around a model. It is used when Agent is
+	// nil, and lets --model and API keys in the environment choose the
+	// model.
+	New func(llm model.LLM) (agent.Agent, error)
+	// Offline returns the model New gets when no model is named and no API
+	// key is set: typically a scripted model, so the application works
+	// without a network. Optional.
+	Offline func() model.LLM
+}
+
+// Env is what a run of the CLI reads and writes. Zero fields mean the
+// process's own: os.Stdin, os.Stdout, os.Stderr, os.Getenv.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Getenv         func(key string) string
+	// Listening, if set, is called with the base URL of the server (web and
+	// api) once it accepts connections.
+	Listening func(url string)
+}
+
+func (e *Env) fill() {
+	if e.Stdin == nil {
+		e.Stdin = os.Stdin
+	}
+	if e.Stdout == nil {
+		e.Stdout = os.Stdout
+	}
+	if e.Stderr == nil {
+		e.Stderr = os.Stderr
+	}
+	if e.Getenv == nil {
+		e.Getenv = os.Getenv
+	}
+}
+
+// errUsage reports a command line that could not be parsed; the usage has
+// already been printed.
+var errUsage = errors.New("usage")
+
+// Main runs the command line of os.Args with apps, stopping gracefully on
+// SIGINT or SIGTERM, and returns the process exit code: 0 on success, 1 on
+// failure, 2 for a bad command line.
+func Main(apps ...App) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, os.Args[1:], Env{}, apps...)
+}
+
+// Run runs the command line args (without the program name) with apps and
+// returns the exit code, like Main, but without installing signal handlers:
+// it stops when ctx is done.
+func Run(ctx context.Context, args []string, env Env, apps ...App) int {
+	env.fill()
+	if len(args) == 0 {
+		usage(env.Stderr)
+		return 2
+	}
+	var err error
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "web":
+		err = serve(ctx, env, rest, apps, true)
+	case "api":
+		err = serve(ctx, env, rest, apps, false)
+	case "run":
+		err = chat(ctx, env, rest, apps)
+	case "version", "--version", "-version":
+		fmt.Fprintf(env.Stdout, "loom %s (%s %s/%s)\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	case "help", "-h", "-help", "--help":
+		usage(env.Stdout)
+	default:
+		fmt.Fprintf(env.Stderr, "loom: unknown command %q\n\n", cmd)
+		usage(env.Stderr)
+		return 2
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	default:
+		fmt.Fprintf(env.Stderr, "loom: %v\n", err)
+		return 1
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Loom: build, run and serve ADK agents.
+
+Usage:
+  loom web [flags]          serve the HTTP API and the dev web UI
+  loom api [flags]          serve the HTTP API only
+  loom run [flags] APP      chat with an application in the terminal
+  loom version              print the version
+
+Run "loom COMMAND -h" for the flags of a command.
+`)
+}
+
+// version returns Version, or the main module's version, or "dev".
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/server/ui"
+)
+
+// shutdownTimeout bounds a graceful shutdown.
+const shutdownTimeout = 10 * time.Second
+
+// serve runs "loom web" (withUI) or "loom api".
+func serve(ctx context.Context, env Env, args []string, apps []App, withUI bool) error {
+	cmd, what := "api", "the HTTP API"
+	if withUI {
+		cmd, what = "web", "the HTTP API and the dev web UI"
+	}
+	fs := newFlagSet(cmd, cmd+" [flags]\n\nServes "+what+".", env.Stderr)
+	var o options
+	o.register(fs)
+	host := fs.String("host", "127.0.0.1", "`address` to listen on (0.0.0.0 for every interface)")
+	port := fs.Int("port", 8000, "`port` to listen on (0 picks a free one)")
+	origins := fs.String("allow-origins", "", "comma-separated browser `origins` allowed to call the API (\"*\" for any)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(env.Stderr, "loom %s: unexpected argument %q\n", cmd, fs.Arg(0))
+		fs.Usage()
+		return errUsage
+	}
+	if len(apps) == 0 {
+		return errors.New("no applications to serve")
+	}
+
+	// Listen first: the port accepts connections from here on, and requests
+	// queue until the handler is ready a few milliseconds later.
+	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
+
+	svc, runners, err := setup(ctx, env, &o, apps)
+	if err != nil {
+		return err
+	}
+	defer svc.close()
+	api, err := server.New(server.Config{Apps: runners, AllowedOrigins: splitList(*origins), Version: version()})
+	if err != nil {
+		return err
+	}
+	var h http.Handler = api
+	if withUI {
+		h = ui.Wrap(api)
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	hs.RegisterOnShutdown(func() { api.Close() })
+
+	base := baseURL(ln.Addr())
+	if withUI {
+		fmt.Fprintf(env.Stderr, "loom: dev UI at %s%s (API at %s)\n", base, ui.Prefix, base)
+	} else {
+		fmt.Fprintf(env.Stderr, "loom: API at %s\n", base)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	if env.Listening != nil {
+		env.Listening(base)
+	}
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(env.Stderr, "loom: shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	err = hs.Shutdown(sctx)
+	<-errc
+	if err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// setup opens storage, chooses models and builds a runner per application,
+// reporting the choices on stderr.
+func setup(ctx context.Context, env Env, o *options, apps []App) (*services, []*runner.Runner, error) {
+	choice, err := chooseModel(ctx, env, o.model)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc, err := openServices(ctx, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	runners := make([]*runner.Runner, 0, len(apps))
+	descs := make([]string, 0, len(apps))
+	for _, app := range apps {
+		r, desc, err := newRunner(app, choice, svc)
+		if err != nil {
+			svc.close()
+			return nil, nil, err
+		}
+		runners = append(runners, r)
+		descs = append(descs, fmt.Sprintf("%s (%s)", app.Name, desc))
+	}
+	fmt.Fprintf(env.Stderr, "loom: apps: %s\n", strings.Join(descs, ", "))
+	fmt.Fprintf(env.Stderr, "loom: storage: sessions %s, artifacts %s, memory %s\n", redact(o.sessions), redact(o.artifacts), redact(o.memory))
+	return svc, runners, nil
+}
+
+func newRunner(app App, choice *modelChoice, svc *services) (*runner.Runner, string, error) {
+	ag, desc, err := choice.build(app)
+	if err != nil {
+		return nil, "", err
+	}
+	r, err := runner.New(runner.Config{
+		AppName:   app.Name,
+		Agent:     ag,
+		Sessions:  svc.sessions,
+		Artifacts: svc.artifacts,
+		Memory:    svc.memory,
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("app %s: %w", app.Name, err)
+	}
+	return r, desc, nil
+}
+
+// baseURL is the URL to print for a listener: a wildcard address is shown
+// as localhost.
+func baseURL(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return "http://" + addr.String()
+	}
+	host := tcp.IP.String()
+	if tcp.IP.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port))
+}

@@ -1,0 +1,276 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"iter"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/cli"
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/examples/assistant"
+)
+
+// chromiumPath returns the Chromium to drive: $LOOM_CHROMIUM, else Debian's
+// /usr/bin/chromium. Without one the test is skipped, except in CI, where a
+// missing browser is a failure.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("LOOM_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("chromium not found: install it with scripts/chromium.sh or set LOOM_CHROMIUM")
+	}
+	t.Skip("chromium not found: install it with scripts/chromium.sh or set LOOM_CHROMIUM")
+	return ""
+}
+
+// gatekeeper is an agent that asks the user to confirm an action with the
+// adk_request_confirmation function call, and reports the answer.
+func gatekeeper(t *testing.T) agent.Agent {
+	t.Helper()
+	a, err := agent.New(agent.Config{
+		Name:        "gatekeeper",
+		Description: "Asks for confirmation before acting.",
+		Run: func(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
+			return func(yield func(*event.Event, error) bool) {
+				for _, p := range inv.UserContent().Parts {
+					if fr := p.FunctionResponse; fr != nil && fr.Name == "adk_request_confirmation" {
+						verdict := "Rejected: nothing was deleted."
+						if ok, _ := fr.Response["confirmed"].(bool); ok {
+							verdict = "Approved: the files are gone."
+						}
+						ev := inv.NewEvent()
+						ev.Content = genai.NewContentFromText(verdict, genai.RoleModel)
+						yield(ev, nil)
+						return
+					}
+				}
+				ev := inv.NewEvent()
+				id := "adk-" + event.NewID()
+				ev.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{
+					ID: id, Name: "adk_request_confirmation",
+					Args: map[string]any{
+						"originalFunctionCall": map[string]any{"id": "call-1", "name": "delete_files", "args": map[string]any{"path": "/tmp/old"}},
+						"toolConfirmation":     map[string]any{"hint": "Delete everything under /tmp/old?", "confirmed": false},
+					},
+				}}}}
+				ev.LongRunningToolIDs = []string{id}
+				yield(ev, nil)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startWeb runs "loom web" in-process on a random port over a SQLite file
+// and returns its base URL; the server stops when the test ends.
+func startWeb(t *testing.T, dir string, apps ...cli.App) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	urls := make(chan string, 1)
+	done := make(chan int, 1)
+	var stderr syncBuffer
+	args := []string{"web", "--host", "127.0.0.1", "--port", "0",
+		"--sessions", "sqlite://" + filepath.Join(dir, "sessions.db"),
+		"--artifacts", "file://" + filepath.Join(dir, "artifacts")}
+	go func() {
+		done <- cli.Run(ctx, args, cli.Env{Stdout: &stderr, Stderr: &stderr, Getenv: func(string) string { return "" },
+			Listening: func(u string) { urls <- u }}, apps...)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("loom web exited with %d:\n%s", code, stderr.String())
+		}
+	})
+	select {
+	case u := <-urls:
+		return u
+	case code := <-done:
+		t.Fatalf("loom web exited with %d:\n%s", code, stderr.String())
+	}
+	return ""
+}
+
+// TestDevUIEndToEnd drives the dev UI in a real Chromium against the full
+// CLI server (API + UI, SQLite sessions, the offline assistant example):
+// create a session, chat with streaming, see the tool call in the timeline
+// and the state and artifacts panels, reload and find the session
+// persisted, and answer a tool confirmation with the Approve button.
+func TestDevUIEndToEnd(t *testing.T) {
+	chromium := chromiumPath(t)
+	dir := t.TempDir()
+	base := startWeb(t, dir,
+		cli.App{Name: "assistant", New: assistant.New, Offline: assistant.Offline},
+		cli.App{Name: "gatekeeper", Agent: gatekeeper(t)})
+
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromium),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(filepath.Join(dir, "chromium")),
+		chromedp.WindowSize(1400, 900),
+	)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	defer cancel()
+	// A generous bound on the whole browser session, not a timing assertion.
+	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancelTimeout()
+
+	shots := os.Getenv("LOOM_UI_SCREENSHOTS") // a directory, to look at the UI
+	screenshot := func(name string) {
+		if shots == "" {
+			return
+		}
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Logf("screenshot %s: %v", name, err)
+			return
+		}
+		if err := os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644); err != nil {
+			t.Log(err)
+		}
+	}
+	do := func(step string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			screenshot("failure")
+			t.Fatalf("%s: %v", step, err)
+		}
+	}
+	eval := func(expr string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+		if err != nil {
+			t.Fatalf("evaluate %s: %v", expr, err)
+		}
+		return s
+	}
+	waitFor := func(step, predicate string) {
+		t.Helper()
+		do(step, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.Poll[chromedp.Void](predicate, chromedp.WithPollingInterval(50*time.Millisecond))(ctx, tg)
+			return err
+		}))
+	}
+	send := func(text string) {
+		t.Helper()
+		do("type a message", chromedp.SendKeys("#message", text), chromedp.Click("#send"))
+	}
+
+	// "/" redirects to the UI, which lists the apps.
+	do("open the UI", chromedp.Navigate(base+"/"))
+	waitFor("page ready", `document.body.dataset.ready === "true"`)
+	if loc := eval(`location.pathname`); loc != "/dev-ui/" {
+		t.Errorf("location = %s, want /dev-ui/", loc)
+	}
+	if apps := eval(`[...document.querySelectorAll("#app-select option")].map(o => o.value).join(",")`); apps != "assistant,gatekeeper" {
+		t.Errorf("apps = %s", apps)
+	}
+
+	// Create a session and chat: the tool call shows up, the answer streams in.
+	do("create a session", chromedp.Click("#new-session"))
+	waitFor("session selected", `document.querySelector("#session-list li.session.active") !== null`)
+	sid := eval(`document.querySelector("#session-list li.session.active").dataset.id`)
+	if sid == "" {
+		t.Fatal("no session id")
+	}
+	send("What's the weather in Lisbon?")
+	w := assistant.Forecast("Lisbon")
+	answer := fmt.Sprintf("It is %d°C and %s in Lisbon.", w.TemperatureC, w.Conditions)
+	waitFor("streamed answer", fmt.Sprintf(`[...document.querySelectorAll("#messages .msg.agent .bubble")].some(b => b.textContent === %q)`, answer))
+	waitFor("run finished", `!document.querySelector("#send").disabled && document.querySelector("#status").textContent === "Ready"`)
+	waitFor("tool call in the chat", `[...document.querySelectorAll("#messages .tool.call")].some(n => n.textContent.includes('get_weather(city: "Lisbon")'))`)
+	waitFor("tool call in the timeline", `[...document.querySelectorAll("#timeline .ev.kind-call .label")].some(n => n.textContent === "get_weather")`)
+	if n := eval(`String(document.querySelectorAll("#timeline .ev").length)`); n != "4" {
+		t.Errorf("timeline has %s events, want 4 (user, call, response, answer)", n)
+	}
+	do("open the state tab", chromedp.Click(`.tab[data-tab="state"]`))
+	waitFor("state shows last_city", `[...document.querySelectorAll("#state-view tr")].some(r => r.textContent.includes("last_city") && r.textContent.includes("Lisbon"))`)
+
+	// A tool that saves an artifact: view it in the artifacts tab.
+	send("save a note: buy milk")
+	waitFor("note saved", `[...document.querySelectorAll("#messages .msg.agent .bubble")].some(b => b.textContent.startsWith("Saved your note as note.txt"))`)
+	waitFor("run finished", `!document.querySelector("#send").disabled`)
+	do("open the artifacts tab", chromedp.Click(`.tab[data-tab="artifacts"]`))
+	waitFor("artifact listed", `document.querySelector('#artifact-list li[data-name="note.txt"] button') !== null`)
+	do("view the artifact", chromedp.Click(`#artifact-list li[data-name="note.txt"] button`))
+	waitFor("artifact shown", `document.querySelector("#artifact-view pre")?.textContent === "buy milk"`)
+	screenshot("chat")
+
+	// Reload without the session in the URL, select it: it was persisted.
+	do("reload", chromedp.Navigate(base+"/dev-ui/"))
+	waitFor("page ready again", `document.body.dataset.ready === "true"`)
+	if n := eval(`String(document.querySelectorAll("#timeline .ev").length)`); n != "0" {
+		t.Errorf("timeline has %s events before a session is selected", n)
+	}
+	do("select the session", chromedp.Click(fmt.Sprintf(`#session-list li[data-id=%q]`, sid)))
+	waitFor("persisted events", `document.querySelectorAll("#timeline .ev").length === 8`)
+	waitFor("persisted answer", fmt.Sprintf(`[...document.querySelectorAll("#messages .msg.agent .bubble")].some(b => b.textContent === %q)`, answer))
+	waitFor("persisted tool call", `[...document.querySelectorAll("#timeline .ev.kind-call .label")].some(n => n.textContent === "get_weather")`)
+
+	// Tool confirmation: the gatekeeper asks, the Approve button answers.
+	do("choose the gatekeeper", chromedp.Evaluate[chromedp.Void](`(() => { const s = document.querySelector("#app-select"); s.value = "gatekeeper"; s.dispatchEvent(new Event("change")); })()`))
+	waitFor("no session selected", `document.querySelector("#session-list li.session.active") === null && document.querySelector("#session-id").textContent === ""`)
+	send("clean up /tmp/old")
+	waitFor("confirmation card", `document.querySelector("#messages .confirm button.primary") !== null`)
+	if hint := eval(`document.querySelector("#messages .confirm").textContent`); !strings.Contains(hint, "Delete everything under /tmp/old?") || !strings.Contains(hint, "delete_files") {
+		t.Errorf("confirmation card = %q", hint)
+	}
+	screenshot("confirm")
+	do("approve", chromedp.Click("#messages .confirm button.primary"))
+	waitFor("approved answer", `[...document.querySelectorAll("#messages .msg.agent .bubble")].some(b => b.textContent === "Approved: the files are gone.")`)
+	waitFor("card answered", `document.querySelector("#messages .confirm .note")?.textContent === "Approved"`)
+	waitFor("response in the timeline", `[...document.querySelectorAll("#timeline .ev .label")].some(n => n.textContent === "adk_request_confirmation")`)
+	screenshot("approved")
+}

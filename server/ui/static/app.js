@@ -1,0 +1,489 @@
+// Loom dev UI: wiring between the page, the API client and the renderers.
+import { Client, ApiError } from './api.js';
+import {
+  el, chatItems, timelineItem, functionResponses, parts, json, relativeTime, CONFIRMATION,
+} from './render.js';
+
+const $ = (id) => document.getElementById(id);
+
+const ui = {
+  client: new Client(''),
+  apps: [],
+  app: '',
+  user: localStorage.getItem('loom.user') || 'user',
+  sessions: [],
+  sid: '',
+  events: [], // complete events of the session, in order
+  byId: new Map(), // event id → index in events
+  transient: [], // error frames of the last run (never stored by the server)
+  live: new Map(), // author → {node, bubble} of the streaming answer
+  running: null, // AbortController of the run in flight
+};
+
+// ---------- status ----------
+
+function setStatus(text, kind = '') {
+  const s = $('status');
+  s.textContent = text;
+  s.className = `status ${kind}`;
+}
+
+function report(err) {
+  console.error(err);
+  setStatus(err instanceof ApiError ? `${err.status}: ${err.message}` : String(err.message || err), 'error');
+}
+
+// ---------- apps ----------
+
+async function loadApps() {
+  ui.apps = await ui.client.listApps();
+  const select = $('app-select');
+  select.replaceChildren(...ui.apps.map((a) => el('option', { value: a.name, text: a.name })));
+  const wanted = hashParam('app') || localStorage.getItem('loom.app');
+  ui.app = ui.apps.some((a) => a.name === wanted) ? wanted : (ui.apps[0] && ui.apps[0].name) || '';
+  select.value = ui.app;
+  showAppDescription();
+}
+
+function showAppDescription() {
+  const app = ui.apps.find((a) => a.name === ui.app);
+  $('app-description').textContent = (app && app.description) || '';
+}
+
+// ---------- sessions ----------
+
+async function loadSessions() {
+  if (!ui.app) return;
+  const list = await ui.client.listSessions(ui.app, ui.user);
+  ui.sessions = (Array.isArray(list) ? list : []).sort((a, b) => (b.lastUpdateTime || 0) - (a.lastUpdateTime || 0));
+  renderSessions();
+}
+
+function renderSessions() {
+  const list = $('session-list');
+  list.replaceChildren(...ui.sessions.map((s) => {
+    const del = el('button', {
+      class: 'icon-btn', type: 'button', title: 'Delete session', 'aria-label': `Delete session ${s.id}`, text: '×',
+      onclick: (e) => { e.stopPropagation(); deleteSession(s.id); },
+    });
+    return el('li', {
+      class: s.id === ui.sid ? 'session active' : 'session', dataset: { id: s.id }, tabindex: 0,
+      onclick: () => selectSession(s.id),
+      onkeydown: (e) => { if (e.key === 'Enter') selectSession(s.id); },
+    },
+    el('div', { class: 'session-main' },
+      el('span', { class: 'mono session-id', text: s.id, title: s.id }),
+      el('span', { class: 'muted small', text: relativeTime(s.lastUpdateTime) })),
+    del);
+  }));
+  $('no-sessions').hidden = ui.sessions.length > 0;
+}
+
+async function selectSession(sid) {
+  if (ui.running) return;
+  const sess = await ui.client.getSession(ui.app, ui.user, sid);
+  ui.sid = sess.id;
+  ui.transient = [];
+  setEvents(sess.events || []);
+  renderState(sess.state || {});
+  setHash();
+  renderSessions();
+  $('session-id').textContent = ui.sid;
+  await loadArtifacts();
+}
+
+async function newSession() {
+  const sess = await ui.client.createSession(ui.app, ui.user);
+  await loadSessions();
+  await selectSession(sess.id);
+  $('message').focus();
+}
+
+async function deleteSession(sid) {
+  if (!window.confirm(`Delete session ${sid}?`)) return;
+  await ui.client.deleteSession(ui.app, ui.user, sid);
+  if (sid === ui.sid) clearSession();
+  await loadSessions();
+  setStatus('Session deleted');
+}
+
+function clearSession() {
+  ui.sid = '';
+  ui.transient = [];
+  setEvents([]);
+  renderState({});
+  renderArtifacts([]);
+  $('session-id').textContent = '';
+  setHash();
+}
+
+// ---------- events ----------
+
+function setEvents(events) {
+  ui.events = [];
+  ui.byId = new Map();
+  ui.live.clear();
+  for (const ev of events) pushEvent(ev);
+  renderAll();
+}
+
+// pushEvent records a complete event; a second frame with a known id (the
+// actions part of an event with an artifact delta) is merged into the first.
+function pushEvent(ev) {
+  if (ev.id && ui.byId.has(ev.id)) {
+    const prev = ui.events[ui.byId.get(ev.id)];
+    const merged = { ...prev, ...ev, content: ev.content || prev.content };
+    merged.actions = { ...(prev.actions || {}), ...(ev.actions || {}) };
+    for (const k of ['stateDelta', 'artifactDelta']) {
+      merged.actions[k] = { ...((prev.actions || {})[k] || {}), ...((ev.actions || {})[k] || {}) };
+    }
+    ui.events[ui.byId.get(ev.id)] = merged;
+    return { merged: true, index: ui.byId.get(ev.id) };
+  }
+  if (ev.id) ui.byId.set(ev.id, ui.events.length);
+  ui.events.push(ev);
+  return { merged: false, index: ui.events.length - 1 };
+}
+
+function confirmationAnswers() {
+  const answers = new Map();
+  for (const ev of ui.events) {
+    if (ev.author !== 'user') continue;
+    for (const fr of functionResponses(ev)) {
+      if (fr.name === CONFIRMATION) answers.set(fr.id, !!(fr.response && fr.response.confirmed));
+    }
+  }
+  return answers;
+}
+
+function handlers() {
+  const answers = confirmationAnswers();
+  return {
+    answered: (id) => (answers.has(id) ? answers.get(id) : null),
+    confirm: (fc, ok) => send({ role: 'user', parts: [{ functionResponse: { id: fc.id, name: CONFIRMATION, response: { confirmed: ok } } }] }),
+  };
+}
+
+function renderAll() {
+  const box = $('messages');
+  const h = handlers();
+  const nodes = [];
+  for (const ev of [...ui.events, ...ui.transient]) nodes.push(...chatItems(ev, h));
+  if (nodes.length === 0) nodes.push(welcome());
+  box.replaceChildren(...nodes);
+  $('timeline').replaceChildren(...[...ui.events, ...ui.transient].map((ev, i) => timelineItem(ev, i)));
+  $('event-count').textContent = String(ui.events.length);
+  scrollDown(true);
+}
+
+function welcome() {
+  return el('div', { class: 'welcome' },
+    el('h3', { text: ui.sid ? 'A fresh session' : 'Talk to your agent' }),
+    el('p', { text: ui.sid ? 'Say something to start the conversation.' : 'Pick a session on the left or type a message below: a new session is created for you.' }));
+}
+
+// appendEvent shows one complete event as it arrives from the stream.
+function appendEvent(ev) {
+  const live = ui.live.get(ev.author);
+  if (live) {
+    live.node.remove();
+    ui.live.delete(ev.author);
+  }
+  const { merged, index } = pushEvent(ev);
+  const timeline = $('timeline');
+  if (merged) {
+    const old = timeline.querySelector(`li.ev[data-id="${CSS.escape(ev.id)}"]`);
+    if (old) old.replaceWith(timelineItem(ui.events[index], index));
+    return;
+  }
+  document.querySelector('#messages .welcome')?.remove();
+  $('messages').append(...chatItems(ev, handlers()));
+  timeline.append(timelineItem(ev, timeline.children.length));
+  $('event-count').textContent = String(ui.events.length);
+  scrollDown();
+}
+
+// appendPartial adds a streamed chunk to the author's live bubble.
+function appendPartial(ev) {
+  const text = parts(ev).filter((p) => typeof p.text === 'string' && !p.thought).map((p) => p.text).join('');
+  if (!text) return;
+  let live = ui.live.get(ev.author);
+  if (!live) {
+    document.querySelector('#messages .welcome')?.remove();
+    const bubble = el('div', { class: 'bubble' });
+    const node = el('div', { class: 'msg agent live' }, el('div', { class: 'who' }, el('span', { class: 'badge', text: ev.author })), bubble);
+    $('messages').append(node);
+    live = { node, bubble };
+    ui.live.set(ev.author, live);
+  }
+  live.bubble.textContent += text;
+  scrollDown();
+}
+
+function scrollDown(force = false) {
+  const box = $('messages');
+  if (force || box.scrollHeight - box.scrollTop - box.clientHeight < 160) box.scrollTop = box.scrollHeight;
+}
+
+// ---------- running ----------
+
+async function send(content) {
+  if (ui.running || !ui.app) return;
+  try {
+    if (!ui.sid) {
+      const sess = await ui.client.createSession(ui.app, ui.user);
+      ui.sid = sess.id;
+      $('session-id').textContent = ui.sid;
+      setHash();
+      setEvents([]);
+      loadSessions().catch(report);
+    }
+  } catch (err) {
+    report(err);
+    return;
+  }
+  ui.transient = [];
+  appendEvent({ author: 'user', content, timestamp: Date.now() / 1000, local: true });
+  const controller = new AbortController();
+  ui.running = controller;
+  setRunning(true);
+  const request = {
+    appName: ui.app, userId: ui.user, sessionId: ui.sid, newMessage: content, streaming: $('streaming').checked,
+  };
+  let failed = false;
+  try {
+    for await (const frame of ui.client.run(request, controller.signal)) {
+      if (frame.error && !frame.author) {
+        failed = true;
+        ui.transient.push({ error: frame.error, timestamp: Date.now() / 1000 });
+        $('messages').append(...chatItems({ error: frame.error }, handlers()));
+        setStatus(frame.error, 'error');
+      } else if (frame.partial) {
+        appendPartial(frame);
+      } else {
+        appendEvent(frame);
+      }
+    }
+  } catch (err) {
+    failed = true;
+    if (err.name === 'AbortError') {
+      ui.transient.push({ error: 'Stopped.', timestamp: Date.now() / 1000 });
+    } else {
+      ui.transient.push({ error: err.message || String(err), timestamp: Date.now() / 1000 });
+      report(err);
+    }
+  } finally {
+    ui.running = null;
+    setRunning(false);
+  }
+  if (!failed) setStatus('Ready', 'ok');
+  await refresh();
+}
+
+// refresh reloads the session from the server, the source of truth, keeping
+// the error notices of the last run (which are not stored).
+async function refresh() {
+  if (!ui.sid) return;
+  try {
+    const sess = await ui.client.getSession(ui.app, ui.user, ui.sid);
+    const transient = ui.transient;
+    setEvents(sess.events || []);
+    ui.transient = transient;
+    if (transient.length) renderAll();
+    renderState(sess.state || {});
+    await Promise.all([loadArtifacts(), loadSessions()]);
+  } catch (err) {
+    report(err);
+  }
+}
+
+function setRunning(on) {
+  $('send').disabled = on;
+  $('stop').hidden = !on;
+  $('composer').classList.toggle('busy', on);
+  if (on) setStatus('Running…', 'busy');
+}
+
+// ---------- state ----------
+
+function renderState(state) {
+  const keys = Object.keys(state).sort();
+  $('state-count').textContent = String(keys.length);
+  const view = $('state-view');
+  if (keys.length === 0) {
+    view.replaceChildren(el('p', { class: 'empty', text: 'No state yet. Tools, callbacks and output keys write here.' }));
+    return;
+  }
+  view.replaceChildren(el('table', { class: 'kv' }, el('tbody', {}, keys.map((k) => {
+    const v = state[k];
+    const scope = k.startsWith('app:') ? 'app' : k.startsWith('user:') ? 'user' : '';
+    return el('tr', {},
+      el('th', {}, el('span', { class: 'mono', text: k }), scope ? el('span', { class: 'pill', text: scope }) : null),
+      el('td', {}, v !== null && typeof v === 'object' ? json(v) : el('span', { class: 'value', text: typeof v === 'string' ? v : JSON.stringify(v) })));
+  }))));
+}
+
+// ---------- artifacts ----------
+
+async function loadArtifacts() {
+  if (!ui.sid) return renderArtifacts([]);
+  const names = await ui.client.listArtifacts(ui.app, ui.user, ui.sid);
+  renderArtifacts(Array.isArray(names) ? names : []);
+}
+
+function renderArtifacts(names) {
+  $('artifact-count').textContent = String(names.length);
+  const list = $('artifact-list');
+  $('artifact-view').replaceChildren();
+  if (names.length === 0) {
+    list.replaceChildren(el('li', { class: 'empty', text: 'No artifacts in this session.' }));
+    return;
+  }
+  list.replaceChildren(...names.map((name) => {
+    const versions = el('select', { class: 'small', 'aria-label': `Versions of ${name}` }, el('option', { value: '', text: 'latest' }));
+    versions.addEventListener('focus', async () => {
+      if (versions.dataset.loaded) return;
+      versions.dataset.loaded = '1';
+      try {
+        const vs = await ui.client.artifactVersions(ui.app, ui.user, ui.sid, name);
+        versions.append(...(vs || []).slice().reverse().map((v) => el('option', { value: String(v), text: `v${v}` })));
+      } catch (err) { report(err); }
+    }, { once: true });
+    const version = () => (versions.value === '' ? null : versions.value);
+    return el('li', { class: 'artifact', dataset: { name } },
+      el('span', { class: 'mono artifact-name', text: name, title: name }),
+      versions,
+      el('button', { class: 'btn small', type: 'button', text: 'View', onclick: () => viewArtifact(name, version()).catch(report) }),
+      el('button', { class: 'btn small', type: 'button', text: 'Download', onclick: () => downloadArtifact(name, version()).catch(report) }));
+  }));
+}
+
+function decodeBase64(data) {
+  const std = data.replace(/-/g, '+').replace(/_/g, '/');
+  const bin = atob(std + '='.repeat((4 - (std.length % 4)) % 4));
+  const bytes = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+  return bytes;
+}
+
+// partBlob turns an artifact part into a Blob with its MIME type.
+function partBlob(part) {
+  if (part && part.inlineData) {
+    const type = part.inlineData.mimeType || 'application/octet-stream';
+    return new Blob([decodeBase64(part.inlineData.data || '')], { type });
+  }
+  if (part && typeof part.text === 'string') return new Blob([part.text], { type: 'text/plain' });
+  return new Blob([JSON.stringify(part, null, 2)], { type: 'application/json' });
+}
+
+async function viewArtifact(name, version) {
+  const part = await ui.client.loadArtifact(ui.app, ui.user, ui.sid, name, version);
+  const blob = partBlob(part);
+  const view = $('artifact-view');
+  const head = el('div', { class: 'artifact-head' }, el('strong', { class: 'mono', text: name }),
+    el('span', { class: 'muted small', text: `${blob.type} · ${blob.size} bytes${version !== null ? ` · v${version}` : ''}` }));
+  let body;
+  if (blob.type.startsWith('image/')) {
+    body = el('img', { src: URL.createObjectURL(blob), alt: name });
+  } else if (blob.type.startsWith('text/') || /json|xml|javascript|yaml|csv/.test(blob.type)) {
+    body = el('pre', { class: 'artifact-text', text: await blob.text() });
+  } else {
+    body = el('p', { class: 'muted', text: 'Binary content: use Download.' });
+  }
+  view.replaceChildren(head, body);
+}
+
+async function downloadArtifact(name, version) {
+  const part = await ui.client.loadArtifact(ui.app, ui.user, ui.sid, name, version);
+  const url = URL.createObjectURL(partBlob(part));
+  const a = el('a', { href: url, download: name.split('/').pop() || 'artifact' });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+
+// ---------- location ----------
+
+function hashParam(key) {
+  return new URLSearchParams(location.hash.slice(1)).get(key);
+}
+
+function setHash() {
+  const p = new URLSearchParams();
+  if (ui.app) p.set('app', ui.app);
+  if (ui.sid) p.set('session', ui.sid);
+  history.replaceState(null, '', `#${p}`);
+}
+
+// ---------- wiring ----------
+
+function wire() {
+  $('app-select').addEventListener('change', async (e) => {
+    ui.app = e.target.value;
+    localStorage.setItem('loom.app', ui.app);
+    showAppDescription();
+    clearSession();
+    await loadSessions().catch(report);
+  });
+  const user = $('user-id');
+  user.value = ui.user;
+  user.addEventListener('change', async () => {
+    ui.user = user.value.trim() || 'user';
+    user.value = ui.user;
+    localStorage.setItem('loom.user', ui.user);
+    clearSession();
+    await loadSessions().catch(report);
+  });
+  $('new-session').addEventListener('click', () => newSession().catch(report));
+  $('composer').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const box = $('message');
+    const text = box.value.trim();
+    if (!text || ui.running) return;
+    box.value = '';
+    send({ role: 'user', parts: [{ text }] });
+  });
+  $('message').addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      $('composer').requestSubmit();
+    }
+  });
+  $('stop').addEventListener('click', () => ui.running && ui.running.abort());
+  for (const tab of document.querySelectorAll('.tab')) {
+    tab.addEventListener('click', () => {
+      for (const t of document.querySelectorAll('.tab')) {
+        const on = t === tab;
+        t.classList.toggle('active', on);
+        t.setAttribute('aria-selected', String(on));
+        $(`panel-${t.dataset.tab}`).hidden = !on;
+      }
+    });
+  }
+}
+
+async function main() {
+  wire();
+  try {
+    const res = await fetch('assets/config/runtime-config.json');
+    if (res.ok) {
+      const cfg = await res.json();
+      if (cfg && typeof cfg.backendUrl === 'string') ui.client = new Client(cfg.backendUrl);
+    }
+  } catch { /* same origin */ }
+  try {
+    const [version] = await Promise.all([ui.client.version().catch(() => null), loadApps()]);
+    if (version && version.version) $('version').textContent = /^\d/.test(version.version) ? `v${version.version}` : version.version;
+    await loadSessions();
+    const sid = hashParam('session');
+    if (sid && ui.sessions.some((s) => s.id === sid)) await selectSession(sid);
+    else clearSession();
+    setStatus('Ready', 'ok');
+  } catch (err) {
+    report(err);
+  }
+  document.body.dataset.ready = 'true';
+}
+
+main();

@@ -1,0 +1,240 @@
+// DOM rendering of ADK events for the chat and the timeline. Every string
+// from the server goes through textContent, never innerHTML.
+
+export const CONFIRMATION = 'adk_request_confirmation';
+
+/** Creates an element: el('div', {class: 'x', onclick: f}, child, 'text'). */
+export function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(props || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') node.className = v;
+    else if (k === 'text') node.textContent = v;
+    else if (k === 'dataset') Object.assign(node.dataset, v);
+    else if (k === 'style') node.style.cssText = v;
+    else if (k.startsWith('on') && typeof v === 'function') node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    node.append(c instanceof Node ? c : String(c));
+  }
+  return node;
+}
+
+/** A stable colour hue for an author name. */
+export function hue(name) {
+  if (name === 'user') return 220;
+  let h = 0;
+  for (const ch of name || '') h = (h * 31 + ch.codePointAt(0)) >>> 0;
+  return (h % 12) * 30;
+}
+
+export function authorBadge(name) {
+  return el('span', { class: 'badge', style: `--hue:${hue(name)}`, text: name || '?' });
+}
+
+export const parts = (ev) => (ev && ev.content && Array.isArray(ev.content.parts) ? ev.content.parts.filter(Boolean) : []);
+export const functionCalls = (ev) => parts(ev).filter((p) => p.functionCall).map((p) => p.functionCall);
+export const functionResponses = (ev) => parts(ev).filter((p) => p.functionResponse).map((p) => p.functionResponse);
+
+/** The visible (non-thought) text of an event. */
+export function textOf(ev) {
+  return parts(ev).filter((p) => typeof p.text === 'string' && !p.thought).map((p) => p.text).join('');
+}
+
+function thoughtOf(ev) {
+  return parts(ev).filter((p) => p.thought && typeof p.text === 'string').map((p) => p.text).join('');
+}
+
+const isEmpty = (o) => !o || (typeof o === 'object' && Object.keys(o).length === 0);
+
+export function formatTime(ts) {
+  if (typeof ts !== 'number') return '';
+  const d = new Date(ts * 1000);
+  return d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+}
+
+export function relativeTime(ts) {
+  if (typeof ts !== 'number') return '';
+  const s = Date.now() / 1000 - ts;
+  if (s < 45) return 'just now';
+  if (s < 3600) return `${Math.round(s / 60)} min ago`;
+  if (s < 86400) return `${Math.round(s / 3600)} h ago`;
+  return new Date(ts * 1000).toLocaleDateString();
+}
+
+export function json(value) {
+  return el('pre', { class: 'json', text: JSON.stringify(value, null, 2) });
+}
+
+function clip(s, n) {
+  return s.length > n ? `${s.slice(0, n - 1)}…` : s;
+}
+
+// callArgs renders function-call arguments as (key: value, ...).
+function callArgs(args) {
+  if (isEmpty(args)) return '()';
+  if (typeof args !== 'object' || Array.isArray(args)) return `(${clip(JSON.stringify(args), 90)})`;
+  return `(${clip(Object.entries(args).map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join(', '), 90)})`;
+}
+
+// compactJSON renders a value on one line, clipped.
+function compactJSON(v) {
+  return clip(JSON.stringify(v) ?? 'null', 110);
+}
+
+/** A one-line summary of an event for the timeline: {kind, label}. */
+export function summarize(ev) {
+  const a = ev.actions || {};
+  if (ev.error) return { kind: 'error', label: ev.error };
+  if (ev.errorCode || ev.errorMessage) return { kind: 'error', label: [ev.errorCode, ev.errorMessage].filter(Boolean).join(': ') };
+  const calls = functionCalls(ev);
+  if (calls.length) return { kind: 'call', label: calls.map((c) => c.name).join(', ') };
+  const responses = functionResponses(ev);
+  if (responses.length) return { kind: 'response', label: responses.map((r) => r.name).join(', ') };
+  const text = textOf(ev);
+  if (text) return { kind: 'text', label: text.length > 80 ? `${text.slice(0, 77)}…` : text };
+  if (thoughtOf(ev)) return { kind: 'thought', label: 'thinking' };
+  if (a.transferToAgent) return { kind: 'transfer', label: `→ ${a.transferToAgent}` };
+  if (a.escalate) return { kind: 'escalate', label: 'escalate' };
+  if (!isEmpty(a.stateDelta)) return { kind: 'state', label: Object.keys(a.stateDelta).join(', ') };
+  if (!isEmpty(a.artifactDelta)) return { kind: 'artifact', label: Object.keys(a.artifactDelta).join(', ') };
+  if (a.endOfAgent) return { kind: 'end', label: 'end of agent' };
+  return { kind: 'event', label: '' };
+}
+
+function section(title, ...body) {
+  return el('div', { class: 'ev-section' }, el('h4', { text: title }), ...body);
+}
+
+/** The timeline card of one complete event. */
+export function timelineItem(ev, index) {
+  const { kind, label } = summarize(ev);
+  const a = ev.actions || {};
+  const body = el('div', { class: 'ev-body' });
+  const text = textOf(ev);
+  if (text) body.append(section('Text', el('p', { class: 'ev-text', text })));
+  const thought = thoughtOf(ev);
+  if (thought) body.append(section('Thought', el('p', { class: 'ev-text muted', text: thought })));
+  for (const fc of functionCalls(ev)) {
+    body.append(section(`Function call · ${fc.name}`, el('div', { class: 'mono small muted', text: fc.id ? `id ${fc.id}` : '' }), json(fc.args || {})));
+  }
+  for (const fr of functionResponses(ev)) {
+    body.append(section(`Function response · ${fr.name}`, el('div', { class: 'mono small muted', text: fr.id ? `id ${fr.id}` : '' }), json(fr.response ?? null)));
+  }
+  if (!isEmpty(a.stateDelta)) body.append(section('State delta', json(a.stateDelta)));
+  if (!isEmpty(a.artifactDelta)) body.append(section('Artifact delta', json(a.artifactDelta)));
+  const flags = [];
+  if (a.transferToAgent) flags.push(`transfer to ${a.transferToAgent}`);
+  if (a.escalate) flags.push('escalate');
+  if (a.skipSummarization) flags.push('skip summarization');
+  if (a.endOfAgent) flags.push('end of agent');
+  if (ev.turnComplete) flags.push('turn complete');
+  if (ev.interrupted) flags.push('interrupted');
+  if (Array.isArray(ev.longRunningToolIds) && ev.longRunningToolIds.length) flags.push(`long-running: ${ev.longRunningToolIds.join(', ')}`);
+  if (flags.length) body.append(section('Actions', el('ul', { class: 'flags' }, flags.map((f) => el('li', { text: f })))));
+  if (!isEmpty(a.requestedToolConfirmations)) body.append(section('Requested confirmations', json(a.requestedToolConfirmations)));
+  if (ev.errorCode || ev.errorMessage || ev.error) {
+    body.append(section('Error', el('p', { class: 'error-text', text: ev.error || [ev.errorCode, ev.errorMessage].filter(Boolean).join(': ') })));
+  }
+  const meta = [ev.id && `id ${ev.id}`, ev.invocationId && `invocation ${ev.invocationId}`, ev.branch && `branch ${ev.branch}`,
+    ev.usageMetadata && ev.usageMetadata.totalTokenCount && `${ev.usageMetadata.totalTokenCount} tokens`].filter(Boolean);
+  if (meta.length) body.append(el('div', { class: 'ev-meta mono small muted', text: meta.join(' · ') }));
+  body.append(el('details', { class: 'raw' }, el('summary', { text: 'Raw JSON' }), json(ev)));
+
+  return el('li', { class: `ev kind-${kind}`, dataset: { id: ev.id || '' } },
+    el('details', {},
+      el('summary', {},
+        el('span', { class: 'idx', text: `${index + 1}` }),
+        authorBadge(ev.author || (ev.error ? 'error' : '?')),
+        el('span', { class: `kind kind-${kind}`, text: kind }),
+        el('span', { class: 'label', text: label }),
+        el('time', { text: formatTime(ev.timestamp) })),
+      body));
+}
+
+/**
+ * Appends the chat rendering of one complete event to box. handlers:
+ * confirm(call, confirmed), answered(callId) → boolean.
+ */
+export function chatItems(ev, handlers) {
+  const out = [];
+  const author = ev.author || '';
+  const a = ev.actions || {};
+  if (ev.error) {
+    out.push(el('div', { class: 'msg error' }, el('strong', { text: 'Error: ' }), ev.error));
+    return out;
+  }
+  const longRunning = new Set(ev.longRunningToolIds || []);
+  if (author === 'user') {
+    const text = textOf(ev);
+    if (text) out.push(el('div', { class: 'msg user', dataset: { id: ev.id || '' } }, el('div', { class: 'bubble', text })));
+    for (const fr of functionResponses(ev)) {
+      if (fr.name === CONFIRMATION) {
+        const ok = fr.response && fr.response.confirmed === true;
+        out.push(el('div', { class: `note ${ok ? 'ok' : 'warn'}`, text: ok ? '✓ You approved the tool call.' : '✗ You rejected the tool call.' }));
+      } else {
+        out.push(el('div', { class: 'tool response' }, el('span', { class: 'tool-icon', text: '←' }),
+          el('span', { class: 'mono', text: `${fr.name} ← ${compactJSON(fr.response)}` })));
+      }
+    }
+    return out;
+  }
+  const thought = thoughtOf(ev);
+  if (thought) out.push(el('details', { class: 'thought' }, el('summary', { text: `${author} is thinking…` }), el('p', { text: thought })));
+  const text = textOf(ev);
+  if (text) {
+    out.push(el('div', { class: 'msg agent', dataset: { id: ev.id || '' } },
+      el('div', { class: 'who' }, authorBadge(author)),
+      el('div', { class: 'bubble', text })));
+  }
+  for (const fc of functionCalls(ev)) {
+    if (fc.name === CONFIRMATION && longRunning.has(fc.id)) {
+      out.push(confirmationCard(author, fc, handlers));
+      continue;
+    }
+    out.push(el('div', { class: 'tool call', dataset: { callId: fc.id || '' } },
+      el('span', { class: 'tool-icon', text: '→' }), authorBadge(author),
+      el('span', { class: 'mono', text: `${fc.name}${callArgs(fc.args)}` }),
+      longRunning.has(fc.id) ? el('span', { class: 'pill', text: 'long-running' }) : null));
+  }
+  for (const fr of functionResponses(ev)) {
+    if (fr.name === 'transfer_to_agent') continue;
+    out.push(el('div', { class: 'tool response' }, el('span', { class: 'tool-icon', text: '←' }),
+      el('span', { class: 'mono', text: `${fr.name} ${compactJSON(fr.response)}` })));
+  }
+  if (a.transferToAgent) out.push(el('div', { class: 'note', text: `${author} transferred the conversation to ${a.transferToAgent}` }));
+  if (a.escalate) out.push(el('div', { class: 'note', text: `${author} escalated` }));
+  if (ev.errorCode || ev.errorMessage) {
+    out.push(el('div', { class: 'msg error' }, el('strong', { text: `${author}: ` }), [ev.errorCode, ev.errorMessage].filter(Boolean).join(': ')));
+  }
+  return out;
+}
+
+function confirmationCard(author, fc, handlers) {
+  const args = fc.args || {};
+  const original = args.originalFunctionCall || {};
+  const hint = (args.toolConfirmation && args.toolConfirmation.hint) || '';
+  const answered = handlers.answered(fc.id);
+  const approve = el('button', { class: 'btn primary small', type: 'button', text: 'Approve' });
+  const reject = el('button', { class: 'btn danger small', type: 'button', text: 'Reject' });
+  const buttons = el('div', { class: 'confirm-actions' }, approve, reject);
+  const card = el('div', { class: 'confirm', dataset: { callId: fc.id || '' } },
+    el('div', { class: 'confirm-head' }, el('span', { class: 'confirm-icon', text: '!' }), authorBadge(author), el('strong', { text: 'asks for confirmation' })),
+    hint ? el('p', { text: hint }) : null,
+    el('div', { class: 'mono small', text: `${original.name || 'tool'}${callArgs(original.args)}` }),
+    buttons);
+  if (answered !== null) {
+    buttons.replaceChildren(el('span', { class: answered ? 'note ok' : 'note warn', text: answered ? 'Approved' : 'Rejected' }));
+  } else {
+    const answer = (ok) => () => {
+      approve.disabled = true;
+      reject.disabled = true;
+      handlers.confirm(fc, ok);
+    };
+    approve.addEventListener('click', answer(true));
+    reject.addEventListener('click', answer(false));
+  }
+  return card;
+}

@@ -1,0 +1,85 @@
+// Package ui serves Loom's development web UI: a single page, embedded in
+// the binary, for chatting with an application's agents and inspecting what
+// they do.
+//
+// The page lets you pick an application and a user id, list, create and
+// delete sessions, and chat: messages are sent to POST /run_sse and the
+// answer streams in as it is generated. Beside the chat, a timeline shows
+// every event of the session (author, text, function calls and responses,
+// state and artifact deltas, transfers, errors), with the session state and
+// its artifacts (view and download) one tab away. A tool call awaiting
+// confirmation (adk_request_confirmation) gets Approve and Reject buttons.
+//
+// The UI is plain HTML, CSS and JavaScript modules: nothing to build. It
+// talks to the ADK HTTP API of package server, on the same origin by
+// default (see the runtime configuration below), so it is mounted next to
+// that API:
+//
+//	api, err := server.New(server.Config{Apps: apps})
+//	if err != nil { ... }
+//	http.ListenAndServe("127.0.0.1:8000", ui.Wrap(api))
+//
+// The page is served under [Prefix], "/dev-ui/", like ADK's own web UI, and
+// reads its runtime configuration from /dev-ui/assets/config/runtime-config.json
+// ({"backendUrl": ""}: the API is on the same origin).
+package ui
+
+import (
+	"embed"
+	"io/fs"
+	"net/http"
+	"strings"
+)
+
+// Prefix is the path under which the UI is served.
+const Prefix = "/dev-ui/"
+
+//go:embed static
+var static embed.FS
+
+// files is the UI's file tree, rooted at the directory served under Prefix.
+var files = func() fs.FS {
+	sub, err := fs.Sub(static, "static")
+	if err != nil {
+		// fs.Sub fails only for an invalid path, and "static" is valid.
+		panic(err)
+	}
+	return sub
+}()
+
+// FS returns the UI's files (index.html, its scripts and styles), for
+// callers that serve them another way.
+func FS() fs.FS { return files }
+
+// Handler returns a handler serving the UI for request paths under
+// [Prefix]. Mount it at Prefix:
+//
+//	mux.Handle(ui.Prefix, ui.Handler())
+//
+// Files are served with Cache-Control: no-cache, so a rebuilt binary's UI
+// is picked up on the next reload.
+func Handler() http.Handler {
+	fileServer := http.StripPrefix(strings.TrimSuffix(Prefix, "/"), http.FileServerFS(files))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		fileServer.ServeHTTP(w, r)
+	})
+}
+
+// Wrap returns a handler that serves the UI under [Prefix], redirects "/"
+// and "/dev-ui" to it, and passes every other request to api.
+func Wrap(api http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(Prefix, Handler())
+	redirect := http.RedirectHandler(Prefix, http.StatusFound)
+	mux.Handle("GET /{$}", redirect)
+	mux.Handle("GET /dev-ui", redirect)
+	mux.Handle("/", api)
+	return mux
+}
