@@ -3,7 +3,9 @@ package event
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/genai"
 
@@ -33,7 +35,8 @@ const GeneratedCallIDPrefix = "adk-"
 //
 // The summary appears as a synthetic event authored like the compaction
 // event, with the compacted content. ModelView does not modify events.
-// Its cost is linear in len(events).
+// Its cost is linear in len(events) when, as usual, each compaction covers
+// a later range than the ones before it.
 func ModelView(events []*Event) []*Event {
 	hidden, ranges := scanBackward(events)
 	if len(hidden) == 0 && len(ranges) == 0 {
@@ -75,10 +78,12 @@ func (r compactRange) summary() *Event {
 }
 
 // scanBackward walks the log newest first, marking events hidden by rewinds
-// and collecting the compactions that win (disjoint, newest first).
+// and collecting the compactions that win: each one that overlaps no newer
+// winner. The winners are disjoint and returned latest range first.
 func scanBackward(events []*Event) (hidden map[int]bool, ranges []compactRange) {
-	rewindTo := "" // while set, hide events until the start of that invocation
-	var minStart *Event
+	rewindTo := ""         // while set, hide events until the start of that invocation
+	sorted := true         // ranges are newest first and also latest first
+	var minStart time.Time // earliest start among ranges
 	for i := len(events) - 1; i >= 0; i-- {
 		e := events[i]
 		if rewindTo != "" {
@@ -99,14 +104,39 @@ func scanBackward(events []*Event) (hidden map[int]bool, ranges []compactRange) 
 			rewindTo = id
 			continue
 		}
-		if c := e.Actions.Compaction; c != nil {
-			if minStart == nil || c.End.Before(minStart.Actions.Compaction.Start) {
-				ranges = append(ranges, compactRange{e})
-				minStart = e
+		c := e.Actions.Compaction
+		if c == nil {
+			continue
+		}
+		// Compactions usually move forward in time, so an older one
+		// normally ends before every newer winner starts; only otherwise
+		// is it checked against each winner.
+		if len(ranges) == 0 || c.End.Before(minStart) {
+			ranges = append(ranges, compactRange{e})
+			minStart = c.Start
+		} else if !slices.ContainsFunc(ranges, c.overlaps) {
+			ranges = append(ranges, compactRange{e})
+			sorted = false
+			if c.Start.Before(minStart) {
+				minStart = c.Start
 			}
 		}
 	}
+	if !sorted {
+		// A newer compaction summarized an earlier range: order the winners
+		// by time, latest first, as ModelView consumes them.
+		slices.SortFunc(ranges, func(a, b compactRange) int {
+			return b.c.Actions.Compaction.Start.Compare(a.c.Actions.Compaction.Start)
+		})
+	}
 	return hidden, ranges
+}
+
+// overlaps reports whether the time ranges of c and r's compaction share an
+// instant.
+func (c *Compaction) overlaps(r compactRange) bool {
+	o := r.c.Actions.Compaction
+	return !c.End.Before(o.Start) && !o.End.Before(c.Start)
 }
 
 // HistoryOptions selects whose view of the log [History] builds.

@@ -66,6 +66,16 @@ func TestModelViewCompaction(t *testing.T) {
 			"S:c2"},
 		{"interval 2 overlap 1", []*event.Event{e(1), e(2), compactionAt("c1", 3, 1, 2), e(4), e(5), compactionAt("c2", 6, 2, 5), e(7)},
 			"e1 S:c2 e7"},
+		// A newer compaction of an earlier range does not overlap the
+		// older one, so both summaries stand.
+		{"newer covers earlier range", []*event.Event{e(1), e(2), e(3), e(4), compactionAt("c1", 5, 3, 4), compactionAt("c2", 6, 1, 2)},
+			"S:c2 S:c1"},
+		{"three, middle overlaps newest", []*event.Event{e(1), e(2), e(3), e(4), e(5), compactionAt("c1", 6, 1, 1),
+			compactionAt("c2", 7, 2, 4), compactionAt("c3", 8, 4, 5)}, "S:c1 e2 e3 S:c3"},
+		{"out of order, disjoint", []*event.Event{e(1), e(2), e(3), e(4), e(5), e(6), compactionAt("c1", 7, 5, 6),
+			compactionAt("c2", 8, 1, 2), compactionAt("c3", 9, 3, 4), e(10)}, "S:c2 S:c3 S:c1 e10"},
+		{"out of order, oldest overlaps", []*event.Event{e(1), e(2), e(3), e(4), e(5), compactionAt("c1", 6, 2, 5),
+			compactionAt("c2", 7, 1, 1), compactionAt("c3", 8, 4, 5)}, "S:c2 e2 e3 S:c3"},
 		{"range past the end", []*event.Event{e(1), e(2), compactionAt("c", 3, 2, 9)}, "e1 S:c"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
