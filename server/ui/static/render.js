@@ -1,5 +1,5 @@
 // DOM rendering of ADK events for the chat and the timeline. Every string
-// from the server goes through textContent, never innerHTML.
+// from the server is set as text content: no server data is parsed as markup.
 
 export const CONFIRMATION = 'adk_request_confirmation';
 
