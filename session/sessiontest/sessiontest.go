@@ -62,6 +62,7 @@ var cases = []testCase{
 	{"S2Scopes", testS2Scopes},
 	{"S3CreateStateScopes", testS3CreateState},
 	{"S4AlreadyExists", testS4AlreadyExists},
+	{"S4ConcurrentCreate", testS4ConcurrentCreate},
 	{"S5PartialNotStored", testS5Partial},
 	{"S6Windows", testS6Windows},
 	{"S6ListPaginated", testS6List},
@@ -85,6 +86,8 @@ var cases = []testCase{
 	{"RefreshDeleted", testRefreshDeleted},
 	{"RefreshRecreated", testRefreshRecreated},
 	{"NoSharedMemory", testNoSharedMemory},
+	{"OddKeys", testOddKeys},
+	{"StateValues", testStateValues},
 }
 
 // base is the first instant of the deterministic clock.
