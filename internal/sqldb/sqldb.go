@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	_ "modernc.org/sqlite"             // registers the "sqlite" driver
@@ -46,6 +48,10 @@ type DB struct {
 	Dialect Dialect
 	// W runs write transactions; R runs reads. They may be the same pool.
 	W, R *sql.DB
+
+	// The background checkpointer of a SQLite file.
+	stop, done chan struct{}
+	closeOnce  sync.Once
 }
 
 // Options tunes Open. The zero value is the default.
@@ -128,6 +134,10 @@ func openSQLite(ctx context.Context, rest string, o Options) (*DB, error) {
 		}
 		return &DB{Dialect: SQLite, W: db, R: db}, nil
 	}
+	// Checkpoints (copying the WAL back into the database file, with an
+	// fsync) run in the background, off the path of commits; SQLite's own
+	// automatic checkpoint stays as a backstop at a large WAL size.
+	settings += "&_pragma=wal_autocheckpoint(16384)"
 	w, err := sql.Open("sqlite", file+"?"+settings)
 	if err != nil {
 		return nil, fmt.Errorf("sqldb: open sqlite %s: %w", file, err)
@@ -146,11 +156,43 @@ func openSQLite(ctx context.Context, rest string, o Options) (*DB, error) {
 	n := cmpOr(o.MaxOpenConns, 4)
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
-	return &DB{Dialect: SQLite, W: w, R: r}, nil
+	db := &DB{Dialect: SQLite, W: w, R: r, stop: make(chan struct{}), done: make(chan struct{})}
+	go db.checkpointer()
+	return db, nil
+}
+
+// checkpointInterval is how often the background checkpointer runs.
+const checkpointInterval = 200 * time.Millisecond
+
+// checkpointer copies committed WAL content into the database file
+// periodically. A PASSIVE checkpoint never blocks writers or readers.
+func (db *DB) checkpointer() {
+	defer close(db.done)
+	t := time.NewTicker(checkpointInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-db.stop:
+			return
+		case <-t.C:
+			// Errors (such as SQLITE_BUSY while another process
+			// checkpoints) only mean this round is skipped.
+			db.R.Exec("PRAGMA wal_checkpoint(PASSIVE)") //nolint:errcheck // best effort
+		}
+	}
 }
 
 // Close closes both pools.
 func (db *DB) Close() error {
+	if db.stop != nil {
+		db.closeOnce.Do(func() {
+			close(db.stop)
+			<-db.done
+			// Leave a small WAL behind: best effort, another process may
+			// be using the database.
+			db.W.Exec("PRAGMA wal_checkpoint(TRUNCATE)") //nolint:errcheck // best effort
+		})
+	}
 	err := db.W.Close()
 	if db.R != db.W {
 		err = errors.Join(err, db.R.Close())
