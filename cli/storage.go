@@ -9,12 +9,11 @@ import (
 	"strings"
 
 	"github.com/loomkit/loom/artifact"
+	"github.com/loomkit/loom/artifact/fileartifact"
 	"github.com/loomkit/loom/artifact/memartifact"
 	"github.com/loomkit/loom/memory"
-	"github.com/loomkit/loom/memory/memmemory"
 	"github.com/loomkit/loom/session"
-	"github.com/loomkit/loom/session/memsession"
-	"github.com/loomkit/loom/session/sqlsession"
+	"github.com/loomkit/loom/storage"
 )
 
 // services are the storage services shared by the applications of a run.
@@ -33,17 +32,19 @@ func openServices(ctx context.Context, o *options) (_ *services, err error) {
 			s.close()
 		}
 	}()
-	if err := makeParentDir(o.sessions); err != nil {
-		return nil, err
+	for _, u := range []string{o.sessions, o.memory} {
+		if err := makeParentDir(u); err != nil {
+			return nil, err
+		}
 	}
-	if s.sessions, err = openSessions(ctx, o.sessions); err != nil {
-		return nil, fmt.Errorf("sessions %s: %w", redact(o.sessions), err)
+	if s.sessions, err = storage.OpenSessions(ctx, o.sessions); err != nil {
+		return nil, fmt.Errorf("%s: %w", redact(o.sessions), err)
 	}
 	if s.artifacts, err = openArtifacts(ctx, o.artifacts); err != nil {
-		return nil, fmt.Errorf("artifacts %s: %w", redact(o.artifacts), err)
+		return nil, fmt.Errorf("%s: artifacts: %w", redact(o.artifacts), err)
 	}
-	if s.memory, err = openMemory(ctx, o.memory); err != nil {
-		return nil, fmt.Errorf("memory %s: %w", redact(o.memory), err)
+	if s.memory, err = storage.OpenMemory(ctx, o.memory); err != nil {
+		return nil, fmt.Errorf("%s: %w", redact(o.memory), err)
 	}
 	return s, nil
 }
@@ -62,37 +63,24 @@ func (s *services) close() error {
 	return errors.Join(errs...)
 }
 
-// errScheme reports a storage URL of an unsupported scheme.
+// errScheme reports an artifact URL of an unsupported scheme.
 var errScheme = errors.New("unsupported storage url")
 
-func isMemoryURL(u string) bool { return u == "" || u == "memory://" || u == "mem://" || u == "memory" }
-
-func openSessions(ctx context.Context, u string) (*session.Service, error) {
-	switch {
-	case isMemoryURL(u):
-		return memsession.NewService(), nil
-	case strings.HasPrefix(u, "sqlite:"), strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
-		return sqlsession.NewService(ctx, u, nil)
-	}
-	return nil, errScheme
-}
-
+// openArtifacts opens the artifact service: memory:// or file://DIR (a
+// relative DIR is relative to the working directory).
 func openArtifacts(_ context.Context, u string) (*artifact.Service, error) {
 	switch {
-	case isMemoryURL(u):
+	case u == "memory://" || u == "memory:":
 		return memartifact.NewService(), nil
 	case strings.HasPrefix(u, "file://"):
-		// TODO: file-backed artifacts once artifact/fileartifact exists.
-		return memartifact.NewService(), nil
+		st, err := fileartifact.Open(strings.TrimPrefix(u, "file://"))
+		if err != nil {
+			return nil, err
+		}
+		return artifact.NewService(st), nil
 	}
-	return nil, errScheme
-}
-
-func openMemory(_ context.Context, u string) (*memory.Service, error) {
-	if isMemoryURL(u) {
-		return memmemory.NewService(), nil
-	}
-	return nil, errScheme
+	scheme, _, _ := strings.Cut(u, ":")
+	return nil, fmt.Errorf("%w: scheme %q (want memory:// or file://)", errScheme, scheme)
 }
 
 // makeParentDir creates the directory holding a local SQLite file.
