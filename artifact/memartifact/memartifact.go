@@ -63,6 +63,10 @@ func (s *Store) Load(ctx context.Context, key artifact.Key, version int64) (*gen
 	}
 	vs := s.artifacts[key]
 	if version == artifact.Latest {
+		if len(vs) == 0 {
+			s.mu.RUnlock()
+			return nil, artifact.ErrNotFound
+		}
 		version = int64(len(vs)) - 1
 	}
 	var p *genai.Part
