@@ -317,3 +317,46 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		t.Error("New accepted a duplicate app name")
 	}
 }
+
+// TestRunRequestNormalizesContent: a snake_case message with URL-safe
+// base64 bytes (as ADK Python clients send) is stored as the same bytes.
+func TestRunRequestNormalizesContent(t *testing.T) {
+	f := newFixture(t, server.Config{})
+	mustCreate(t, f, "s1")
+	// "\xfb\xff" is "-_8=" in URL-safe base64 and "+/8=" in standard.
+	body := `{"app_name":"demo","user_id":"u1","session_id":"s1","streaming":null,"new_message":{"role":"user","parts":[{"text":"hi"},{"inline_data":{"mime_type":"application/octet-stream","data":"-_8="}}]}}`
+	if w := f.do(t, "POST", "/run", body); w.Code != http.StatusOK {
+		t.Fatalf("run: %d %s", w.Code, w.Body)
+	}
+	w := f.do(t, "GET", "/apps/demo/users/u1/sessions/s1", "")
+	if !strings.Contains(w.Body.String(), `"inlineData":{"data":"+/8=","mimeType":"application/octet-stream"}`) {
+		t.Errorf("stored message lost its bytes: %s", w.Body)
+	}
+}
+
+// FuzzRunBody feeds arbitrary bodies to /run and /run_sse: the server must
+// answer every one with a status and, for errors, a JSON detail.
+func FuzzRunBody(f *testing.F) {
+	for _, seed := range []string{
+		runBody("s1", "hello", false), runBody("s1", "hello", true), `{"app_name":"demo"}`, `null`, `[]`, `{"newMessage":7}`,
+		`{"appName":"demo","userId":"u1","sessionId":"s1","newMessage":{"parts":[{"inline_data":{"data":"%%%"}}]}}`,
+		`{"appName":"demo","userId":"u1","sessionId":"s1","stateDelta":[1],"newMessage":{"parts":[{"text":"x"}]}}`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		fx := newFixture(t, server.Config{})
+		mustCreate(t, fx, "s1")
+		for _, path := range []string{"/run", "/run_sse"} {
+			w := fx.do(t, "POST", path, body)
+			if w.Code >= 400 {
+				var e struct {
+					Detail string `json:"detail"`
+				}
+				if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || e.Detail == "" {
+					t.Errorf("%s: status %d with body %q", path, w.Code, w.Body)
+				}
+			}
+		}
+	})
+}
