@@ -29,6 +29,8 @@ _loom_pg_main() {
 	if ! pg_lsclusters -h | awk -v v="$version" '$1 == v && $2 == "main" && $4 == "online"' | grep -q .; then
 		pg_ctlcluster "$version" main start >&2
 	fi
+	# Use the port the cluster actually listens on.
+	port=$(pg_lsclusters -h | awk -v v="$version" '$1 == v && $2 == "main" { print $3 }')
 	# Wait until the server accepts connections.
 	local i
 	for i in $(seq 1 50); do
