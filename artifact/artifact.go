@@ -92,7 +92,7 @@ func (r Ref) key() (Key, error) {
 	if err := ValidateName(r.Name); err != nil {
 		return Key{}, err
 	}
-	k := Key{AppName: r.AppName, UserID: r.UserID, SessionID: r.SessionID, Name: r.Name}
+	k := Key(r)
 	if strings.HasPrefix(r.Name, PrefixUser) {
 		k.SessionID = ""
 	} else if strings.TrimSpace(r.SessionID) == "" {

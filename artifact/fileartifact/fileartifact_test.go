@@ -17,7 +17,7 @@ import (
 	"github.com/loomkit/loom/artifact/fileartifact"
 )
 
-func open(t *testing.T, dir string) *fileartifact.Store {
+func open(t testing.TB, dir string) *fileartifact.Store {
 	t.Helper()
 	s, err := fileartifact.Open(dir)
 	if err != nil {
