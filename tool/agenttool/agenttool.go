@@ -11,13 +11,18 @@
 // The model calls the tool with {"request": "..."}. The agent runs to
 // completion in a child session of its own, kept in memory and discarded
 // afterwards: the child's events never enter the caller's session. The
-// child session starts with a copy of the caller's state; the state changes
-// the child commits (except temp: keys) are staged into the caller's
-// function-response event, so they become part of the caller's session.
+// child session starts with a copy of the caller's state as the caller sees
+// it (temp: keys and uncommitted writes included, since the child works for
+// the caller's invocation); the state changes the child commits (except
+// temp: keys, and values written back unchanged) are staged into the
+// caller's function-response event, so they become part of the caller's
+// session when that event is committed.
 // The child shares the caller's memory service, and its artifacts are the
 // caller's: loads read the caller's session's artifacts and saves land there,
 // recorded in the function response's artifact delta. The tool's result is
-// {"result": "<the child's last final answer>"}.
+// {"result": "<the child's last final answer>"}; if the child pauses on a
+// long-running tool, the answer it gave so far, possibly empty. An error of
+// the child, or a model error with no answer, is the tool's error.
 package agenttool
 
 import (

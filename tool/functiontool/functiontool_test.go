@@ -393,6 +393,16 @@ func TestR8PanicRecovered(t *testing.T) {
 	if !strings.Contains(err.Error(), "kaboom") || strings.Contains(err.Error(), "goroutine") {
 		t.Errorf("message %q should hold the panic value and no stack", err)
 	}
+	errFire := errors.New("disk on fire")
+	et, err := functiontool.New(functiontool.Config{Name: "fire"}, func(context.Context, tool.Context, struct{}) (int, error) {
+		panic(errFire)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := et.Run(ctx, newToolContext(t), nil); !errors.Is(err, errFire) || !errors.Is(err, functiontool.ErrPanic) {
+		t.Errorf("panic with an error value: err = %v, want it to wrap the value and ErrPanic", err)
+	}
 	res, err := pt.Run(ctx, newToolContext(t), map[string]any{"panic": false})
 	if err != nil || res["result"] != "fine" {
 		t.Errorf("after a panic: %v, %v", res, err)
