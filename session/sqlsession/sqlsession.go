@@ -73,7 +73,7 @@ type statements struct {
 	insertSession, bumpSeq, existsSession, insertEvent, deleteSession *sql.Stmt
 	putState, delState                                                [3]*sql.Stmt // by scope
 	// reads
-	getSession, getState, eventsAsc, eventsDesc, eventsBefore *sql.Stmt
+	getSession, getState, eventsAsc, eventsBefore             *sql.Stmt
 	listAll, listUser, listState, listUserState, listAppState *sql.Stmt
 }
 
@@ -87,6 +87,12 @@ const (
 const (
 	sessionKey = "app_name = ? AND user_id = ? AND session_id = ?"
 	eventCols  = "event, event_time"
+
+	// The event reads: all after a seq, and a page backwards. Each seeks
+	// one session's range of the primary key. Sequence numbers are
+	// contiguous (1..seq), so the most recent N are those after seq-N.
+	queryEventsAsc    = `SELECT ` + eventCols + ` FROM events WHERE ` + sessionKey + ` AND seq > ? ORDER BY seq`
+	queryEventsBefore = `SELECT ` + eventCols + ` FROM events WHERE ` + sessionKey + ` AND seq > ? AND seq < ? ORDER BY seq DESC LIMIT ?`
 )
 
 // Open opens (and creates or upgrades if needed) the session store at dsn.
@@ -155,9 +161,8 @@ func (s *Store) prepare(ctx context.Context) error {
 	st.getState = p(r, `SELECT 0, name, value FROM session_state WHERE `+sessionKey+`
 		UNION ALL SELECT 1, name, value FROM user_state WHERE app_name = ? AND user_id = ?
 		UNION ALL SELECT 2, name, value FROM app_state WHERE app_name = ?`)
-	st.eventsAsc = p(r, `SELECT `+eventCols+` FROM events WHERE `+sessionKey+` AND seq > ? ORDER BY seq`)
-	st.eventsDesc = p(r, `SELECT `+eventCols+` FROM events WHERE `+sessionKey+` AND seq > ? ORDER BY seq DESC LIMIT ?`)
-	st.eventsBefore = p(r, `SELECT `+eventCols+` FROM events WHERE `+sessionKey+` AND seq > ? AND seq < ? ORDER BY seq DESC LIMIT ?`)
+	st.eventsAsc = p(r, queryEventsAsc)
+	st.eventsBefore = p(r, queryEventsBefore)
 	const listCols = `SELECT user_id, session_id, seq, create_time, update_time FROM sessions`
 	st.listAll = p(r, listCols+` WHERE app_name = ? AND (user_id > ? OR (user_id = ? AND session_id > ?))
 		ORDER BY user_id, session_id LIMIT ?`)
