@@ -1,0 +1,621 @@
+// Package openai adapts OpenAI-compatible Chat Completions APIs to
+// [model.LLM].
+//
+// The same adapter serves OpenAI itself and every server that speaks the
+// Chat Completions wire format: Azure OpenAI (v1 endpoint), Ollama, vLLM,
+// LM Studio and llama.cpp's server. Point [Options.BaseURL] at the server;
+// the API key is optional for local servers.
+//
+// # Mapping
+//
+// The system instruction becomes a system message; user contents become user
+// messages (images as data-URL image_url parts); model contents become
+// assistant messages whose function calls are tool_calls; function
+// responses become tool messages carrying the tool_call_id. Function
+// declarations become function tools with their JSON Schema. Reasoning text
+// that some servers return (reasoning_content or reasoning) becomes thought
+// parts. A refusal is reported on the response (ErrorCode "REFUSAL",
+// FinishReason SAFETY), not as a Go error.
+//
+// # Streaming
+//
+// With streaming, text and reasoning deltas are yielded as partial
+// responses; tool-call argument fragments are accumulated per index; when
+// the stream finishes one aggregated, non-partial response carries the whole
+// turn. A stream that breaks off yields an error and no final response.
+//
+// # Retries
+//
+// The SDK's own retries are off; calls go through a [retry.Policy]
+// (Options.Retry), which retries 408/429/5xx and network timeouts before the
+// first chunk and honours Retry-After.
+package openai
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/shared"
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/internal/adapter"
+	"github.com/loomkit/loom/model/retry"
+)
+
+const provider = "openai"
+
+// DefaultBaseURL is OpenAI's API endpoint.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// ErrUnsupportedPart is returned for request content the Chat Completions
+// API cannot carry, such as non-image binary data or built-in tools.
+var ErrUnsupportedPart = errors.New("unsupported content")
+
+// Options configures a [Model]. The zero value talks to OpenAI without an
+// API key.
+type Options struct {
+	// APIKey is sent as a bearer token. Empty sends none, which local
+	// servers accept.
+	APIKey string
+	// BaseURL is the API root, for example "http://localhost:11434/v1".
+	// Empty means DefaultBaseURL.
+	BaseURL string
+	// Header holds extra headers sent with every request (for example
+	// Azure's "api-key").
+	Header http.Header
+	// HTTPClient sends the requests; nil means http.DefaultClient.
+	HTTPClient *http.Client
+	// Retry is the retry policy; nil means the default retry.Policy.
+	Retry *retry.Policy
+	// LegacyMaxTokens sends the output limit as max_tokens instead of
+	// max_completion_tokens, for servers that only know the older field.
+	LegacyMaxTokens bool
+	// Now returns the current time (for Retry-After dates); nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// Model is a Chat Completions model. It is safe for concurrent use.
+type Model struct {
+	name   string
+	client oai.Client
+	retry  *retry.Policy
+	legacy bool
+	now    func() time.Time
+}
+
+var _ model.LLM = (*Model)(nil)
+
+// New returns a model named modelName (for example "gpt-4o-mini" or
+// "llama3.2") served at opts.BaseURL.
+func New(modelName string, opts *Options) (*Model, error) {
+	if modelName == "" {
+		return nil, errors.New("openai: empty model name")
+	}
+	if opts == nil {
+		opts = &Options{}
+	}
+	base := opts.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	ro := []option.RequestOption{
+		option.WithBaseURL(base),
+		option.WithMaxRetries(0),
+		// Ignore OPENAI_* environment defaults the SDK would read itself:
+		// configuration comes from Options only.
+		option.WithAPIKey(opts.APIKey),
+	}
+	if opts.HTTPClient != nil {
+		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
+	}
+	for k, vs := range opts.Header {
+		for _, v := range vs {
+			ro = append(ro, option.WithHeaderAdd(k, v))
+		}
+	}
+	if opts.APIKey == "" {
+		ro = append(ro, option.WithHeaderDel("Authorization"))
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Model{
+		name:   modelName,
+		client: oai.NewClient(ro...),
+		retry:  opts.Retry,
+		legacy: opts.LegacyMaxTokens,
+		now:    now,
+	}, nil
+}
+
+// Name returns the model name.
+func (m *Model) Name() string { return m.name }
+
+// Generate sends req as one Chat Completions call; see the package
+// documentation for the mapping and streaming behaviour.
+func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) iter.Seq2[*model.Response, error] {
+	params, err := m.params(req)
+	if err != nil {
+		return func(yield func(*model.Response, error) bool) { yield(nil, err) }
+	}
+	if stream {
+		params.StreamOptions = oai.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)}
+		return m.retry.Stream(ctx, provider, func(ctx context.Context) iter.Seq2[*model.Response, error] {
+			return m.streamOnce(ctx, params)
+		})
+	}
+	return m.retry.Stream(ctx, provider, func(ctx context.Context) iter.Seq2[*model.Response, error] {
+		return func(yield func(*model.Response, error) bool) {
+			cc, err := m.client.Chat.Completions.New(ctx, params)
+			if err != nil {
+				yield(nil, m.convertError(err))
+				return
+			}
+			resp, err := fromCompletion(cc)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			yield(resp, nil)
+		}
+	})
+}
+
+func (m *Model) params(req *model.Request) (oai.ChatCompletionNewParams, error) {
+	var p oai.ChatCompletionNewParams
+	if req == nil {
+		req = &model.Request{}
+	}
+	p.Model = shared.ChatModel(m.name)
+	if req.Model != "" {
+		p.Model = shared.ChatModel(req.Model)
+	}
+	cfg := req.Config
+	if cfg == nil {
+		cfg = &genai.GenerateContentConfig{}
+	}
+	if sys := joinText(cfg.SystemInstruction); sys != "" {
+		p.Messages = append(p.Messages, oai.SystemMessage(sys))
+	}
+	for _, c := range req.Contents {
+		msgs, err := messages(c)
+		if err != nil {
+			return p, err
+		}
+		p.Messages = append(p.Messages, msgs...)
+	}
+	for _, t := range cfg.Tools {
+		if t == nil {
+			continue
+		}
+		if len(t.FunctionDeclarations) == 0 {
+			return p, fmt.Errorf("openai: %w: only function tools are supported", ErrUnsupportedPart)
+		}
+		for _, d := range t.FunctionDeclarations {
+			if d == nil {
+				continue
+			}
+			fd := shared.FunctionDefinitionParam{Name: d.Name, Parameters: shared.FunctionParameters(adapter.Parameters(d))}
+			if d.Description != "" {
+				fd.Description = param.NewOpt(d.Description)
+			}
+			p.Tools = append(p.Tools, oai.ChatCompletionFunctionTool(fd))
+		}
+	}
+	if tc := cfg.ToolConfig; tc != nil && tc.FunctionCallingConfig != nil && len(p.Tools) > 0 {
+		fc := tc.FunctionCallingConfig
+		switch fc.Mode {
+		case genai.FunctionCallingConfigModeAuto:
+			p.ToolChoice.OfAuto = param.NewOpt("auto")
+		case genai.FunctionCallingConfigModeNone:
+			p.ToolChoice.OfAuto = param.NewOpt("none")
+		case genai.FunctionCallingConfigModeAny:
+			if len(fc.AllowedFunctionNames) == 1 {
+				p.ToolChoice.OfFunctionToolChoice = &oai.ChatCompletionNamedToolChoiceParam{
+					Function: oai.ChatCompletionNamedToolChoiceFunctionParam{Name: fc.AllowedFunctionNames[0]},
+				}
+			} else {
+				p.ToolChoice.OfAuto = param.NewOpt("required")
+			}
+		}
+	}
+	if cfg.Temperature != nil {
+		p.Temperature = param.NewOpt(float64(*cfg.Temperature))
+	}
+	if cfg.TopP != nil {
+		p.TopP = param.NewOpt(float64(*cfg.TopP))
+	}
+	if cfg.MaxOutputTokens > 0 {
+		if m.legacy {
+			p.MaxTokens = param.NewOpt(int64(cfg.MaxOutputTokens))
+		} else {
+			p.MaxCompletionTokens = param.NewOpt(int64(cfg.MaxOutputTokens))
+		}
+	}
+	if cfg.Seed != nil {
+		p.Seed = param.NewOpt(int64(*cfg.Seed))
+	}
+	if cfg.PresencePenalty != nil {
+		p.PresencePenalty = param.NewOpt(float64(*cfg.PresencePenalty))
+	}
+	if cfg.FrequencyPenalty != nil {
+		p.FrequencyPenalty = param.NewOpt(float64(*cfg.FrequencyPenalty))
+	}
+	if len(cfg.StopSequences) > 0 {
+		p.Stop.OfStringArray = cfg.StopSequences
+	}
+	if schema := adapter.Schema(cfg.ResponseSchema, cfg.ResponseJsonSchema); schema != nil {
+		p.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "response", Schema: schema},
+		}
+	} else if cfg.ResponseMIMEType == "application/json" {
+		p.ResponseFormat.OfJSONObject = &shared.ResponseFormatJSONObjectParam{}
+	}
+	if tc := cfg.ThinkingConfig; tc != nil {
+		switch tc.ThinkingLevel {
+		case genai.ThinkingLevelLow:
+			p.ReasoningEffort = shared.ReasoningEffortLow
+		case genai.ThinkingLevelHigh:
+			p.ReasoningEffort = shared.ReasoningEffortHigh
+		}
+	}
+	return p, nil
+}
+
+func joinText(c *genai.Content) string {
+	if c == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range c.Parts {
+		if p == nil || p.Text == "" || p.Thought {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// messages converts one genai content into Chat Completions messages. A
+// user content's function responses come first, as tool messages, because
+// they must directly follow the assistant message that called the tools.
+func messages(c *genai.Content) ([]oai.ChatCompletionMessageParamUnion, error) {
+	if c == nil {
+		return nil, nil
+	}
+	if c.Role == genai.RoleModel {
+		return assistant(c)
+	}
+	var out []oai.ChatCompletionMessageParamUnion
+	var parts []oai.ChatCompletionContentPartUnionParam
+	for _, p := range c.Parts {
+		switch {
+		case p == nil || p.Thought:
+		case p.FunctionResponse != nil:
+			out = append(out, oai.ToolMessage(adapter.ResponseJSON(p.FunctionResponse), p.FunctionResponse.ID))
+		case p.Text != "":
+			parts = append(parts, oai.TextContentPart(p.Text))
+		case p.InlineData != nil:
+			part, err := inlinePart(p.InlineData)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, part)
+		case p.FileData != nil && strings.HasPrefix(p.FileData.MIMEType, "image/"):
+			parts = append(parts, oai.ImageContentPart(oai.ChatCompletionContentPartImageImageURLParam{URL: p.FileData.FileURI}))
+		case p.FileData != nil:
+			return nil, fmt.Errorf("openai: %w: file data of type %q", ErrUnsupportedPart, p.FileData.MIMEType)
+		}
+	}
+	if len(parts) > 0 {
+		if len(parts) == 1 && parts[0].OfText != nil {
+			out = append(out, oai.UserMessage(parts[0].OfText.Text))
+		} else {
+			out = append(out, oai.UserMessage(parts))
+		}
+	}
+	return out, nil
+}
+
+func inlinePart(b *genai.Blob) (oai.ChatCompletionContentPartUnionParam, error) {
+	switch {
+	case strings.HasPrefix(b.MIMEType, "image/"):
+		url := "data:" + b.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(b.Data)
+		return oai.ImageContentPart(oai.ChatCompletionContentPartImageImageURLParam{URL: url}), nil
+	case strings.HasPrefix(b.MIMEType, "text/"):
+		return oai.TextContentPart(string(b.Data)), nil
+	}
+	return oai.ChatCompletionContentPartUnionParam{}, fmt.Errorf("openai: %w: inline data of type %q", ErrUnsupportedPart, b.MIMEType)
+}
+
+func assistant(c *genai.Content) ([]oai.ChatCompletionMessageParamUnion, error) {
+	var text strings.Builder
+	var calls []oai.ChatCompletionMessageToolCallUnionParam
+	for _, p := range c.Parts {
+		switch {
+		case p == nil || p.Thought:
+			// Reasoning is not sent back: Chat Completions has no input
+			// field for it and some servers reject one.
+		case p.FunctionCall != nil:
+			args, err := json.Marshal(p.FunctionCall.Args)
+			if err != nil || p.FunctionCall.Args == nil {
+				args = []byte("{}")
+			}
+			calls = append(calls, oai.ChatCompletionMessageToolCallUnionParam{OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{
+				ID:       p.FunctionCall.ID,
+				Function: oai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: p.FunctionCall.Name, Arguments: string(args)},
+			}})
+		case p.Text != "":
+			text.WriteString(p.Text)
+		}
+	}
+	if text.Len() == 0 && len(calls) == 0 {
+		return nil, nil
+	}
+	msg := oai.ChatCompletionAssistantMessageParam{ToolCalls: calls}
+	if text.Len() > 0 {
+		msg.Content.OfString = param.NewOpt(text.String())
+	}
+	return []oai.ChatCompletionMessageParamUnion{{OfAssistant: &msg}}, nil
+}
+
+// reasoning returns the reasoning text some OpenAI-compatible servers add
+// to a message or delta (vLLM and DeepSeek: reasoning_content; Ollama and
+// others: reasoning).
+func reasoning(extra map[string]string) string {
+	for _, k := range []string{"reasoning_content", "reasoning"} {
+		raw, ok := extra[k]
+		if !ok {
+			continue
+		}
+		var s string
+		if json.Unmarshal([]byte(raw), &s) == nil && s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func finishReason(r string) genai.FinishReason {
+	switch r {
+	case "stop", "tool_calls", "function_call":
+		return genai.FinishReasonStop
+	case "length":
+		return genai.FinishReasonMaxTokens
+	case "content_filter":
+		return genai.FinishReasonSafety
+	case "":
+		return ""
+	}
+	return genai.FinishReasonOther
+}
+
+func usage(u oai.CompletionUsage) *genai.GenerateContentResponseUsageMetadata {
+	if u.TotalTokens == 0 && u.PromptTokens == 0 && u.CompletionTokens == 0 {
+		return nil
+	}
+	reasoningTokens := u.CompletionTokensDetails.ReasoningTokens
+	return &genai.GenerateContentResponseUsageMetadata{
+		PromptTokenCount:        int32(u.PromptTokens),
+		CandidatesTokenCount:    int32(u.CompletionTokens - reasoningTokens),
+		ThoughtsTokenCount:      int32(reasoningTokens),
+		CachedContentTokenCount: int32(u.PromptTokensDetails.CachedTokens),
+		TotalTokenCount:         int32(u.TotalTokens),
+	}
+}
+
+func extraFields[F interface{ Raw() string }](m map[string]F) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v.Raw()
+	}
+	return out
+}
+
+func fromCompletion(cc *oai.ChatCompletion) (*model.Response, error) {
+	if len(cc.Choices) == 0 {
+		return nil, &model.Error{Provider: provider, Code: "EMPTY_RESPONSE", Message: "response has no choices"}
+	}
+	ch := cc.Choices[0]
+	msg := ch.Message
+	resp := &model.Response{
+		ModelVersion:  cc.Model,
+		UsageMetadata: usage(cc.Usage),
+		FinishReason:  finishReason(ch.FinishReason),
+	}
+	content := &genai.Content{Role: genai.RoleModel}
+	if r := reasoning(extraFields(msg.JSON.ExtraFields)); r != "" {
+		content.Parts = append(content.Parts, &genai.Part{Text: r, Thought: true})
+	}
+	if msg.Content != "" {
+		content.Parts = append(content.Parts, &genai.Part{Text: msg.Content})
+	}
+	for _, tc := range msg.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
+			continue
+		}
+		args, err := adapter.Arguments(tc.Function.Arguments)
+		if err != nil {
+			resp.FinishReason = genai.FinishReasonMalformedFunctionCall
+			resp.ErrorCode = string(genai.FinishReasonMalformedFunctionCall)
+			resp.ErrorMessage = fmt.Sprintf("arguments of %s are not a JSON object: %v", tc.Function.Name, err)
+			continue
+		}
+		content.Parts = append(content.Parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: tc.ID, Name: tc.Function.Name, Args: args}})
+	}
+	if msg.Refusal != "" {
+		refuse(resp, msg.Refusal)
+	}
+	if len(content.Parts) > 0 {
+		resp.Content = content
+	}
+	return resp, nil
+}
+
+func refuse(resp *model.Response, msg string) {
+	resp.FinishReason = genai.FinishReasonSafety
+	resp.ErrorCode = "REFUSAL"
+	resp.ErrorMessage = msg
+}
+
+// toolCall accumulates one streamed tool call.
+type toolCall struct {
+	index int64
+	id    string
+	name  string
+	args  strings.Builder
+}
+
+func (m *Model) streamOnce(ctx context.Context, params oai.ChatCompletionNewParams) iter.Seq2[*model.Response, error] {
+	return func(yield func(*model.Response, error) bool) {
+		s := m.client.Chat.Completions.NewStreaming(ctx, params)
+		defer s.Close()
+		var (
+			agg     adapter.Aggregator
+			calls   = map[int64]*toolCall{}
+			refusal strings.Builder
+			finish  string
+			version string
+			use     *genai.GenerateContentResponseUsageMetadata
+		)
+		for s.Next() {
+			chunk := s.Current()
+			if chunk.Model != "" {
+				version = chunk.Model
+			}
+			if u := usage(chunk.Usage); u != nil {
+				use = u
+			}
+			if len(chunk.Choices) == 0 {
+				continue
+			}
+			ch := chunk.Choices[0]
+			d := ch.Delta
+			if ch.FinishReason != "" {
+				finish = ch.FinishReason
+			}
+			var parts []*genai.Part
+			if r := reasoning(extraFields(d.JSON.ExtraFields)); r != "" {
+				agg.Text(r, true, nil)
+				parts = append(parts, &genai.Part{Text: r, Thought: true})
+			}
+			if d.Content != "" {
+				agg.Text(d.Content, false, nil)
+				parts = append(parts, &genai.Part{Text: d.Content})
+			}
+			refusal.WriteString(d.Refusal)
+			for _, tc := range d.ToolCalls {
+				c := calls[tc.Index]
+				if c == nil {
+					c = &toolCall{index: tc.Index}
+					calls[tc.Index] = c
+				}
+				if tc.ID != "" {
+					c.id = tc.ID
+				}
+				if tc.Function.Name != "" {
+					c.name = tc.Function.Name
+				}
+				c.args.WriteString(tc.Function.Arguments)
+			}
+			if len(parts) > 0 {
+				partial := &model.Response{Content: &genai.Content{Role: genai.RoleModel, Parts: parts}, Partial: true, ModelVersion: version}
+				if !yield(partial, nil) {
+					return
+				}
+			}
+		}
+		if err := s.Err(); err != nil {
+			yield(nil, m.convertError(err))
+			return
+		}
+		if finish == "" {
+			yield(nil, &model.Error{Provider: provider, Code: "INCOMPLETE_STREAM", Message: "stream ended without a finish reason", Retryable: true})
+			return
+		}
+		resp := &model.Response{ModelVersion: version, UsageMetadata: use, FinishReason: finishReason(finish)}
+		ordered := make([]*toolCall, 0, len(calls))
+		for _, c := range calls {
+			ordered = append(ordered, c)
+		}
+		sort.Slice(ordered, func(i, j int) bool { return ordered[i].index < ordered[j].index })
+		for _, c := range ordered {
+			args, err := adapter.Arguments(c.args.String())
+			if err != nil {
+				resp.FinishReason = genai.FinishReasonMalformedFunctionCall
+				resp.ErrorCode = string(genai.FinishReasonMalformedFunctionCall)
+				resp.ErrorMessage = fmt.Sprintf("arguments of %s are not a JSON object: %v", c.name, err)
+				continue
+			}
+			agg.Part(&genai.Part{FunctionCall: &genai.FunctionCall{ID: c.id, Name: c.name, Args: args}})
+		}
+		if refusal.Len() > 0 {
+			refuse(resp, refusal.String())
+		}
+		if !agg.Empty() {
+			resp.Content = &genai.Content{Role: genai.RoleModel, Parts: agg.Parts()}
+		}
+		yield(resp, nil)
+	}
+}
+
+// convertError maps SDK and transport errors to *model.Error, attaching a
+// Retry-After delay when the server sent one.
+func (m *Model) convertError(err error) error {
+	var apiErr *oai.Error
+	if errors.As(err, &apiErr) {
+		me := &model.Error{
+			Provider:   provider,
+			StatusCode: apiErr.StatusCode,
+			Code:       apiErr.Code,
+			Message:    apiErr.Message,
+			Retryable:  retry.RetryableStatus(apiErr.StatusCode),
+		}
+		if me.Code == "" {
+			me.Code = apiErr.Type
+		}
+		if me.Message == "" {
+			me.Message = http.StatusText(apiErr.StatusCode)
+			if raw := apiErr.RawJSON(); raw != "" {
+				me.Message = raw
+			}
+		}
+		if apiErr.Response != nil {
+			return retry.WithDelay(me, retry.HeaderDelay(apiErr.Response.Header, m.now()))
+		}
+		return me
+	}
+	var se *ssestream.StreamError
+	if errors.As(err, &se) {
+		return &model.Error{Provider: provider, Code: "STREAM_ERROR", Message: se.Message}
+	}
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	// The SDK reports an undecodable body with this prefix and no typed
+	// error of its own.
+	if errors.As(err, &syn) || errors.As(err, &typ) || strings.Contains(err.Error(), "parsing response json") {
+		return &model.Error{Provider: provider, Code: "MALFORMED_RESPONSE", Message: err.Error()}
+	}
+	return retry.TransportError(provider, err)
+}
