@@ -46,17 +46,20 @@ func chat(ctx context.Context, env Env, args []string, apps []App) error {
 	r := runners[0]
 
 	key := session.Key{AppName: app.Name, UserID: *user, SessionID: *sid}
-	sess, err := r.Sessions().Get(ctx, key, &session.GetOptions{NoEvents: true})
-	switch {
-	case errors.Is(err, session.ErrNotFound) || key.SessionID == "":
+	var sess *session.Session
+	if key.SessionID != "" {
+		sess, err = r.Sessions().Get(ctx, key, &session.GetOptions{NoEvents: true})
+		if err != nil && !errors.Is(err, session.ErrNotFound) {
+			return err
+		}
+	}
+	if sess != nil {
+		fmt.Fprintf(env.Stderr, "loom: continuing session %s\n", sess.ID())
+	} else {
 		if sess, err = r.Sessions().Create(ctx, key, nil); err != nil {
 			return err
 		}
 		fmt.Fprintf(env.Stderr, "loom: new session %s (continue it with --session %s)\n", sess.ID(), sess.ID())
-	case err != nil:
-		return err
-	default:
-		fmt.Fprintf(env.Stderr, "loom: continuing session %s\n", sess.ID())
 	}
 	key.SessionID = sess.ID()
 

@@ -91,6 +91,14 @@ assistant: The sum is 3.
 	}
 }
 
+// TestRunNamedSession creates a session under the id given with --session.
+func TestRunNamedSession(t *testing.T) {
+	code, out, errOut := run(t, "hi\n", "run", "--sessions", "memory://", "--artifacts", "memory://", "--session", "chosen-id", "--user", "ada", "assistant")
+	if code != 0 || !strings.Contains(errOut, "new session chosen-id") || !strings.HasPrefix(out, "assistant: Hello!") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
 func TestCommandLine(t *testing.T) {
 	for _, tc := range []struct {
 		args     []string
