@@ -1,0 +1,144 @@
+package workflowagent
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"sync"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/event"
+)
+
+// Parallel runs its sub-agents concurrently, each on its own branch
+// ("parent.child", or the parent's branch + "." + child when the parent
+// already has one), so that an LLM sub-agent's history leaves out its
+// siblings' events. Create it with NewParallel.
+//
+// The sub-agents' events are forwarded one at a time, in the order they
+// arrive. A sub-agent that has yielded an event is suspended until the event
+// has been committed, exactly as if it ran alone. When one sub-agent fails,
+// the caller stops ranging, or the context is done, the others are cancelled
+// (through their context and their next yield) and Run returns only after
+// every sub-agent has stopped. The first error is reported once.
+type Parallel struct {
+	base
+}
+
+var (
+	_ agent.Agent  = (*Parallel)(nil)
+	_ agent.Parent = (*Parallel)(nil)
+)
+
+// NewParallel returns a parallel agent.
+func NewParallel(cfg Config) (*Parallel, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Parallel{base{cfg: cfg}}, nil
+}
+
+// Run implements agent.Agent.
+func (p *Parallel) Run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
+	return agent.RunWithCallbacks(ctx, inv, p.cfg.BeforeAgent, p.cfg.AfterAgent, p.run)
+}
+
+// branchOf returns the branch a child runs on.
+func (p *Parallel) branchOf(inv *agent.Invocation, child agent.Agent) string {
+	if b := inv.Branch(); b != "" {
+		return b + "." + child.Name()
+	}
+	return p.Name() + "." + child.Name()
+}
+
+// message is what a child goroutine sends to the parent's iterator: an
+// event or error to forward, or (done) the news that the child has finished.
+type message struct {
+	ev   *event.Event
+	err  error
+	done bool
+	// resume, when not nil, receives a value once the event has been
+	// forwarded and yield returned true. It has room for one value, so the
+	// parent never blocks on it.
+	resume chan struct{}
+}
+
+func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
+	return func(yield func(*event.Event, error) bool) {
+		children := p.cfg.SubAgents
+		if len(children) == 0 {
+			return
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		// Whatever the way out, stop the children and wait for all of them:
+		// no goroutine outlives the iterator.
+		defer func() {
+			cancel()
+			wg.Wait()
+		}()
+
+		msgs := make(chan message)
+		for _, child := range children {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				runBranch(cctx, inv.For(child).WithBranch(p.branchOf(inv, child)), child, msgs)
+			}()
+		}
+
+		for running := len(children); running > 0; {
+			select {
+			case m := <-msgs:
+				switch {
+				case m.done:
+					running--
+				case m.err != nil:
+					yield(nil, m.err)
+					return
+				default:
+					if !yield(m.ev, nil) {
+						return
+					}
+					m.resume <- struct{}{}
+				}
+			case <-ctx.Done():
+				yield(nil, fmt.Errorf("workflowagent: %s: %w", p.Name(), ctx.Err()))
+				return
+			}
+		}
+	}
+}
+
+// runBranch runs one child and sends its events to the parent, waiting after
+// each one until the parent has forwarded it. It returns when the child is
+// finished or ctx is cancelled.
+func runBranch(ctx context.Context, inv *agent.Invocation, child agent.Agent, msgs chan<- message) {
+	resume := make(chan struct{}, 1)
+	send := func(m message) bool {
+		select {
+		case msgs <- m:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for ev, err := range child.Run(ctx, inv) {
+		if err != nil {
+			send(message{err: err})
+			return
+		}
+		if ev == nil {
+			continue
+		}
+		if !send(message{ev: ev, resume: resume}) {
+			return
+		}
+		select {
+		case <-resume:
+		case <-ctx.Done():
+			return
+		}
+	}
+	send(message{done: true})
+}
