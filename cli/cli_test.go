@@ -115,7 +115,8 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"api", "extra"}, 2, "", `unexpected argument "extra"`},
 		{[]string{"run", "--sessions", "memory://", "nosuch"}, 2, "", `unknown application "nosuch"`},
 		{[]string{"run", "--sessions", "bogus://x"}, 1, "", "bogus://x: storage: sessions"},
-		{[]string{"run", "--sessions", "memory://", "--artifacts", "s3://b"}, 1, "", `s3://b: artifacts: unsupported storage url: scheme "s3"`},
+		{[]string{"run", "--sessions", "memory://", "--artifacts", "nosuch://b"}, 1, "", `nosuch://b: artifacts: blobartifact`},
+		{[]string{"run", "--sessions", "memory://", "--artifacts", "bucket"}, 1, "", `bucket: artifacts: unsupported storage url`},
 		{[]string{"web", "--port", "-5"}, 1, "", "listen"},
 	} {
 		code, out, errOut := run(t, "", tc.args...)

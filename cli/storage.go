@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/loomkit/loom/artifact"
+	"github.com/loomkit/loom/artifact/blobartifact"
 	"github.com/loomkit/loom/artifact/fileartifact"
 	"github.com/loomkit/loom/artifact/memartifact"
 	"github.com/loomkit/loom/memory"
@@ -66,9 +67,11 @@ func (s *services) close() error {
 // errScheme reports an artifact URL of an unsupported scheme.
 var errScheme = errors.New("unsupported storage url")
 
-// openArtifacts opens the artifact service: memory:// or file://DIR (a
-// relative DIR is relative to the working directory).
-func openArtifacts(_ context.Context, u string) (*artifact.Service, error) {
+// openArtifacts opens the artifact service: memory://, file://DIR (a
+// relative DIR is relative to the working directory), or a gocloud.dev
+// bucket URL (mem://, and s3://, gs://, azblob:// in programs that link
+// those drivers).
+func openArtifacts(ctx context.Context, u string) (*artifact.Service, error) {
 	switch {
 	case u == "memory://" || u == "memory:":
 		return memartifact.NewService(), nil
@@ -79,8 +82,14 @@ func openArtifacts(_ context.Context, u string) (*artifact.Service, error) {
 		}
 		return artifact.NewService(st), nil
 	}
-	scheme, _, _ := strings.Cut(u, ":")
-	return nil, fmt.Errorf("%w: scheme %q (want memory:// or file://)", errScheme, scheme)
+	if scheme, _, ok := strings.Cut(u, "://"); ok && scheme != "" {
+		st, err := blobartifact.Open(ctx, u)
+		if err != nil {
+			return nil, err
+		}
+		return artifact.NewService(st), nil
+	}
+	return nil, fmt.Errorf("%w: %q (want memory://, file://DIR or a bucket URL)", errScheme, u)
 }
 
 // makeParentDir creates the directory holding a local SQLite file.
