@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"google.golang.org/genai"
@@ -87,9 +86,10 @@ func Forecast(city string) Weather {
 	return Weather{City: city, TemperatureC: int(n%30) + 2, Conditions: conditions[(n/30)%uint32(len(conditions))]}
 }
 
-// Tools returns the assistant's tools: get_weather, add and save_note.
-func Tools() ([]tool.Tool, error) {
-	weather, err := functiontool.New(functiontool.Config{
+// WeatherTool returns the get_weather tool. It reports the [Forecast] of a
+// city and remembers the city in the session state key "last_city".
+func WeatherTool() (tool.Tool, error) {
+	return functiontool.New(functiontool.Config{
 		Name:        "get_weather",
 		Description: "Reports the current weather in a city.",
 	}, func(_ context.Context, tc tool.Context, args WeatherArgs) (Weather, error) {
@@ -99,19 +99,22 @@ func Tools() ([]tool.Tool, error) {
 		tc.State().Set("last_city", args.City)
 		return Forecast(args.City), nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	add, err := functiontool.New(functiontool.Config{
+}
+
+// AddTool returns the add tool, which adds two numbers.
+func AddTool() (tool.Tool, error) {
+	return functiontool.New(functiontool.Config{
 		Name:        "add",
 		Description: "Adds two numbers.",
 	}, func(_ context.Context, _ tool.Context, args AddArgs) (Sum, error) {
 		return Sum{Sum: args.A + args.B}, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	note, err := functiontool.New(functiontool.Config{
+}
+
+// NoteTool returns the save_note tool, which saves a note as a text
+// artifact named after its title.
+func NoteTool() (tool.Tool, error) {
+	return functiontool.New(functiontool.Config{
 		Name:        "save_note",
 		Description: "Saves a note as a text file the user can download later.",
 	}, func(ctx context.Context, tc tool.Context, args NoteArgs) (SavedNote, error) {
@@ -122,10 +125,19 @@ func Tools() ([]tool.Tool, error) {
 		}
 		return SavedNote{Artifact: name, Version: v}, nil
 	})
-	if err != nil {
-		return nil, err
+}
+
+// Tools returns the assistant's tools: get_weather, add and save_note.
+func Tools() ([]tool.Tool, error) {
+	var tools []tool.Tool
+	for _, newTool := range []func() (tool.Tool, error){WeatherTool, AddTool, NoteTool} {
+		t, err := newTool()
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, t)
 	}
-	return []tool.Tool{weather, add, note}, nil
+	return tools, nil
 }
 
 // New returns the assistant agent answering with llm.
@@ -152,20 +164,16 @@ func Offline() model.LLM {
 	return scripted.New("offline-assistant", respond)
 }
 
-var (
-	numberRE = regexp.MustCompile(`-?\d+(?:\.\d+)?`)
-	cityRE   = regexp.MustCompile(`(?i)\b(?:in|at|for)\s+([\p{L}][\p{L} .'-]*)`)
-	noteRE   = regexp.MustCompile(`(?is)\bnote\b[^:]*:\s*(.+)`)
-)
+var noteRE = regexp.MustCompile(`(?is)\bnote\b[^:]*:\s*(.+)`)
 
 func respond(_ context.Context, req *model.Request) (scripted.Turn, error) {
-	if results := offline.ToolResults(req); len(results) > 0 {
+	if results := scripted.LastFunctionResponse(req); len(results) > 0 {
 		return scripted.Text(answer(results)), nil
 	}
 	text := offline.UserText(req)
 	switch {
 	case offline.HasWord(text, "weather", "temperature", "forecast", "sunny", "raining"):
-		return scripted.Call("get_weather", map[string]any{"city": city(text)}), nil
+		return scripted.Call("get_weather", map[string]any{"city": offline.City(text, "Paris")}), nil
 	case offline.HasWord(text, "note", "remember", "save"):
 		body := strings.TrimSpace(text)
 		if m := noteRE.FindStringSubmatch(text); m != nil {
@@ -173,38 +181,14 @@ func respond(_ context.Context, req *model.Request) (scripted.Turn, error) {
 		}
 		return scripted.Call("save_note", map[string]any{"title": "note", "text": body}), nil
 	case offline.HasWord(text, "add", "plus", "sum") || strings.Contains(text, "+"):
-		nums := numberRE.FindAllString(text, 2)
-		if len(nums) == 2 {
-			a, _ := strconv.ParseFloat(nums[0], 64)
-			b, _ := strconv.ParseFloat(nums[1], 64)
-			return scripted.Call("add", map[string]any{"a": a, "b": b}), nil
+		if nums := offline.Numbers(text, 2); len(nums) == 2 {
+			return scripted.Call("add", map[string]any{"a": nums[0], "b": nums[1]}), nil
 		}
 		return scripted.Text("Which two numbers should I add? For example: add 2 and 3."), nil
 	case offline.HasWord(text, "hi", "hello", "hey"):
 		return scripted.Text("Hello! I can tell you the weather in a city, add two numbers, or save a note for you."), nil
 	}
 	return scripted.Text(`I'm the offline demo assistant. Try "What's the weather in Paris?", "add 2 and 3" or "save a note: buy milk".`), nil
-}
-
-// city extracts the city of a weather question ("weather in New York?").
-func city(text string) string {
-	m := cityRE.FindStringSubmatch(text)
-	if m == nil {
-		return "Paris"
-	}
-	c := strings.Trim(strings.TrimSpace(m[1]), ".?!'- ")
-	for _, stop := range []string{" today", " tomorrow", " now", " right now", " please"} {
-		c, _ = strings.CutSuffix(strings.ToLower(c), stop)
-	}
-	words := strings.Fields(c)
-	for i, w := range words {
-		r := []rune(w)
-		words[i] = strings.ToUpper(string(r[:1])) + string(r[1:])
-	}
-	if len(words) == 0 {
-		return "Paris"
-	}
-	return strings.Join(words, " ")
 }
 
 func answer(results []*genai.FunctionResponse) string {

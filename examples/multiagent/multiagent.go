@@ -15,8 +15,6 @@ package multiagent
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/loomkit/loom/agent"
@@ -26,7 +24,6 @@ import (
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/tool"
-	"github.com/loomkit/loom/tool/functiontool"
 )
 
 // Agent names.
@@ -39,21 +36,11 @@ const (
 // New returns the coordinator with its two specialists, all answering with
 // llm.
 func New(llm model.LLM) (agent.Agent, error) {
-	weatherTool, err := functiontool.New(functiontool.Config{
-		Name:        "get_weather",
-		Description: "Reports the current weather in a city.",
-	}, func(_ context.Context, _ tool.Context, args assistant.WeatherArgs) (assistant.Weather, error) {
-		return assistant.Forecast(args.City), nil
-	})
+	weatherTool, err := assistant.WeatherTool()
 	if err != nil {
 		return nil, fmt.Errorf("multiagent: %w", err)
 	}
-	addTool, err := functiontool.New(functiontool.Config{
-		Name:        "add",
-		Description: "Adds two numbers.",
-	}, func(_ context.Context, _ tool.Context, args assistant.AddArgs) (assistant.Sum, error) {
-		return assistant.Sum{Sum: args.A + args.B}, nil
-	})
+	addTool, err := assistant.AddTool()
 	if err != nil {
 		return nil, fmt.Errorf("multiagent: %w", err)
 	}
@@ -95,11 +82,6 @@ func Offline() model.LLM {
 	return scripted.New("offline-multiagent", respond)
 }
 
-var (
-	numberRE = regexp.MustCompile(`-?\d+(?:\.\d+)?`)
-	cityRE   = regexp.MustCompile(`(?i)\b(?:in|at|for)\s+([\p{L}][\p{L}'-]*(?:\s+[\p{Lu}][\p{L}'-]*)*)`)
-)
-
 func respond(_ context.Context, req *model.Request) (scripted.Turn, error) {
 	self := Coordinator
 	switch {
@@ -108,7 +90,7 @@ func respond(_ context.Context, req *model.Request) (scripted.Turn, error) {
 	case offline.HasTool(req, "add"):
 		self = Math
 	}
-	for _, r := range offline.ToolResults(req) {
+	for _, r := range scripted.LastFunctionResponse(req) {
 		switch r.Name {
 		case "get_weather":
 			return scripted.Text(fmt.Sprintf("%s: %v°C and %v.", r.Response["city"], r.Response["temperature_c"], r.Response["conditions"])), nil
@@ -129,19 +111,13 @@ func respond(_ context.Context, req *model.Request) (scripted.Turn, error) {
 	}
 	switch self {
 	case Weather:
-		city := "Paris"
-		if m := cityRE.FindStringSubmatch(text); m != nil {
-			city = m[1]
-		}
-		return scripted.Call("get_weather", map[string]any{"city": city}), nil
+		return scripted.Call("get_weather", map[string]any{"city": offline.City(text, "Paris")}), nil
 	case Math:
-		nums := numberRE.FindAllString(text, 2)
+		nums := offline.Numbers(text, 2)
 		if len(nums) < 2 {
 			return scripted.Text("Give me two numbers to add."), nil
 		}
-		a, _ := strconv.ParseFloat(nums[0], 64)
-		b, _ := strconv.ParseFloat(nums[1], 64)
-		return scripted.Call("add", map[string]any{"a": a, "b": b}), nil
+		return scripted.Call("add", map[string]any{"a": nums[0], "b": nums[1]}), nil
 	}
 	return scripted.Text("Hello, I'm the coordinator. Ask me about the weather in a city or to add two numbers, and I'll bring in a specialist."), nil
 }

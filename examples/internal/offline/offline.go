@@ -4,6 +4,8 @@
 package offline
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 
 	"google.golang.org/genai"
@@ -36,21 +38,6 @@ func UserText(req *model.Request) string {
 		return text
 	}
 	return ""
-}
-
-// ToolResults returns the function responses of the request's last content,
-// when the model is being asked to use them; otherwise nil.
-func ToolResults(req *model.Request) []*genai.FunctionResponse {
-	if len(req.Contents) == 0 {
-		return nil
-	}
-	var out []*genai.FunctionResponse
-	for _, p := range req.Contents[len(req.Contents)-1].Parts {
-		if p != nil && p.FunctionResponse != nil {
-			out = append(out, p.FunctionResponse)
-		}
-	}
-	return out
 }
 
 // HasTool reports whether the request declares a function named name.
@@ -118,4 +105,42 @@ func HasWord(text string, words ...string) bool {
 		}
 	}
 	return false
+}
+
+var (
+	numberRE = regexp.MustCompile(`-?\d+(?:\.\d+)?`)
+	cityRE   = regexp.MustCompile(`(?i)\b(?:in|at|for)\s+([\p{L}][\p{L} .'-]*)`)
+)
+
+// Numbers returns up to n numbers written in text, in order.
+func Numbers(text string, n int) []float64 {
+	var out []float64
+	for _, s := range numberRE.FindAllString(text, n) {
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// City returns the city a weather question names ("weather in new york
+// today?" → "New York"), or fallback.
+func City(text, fallback string) string {
+	m := cityRE.FindStringSubmatch(text)
+	if m == nil {
+		return fallback
+	}
+	c := strings.ToLower(strings.Trim(strings.TrimSpace(m[1]), ".?!'- "))
+	for _, stop := range []string{" right now", " today", " tomorrow", " now", " please"} {
+		c = strings.TrimSuffix(c, stop)
+	}
+	words := strings.Fields(c)
+	if len(words) == 0 {
+		return fallback
+	}
+	for i, w := range words {
+		r := []rune(w)
+		words[i] = strings.ToUpper(string(r[:1])) + string(r[1:])
+	}
+	return strings.Join(words, " ")
 }
