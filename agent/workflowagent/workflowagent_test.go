@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -358,14 +359,27 @@ func waitOr(ctx context.Context, ch <-chan struct{}) bool {
 // event lands in the session exactly once.
 func TestA4ParallelInterleavedBranches(t *testing.T) {
 	aFirst, bFirst, aSecond := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	// step yields event i of a child with state key=i and checks that the
-	// state is committed when yield returns.
+	// delivered records the events the caller of the runner has received;
+	// the runner forwards an event only after committing it.
+	var mu sync.Mutex
+	delivered := map[string]bool{}
+	resumed := map[string]bool{} // events whose yield has returned
+	// step yields event i of a child with state key=i and checks that, when
+	// yield returns, the event is committed and was delivered to the caller.
 	step := func(inv *agent.Invocation, key string, i int, yield func(*event.Event, error) bool) bool {
-		if !yield(textEvent(inv, fmt.Sprintf("%s%d", key, i), map[string]any{key: i}), nil) {
+		ev := textEvent(inv, fmt.Sprintf("%s%d", key, i), map[string]any{key: i})
+		if !yield(ev, nil) {
 			return false
 		}
 		if v, _ := inv.Session().Get(key); v != i {
 			t.Errorf("R1: %s reads %s = %v after yielding event %d, want %d", inv.Agent().Name(), key, v, i, i)
+		}
+		mu.Lock()
+		ok := delivered[ev.ID]
+		resumed[ev.ID] = true
+		mu.Unlock()
+		if !ok {
+			t.Errorf("R1: %s resumed before its event %d reached the caller", inv.Agent().Name(), i)
 		}
 		return true
 	}
@@ -391,9 +405,23 @@ func TestA4ParallelInterleavedBranches(t *testing.T) {
 	})
 	par := mustParallel(t, workflowagent.Config{Name: "par", SubAgents: []agent.Agent{a, b}})
 	f := newFixture(t, par)
-	evs, errs := f.runAll(t)
-	if len(errs) > 0 {
-		t.Fatal(errs)
+	var evs []*event.Event
+	for ev, err := range f.run(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Give a child that was (wrongly) resumed early a chance to run: it
+		// must stay suspended while its event is being delivered.
+		for range 50 {
+			runtime.Gosched()
+		}
+		mu.Lock()
+		if resumed[ev.ID] {
+			t.Errorf("R1: %s resumed before the caller had received its event %q", ev.Author, text(ev))
+		}
+		delivered[ev.ID] = true
+		mu.Unlock()
+		evs = append(evs, ev)
 	}
 	checkNoLeftoverBranches(t)
 	var texts, branches []string
