@@ -34,7 +34,8 @@ func chooseModel(ctx context.Context, env Env, name string) (*modelChoice, error
 }
 
 // defaultModel returns the default model of the provider whose API key is
-// set, or "".
+// set, or "". OpenAI (and servers speaking its API, through
+// OPENAI_BASE_URL) is the provider this build knows.
 func defaultModel(getenv func(string) string) string {
 	if getenv("OPENAI_API_KEY") != "" {
 		return "gpt-4o-mini"
@@ -42,6 +43,7 @@ func defaultModel(getenv func(string) string) string {
 	return ""
 }
 
+// openModel opens the named model; an "openai/" prefix is optional.
 func openModel(_ context.Context, name string, getenv func(string) string) (model.LLM, error) {
 	return openai.New(strings.TrimPrefix(name, "openai/"), &openai.Options{APIKey: getenv("OPENAI_API_KEY"), BaseURL: getenv("OPENAI_BASE_URL")})
 }
