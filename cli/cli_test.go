@@ -135,6 +135,26 @@ func TestModelChoice(t *testing.T) {
 	if code != 1 || !strings.Contains(errb.String(), "app x needs a model") {
 		t.Errorf("exit %d: %s", code, errb.String())
 	}
+	// An API key in the environment selects the provider's default model;
+	// --model overrides it. (No message is sent, so no request is made.)
+	keyEnv := func(k string) string {
+		if k == "OPENAI_API_KEY" {
+			return "sk-test"
+		}
+		return ""
+	}
+	for args, want := range map[string]string{"": "assistant (gpt-4o-mini)", "--model=gpt-4.1": "assistant (gpt-4.1)"} {
+		errb = syncBuffer{}
+		argv := []string{"run", "--sessions", "memory://"}
+		if args != "" {
+			argv = append(argv, args)
+		}
+		code = cli.Run(context.Background(), argv, cli.Env{Stdin: strings.NewReader(""), Stderr: &errb, Stdout: io.Discard, Getenv: keyEnv}, assistantApp)
+		if code != 0 || !strings.Contains(errb.String(), "loom: apps: "+want) {
+			t.Errorf("%q: exit %d: %s", args, code, errb.String())
+		}
+	}
+
 	ag, err := assistant.New(assistant.Offline())
 	if err != nil {
 		t.Fatal(err)
