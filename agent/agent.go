@@ -17,10 +17,13 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/tool"
 )
 
 // Agent is a unit of agent logic. Implementations must be safe for
@@ -133,6 +136,45 @@ type BeforeAgentCallback func(ctx context.Context, cc *CallbackContext) (*genai.
 // additional response of the agent.
 type AfterAgentCallback func(ctx context.Context, cc *CallbackContext) (*genai.Content, error)
 
+// BeforeModelCallback runs before a model call. A non-nil response skips
+// the model and is used instead. It may modify req.
+type BeforeModelCallback func(ctx context.Context, cc *CallbackContext, req *model.Request) (*model.Response, error)
+
+// AfterModelCallback runs after each complete (non-partial) model response.
+// A non-nil response replaces it.
+type AfterModelCallback func(ctx context.Context, cc *CallbackContext, resp *model.Response) (*model.Response, error)
+
+// OnModelErrorCallback runs when a model call fails. A non-nil response is
+// used instead of failing the invocation.
+type OnModelErrorCallback func(ctx context.Context, cc *CallbackContext, req *model.Request, err error) (*model.Response, error)
+
+// BeforeToolCallback runs before a tool. A non-nil result skips the tool and
+// becomes its result.
+type BeforeToolCallback func(ctx context.Context, tc tool.Context, t tool.Tool, args map[string]any) (map[string]any, error)
+
+// AfterToolCallback runs after a tool succeeded. A non-nil result replaces
+// the tool's result.
+type AfterToolCallback func(ctx context.Context, tc tool.Context, t tool.Tool, args, result map[string]any) (map[string]any, error)
+
+// OnToolErrorCallback runs when a tool fails. A non-nil result is used as
+// the tool's result instead of an error response.
+type OnToolErrorCallback func(ctx context.Context, tc tool.Context, t tool.Tool, args map[string]any, err error) (map[string]any, error)
+
+// Callbacks are global callbacks applied around every agent, model call and
+// tool call of an invocation, before the agents' own callbacks. The runner
+// fills them from its plugins. In each list the first callback returning a
+// value wins and the rest (including the agent's own) are skipped.
+type Callbacks struct {
+	BeforeAgent  []BeforeAgentCallback
+	AfterAgent   []AfterAgentCallback
+	BeforeModel  []BeforeModelCallback
+	AfterModel   []AfterModelCallback
+	OnModelError []OnModelErrorCallback
+	BeforeTool   []BeforeToolCallback
+	AfterTool    []AfterToolCallback
+	OnToolError  []OnToolErrorCallback
+}
+
 // Config configures a custom agent built with New.
 type Config struct {
 	// Name is required; Description is recommended.
@@ -184,6 +226,13 @@ func (c *Custom) Run(ctx context.Context, inv *Invocation) iter.Seq2[*event.Even
 // invocation (see Invocation.For).
 func RunWithCallbacks(ctx context.Context, inv *Invocation, before []BeforeAgentCallback, after []AfterAgentCallback,
 	body func(context.Context, *Invocation) iter.Seq2[*event.Event, error]) iter.Seq2[*event.Event, error] {
+	global := inv.Callbacks()
+	if len(global.BeforeAgent) > 0 {
+		before = append(slices.Clip(global.BeforeAgent), before...)
+	}
+	if len(global.AfterAgent) > 0 {
+		after = append(slices.Clip(global.AfterAgent), after...)
+	}
 	return func(yield func(*event.Event, error) bool) {
 		if inv.Ended() {
 			return

@@ -42,6 +42,9 @@ type InvocationConfig struct {
 	Memory      *memory.Service
 	UserContent *genai.Content
 	RunConfig   RunConfig
+	// Callbacks are global callbacks (from plugins) applied before the
+	// agents' own.
+	Callbacks Callbacks
 }
 
 // Invocation is everything one user turn shares, from the user message to
@@ -117,6 +120,9 @@ func (inv *Invocation) UserContent() *genai.Content { return inv.shared.cfg.User
 
 // RunConfig returns the run configuration.
 func (inv *Invocation) RunConfig() RunConfig { return inv.shared.cfg.RunConfig }
+
+// Callbacks returns the invocation's global callbacks.
+func (inv *Invocation) Callbacks() *Callbacks { return &inv.shared.cfg.Callbacks }
 
 // End ends the invocation: agents stop after their current step.
 func (inv *Invocation) End() { inv.shared.ended.Store(true) }

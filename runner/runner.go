@@ -28,6 +28,7 @@ import (
 	"github.com/loomkit/loom/artifact"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/memory"
+	"github.com/loomkit/loom/plugin"
 	"github.com/loomkit/loom/session"
 )
 
@@ -46,6 +47,9 @@ type Config struct {
 	// AutoCreateSession creates a missing session on Run instead of failing
 	// with session.ErrNotFound.
 	AutoCreateSession bool
+	// Plugins are global hooks applied to every invocation, in order,
+	// before the agents' own callbacks.
+	Plugins []*plugin.Plugin
 	// SessionCacheSize is the number of idle live sessions kept between
 	// invocations so that a new turn only loads what changed (default 1024;
 	// negative disables the cache).
@@ -69,8 +73,9 @@ var ErrInvalid = errors.New("runner: invalid request")
 
 // Runner runs the agents of one application. It is safe for concurrent use.
 type Runner struct {
-	cfg  Config
-	tree *agent.Tree
+	cfg       Config
+	tree      *agent.Tree
+	callbacks agent.Callbacks // merged from the plugins
 
 	mu    sync.Mutex
 	live  map[session.Key]*liveSession
@@ -104,7 +109,7 @@ func New(cfg Config) (*Runner, error) {
 	if limit == 0 {
 		limit = 1024
 	}
-	return &Runner{cfg: cfg, tree: tree, live: map[session.Key]*liveSession{}, idle: list.New(), limit: max(limit, 0)}, nil
+	return &Runner{cfg: cfg, tree: tree, callbacks: plugin.Merge(cfg.Plugins), live: map[session.Key]*liveSession{}, idle: list.New(), limit: max(limit, 0)}, nil
 }
 
 // AppName returns the application name.
@@ -157,7 +162,8 @@ func (r *Runner) Run(ctx context.Context, userID, sessionID string, msg *genai.C
 
 // invoke is the event loop of one invocation.
 func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.Content, opts *RunOptions, yield func(*event.Event, error) bool) {
-	inv := agent.NewInvocation(agent.InvocationConfig{
+	cfg := agent.InvocationConfig{
+		ID:          event.NewInvocationID(),
 		Tree:        r.tree,
 		Session:     sess,
 		Sessions:    r.cfg.Sessions,
@@ -165,19 +171,49 @@ func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.C
 		Memory:      r.cfg.Memory,
 		UserContent: msg,
 		RunConfig:   agent.RunConfig{Streaming: opts.Streaming, MaxLLMCalls: opts.MaxLLMCalls},
-	})
+		Callbacks:   r.callbacks,
+	}
+	inv := agent.NewInvocation(cfg)
+	defer r.afterRun(ctx, inv)
+
+	// The user message, after the plugins have seen it.
+	cc := agent.NewCallbackContext(inv)
+	for _, p := range r.cfg.Plugins {
+		if p.OnUserMessage == nil {
+			continue
+		}
+		c, err := p.OnUserMessage(ctx, cc, msg)
+		if err != nil {
+			yield(nil, fmt.Errorf("runner: plugin %s: on user message: %w", p.Name, err))
+			return
+		}
+		if c != nil {
+			cfg.UserContent = c
+			inv = agent.NewInvocation(cfg)
+			break
+		}
+	}
 	user := event.New(inv.ID(), event.AuthorUser)
-	user.Content = event.CloneContent(msg)
+	user.Content = event.CloneContent(inv.UserContent())
 	if user.Content.Role == "" {
 		user.Content.Role = genai.RoleUser
 	}
-	user.Actions.StateDelta = event.CloneMap(opts.StateDelta)
+	user.Actions = cc.TakeActions()
+	user.Actions.StateDelta = mergeDelta(event.CloneMap(opts.StateDelta), user.Actions.StateDelta)
 	if err := r.cfg.Sessions.AppendEvent(ctx, sess, user); err != nil {
 		yield(nil, fmt.Errorf("runner: store user message: %w", err))
 		return
 	}
+
 	ag := r.selectAgent(sess, msg)
-	for ev, err := range ag.Run(ctx, inv.For(ag)) {
+	events := ag.Run(ctx, inv.For(ag))
+	if early, err := r.beforeRun(ctx, inv.For(ag)); err != nil {
+		yield(nil, err)
+		return
+	} else if early != nil {
+		events = func(y func(*event.Event, error) bool) { y(early, nil) }
+	}
+	for ev, err := range events {
 		if err != nil {
 			yield(nil, err)
 			return
@@ -193,9 +229,76 @@ func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.C
 				yield(nil, fmt.Errorf("runner: commit event: %w", err))
 				return
 			}
+			if ev, err = r.onEvent(ctx, inv, ev); err != nil {
+				yield(nil, err)
+				return
+			}
 		}
 		if !yield(ev, nil) {
 			return
+		}
+	}
+}
+
+func mergeDelta(dst, src map[string]any) map[string]any {
+	for k, v := range src {
+		if dst == nil {
+			dst = map[string]any{}
+		}
+		dst[k] = v
+	}
+	return dst
+}
+
+// beforeRun runs the plugins' before-run hooks. It returns an event to
+// commit instead of running the agents, or nil.
+func (r *Runner) beforeRun(ctx context.Context, inv *agent.Invocation) (*event.Event, error) {
+	cc := agent.NewCallbackContext(inv)
+	for _, p := range r.cfg.Plugins {
+		if p.BeforeRun == nil {
+			continue
+		}
+		c, err := p.BeforeRun(ctx, cc)
+		if err != nil {
+			return nil, fmt.Errorf("runner: plugin %s: before run: %w", p.Name, err)
+		}
+		if c != nil {
+			ev := cc.Event()
+			ev.Content = c
+			return ev, nil
+		}
+	}
+	if cc.HasActions() {
+		// Staged state without an early answer: commit it before the agents run.
+		if err := r.cfg.Sessions.AppendEvent(ctx, inv.Session(), cc.Event()); err != nil {
+			return nil, fmt.Errorf("runner: commit before-run state: %w", err)
+		}
+	}
+	return nil, nil
+}
+
+// onEvent runs the plugins' event hooks on a committed event and returns
+// the event to forward.
+func (r *Runner) onEvent(ctx context.Context, inv *agent.Invocation, ev *event.Event) (*event.Event, error) {
+	for _, p := range r.cfg.Plugins {
+		if p.OnEvent == nil {
+			continue
+		}
+		out, err := p.OnEvent(ctx, inv, ev)
+		if err != nil {
+			return nil, fmt.Errorf("runner: plugin %s: on event: %w", p.Name, err)
+		}
+		if out != nil {
+			return out, nil
+		}
+	}
+	return ev, nil
+}
+
+func (r *Runner) afterRun(ctx context.Context, inv *agent.Invocation) {
+	for _, p := range r.cfg.Plugins {
+		if p.AfterRun != nil {
+			p.AfterRun(ctx, inv)
 		}
 	}
 }

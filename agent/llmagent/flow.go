@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"sync"
 
@@ -95,7 +96,10 @@ func (a *Agent) step(ctx context.Context, inv *agent.Invocation, yield func(*eve
 		return nil, false
 	}
 	if len(ev.LongRunningToolIDs) > 0 {
-		return a, true // paused until the client answers the long-running call
+		// Paused until the client answers the long-running call: the whole
+		// invocation stops, so enclosing workflows do not run ahead.
+		inv.End()
+		return a, true
 	}
 	if resEv == nil {
 		return a, true
@@ -119,14 +123,14 @@ func (a *Agent) step(ctx context.Context, inv *agent.Invocation, yield func(*eve
 // complete response.
 func (a *Agent) callModel(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, req *model.Request,
 	yield func(*event.Event, error) bool) (*model.Response, bool) {
-	for _, cb := range a.cfg.BeforeModel {
+	for _, cb := range chain(inv.Callbacks().BeforeModel, a.cfg.BeforeModel) {
 		resp, err := cb(ctx, cc, req)
 		if err != nil {
 			yield(nil, fmt.Errorf("llmagent: %s: before-model callback: %w", a.Name(), err))
 			return nil, false
 		}
 		if resp != nil {
-			return a.afterModel(ctx, cc, resp, yield)
+			return a.afterModel(ctx, inv, cc, resp, yield)
 		}
 	}
 	if err := inv.CountLLMCall(); err != nil {
@@ -137,14 +141,14 @@ func (a *Agent) callModel(ctx context.Context, inv *agent.Invocation, cc *agent.
 	var agg *aggregator
 	for resp, err := range a.cfg.Model.Generate(ctx, req, inv.RunConfig().Streaming) {
 		if err != nil {
-			for _, cb := range a.cfg.OnModelError {
+			for _, cb := range chain(inv.Callbacks().OnModelError, a.cfg.OnModelError) {
 				r, cbErr := cb(ctx, cc, req, err)
 				if cbErr != nil {
 					yield(nil, fmt.Errorf("llmagent: %s: model-error callback: %w", a.Name(), cbErr))
 					return nil, false
 				}
 				if r != nil {
-					return a.afterModel(ctx, cc, r, yield)
+					return a.afterModel(ctx, inv, cc, r, yield)
 				}
 			}
 			yield(nil, fmt.Errorf("llmagent: %s: model %s: %w", a.Name(), a.cfg.Model.Name(), err))
@@ -174,11 +178,11 @@ func (a *Agent) callModel(ctx context.Context, inv *agent.Invocation, cc *agent.
 		yield(nil, fmt.Errorf("llmagent: %s: %w", a.Name(), model.ErrNoResponse))
 		return nil, false
 	}
-	return a.afterModel(ctx, cc, final, yield)
+	return a.afterModel(ctx, inv, cc, final, yield)
 }
 
-func (a *Agent) afterModel(ctx context.Context, cc *agent.CallbackContext, resp *model.Response, yield func(*event.Event, error) bool) (*model.Response, bool) {
-	for _, cb := range a.cfg.AfterModel {
+func (a *Agent) afterModel(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, resp *model.Response, yield func(*event.Event, error) bool) (*model.Response, bool) {
+	for _, cb := range chain(inv.Callbacks().AfterModel, a.cfg.AfterModel) {
 		r, err := cb(ctx, cc, resp)
 		if err != nil {
 			yield(nil, fmt.Errorf("llmagent: %s: after-model callback: %w", a.Name(), err))
@@ -355,7 +359,7 @@ func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.Fu
 	if !ok {
 		return respond(errorResult(fmt.Errorf("tool %q not found; available tools: %s", fc.Name, toolNames(tools))))
 	}
-	for _, cb := range a.cfg.BeforeTool {
+	for _, cb := range chain(inv.Callbacks().BeforeTool, a.cfg.BeforeTool) {
 		res, err := cb(ctx, tc, t, args)
 		if err != nil {
 			return respond(errorResult(fmt.Errorf("before-tool callback: %w", err)))
@@ -366,7 +370,7 @@ func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.Fu
 	}
 	res, err := safeRun(ctx, t, tc, args)
 	if err != nil {
-		for _, cb := range a.cfg.OnToolError {
+		for _, cb := range chain(inv.Callbacks().OnToolError, a.cfg.OnToolError) {
 			r, cbErr := cb(ctx, tc, t, args, err)
 			if cbErr != nil {
 				err = fmt.Errorf("tool-error callback: %w", cbErr)
@@ -381,7 +385,7 @@ func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.Fu
 			return respond(errorResult(err))
 		}
 	}
-	for _, cb := range a.cfg.AfterTool {
+	for _, cb := range chain(inv.Callbacks().AfterTool, a.cfg.AfterTool) {
 		r, err := cb(ctx, tc, t, args, res)
 		if err != nil {
 			return respond(errorResult(fmt.Errorf("after-tool callback: %w", err)))
@@ -421,4 +425,13 @@ func toolNames(tools map[string]tool.Tool) string {
 	}
 	sortStrings(names)
 	return strings.Join(names, ", ")
+}
+
+// chain returns the global callbacks followed by the agent's own, without
+// allocating when there are no global ones.
+func chain[T any](global, own []T) []T {
+	if len(global) == 0 {
+		return own
+	}
+	return append(slices.Clip(global), own...)
 }

@@ -40,30 +40,6 @@ const (
 	IncludeNone IncludeContents = "none"
 )
 
-// BeforeModelCallback runs before a model call. A non-nil response skips
-// the model and is used instead. It may modify req.
-type BeforeModelCallback func(ctx context.Context, cc *agent.CallbackContext, req *model.Request) (*model.Response, error)
-
-// AfterModelCallback runs after each complete (non-partial) model response.
-// A non-nil response replaces it.
-type AfterModelCallback func(ctx context.Context, cc *agent.CallbackContext, resp *model.Response) (*model.Response, error)
-
-// OnModelErrorCallback runs when a model call fails. A non-nil response is
-// used instead of failing the invocation.
-type OnModelErrorCallback func(ctx context.Context, cc *agent.CallbackContext, req *model.Request, err error) (*model.Response, error)
-
-// BeforeToolCallback runs before a tool. A non-nil result skips the tool and
-// becomes its result.
-type BeforeToolCallback func(ctx context.Context, tc tool.Context, t tool.Tool, args map[string]any) (map[string]any, error)
-
-// AfterToolCallback runs after a tool succeeded. A non-nil result replaces
-// the tool's result.
-type AfterToolCallback func(ctx context.Context, tc tool.Context, t tool.Tool, args, result map[string]any) (map[string]any, error)
-
-// OnToolErrorCallback runs when a tool fails. A non-nil result is used as
-// the tool's result instead of an error response.
-type OnToolErrorCallback func(ctx context.Context, tc tool.Context, t tool.Tool, args map[string]any, err error) (map[string]any, error)
-
 // InstructionProvider computes an instruction at run time. Its result is
 // used as is, without {state} templating.
 type InstructionProvider func(ctx context.Context, cc *agent.CallbackContext) (string, error)
@@ -103,12 +79,12 @@ type Config struct {
 
 	BeforeAgent  []agent.BeforeAgentCallback
 	AfterAgent   []agent.AfterAgentCallback
-	BeforeModel  []BeforeModelCallback
-	AfterModel   []AfterModelCallback
-	OnModelError []OnModelErrorCallback
-	BeforeTool   []BeforeToolCallback
-	AfterTool    []AfterToolCallback
-	OnToolError  []OnToolErrorCallback
+	BeforeModel  []agent.BeforeModelCallback
+	AfterModel   []agent.AfterModelCallback
+	OnModelError []agent.OnModelErrorCallback
+	BeforeTool   []agent.BeforeToolCallback
+	AfterTool    []agent.AfterToolCallback
+	OnToolError  []agent.OnToolErrorCallback
 }
 
 // Agent is an LLM agent. It is immutable and safe for concurrent use.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/llmagent"
+	"github.com/loomkit/loom/agent/workflowagent"
 	"github.com/loomkit/loom/artifact"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
@@ -268,7 +269,7 @@ func TestA9Callbacks(t *testing.T) {
 	}}
 	t.Run("before-model skips model", func(t *testing.T) {
 		m := scripted.NewSequence("m")
-		a := mustAgent(t, llmagent.Config{Name: "a", Model: m, BeforeModel: []llmagent.BeforeModelCallback{
+		a := mustAgent(t, llmagent.Config{Name: "a", Model: m, BeforeModel: []agent.BeforeModelCallback{
 			func(ctx context.Context, cc *agent.CallbackContext, req *model.Request) (*model.Response, error) {
 				cc.State().Set("cb", "before-model")
 				return &model.Response{Content: genai.NewContentFromText("cached", genai.RoleModel)}, nil
@@ -284,13 +285,13 @@ func TestA9Callbacks(t *testing.T) {
 		m := scripted.NewSequence("m", scripted.Call("t", nil), scripted.Text("ok"), scripted.Call("t", nil), scripted.Text("ok"))
 		skip := true
 		a := mustAgent(t, llmagent.Config{Name: "a", Model: m, Tools: []tool.Tool{tl},
-			BeforeTool: []llmagent.BeforeToolCallback{func(ctx context.Context, tc tool.Context, tt tool.Tool, args map[string]any) (map[string]any, error) {
+			BeforeTool: []agent.BeforeToolCallback{func(ctx context.Context, tc tool.Context, tt tool.Tool, args map[string]any) (map[string]any, error) {
 				if skip {
 					return map[string]any{"v": "from-callback"}, nil
 				}
 				return nil, nil
 			}},
-			AfterTool: []llmagent.AfterToolCallback{func(ctx context.Context, tc tool.Context, tt tool.Tool, args, res map[string]any) (map[string]any, error) {
+			AfterTool: []agent.AfterToolCallback{func(ctx context.Context, tc tool.Context, tt tool.Tool, args, res map[string]any) (map[string]any, error) {
 				if res["v"] == "real" {
 					return map[string]any{"v": "replaced"}, nil
 				}
@@ -309,7 +310,7 @@ func TestA9Callbacks(t *testing.T) {
 	})
 	t.Run("after-model replaces", func(t *testing.T) {
 		m := scripted.NewSequence("m", scripted.Text("raw"))
-		a := mustAgent(t, llmagent.Config{Name: "a", Model: m, AfterModel: []llmagent.AfterModelCallback{
+		a := mustAgent(t, llmagent.Config{Name: "a", Model: m, AfterModel: []agent.AfterModelCallback{
 			func(ctx context.Context, cc *agent.CallbackContext, r *model.Response) (*model.Response, error) {
 				return &model.Response{Content: genai.NewContentFromText("edited", genai.RoleModel)}, nil
 			}}})
@@ -343,7 +344,7 @@ func TestA9Callbacks(t *testing.T) {
 	})
 	t.Run("on-model-error recovers", func(t *testing.T) {
 		m := scripted.NewSequence("m", scripted.Turn{Err: errors.New("overloaded")})
-		a := mustAgent(t, llmagent.Config{Name: "a", Model: m, OnModelError: []llmagent.OnModelErrorCallback{
+		a := mustAgent(t, llmagent.Config{Name: "a", Model: m, OnModelError: []agent.OnModelErrorCallback{
 			func(ctx context.Context, cc *agent.CallbackContext, req *model.Request, err error) (*model.Response, error) {
 				return &model.Response{Content: genai.NewContentFromText("fallback: "+err.Error(), genai.RoleModel)}, nil
 			}}})
@@ -367,7 +368,7 @@ func TestR1ToolStateVisibleToNextStep(t *testing.T) {
 	var f *fixture
 	m := scripted.NewSequence("m", scripted.Call("set", nil), scripted.Text("done"))
 	a := mustAgent(t, llmagent.Config{Name: "a", Model: m, Tools: []tool.Tool{setter}, Instruction: "Color: {user:color?}",
-		BeforeModel: []llmagent.BeforeModelCallback{func(ctx context.Context, cc *agent.CallbackContext, req *model.Request) (*model.Response, error) {
+		BeforeModel: []agent.BeforeModelCallback{func(ctx context.Context, cc *agent.CallbackContext, req *model.Request) (*model.Response, error) {
 			if s, err := f.svc.Get(ctx, f.key, nil); err == nil {
 				seenAtNextStep, _ = s.Get("user:color")
 			}
@@ -518,5 +519,38 @@ func TestHistoryIsIncremental(t *testing.T) {
 		if fmt.Sprint(last[i].Role, len(last[i].Parts)) != fmt.Sprint(want[i].Role, len(want[i].Parts)) {
 			t.Fatalf("content %d differs", i)
 		}
+	}
+}
+
+// TestA6NoTransferToWorkflowParent checks that an LLM agent under a
+// workflow agent is not offered its parent as a transfer target.
+func TestA6NoTransferToWorkflowParent(t *testing.T) {
+	m := scripted.NewSequence("m", scripted.Text("done"))
+	child := mustAgent(t, llmagent.Config{Name: "step", Model: m})
+	seq, err := workflowagent.NewSequential(workflowagent.Config{Name: "pipeline", SubAgents: []agent.Agent{child}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newFixture(t, seq, nil, nil).run(t, "go", nil)
+	req := m.Requests()[0]
+	if len(req.Config.Tools) != 0 || req.Config.SystemInstruction != nil {
+		t.Fatalf("child under a workflow was offered a transfer: tools %d", len(req.Config.Tools))
+	}
+}
+
+// TestT3PauseStopsEnclosingWorkflow checks that a long-running call pauses
+// the whole invocation: the next step of a sequence does not run.
+func TestT3PauseStopsEnclosingWorkflow(t *testing.T) {
+	lr := fnTool{name: "wait", long: true, run: func(context.Context, tool.Context, map[string]any) (map[string]any, error) { return nil, nil }}
+	first := mustAgent(t, llmagent.Config{Name: "first", Model: scripted.NewSequence("m1", scripted.Call("wait", nil)), Tools: []tool.Tool{lr}})
+	secondModel := scripted.NewSequence("m2", scripted.Text("second"))
+	second := mustAgent(t, llmagent.Config{Name: "second", Model: secondModel})
+	seq, err := workflowagent.NewSequential(workflowagent.Config{Name: "pipeline", SubAgents: []agent.Agent{first, second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := newFixture(t, seq, nil, nil).run(t, "go", nil)
+	if len(evs) != 1 || len(secondModel.Requests()) != 0 {
+		t.Fatalf("%d events; second agent called %d times; want a pause after the call", len(evs), len(secondModel.Requests()))
 	}
 }

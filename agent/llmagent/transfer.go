@@ -16,22 +16,23 @@ import (
 const transferToolName = "transfer_to_agent"
 
 // transferTargets returns the agents this agent may hand the conversation
-// to: its sub-agents, its parent (unless disallowed) and its peers (unless
-// disallowed, and only under an LLM parent).
+// to: its sub-agents and, when its parent is an LLM agent, the parent and
+// its peers (unless disallowed). A workflow parent is never a target:
+// transferring to it would restart the workflow.
 func (a *Agent) transferTargets(inv *agent.Invocation) []agent.Agent {
 	targets := slices.Clone(a.cfg.SubAgents)
 	tree := inv.Tree()
 	if tree == nil {
 		return targets
 	}
-	parent := tree.Parent(a.Name())
-	if parent == nil {
+	parent, llmParent := tree.Parent(a.Name()).(*Agent)
+	if !llmParent {
 		return targets
 	}
 	if !a.cfg.DisallowTransferToParent {
 		targets = append(targets, parent)
 	}
-	if _, llmParent := parent.(*Agent); llmParent && !a.cfg.DisallowTransferToPeers {
+	if !a.cfg.DisallowTransferToPeers {
 		for _, peer := range agent.SubAgents(parent) {
 			if peer.Name() != a.Name() {
 				targets = append(targets, peer)
@@ -53,7 +54,7 @@ func transferInstruction(a *Agent, targets []agent.Agent, inv *agent.Invocation)
 	}
 	fmt.Fprintf(&b, "\nIf another agent is better suited to answer, call the function `%s` with its name as `agent_name`. "+
 		"Otherwise answer the user yourself.", transferToolName)
-	if p := inv.Tree().Parent(a.Name()); p != nil && !a.cfg.DisallowTransferToParent {
+	if p, ok := inv.Tree().Parent(a.Name()).(*Agent); ok && !a.cfg.DisallowTransferToParent {
 		fmt.Fprintf(&b, " If none of you fits the request, transfer back to your parent agent %q.", p.Name())
 	}
 	return b.String()

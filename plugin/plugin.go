@@ -1,0 +1,76 @@
+// Package plugin provides global hooks that the runner applies to every
+// invocation: around the run, the user message, every event, and every
+// agent, model call and tool call of every agent.
+//
+// # Order
+//
+// For each hook point, plugins run in the order they were given to the
+// runner, before the agents' own callbacks. A plugin hook that returns a
+// value short-circuits: later plugins and the agent's own callback for that
+// point are skipped, and the value is used (as the user message, the run's
+// response, the model response, the tool result, ...).
+//
+// Hook points, in the order an invocation meets them:
+//
+//	OnUserMessage  the user message, before it is stored (may replace it)
+//	BeforeRun      before the root agent runs (content ends the run early)
+//	BeforeAgent    before each agent (content skips the agent)
+//	BeforeModel    before each model call (a response skips the model)
+//	OnModelError   when a model call fails (a response recovers)
+//	AfterModel     after each complete model response (may replace it)
+//	BeforeTool     before each tool call (a result skips the tool)
+//	OnToolError    when a tool fails (a result recovers)
+//	AfterTool      after each tool call (may replace the result)
+//	AfterAgent     after each agent (content is emitted as a response)
+//	OnEvent        after each event is committed (may replace what the caller receives)
+//	AfterRun       when the invocation has ended, even on error
+package plugin
+
+import (
+	"context"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/event"
+)
+
+// Plugin is a named set of global hooks. Any hook may be nil. A Plugin must
+// be safe for concurrent use by many invocations.
+type Plugin struct {
+	// Name identifies the plugin in logs and errors.
+	Name string
+	// OnUserMessage sees the user message before it is stored; non-nil
+	// content replaces it. State and artifacts it saves through cc are
+	// committed with the user message.
+	OnUserMessage func(ctx context.Context, cc *agent.CallbackContext, msg *genai.Content) (*genai.Content, error)
+	// BeforeRun runs before the root agent; non-nil content is committed as
+	// the root agent's response and the agents do not run. State it sets
+	// through cc is committed with that response, or with an event of its
+	// own.
+	BeforeRun func(ctx context.Context, cc *agent.CallbackContext) (*genai.Content, error)
+	// OnEvent sees every committed event; a non-nil event replaces the one
+	// forwarded to the caller (storage keeps the original).
+	OnEvent func(ctx context.Context, inv *agent.Invocation, ev *event.Event) (*event.Event, error)
+	// AfterRun runs when the invocation has ended, successfully or not.
+	AfterRun func(ctx context.Context, inv *agent.Invocation)
+	// Callbacks are the agent, model and tool hooks.
+	agent.Callbacks
+}
+
+// Merge combines the agent, model and tool hooks of plugins, in order, into
+// the global callbacks of an invocation.
+func Merge(plugins []*Plugin) agent.Callbacks {
+	var c agent.Callbacks
+	for _, p := range plugins {
+		c.BeforeAgent = append(c.BeforeAgent, p.BeforeAgent...)
+		c.AfterAgent = append(c.AfterAgent, p.AfterAgent...)
+		c.BeforeModel = append(c.BeforeModel, p.BeforeModel...)
+		c.AfterModel = append(c.AfterModel, p.AfterModel...)
+		c.OnModelError = append(c.OnModelError, p.OnModelError...)
+		c.BeforeTool = append(c.BeforeTool, p.BeforeTool...)
+		c.AfterTool = append(c.AfterTool, p.AfterTool...)
+		c.OnToolError = append(c.OnToolError, p.OnToolError...)
+	}
+	return c
+}

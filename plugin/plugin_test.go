@@ -1,0 +1,196 @@
+package plugin_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"iter"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/llmagent"
+	"github.com/loomkit/loom/artifact"
+	"github.com/loomkit/loom/artifact/memartifact"
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/scripted"
+	"github.com/loomkit/loom/plugin"
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/session/memsession"
+	"github.com/loomkit/loom/tool"
+)
+
+type echoTool struct{}
+
+func (echoTool) Name() string        { return "echo" }
+func (echoTool) Description() string { return "echo" }
+func (echoTool) Declaration() *genai.FunctionDeclaration {
+	return &genai.FunctionDeclaration{Name: "echo"}
+}
+func (echoTool) Run(_ context.Context, _ tool.Context, args map[string]any) (map[string]any, error) {
+	return map[string]any{"echo": args["v"]}, nil
+}
+
+func newRunner(t *testing.T, root agent.Agent, plugins ...*plugin.Plugin) (*runner.Runner, *session.Service, *artifact.Service) {
+	t.Helper()
+	svc := memsession.NewService()
+	arts := memartifact.NewService()
+	r, err := runner.New(runner.Config{AppName: "app", Agent: root, Sessions: svc, Artifacts: arts, Plugins: plugins, AutoCreateSession: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, svc, arts
+}
+
+// TestPluginsRunBeforeAgentCallbacksInOrder checks the documented order:
+// plugins in registration order, then the agent's own callback; the first
+// plugin returning a value short-circuits the rest.
+func TestPluginsRunBeforeAgentCallbacksInOrder(t *testing.T) {
+	var order []string
+	mk := func(name string, answer *model.Response) *plugin.Plugin {
+		return &plugin.Plugin{Name: name, Callbacks: agent.Callbacks{BeforeModel: []agent.BeforeModelCallback{
+			func(context.Context, *agent.CallbackContext, *model.Request) (*model.Response, error) {
+				order = append(order, name)
+				return answer, nil
+			}}}}
+	}
+	m := scripted.NewSequence("m", scripted.Text("from model"))
+	a, _ := llmagent.New(llmagent.Config{Name: "a", Model: m, BeforeModel: []agent.BeforeModelCallback{
+		func(context.Context, *agent.CallbackContext, *model.Request) (*model.Response, error) {
+			order = append(order, "agent")
+			return nil, nil
+		}}})
+	r, _, _ := newRunner(t, a, mk("p1", nil), mk("p2", nil))
+	if _, err := r.RunSync(context.Background(), "u", "s", genai.NewContentFromText("hi", genai.RoleUser), nil); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(order, ",") != "p1,p2,agent" {
+		t.Fatalf("order %v", order)
+	}
+	order = nil
+	a2, _ := llmagent.New(llmagent.Config{Name: "a", Model: scripted.NewSequence("m"), BeforeModel: []agent.BeforeModelCallback{
+		func(context.Context, *agent.CallbackContext, *model.Request) (*model.Response, error) {
+			order = append(order, "agent")
+			return nil, nil
+		}}})
+	r2, _, _ := newRunner(t, a2, mk("p1", &model.Response{Content: genai.NewContentFromText("cached", genai.RoleModel)}), mk("p2", nil))
+	evs, err := r2.RunSync(context.Background(), "u", "s", genai.NewContentFromText("hi", genai.RoleUser), nil)
+	if err != nil || evs[0].Text() != "cached" || strings.Join(order, ",") != "p1" {
+		t.Fatalf("short-circuit: err %v, order %v", err, order)
+	}
+}
+
+// TestPluginRunHooks covers the run-level hooks: the user message can be
+// replaced, BeforeRun can answer early, OnEvent replaces what the caller
+// receives but not what is stored, AfterRun runs even on error.
+func TestPluginRunHooks(t *testing.T) {
+	ran := false
+	root, _ := agent.New(agent.Config{Name: "root", Run: func(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
+		return func(yield func(*event.Event, error) bool) {
+			ran = true
+			if inv.UserContent().Parts[0].Text == "fail" {
+				yield(nil, errors.New("agent failed"))
+				return
+			}
+			ev := inv.NewEvent()
+			ev.Content = genai.NewContentFromText("echo: "+inv.UserContent().Parts[0].Text, genai.RoleModel)
+			yield(ev, nil)
+		}
+	}})
+	afterRuns := 0
+	p := &plugin.Plugin{
+		Name: "p",
+		OnUserMessage: func(ctx context.Context, cc *agent.CallbackContext, msg *genai.Content) (*genai.Content, error) {
+			cc.State().Set("seen", true)
+			if msg.Parts[0].Text == "shout" {
+				return genai.NewContentFromText("SHOUT", genai.RoleUser), nil
+			}
+			return nil, nil
+		},
+		BeforeRun: func(ctx context.Context, cc *agent.CallbackContext) (*genai.Content, error) {
+			if cc.UserContent().Parts[0].Text == "blocked" {
+				return genai.NewContentFromText("not allowed", genai.RoleModel), nil
+			}
+			return nil, nil
+		},
+		OnEvent: func(ctx context.Context, inv *agent.Invocation, ev *event.Event) (*event.Event, error) {
+			c := *ev
+			c.CustomMetadata = map[string]any{"tagged": true}
+			return &c, nil
+		},
+		AfterRun: func(context.Context, *agent.Invocation) { afterRuns++ },
+	}
+	r, svc, _ := newRunner(t, root, p)
+	ctx := context.Background()
+	evs, err := r.RunSync(ctx, "u", "s", genai.NewContentFromText("shout", genai.RoleUser), nil)
+	if err != nil || evs[0].Text() != "echo: SHOUT" || evs[0].CustomMetadata["tagged"] != true {
+		t.Fatalf("replace message: err %v events %v", err, evs)
+	}
+	s, _ := svc.Get(ctx, session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
+	if s.At(0).Text() != "SHOUT" || s.At(0).Actions.StateDelta["seen"] != true || s.At(1).CustomMetadata != nil {
+		t.Fatalf("stored: user %q delta %v, agent metadata %v", s.At(0).Text(), s.At(0).Actions.StateDelta, s.At(1).CustomMetadata)
+	}
+	ran = false
+	evs, err = r.RunSync(ctx, "u", "s", genai.NewContentFromText("blocked", genai.RoleUser), nil)
+	if err != nil || ran || len(evs) != 1 || evs[0].Text() != "not allowed" {
+		t.Fatalf("before run: err %v ran %v events %d", err, ran, len(evs))
+	}
+	if _, err := r.RunSync(ctx, "u", "s", genai.NewContentFromText("fail", genai.RoleUser), nil); err == nil {
+		t.Fatal("want the agent's error")
+	}
+	if afterRuns != 3 {
+		t.Fatalf("after-run ran %d times, want 3", afterRuns)
+	}
+}
+
+// TestLoggingPlugin checks that the logging plugin records the steps of a
+// run and changes nothing.
+func TestLoggingPlugin(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	m := scripted.NewSequence("m", scripted.Call("echo", map[string]any{"v": "x"}), scripted.Text("done"))
+	a, _ := llmagent.New(llmagent.Config{Name: "a", Model: m, Tools: []tool.Tool{echoTool{}}})
+	r, _, _ := newRunner(t, a, plugin.Logging(logger))
+	evs, err := r.RunSync(context.Background(), "u", "s", genai.NewContentFromText("hi", genai.RoleUser), nil)
+	if err != nil || len(evs) != 3 || evs[2].Text() != "done" {
+		t.Fatalf("run changed: err %v, %d events", err, len(evs))
+	}
+	for _, want := range []string{"user message", "agent start", "model call", "model response", "tool call", "event", "agent end", "run finished"} {
+		if !strings.Contains(buf.String(), "msg=\""+want+"\"") && !strings.Contains(buf.String(), "msg="+want) {
+			t.Errorf("log lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+// TestSaveFilesAsArtifacts checks that uploaded files become artifacts and
+// the model sees a reference instead of the bytes.
+func TestSaveFilesAsArtifacts(t *testing.T) {
+	m := scripted.NewSequence("m", scripted.Text("got it"))
+	a, _ := llmagent.New(llmagent.Config{Name: "a", Model: m})
+	r, svc, arts := newRunner(t, a, plugin.SaveFilesAsArtifacts())
+	msg := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{
+		{Text: "here is my file"},
+		{InlineData: &genai.Blob{MIMEType: "text/plain", Data: []byte("hello file"), DisplayName: "notes.txt"}},
+	}}
+	ctx := context.Background()
+	if _, err := r.RunSync(ctx, "u", "s", msg, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := arts.Load(ctx, artifact.Ref{AppName: "app", UserID: "u", SessionID: "s", Name: "notes.txt"}, artifact.Latest)
+	if err != nil || string(p.InlineData.Data) != "hello file" {
+		t.Fatalf("artifact: %v %v", p, err)
+	}
+	sent := m.Requests()[0].Contents[0]
+	if sent.Parts[1].InlineData != nil || !strings.Contains(sent.Parts[1].Text, `"notes.txt"`) {
+		t.Fatalf("model saw %+v", sent.Parts[1])
+	}
+	s, _ := svc.Get(ctx, session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
+	if s.At(0).Actions.ArtifactDelta["notes.txt"] != 0 || len(s.At(0).Actions.ArtifactDelta) != 1 {
+		t.Fatalf("user event artifact delta %v", s.At(0).Actions.ArtifactDelta)
+	}
+}
