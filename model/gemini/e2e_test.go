@@ -8,8 +8,8 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent/llmagent"
-	"github.com/loomkit/loom/model/internal/fakeapi"
 	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/internal/fakeapi"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session/memsession"
 	"github.com/loomkit/loom/tool"
