@@ -242,7 +242,7 @@ func (p *Policy) Stream(ctx context.Context, provider string, attempt func(ctx c
 	return func(yield func(*model.Response, error) bool) {
 		limit := p.maxAttempts()
 		for n := 1; ; n++ {
-			err, yielded, stopped := p.once(ctx, provider, attempt, yield)
+			yielded, stopped, err := p.once(ctx, provider, attempt, yield)
 			if stopped || err == nil {
 				return
 			}
@@ -283,9 +283,9 @@ func (p *Policy) Stream(ctx context.Context, provider string, attempt func(ctx c
 	}
 }
 
-// once runs one attempt. It returns the attempt's error, whether anything was
-// yielded, and whether the consumer stopped the iteration.
-func (p *Policy) once(ctx context.Context, provider string, attempt func(context.Context) iter.Seq2[*model.Response, error], yield func(*model.Response, error) bool) (err error, yielded, stopped bool) {
+// once runs one attempt. It reports whether anything was yielded, whether
+// the consumer stopped the iteration, and the attempt's error.
+func (p *Policy) once(ctx context.Context, provider string, attempt func(context.Context) iter.Seq2[*model.Response, error], yield func(*model.Response, error) bool) (yielded, stopped bool, err error) {
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	if p != nil && p.Timeout > 0 {
 		actx, cancel = context.WithTimeout(ctx, p.Timeout)
@@ -297,12 +297,12 @@ func (p *Policy) once(ctx context.Context, provider string, attempt func(context
 				// Our own per-attempt deadline fired: a timeout, retryable.
 				aerr = &model.Error{Provider: provider, Code: "TIMEOUT", Message: "attempt timed out after " + p.Timeout.String(), Retryable: true}
 			}
-			return aerr, yielded, false
+			return yielded, false, aerr
 		}
 		yielded = true
 		if !yield(resp, nil) {
-			return nil, true, true
+			return true, true, nil
 		}
 	}
-	return nil, yielded, false
+	return yielded, false, nil
 }
