@@ -25,8 +25,9 @@ var ErrNoService = errors.New("agent: service not configured")
 // A CallbackContext for a tool also carries the function-call id; it
 // implements tool.Context. It is safe for concurrent use.
 type CallbackContext struct {
-	inv    *Invocation
-	callID string
+	inv          *Invocation
+	callID       string
+	confirmation *event.ToolConfirmation
 
 	mu      sync.Mutex
 	actions event.Actions
@@ -44,6 +45,12 @@ func NewCallbackContext(inv *Invocation) *CallbackContext {
 // call.
 func NewToolContext(inv *Invocation, functionCallID string) *CallbackContext {
 	return &CallbackContext{inv: inv, callID: functionCallID}
+}
+
+// NewConfirmedToolContext returns a context for a tool answering the given
+// function call after a person answered its confirmation request.
+func NewConfirmedToolContext(inv *Invocation, functionCallID string, answer *event.ToolConfirmation) *CallbackContext {
+	return &CallbackContext{inv: inv, callID: functionCallID, confirmation: answer}
 }
 
 // Invocation returns the invocation.
@@ -169,4 +176,27 @@ func (c *CallbackContext) SearchMemory(ctx context.Context, query string) ([]mem
 	}
 	s := c.inv.Session()
 	return svc.Search(ctx, s.AppName(), s.UserID(), query, nil)
+}
+
+// RequestConfirmation asks a person to approve the current tool call; it is
+// recorded in the staged actions' RequestedToolConfirmations.
+func (c *CallbackContext) RequestConfirmation(hint string, payload any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.actions.RequestedToolConfirmations == nil {
+		c.actions.RequestedToolConfirmations = map[string]event.ToolConfirmation{}
+	}
+	c.actions.RequestedToolConfirmations[c.callID] = event.ToolConfirmation{Hint: hint, Payload: payload}
+}
+
+// ToolConfirmation returns the answer to the call's confirmation request,
+// when the call runs after one; otherwise nil.
+func (c *CallbackContext) ToolConfirmation() *event.ToolConfirmation { return c.confirmation }
+
+// ConfirmationRequested reports whether the tool asked for a confirmation.
+func (c *CallbackContext) ConfirmationRequested() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.actions.RequestedToolConfirmations[c.callID]
+	return ok
 }

@@ -156,6 +156,10 @@ func (r *Runner) Run(ctx context.Context, userID, sessionID string, msg *genai.C
 			yield(nil, err)
 			return
 		}
+		if err := checkResponses(sess, msg); err != nil {
+			yield(nil, err)
+			return
+		}
 		r.invoke(ctx, sess, msg, opts, yield)
 	}
 }
@@ -352,6 +356,36 @@ func (r *Runner) selectAgent(sess *session.Session, msg *genai.Content) agent.Ag
 		return root
 	}
 	return root
+}
+
+// checkResponses rejects a message that answers function calls the session
+// has no pending call for: an unknown id, or a call already answered. It
+// runs before anything is stored, so a bad answer changes nothing.
+func checkResponses(sess *session.Session, msg *genai.Content) error {
+	ids := responseIDs(msg)
+	if len(ids) == 0 {
+		return nil
+	}
+	answered := map[string]bool{}
+	for i := sess.Len() - 1; i >= 0 && len(ids) > 0; i-- {
+		ev := sess.At(i)
+		for _, fc := range ev.FunctionCalls() {
+			if !ids[fc.ID] {
+				continue
+			}
+			if answered[fc.ID] {
+				return fmt.Errorf("%w: function call %q (%s) was already answered", ErrInvalid, fc.ID, fc.Name)
+			}
+			delete(ids, fc.ID)
+		}
+		for _, fr := range ev.FunctionResponses() {
+			answered[fr.ID] = true
+		}
+	}
+	for id := range ids {
+		return fmt.Errorf("%w: no pending function call with id %q", ErrInvalid, id)
+	}
+	return nil
 }
 
 func responseIDs(msg *genai.Content) map[string]bool {

@@ -45,6 +45,20 @@ type LongRunning interface {
 	IsLongRunning() bool
 }
 
+// Confirmable is implemented by tools that need a person's approval before
+// some or all of their calls run. When ConfirmationRequired reports true, the
+// runtime does not run the call: it asks the client with an
+// adk_request_confirmation function call and pauses the invocation; the
+// call runs only after an approval, and a rejection answers the model with
+// an error. Tools can also ask from inside Run with
+// Context.RequestConfirmation.
+type Confirmable interface {
+	Tool
+	// ConfirmationRequired reports whether this call needs approval, and
+	// the hint shown to the person.
+	ConfirmationRequired(ctx context.Context, args map[string]any) (required bool, hint string)
+}
+
 // Toolset provides tools that are only known at run time, such as the tools
 // of an MCP server.
 type Toolset interface {
@@ -93,4 +107,12 @@ type Context interface {
 	ListArtifacts(ctx context.Context) ([]string, error)
 	// SearchMemory searches the user's long-term memory.
 	SearchMemory(ctx context.Context, query string) ([]memory.Entry, error)
+	// RequestConfirmation asks a person to approve this call. The tool
+	// should return right after it: its result is discarded, the client is
+	// asked, and the call runs again once approved (then ToolConfirmation
+	// returns the answer).
+	RequestConfirmation(hint string, payload any)
+	// ToolConfirmation returns the person's answer when the call runs after
+	// a confirmation, or nil.
+	ToolConfirmation() *event.ToolConfirmation
 }

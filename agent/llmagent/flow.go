@@ -23,24 +23,24 @@ import (
 // or an error.
 func (a *Agent) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
 	return func(yield func(*event.Event, error) bool) {
-		for !inv.Ended() {
-			next, ok := a.step(ctx, inv, yield)
+		next, ok := a.resumeConfirmations(ctx, inv, yield)
+		if !ok {
+			return
+		}
+		for next == nil && !inv.Ended() {
+			next, ok = a.step(ctx, inv, yield)
 			if !ok {
 				return
 			}
-			if next == nil {
-				continue
+		}
+		if next == nil || next == a {
+			return // final answer, pause, or ended
+		}
+		// Transfer: the target answers in the same invocation.
+		for ev, err := range next.Run(ctx, inv.For(next)) {
+			if !yield(ev, err) || err != nil {
+				return
 			}
-			if next == a {
-				return // final answer or pause
-			}
-			// Transfer: the target answers in the same invocation.
-			for ev, err := range next.Run(ctx, inv.For(next)) {
-				if !yield(ev, err) || err != nil {
-					return
-				}
-			}
-			return
 		}
 	}
 }
@@ -91,13 +91,28 @@ func (a *Agent) step(ctx context.Context, inv *agent.Invocation, yield func(*eve
 	if len(calls) == 0 {
 		return a, true
 	}
-	resEv := a.runCalls(ctx, inv, calls, tools)
+	return a.afterCalls(ctx, inv, calls, nil, tools, len(ev.LongRunningToolIDs) > 0, yield)
+}
+
+// afterCalls runs function calls (with the confirmation answers, if any),
+// commits their responses, asks for confirmations the calls need, and
+// decides how the agent goes on.
+func (a *Agent) afterCalls(ctx context.Context, inv *agent.Invocation, calls []*genai.FunctionCall, answers []*event.ToolConfirmation,
+	tools map[string]tool.Tool, longRunning bool, yield func(*event.Event, error) bool) (next agent.Agent, ok bool) {
+	resEv := a.runCalls(ctx, inv, calls, answers, tools)
 	if resEv != nil && !yield(resEv, nil) {
 		return nil, false
 	}
-	if len(ev.LongRunningToolIDs) > 0 {
-		// Paused until the client answers the long-running call: the whole
-		// invocation stops, so enclosing workflows do not run ahead.
+	if resEv != nil && len(resEv.Actions.RequestedToolConfirmations) > 0 {
+		if !yield(confirmationRequest(inv, calls, resEv.Actions.RequestedToolConfirmations), nil) {
+			return nil, false
+		}
+		longRunning = true
+	}
+	if longRunning {
+		// Paused until the client answers the long-running call or the
+		// confirmation: the whole invocation stops, so enclosing workflows
+		// do not run ahead.
 		inv.End()
 		return a, true
 	}
@@ -274,14 +289,20 @@ type callResult struct {
 // there are several, and merges their responses into one event in call
 // order. It returns nil when no call produced a response (long-running tools
 // that returned nothing).
-func (a *Agent) runCalls(ctx context.Context, inv *agent.Invocation, calls []*genai.FunctionCall, tools map[string]tool.Tool) *event.Event {
+func (a *Agent) runCalls(ctx context.Context, inv *agent.Invocation, calls []*genai.FunctionCall, answers []*event.ToolConfirmation, tools map[string]tool.Tool) *event.Event {
+	answer := func(i int) *event.ToolConfirmation {
+		if answers == nil {
+			return nil
+		}
+		return answers[i]
+	}
 	results := make([]callResult, len(calls))
 	if len(calls) == 1 {
-		results[0] = a.runCall(ctx, inv, calls[0], tools)
+		results[0] = a.runCall(ctx, inv, calls[0], answer(0), tools)
 	} else {
 		var wg sync.WaitGroup
 		for i, fc := range calls {
-			wg.Go(func() { results[i] = a.runCall(ctx, inv, fc, tools) })
+			wg.Go(func() { results[i] = a.runCall(ctx, inv, fc, answer(i), tools) })
 		}
 		wg.Wait()
 	}
@@ -341,10 +362,17 @@ func mergeMap(dst, src map[string]any) map[string]any {
 	return dst
 }
 
+// RejectedMessage is the error a model receives for a tool call a person
+// rejected.
+const RejectedMessage = "This tool call is rejected."
+
 // runCall runs one function call with its callbacks. Unknown tools, tool
-// errors and panics become error responses the model can read.
-func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.FunctionCall, tools map[string]tool.Tool) callResult {
-	tc := agent.NewToolContext(inv, fc.ID)
+// errors and panics become error responses the model can read. A call that
+// needs a confirmation it does not have produces no response: it records the
+// request in the actions instead. answer is the person's answer when the
+// call runs after a confirmation request.
+func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.FunctionCall, answer *event.ToolConfirmation, tools map[string]tool.Tool) callResult {
+	tc := agent.NewConfirmedToolContext(inv, fc.ID, answer)
 	args := fc.Args
 	if args == nil {
 		args = map[string]any{}
@@ -359,6 +387,18 @@ func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.Fu
 	if !ok {
 		return respond(errorResult(fmt.Errorf("tool %q not found; available tools: %s", fc.Name, toolNames(tools))))
 	}
+	pending := func() callResult { return callResult{actions: tc.TakeActions()} }
+	switch {
+	case answer != nil && !answer.Confirmed:
+		return respond(map[string]any{"error": RejectedMessage})
+	case answer == nil:
+		if c, ok := t.(tool.Confirmable); ok {
+			if required, hint := c.ConfirmationRequired(ctx, args); required {
+				tc.RequestConfirmation(hint, nil)
+				return pending() // fails closed: the tool does not run
+			}
+		}
+	}
 	for _, cb := range chain(inv.Callbacks().BeforeTool, a.cfg.BeforeTool) {
 		res, err := cb(ctx, tc, t, args)
 		if err != nil {
@@ -369,6 +409,9 @@ func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.Fu
 		}
 	}
 	res, err := safeRun(ctx, t, tc, args)
+	if answer == nil && tc.ConfirmationRequested() {
+		return pending() // the tool asked for approval: its result waits
+	}
 	if err != nil {
 		for _, cb := range chain(inv.Callbacks().OnToolError, a.cfg.OnToolError) {
 			r, cbErr := cb(ctx, tc, t, args, err)
@@ -434,4 +477,96 @@ func chain[T any](global, own []T) []T {
 		return own
 	}
 	return append(slices.Clip(global), own...)
+}
+
+// confirmationRequest builds the event that asks the client to confirm tool
+// calls: one adk_request_confirmation call per gated call, in call order,
+// each long-running so that the invocation pauses.
+func confirmationRequest(inv *agent.Invocation, calls []*genai.FunctionCall, requested map[string]event.ToolConfirmation) *event.Event {
+	ev := inv.NewEvent()
+	ev.Content = &genai.Content{Role: genai.RoleModel}
+	for _, fc := range calls {
+		conf, ok := requested[fc.ID]
+		if !ok {
+			continue
+		}
+		id := event.GeneratedCallIDPrefix + event.NewID()
+		confJSON := map[string]any{"hint": conf.Hint, "confirmed": false}
+		if conf.Payload != nil {
+			confJSON["payload"] = conf.Payload
+		}
+		ev.Content.Parts = append(ev.Content.Parts, &genai.Part{FunctionCall: &genai.FunctionCall{
+			ID:   id,
+			Name: event.FunctionRequestConfirmation,
+			Args: map[string]any{
+				"originalFunctionCall": map[string]any{"id": fc.ID, "name": fc.Name, "args": event.CloneMap(fc.Args)},
+				"toolConfirmation":     confJSON,
+			},
+		}})
+		ev.LongRunningToolIDs = append(ev.LongRunningToolIDs, id)
+	}
+	return ev
+}
+
+// resumeConfirmations handles the person's answers to confirmation requests
+// in the user message: it runs (or rejects) the original calls and commits
+// their responses. next is nil when the agent should go on with a model call.
+func (a *Agent) resumeConfirmations(ctx context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) (next agent.Agent, ok bool) {
+	msg := inv.UserContent()
+	if msg == nil {
+		return nil, true
+	}
+	var calls []*genai.FunctionCall
+	var answers []*event.ToolConfirmation
+	for _, p := range msg.Parts {
+		if p == nil || p.FunctionResponse == nil || p.FunctionResponse.Name != event.FunctionRequestConfirmation {
+			continue
+		}
+		orig, err := pendingConfirmation(inv, p.FunctionResponse.ID)
+		if err != nil {
+			yield(nil, fmt.Errorf("llmagent: %s: %w", a.Name(), err))
+			return nil, false
+		}
+		calls = append(calls, orig)
+		answers = append(answers, parseAnswer(p.FunctionResponse.Response))
+	}
+	if len(calls) == 0 {
+		return nil, true
+	}
+	tools, err := a.resolveTools(ctx, inv)
+	if err != nil {
+		yield(nil, err)
+		return nil, false
+	}
+	return a.afterCalls(ctx, inv, calls, answers, tools, false, yield)
+}
+
+// pendingConfirmation finds the original function call of a confirmation
+// request.
+func pendingConfirmation(inv *agent.Invocation, requestID string) (*genai.FunctionCall, error) {
+	sess := inv.Session()
+	for i := sess.Len() - 1; i >= 0; i-- {
+		for _, fc := range sess.At(i).FunctionCalls() {
+			if fc.ID != requestID || fc.Name != event.FunctionRequestConfirmation {
+				continue
+			}
+			var orig genai.FunctionCall
+			b, _ := json.Marshal(fc.Args["originalFunctionCall"])
+			if err := json.Unmarshal(b, &orig); err != nil || orig.Name == "" {
+				return nil, fmt.Errorf("confirmation request %q has no valid original function call", requestID)
+			}
+			return &orig, nil
+		}
+	}
+	return nil, fmt.Errorf("no confirmation request with id %q", requestID)
+}
+
+// parseAnswer reads a confirmation answer. Anything but an explicit
+// {"confirmed": true} is a rejection: the gate fails closed.
+func parseAnswer(resp map[string]any) *event.ToolConfirmation {
+	confirmed, _ := resp["confirmed"].(bool)
+	if inner, ok := resp["response"].(map[string]any); ok && !confirmed {
+		confirmed, _ = inner["confirmed"].(bool)
+	}
+	return &event.ToolConfirmation{Confirmed: confirmed, Payload: resp["payload"]}
 }

@@ -80,6 +80,15 @@ type Config struct {
 	// returns (see tool.LongRunning). Its function typically starts the
 	// work and returns a ticket or a status.
 	LongRunning bool
+	// RequireConfirmation makes every call wait for a person's approval
+	// (see tool.Confirmable).
+	RequireConfirmation bool
+	// ConfirmationFunc, if set, decides per call whether approval is
+	// needed, from the model's arguments. It overrides RequireConfirmation.
+	ConfirmationFunc func(args map[string]any) bool
+	// ConfirmationHint is shown to the person asked to approve (default: a
+	// sentence naming the tool).
+	ConfirmationHint string
 	// InputSchema, if set, replaces the schema inferred from the argument
 	// type. It must describe a JSON object that decodes into the argument
 	// type.
@@ -107,6 +116,7 @@ type Tool[Args, Result any] struct {
 var (
 	_ tool.Tool        = (*Tool[struct{}, struct{}])(nil)
 	_ tool.LongRunning = (*Tool[struct{}, struct{}])(nil)
+	_ tool.Confirmable = (*Tool[struct{}, struct{}])(nil)
 )
 
 // validName is the function-name rule shared by the model providers.
@@ -206,6 +216,19 @@ func (t *Tool[Args, Result]) Name() string { return t.cfg.Name }
 
 // Description implements tool.Tool.
 func (t *Tool[Args, Result]) Description() string { return t.cfg.Description }
+
+// ConfirmationRequired implements tool.Confirmable.
+func (t *Tool[Args, Result]) ConfirmationRequired(_ context.Context, args map[string]any) (bool, string) {
+	required := t.cfg.RequireConfirmation
+	if t.cfg.ConfirmationFunc != nil {
+		required = t.cfg.ConfirmationFunc(args)
+	}
+	hint := t.cfg.ConfirmationHint
+	if hint == "" {
+		hint = fmt.Sprintf("Please approve or reject the call to %s.", t.cfg.Name)
+	}
+	return required, hint
+}
 
 // IsLongRunning implements tool.LongRunning.
 func (t *Tool[Args, Result]) IsLongRunning() bool { return t.cfg.LongRunning }
