@@ -1,0 +1,111 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Fork creates the session dst as a copy of the session src up to and
+// including the event upToEventID ("" copies every event), and returns it.
+// An empty dst.SessionID is generated; an empty dst.AppName or dst.UserID is
+// taken from src.
+//
+// The copies keep their ids, timestamps and actions, so compaction ranges
+// and rewinds in the copied log mean the same as in src. Only the
+// session-scoped state is copied: it is src's state as it was just after
+// the cut event. app: and user: state is shared, not copied, and nothing is
+// applied to it.
+//
+// The state after the cut is derived from src's current state by undoing
+// the keys that events after the cut changed: such a key gets the value the
+// last event up to the cut gave it, or is left out. A key that was set only
+// by the initial state given to [Service.Create] and changed after the cut is
+// therefore left out, since the initial state is not kept in any event.
+//
+// Fork fails with an error wrapping ErrNotFound if src does not exist,
+// ErrInvalid if it has no event upToEventID, and ErrAlreadyExists if dst
+// exists. Events are copied one append at a time; if copying fails, the
+// partial dst is deleted.
+func (s *Service) Fork(ctx context.Context, src Key, upToEventID string, dst Key) (*Session, error) {
+	if err := validate(src.AppName, src.UserID); err != nil {
+		return nil, err
+	}
+	if src.SessionID == "" {
+		return nil, fmt.Errorf("%w: source session id is required", ErrInvalid)
+	}
+	if dst.AppName == "" {
+		dst.AppName = src.AppName
+	}
+	if dst.UserID == "" {
+		dst.UserID = src.UserID
+	}
+	if err := validate(dst.AppName, dst.UserID); err != nil {
+		return nil, err
+	}
+	if dst.SessionID == "" {
+		dst.SessionID = s.newID()
+	}
+	rec, err := s.store.GetSession(ctx, src, Window{})
+	if err != nil {
+		return nil, fmt.Errorf("session: fork %s: %w", src.SessionID, err)
+	}
+	cut := len(rec.Events)
+	if upToEventID != "" {
+		cut = -1
+		for i, e := range rec.Events {
+			if e.ID == upToEventID {
+				cut = i + 1
+				break
+			}
+		}
+		if cut < 0 {
+			return nil, fmt.Errorf("%w: session %s has no event %q", ErrInvalid, src.SessionID, upToEventID)
+		}
+	}
+	kept, later := rec.Events[:cut], rec.Events[cut:]
+
+	state := rec.State
+	if state == nil {
+		state = map[string]any{}
+	}
+	// Undo the session keys changed after the cut, then give them the value
+	// the events up to the cut left them with.
+	undone := map[string]bool{}
+	for _, e := range later {
+		for k := range e.Actions.StateDelta {
+			if sessionScoped(k) {
+				undone[k] = true
+				delete(state, k)
+			}
+		}
+	}
+	for _, e := range kept {
+		for k, v := range e.Actions.StateDelta {
+			if undone[k] {
+				ApplyDelta(state, map[string]any{k: v})
+			}
+		}
+	}
+
+	now := s.now()
+	if err := s.store.CreateSession(ctx, &Record{Key: dst, State: state, CreateTime: now, UpdateTime: now}, Delta{}); err != nil {
+		return nil, fmt.Errorf("session: fork %s: create %s: %w", src.SessionID, dst.SessionID, err)
+	}
+	for i, e := range kept {
+		// An empty delta: the copied state is already in place, and shared
+		// scopes must not be changed by replaying old events.
+		cp := *e
+		if err := s.store.AppendEvent(ctx, dst, int64(i), &cp, Delta{}); err != nil {
+			_ = s.store.DeleteSession(context.WithoutCancel(ctx), dst)
+			return nil, fmt.Errorf("session: fork %s: copy event %s: %w", src.SessionID, e.ID, err)
+		}
+	}
+	return s.Get(ctx, dst, nil)
+}
+
+// sessionScoped reports whether a state key lives with the session (it has
+// no app:, user: or temp: prefix).
+func sessionScoped(key string) bool {
+	return !strings.HasPrefix(key, PrefixApp) && !strings.HasPrefix(key, PrefixUser) && !strings.HasPrefix(key, PrefixTemp)
+}
