@@ -143,7 +143,7 @@ func TestModelChoice(t *testing.T) {
 		}
 		return ""
 	}
-	for args, want := range map[string]string{"": "assistant (gpt-4o-mini)", "--model=gpt-4.1": "assistant (gpt-4.1)"} {
+	for args, want := range map[string]string{"": "assistant (openai/gpt-4o-mini)", "--model=openai/gpt-4.1": "assistant (openai/gpt-4.1)"} {
 		errb = syncBuffer{}
 		argv := []string{"run", "--sessions", "memory://"}
 		if args != "" {

@@ -3,11 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/model"
-	"github.com/loomkit/loom/model/openai"
+	"github.com/loomkit/loom/model/provider"
 )
 
 // modelChoice is the model the applications built from constructors get:
@@ -33,19 +32,16 @@ func chooseModel(ctx context.Context, env Env, name string) (*modelChoice, error
 	return &modelChoice{llm: llm, desc: name}, nil
 }
 
-// defaultModel returns the default model of the provider whose API key is
-// set, or "". OpenAI (and servers speaking its API, through
-// OPENAI_BASE_URL) is the provider this build knows.
+// defaultModel returns the default model of the first provider whose API
+// key is set (Gemini, then OpenAI, then Anthropic), or "".
 func defaultModel(getenv func(string) string) string {
-	if getenv("OPENAI_API_KEY") != "" {
-		return "gpt-4o-mini"
-	}
-	return ""
+	name, _ := provider.DefaultModel(getenv)
+	return name
 }
 
-// openModel opens the named model; an "openai/" prefix is optional.
-func openModel(_ context.Context, name string, getenv func(string) string) (model.LLM, error) {
-	return openai.New(strings.TrimPrefix(name, "openai/"), &openai.Options{APIKey: getenv("OPENAI_API_KEY"), BaseURL: getenv("OPENAI_BASE_URL")})
+// openModel opens a model by name (see provider.Open for the naming rules).
+func openModel(ctx context.Context, name string, getenv func(string) string) (model.LLM, error) {
+	return provider.Open(ctx, name, &provider.Options{Getenv: getenv})
 }
 
 // build returns the root agent of app under the model choice.
