@@ -9,9 +9,6 @@ import (
 	"strings"
 
 	"github.com/loomkit/loom/artifact"
-	"github.com/loomkit/loom/artifact/blobartifact"
-	"github.com/loomkit/loom/artifact/fileartifact"
-	"github.com/loomkit/loom/artifact/memartifact"
 	"github.com/loomkit/loom/memory"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/storage"
@@ -41,7 +38,7 @@ func openServices(ctx context.Context, o *options) (_ *services, err error) {
 	if s.sessions, err = storage.OpenSessions(ctx, o.sessions); err != nil {
 		return nil, fmt.Errorf("%s: %w", redact(o.sessions), err)
 	}
-	if s.artifacts, err = openArtifacts(ctx, o.artifacts); err != nil {
+	if s.artifacts, err = storage.OpenArtifacts(ctx, o.artifacts); err != nil {
 		return nil, fmt.Errorf("%s: artifacts: %w", redact(o.artifacts), err)
 	}
 	if s.memory, err = storage.OpenMemory(ctx, o.memory); err != nil {
@@ -62,34 +59,6 @@ func (s *services) close() error {
 		errs = append(errs, s.memory.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// errScheme reports an artifact URL of an unsupported scheme.
-var errScheme = errors.New("unsupported storage url")
-
-// openArtifacts opens the artifact service: memory://, file://DIR (a
-// relative DIR is relative to the working directory), or a gocloud.dev
-// bucket URL (mem://, and s3://, gs://, azblob:// in programs that link
-// those drivers).
-func openArtifacts(ctx context.Context, u string) (*artifact.Service, error) {
-	switch {
-	case u == "memory://" || u == "memory:":
-		return memartifact.NewService(), nil
-	case strings.HasPrefix(u, "file://"):
-		st, err := fileartifact.Open(strings.TrimPrefix(u, "file://"))
-		if err != nil {
-			return nil, err
-		}
-		return artifact.NewService(st), nil
-	}
-	if scheme, _, ok := strings.Cut(u, "://"); ok && scheme != "" {
-		st, err := blobartifact.Open(ctx, u)
-		if err != nil {
-			return nil, err
-		}
-		return artifact.NewService(st), nil
-	}
-	return nil, fmt.Errorf("%w: %q (want memory://, file://DIR or a bucket URL)", errScheme, u)
 }
 
 // makeParentDir creates the directory holding a local SQLite file.

@@ -7,7 +7,8 @@
 //	sqlite::memory:           a private in-memory SQLite database
 //	postgres://... postgresql://...   a PostgreSQL database
 //
-// Sessions and memories may share one database URL.
+// Sessions and memories may share one database URL. Artifacts have URLs of
+// their own; see OpenArtifacts.
 package storage
 
 import (
@@ -16,6 +17,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/loomkit/loom/artifact"
+	"github.com/loomkit/loom/artifact/blobartifact"
+	"github.com/loomkit/loom/artifact/fileartifact"
+	"github.com/loomkit/loom/artifact/memartifact"
 	"github.com/loomkit/loom/memory"
 	"github.com/loomkit/loom/memory/memmemory"
 	"github.com/loomkit/loom/memory/sqlmemory"
@@ -82,6 +87,28 @@ func OpenMemory(ctx context.Context, url string) (*memory.Service, error) {
 	return nil, unsupported("memory", url)
 }
 
-// Artifact URLs (memory://, file:///dir, and blob URLs such as s3:// or
-// gs://) are to be opened here by an OpenArtifacts beside these functions
-// once the file and blob artifact backends exist.
+// OpenArtifacts returns an artifact service on the store url names:
+// memory:// (in process), file://DIR (a local directory; a relative DIR is
+// relative to the working directory), or a gocloud.dev bucket URL (mem://,
+// and s3://, gs://, azblob:// in programs that import those blob drivers).
+func OpenArtifacts(ctx context.Context, url string) (*artifact.Service, error) {
+	switch {
+	case url == "memory://" || url == "memory:":
+		return memartifact.NewService(), nil
+	case strings.HasPrefix(url, "file://"):
+		st, err := fileartifact.Open(strings.TrimPrefix(url, "file://"))
+		if err != nil {
+			return nil, fmt.Errorf("storage: artifacts: %w", err)
+		}
+		return artifact.NewService(st), nil
+	}
+	if scheme, _, ok := strings.Cut(url, "://"); ok && scheme != "" {
+		st, err := blobartifact.Open(ctx, url)
+		if err != nil {
+			return nil, fmt.Errorf("storage: artifacts: %w", err)
+		}
+		return artifact.NewService(st), nil
+	}
+	scheme, _, _ := strings.Cut(url, ":")
+	return nil, fmt.Errorf("storage: artifacts: %w: scheme %q (want memory://, file://DIR or a bucket URL)", ErrUnsupported, scheme)
+}

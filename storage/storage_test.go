@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/artifact"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/internal/sqldb/sqldbtest"
 	"github.com/loomkit/loom/session"
@@ -90,5 +93,24 @@ func TestOpenUnsupported(t *testing.T) {
 		if _, err := storage.OpenMemory(ctx, u); !errors.Is(err, storage.ErrUnsupported) {
 			t.Errorf("OpenMemory(%q) = %v, want ErrUnsupported", u, err)
 		}
+	}
+}
+
+// TestOpenArtifacts checks the artifact URL schemes.
+func TestOpenArtifacts(t *testing.T) {
+	ctx := context.Background()
+	for _, url := range []string{"memory://", "file://" + t.TempDir(), "mem://"} {
+		svc, err := storage.OpenArtifacts(ctx, url)
+		if err != nil {
+			t.Fatalf("%s: %v", url, err)
+		}
+		ref := artifact.Ref{AppName: "a", UserID: "u", SessionID: "s", Name: "f.txt"}
+		if v, err := svc.Save(ctx, ref, genai.NewPartFromText("hi")); err != nil || v != 0 {
+			t.Fatalf("%s: save v%d %v", url, v, err)
+		}
+		svc.Close()
+	}
+	if _, err := storage.OpenArtifacts(ctx, "ftp:nope"); !errors.Is(err, storage.ErrUnsupported) {
+		t.Fatalf("bad scheme: %v", err)
 	}
 }
