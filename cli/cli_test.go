@@ -115,8 +115,8 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"api", "extra"}, 2, "", `unexpected argument "extra"`},
 		{[]string{"run", "--sessions", "memory://", "nosuch"}, 2, "", `unknown application "nosuch"`},
 		{[]string{"run", "--sessions", "bogus://x"}, 1, "", "bogus://x: storage: sessions"},
-		{[]string{"run", "--sessions", "memory://", "--artifacts", "nosuch://b"}, 1, "", `nosuch://b: artifacts: blobartifact`},
-		{[]string{"run", "--sessions", "memory://", "--artifacts", "bucket"}, 1, "", `bucket: artifacts: unsupported storage url`},
+		{[]string{"run", "--sessions", "memory://", "--artifacts", "nosuch://b"}, 1, "", `nosuch://b: storage: artifacts: blobartifact`},
+		{[]string{"run", "--sessions", "memory://", "--artifacts", "bucket"}, 1, "", `bucket: storage: artifacts: unsupported storage url`},
 		{[]string{"web", "--port", "-5"}, 1, "", "listen"},
 	} {
 		code, out, errOut := run(t, "", tc.args...)

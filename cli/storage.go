@@ -39,7 +39,7 @@ func openServices(ctx context.Context, o *options) (_ *services, err error) {
 		return nil, fmt.Errorf("%s: %w", redact(o.sessions), err)
 	}
 	if s.artifacts, err = storage.OpenArtifacts(ctx, o.artifacts); err != nil {
-		return nil, fmt.Errorf("%s: artifacts: %w", redact(o.artifacts), err)
+		return nil, fmt.Errorf("%s: %w", redact(o.artifacts), err)
 	}
 	if s.memory, err = storage.OpenMemory(ctx, o.memory); err != nil {
 		return nil, fmt.Errorf("%s: %w", redact(o.memory), err)
