@@ -1,0 +1,216 @@
+package telemetry
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/loomkit/loom/server"
+)
+
+// DefaultMaxSpans is the capacity of an Exporter created with a size of zero.
+const DefaultMaxSpans = 10_000
+
+// Exporter is an in-memory span exporter of bounded size: it keeps the most
+// recent spans, at most its capacity, overwriting the oldest. It answers the
+// server's debug trace routes (it implements server.TraceSource). It is safe
+// for concurrent use.
+//
+// Register it with a synchronous processor (sdktrace.WithSyncer) so that a
+// span can be looked up as soon as it has ended.
+type Exporter struct {
+	mu    sync.Mutex
+	ring  []record // len(ring) <= cap(ring) == capacity
+	next  int      // slot of the next record once the ring is full
+	total uint64   // spans exported since creation
+}
+
+// record is a finished span as the trace routes report it, with the keys
+// they search by.
+type record struct {
+	span      server.Span
+	sessionID string
+	eventID   string
+}
+
+var _ sdktrace.SpanExporter = (*Exporter)(nil)
+var _ server.TraceSource = (*Exporter)(nil)
+
+// NewExporter returns an exporter keeping at most maxSpans spans
+// (DefaultMaxSpans if maxSpans <= 0).
+func NewExporter(maxSpans int) *Exporter {
+	if maxSpans <= 0 {
+		maxSpans = DefaultMaxSpans
+	}
+	return &Exporter{ring: make([]record, 0, maxSpans)}
+}
+
+// ExportSpans implements sdktrace.SpanExporter: it stores the spans,
+// evicting the oldest when full.
+func (e *Exporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
+	recs := make([]record, 0, len(spans))
+	for _, s := range spans {
+		recs = append(recs, convert(s))
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range recs {
+		e.total++
+		if len(e.ring) < cap(e.ring) {
+			e.ring = append(e.ring, r)
+			continue
+		}
+		e.ring[e.next] = r
+		e.next = (e.next + 1) % len(e.ring)
+	}
+	return nil
+}
+
+// Shutdown implements sdktrace.SpanExporter. The stored spans stay readable.
+func (e *Exporter) Shutdown(context.Context) error { return nil }
+
+// Len returns the number of spans held.
+func (e *Exporter) Len() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.ring)
+}
+
+// Cap returns the maximum number of spans held.
+func (e *Exporter) Cap() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return cap(e.ring)
+}
+
+// Exported returns the number of spans exported since the exporter was
+// created, including those since evicted.
+func (e *Exporter) Exported() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.total
+}
+
+// each calls f on the held records, oldest first, with the lock held.
+func (e *Exporter) each(f func(*record)) {
+	n := len(e.ring)
+	start := 0
+	if n == cap(e.ring) {
+		start = e.next
+	}
+	for i := range n {
+		f(&e.ring[(start+i)%n])
+	}
+}
+
+// SessionSpans returns every held span of the traces that touched the
+// session, ordered by start time. It implements server.TraceSource.
+func (e *Exporter) SessionSpans(_ context.Context, sessionID string) ([]server.Span, error) {
+	var out []server.Span
+	if sessionID == "" {
+		return out, nil
+	}
+	e.mu.Lock()
+	traces := map[string]bool{}
+	e.each(func(r *record) {
+		if r.sessionID == sessionID {
+			traces[r.span.TraceID] = true
+		}
+	})
+	if len(traces) > 0 {
+		e.each(func(r *record) {
+			if traces[r.span.TraceID] {
+				out = append(out, r.span)
+			}
+		})
+	}
+	e.mu.Unlock()
+	// The caller owns what it gets: the stored maps stay untouched.
+	for i := range out {
+		out[i].Attributes = cloneAttrs(out[i].Attributes)
+	}
+	slices.SortStableFunc(out, func(a, b server.Span) int {
+		switch {
+		case a.StartTime < b.StartTime:
+			return -1
+		case a.StartTime > b.StartTime:
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+// EventAttributes returns the attributes of the oldest held span recorded
+// for the event (its model call or tool call), or nil. It implements
+// server.TraceSource.
+func (e *Exporter) EventAttributes(_ context.Context, eventID string) (map[string]any, error) {
+	if eventID == "" {
+		return nil, nil
+	}
+	e.mu.Lock()
+	var found map[string]any
+	e.each(func(r *record) {
+		if found == nil && r.eventID == eventID {
+			found = r.span.Attributes
+		}
+	})
+	e.mu.Unlock()
+	return cloneAttrs(found), nil
+}
+
+func cloneAttrs(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]any, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// convert turns a finished SDK span into a record.
+func convert(s sdktrace.ReadOnlySpan) record {
+	sc := s.SpanContext()
+	attrs := s.Attributes()
+	r := record{span: server.Span{
+		Name:       s.Name(),
+		SpanID:     sc.SpanID().String(),
+		TraceID:    sc.TraceID().String(),
+		StartTime:  s.StartTime().UnixNano(),
+		EndTime:    s.EndTime().UnixNano(),
+		Attributes: make(map[string]any, len(attrs)),
+	}}
+	if p := s.Parent(); p.SpanID().IsValid() {
+		r.span.ParentSpanID = p.SpanID().String()
+	}
+	for _, kv := range attrs {
+		r.span.Attributes[string(kv.Key)] = attrValue(kv.Value)
+		switch kv.Key {
+		case keySessionID:
+			r.sessionID = kv.Value.AsString()
+		case keyEventID:
+			r.eventID = kv.Value.AsString()
+		}
+	}
+	return r
+}
+
+// attrValue returns the JSON-friendly value of an attribute.
+func attrValue(v attribute.Value) any {
+	switch v.Type() {
+	case attribute.STRINGSLICE:
+		return v.AsStringSlice()
+	case attribute.INT64SLICE:
+		return v.AsInt64Slice()
+	case attribute.FLOAT64SLICE:
+		return v.AsFloat64Slice()
+	case attribute.BOOLSLICE:
+		return v.AsBoolSlice()
+	}
+	return v.AsInterface()
+}

@@ -1,0 +1,536 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/tool"
+)
+
+// Attribute keys and values, as ADK names them.
+const (
+	keySystem         = "gen_ai.system"
+	keyOperationName  = "gen_ai.operation.name"
+	keyRequestModel   = "gen_ai.request.model"
+	keyResponseModel  = "gen_ai.response.model"
+	keyInputTokens    = "gen_ai.usage.input_tokens"
+	keyOutputTokens   = "gen_ai.usage.output_tokens"
+	keyFinishReasons  = "gen_ai.response.finish_reasons"
+	keyTopP           = "gen_ai.request.top_p"
+	keyMaxTokens      = "gen_ai.request.max_tokens"
+	keyTokenType      = "gen_ai.token.type"
+	keyAgentName      = "gen_ai.agent.name"
+	keyAgentDesc      = "gen_ai.agent.description"
+	keyConversationID = "gen_ai.conversation.id"
+	keyToolName       = "gen_ai.tool.name"
+	keyToolDesc       = "gen_ai.tool.description"
+	keyToolCallID     = "gen_ai.tool.call.id"
+	keyErrorType      = "error.type"
+	keyInvocationID   = "gcp.vertex.agent.invocation_id"
+	keySessionID      = "gcp.vertex.agent.session_id"
+	keyEventID        = "gcp.vertex.agent.event_id"
+	keyBranch         = "gcp.vertex.agent.branch"
+	keyLLMRequest     = "gcp.vertex.agent.llm_request"
+	keyLLMResponse    = "gcp.vertex.agent.llm_response"
+	keyToolArgs       = "gcp.vertex.agent.tool_call_args"
+	keyToolResponse   = "gcp.vertex.agent.tool_response"
+
+	systemName        = "gcp.vertex.agent"
+	opInvokeAgent     = "invoke_agent"
+	opGenerateContent = "generate_content"
+	opExecuteTool     = "execute_tool"
+)
+
+// Span names.
+const (
+	SpanInvocation  = "invocation"
+	SpanInvokeAgent = "invoke_agent" // followed by a space and the agent name
+	SpanCallLLM     = "call_llm"
+	SpanExecuteTool = "execute_tool" // followed by a space and the tool name
+)
+
+// invState is the open spans of one invocation. Agents' spans are matched
+// by (branch, agent name): before- and after-agent hooks get different
+// contexts. A model call is matched by its callback context, which its
+// before- and after-model hooks share, and a tool call by its call id.
+type invState struct {
+	span      trace.Span
+	start     time.Time
+	sessionID string
+	rootAgent string
+
+	mu      sync.Mutex
+	agents  []*call                          // open agent spans, in start order
+	models  map[*agent.CallbackContext]*call // model calls without a response yet
+	pending []*call                          // model calls answered, waiting for their event
+	tools   map[string]*call                 // tool calls by call id, waiting for their event
+}
+
+// call is one open span below the invocation.
+type call struct {
+	span   trace.Span
+	start  time.Time
+	end    time.Time // when the call finished, if it has; the span ends later
+	agent  string
+	branch string
+	model  string
+	tool   string
+	failed bool // the failure has been recorded (metrics included)
+}
+
+// finish ends the span at the time the call finished, or now.
+func (c *call) finish() {
+	if c.end.IsZero() {
+		c.span.End()
+		return
+	}
+	c.span.End(trace.WithTimestamp(c.end))
+}
+
+func (t *Telemetry) state(id string) *invState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.invs[id]
+}
+
+// begin starts the invocation span, once per invocation.
+func (t *Telemetry) begin(ctx context.Context, inv *agent.Invocation) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.invs[inv.ID()]; ok {
+		return
+	}
+	st := &invState{start: time.Now(), sessionID: sessionID(inv), models: map[*agent.CallbackContext]*call{}, tools: map[string]*call{}}
+	if a := inv.Agent(); a != nil {
+		st.rootAgent = a.Name()
+	}
+	_, st.span = t.tracer.Start(ctx, SpanInvocation, trace.WithTimestamp(st.start), trace.WithAttributes(
+		attribute.String(keyInvocationID, inv.ID()),
+		attribute.String(keySessionID, st.sessionID),
+		attribute.String(keyConversationID, st.sessionID),
+	))
+	t.invs[inv.ID()] = st
+}
+
+func sessionID(inv *agent.Invocation) string {
+	if s := inv.Session(); s != nil {
+		return s.ID()
+	}
+	return ""
+}
+
+func (t *Telemetry) onUserMessage(ctx context.Context, cc *agent.CallbackContext, _ *genai.Content) (*genai.Content, error) {
+	t.begin(ctx, cc.Invocation())
+	return nil, nil
+}
+
+// beforeRun starts the invocation span if an earlier plugin replaced the
+// user message, so that this plugin's hook did not run.
+func (t *Telemetry) beforeRun(ctx context.Context, cc *agent.CallbackContext) (*genai.Content, error) {
+	t.begin(ctx, cc.Invocation())
+	return nil, nil
+}
+
+// parentLocked returns the span a new span should be a child of. For a
+// model or tool call (name set) it is the newest open span of that agent on
+// that branch. Otherwise, or if there is none, it is the newest open agent
+// span on the branch or an enclosing one (the agent that transferred to
+// this one, the workflow running it), else the invocation span.
+func (st *invState) parentLocked(branch, name string) trace.Span {
+	if name != "" {
+		for i := len(st.agents) - 1; i >= 0; i-- {
+			if a := st.agents[i]; a.agent == name && a.branch == branch {
+				return a.span
+			}
+		}
+	}
+	for i := len(st.agents) - 1; i >= 0; i-- {
+		a := st.agents[i]
+		if a.branch == branch || a.branch == "" || strings.HasPrefix(branch, a.branch+".") {
+			return a.span
+		}
+	}
+	return st.span
+}
+
+func (t *Telemetry) beforeAgent(ctx context.Context, cc *agent.CallbackContext) (*genai.Content, error) {
+	inv := cc.Invocation()
+	st := t.state(inv.ID())
+	if st == nil {
+		return nil, nil
+	}
+	a := inv.Agent()
+	c := &call{start: time.Now(), agent: a.Name(), branch: inv.Branch()}
+	attrs := []attribute.KeyValue{
+		attribute.String(keyOperationName, opInvokeAgent),
+		attribute.String(keyAgentName, a.Name()),
+		attribute.String(keyAgentDesc, a.Description()),
+		attribute.String(keyConversationID, st.sessionID),
+		attribute.String(keyInvocationID, inv.ID()),
+	}
+	if c.branch != "" {
+		attrs = append(attrs, attribute.String(keyBranch, c.branch))
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	parent := st.parentLocked(c.branch, "")
+	_, c.span = t.tracer.Start(trace.ContextWithSpan(ctx, parent), SpanInvokeAgent+" "+a.Name(),
+		trace.WithTimestamp(c.start), trace.WithAttributes(attrs...))
+	st.agents = append(st.agents, c)
+	return nil, nil
+}
+
+func (t *Telemetry) afterAgent(_ context.Context, cc *agent.CallbackContext) (*genai.Content, error) {
+	inv := cc.Invocation()
+	st := t.state(inv.ID())
+	if st == nil {
+		return nil, nil
+	}
+	name, branch := inv.Agent().Name(), inv.Branch()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for i := len(st.agents) - 1; i >= 0; i-- {
+		if c := st.agents[i]; c.agent == name && c.branch == branch {
+			c.span.End()
+			st.agents = append(st.agents[:i], st.agents[i+1:]...)
+			break
+		}
+	}
+	return nil, nil
+}
+
+func (t *Telemetry) beforeModel(ctx context.Context, cc *agent.CallbackContext, req *model.Request) (*model.Response, error) {
+	inv := cc.Invocation()
+	st := t.state(inv.ID())
+	if st == nil {
+		return nil, nil
+	}
+	c := &call{start: time.Now(), agent: cc.AgentName(), branch: inv.Branch(), model: req.Model}
+	attrs := []attribute.KeyValue{
+		attribute.String(keySystem, systemName),
+		attribute.String(keyOperationName, opGenerateContent),
+		attribute.String(keyRequestModel, req.Model),
+		attribute.String(keyInvocationID, inv.ID()),
+		attribute.String(keySessionID, st.sessionID),
+	}
+	if cfg := req.Config; cfg != nil {
+		if cfg.TopP != nil {
+			attrs = append(attrs, attribute.Float64(keyTopP, float64(*cfg.TopP)))
+		}
+		if cfg.MaxOutputTokens > 0 {
+			attrs = append(attrs, attribute.Int64(keyMaxTokens, int64(cfg.MaxOutputTokens)))
+		}
+	}
+	if t.maxPayload > 0 {
+		attrs = append(attrs, attribute.String(keyLLMRequest, t.payload(requestForTrace(req))))
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	parent := st.parentLocked(c.branch, c.agent)
+	_, c.span = t.tracer.Start(trace.ContextWithSpan(ctx, parent), SpanCallLLM,
+		trace.WithTimestamp(c.start), trace.WithAttributes(attrs...))
+	if old := st.models[cc]; old != nil {
+		old.finish() // the same context reused for a second call: close the first
+	}
+	st.models[cc] = c
+	return nil, nil
+}
+
+// requestForTrace is what a call_llm span records of a request: the model,
+// the configuration and the contents, without inline data.
+func requestForTrace(req *model.Request) any {
+	contents := make([]*genai.Content, 0, len(req.Contents))
+	for _, c := range req.Contents {
+		if c == nil {
+			continue
+		}
+		cc := &genai.Content{Role: c.Role, Parts: make([]*genai.Part, 0, len(c.Parts))}
+		for _, p := range c.Parts {
+			if p == nil || p.InlineData != nil {
+				continue
+			}
+			cc.Parts = append(cc.Parts, p)
+		}
+		contents = append(contents, cc)
+	}
+	return struct {
+		Model    string                       `json:"model"`
+		Config   *genai.GenerateContentConfig `json:"config,omitempty"`
+		Contents []*genai.Content             `json:"contents"`
+	}{req.Model, req.Config, contents}
+}
+
+func (t *Telemetry) afterModel(ctx context.Context, cc *agent.CallbackContext, resp *model.Response) (*model.Response, error) {
+	st := t.state(cc.InvocationID())
+	if st == nil {
+		return nil, nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	c := st.models[cc]
+	if c == nil {
+		return nil, nil
+	}
+	delete(st.models, cc)
+	var attrs []attribute.KeyValue
+	if u := resp.UsageMetadata; u != nil {
+		attrs = append(attrs,
+			attribute.Int64(keyInputTokens, int64(u.PromptTokenCount)),
+			attribute.Int64(keyOutputTokens, int64(u.CandidatesTokenCount)))
+	}
+	if resp.FinishReason != "" {
+		attrs = append(attrs, attribute.StringSlice(keyFinishReasons, []string{string(resp.FinishReason)}))
+	}
+	if resp.ModelVersion != "" {
+		attrs = append(attrs, attribute.String(keyResponseModel, resp.ModelVersion))
+	}
+	if t.maxPayload > 0 {
+		attrs = append(attrs, attribute.String(keyLLMResponse, t.payload(resp)))
+	}
+	c.span.SetAttributes(attrs...)
+	if resp.ErrorCode != "" && !c.failed {
+		c.span.SetStatus(codes.Error, resp.ErrorCode+": "+resp.ErrorMessage)
+		c.span.SetAttributes(attribute.String(keyErrorType, resp.ErrorCode))
+	}
+	if !c.failed { // a failed call's duration is already recorded
+		t.m.recordModelDuration(ctx, c, nil)
+	}
+	t.m.recordTokens(ctx, c, resp)
+	c.end = time.Now()
+	st.pending = append(st.pending, c)
+	return nil, nil
+}
+
+func (t *Telemetry) onModelError(ctx context.Context, cc *agent.CallbackContext, _ *model.Request, err error) (*model.Response, error) {
+	st := t.state(cc.InvocationID())
+	if st == nil {
+		return nil, nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	c := st.models[cc]
+	if c == nil || c.failed {
+		return nil, nil
+	}
+	// The span stays open in case a later callback recovers with a
+	// response; otherwise the end of the invocation ends it.
+	c.failed = true
+	c.end = time.Now()
+	c.span.RecordError(err)
+	c.span.SetStatus(codes.Error, err.Error())
+	c.span.SetAttributes(attribute.String(keyErrorType, errorType(err)))
+	t.m.recordModelDuration(ctx, c, err)
+	return nil, nil
+}
+
+// branchOf returns the branch of a tool's invocation, when its context
+// tells.
+func branchOf(tc tool.Context) string {
+	if ic, ok := tc.(interface{ Invocation() *agent.Invocation }); ok && ic.Invocation() != nil {
+		return ic.Invocation().Branch()
+	}
+	return ""
+}
+
+func (t *Telemetry) beforeTool(ctx context.Context, tc tool.Context, tl tool.Tool, args map[string]any) (map[string]any, error) {
+	st := t.state(tc.InvocationID())
+	if st == nil {
+		return nil, nil
+	}
+	c := &call{start: time.Now(), agent: tc.AgentName(), branch: branchOf(tc), tool: tl.Name()}
+	attrs := []attribute.KeyValue{
+		attribute.String(keyOperationName, opExecuteTool),
+		attribute.String(keyToolName, tl.Name()),
+		attribute.String(keyToolDesc, tl.Description()),
+		attribute.String(keyToolCallID, tc.FunctionCallID()),
+		attribute.String(keyInvocationID, tc.InvocationID()),
+		attribute.String(keySessionID, st.sessionID),
+	}
+	if t.maxPayload > 0 {
+		attrs = append(attrs, attribute.String(keyToolArgs, t.payload(args)))
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	parent := st.parentLocked(c.branch, c.agent)
+	_, c.span = t.tracer.Start(trace.ContextWithSpan(ctx, parent), SpanExecuteTool+" "+tl.Name(),
+		trace.WithTimestamp(c.start), trace.WithAttributes(attrs...))
+	if old := st.tools[tc.FunctionCallID()]; old != nil {
+		old.finish()
+	}
+	st.tools[tc.FunctionCallID()] = c
+	return nil, nil
+}
+
+func (t *Telemetry) afterTool(ctx context.Context, tc tool.Context, _ tool.Tool, _, result map[string]any) (map[string]any, error) {
+	st := t.state(tc.InvocationID())
+	if st == nil {
+		return nil, nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	c := st.tools[tc.FunctionCallID()]
+	if c == nil {
+		return nil, nil
+	}
+	if !c.failed {
+		t.m.recordTool(ctx, c, nil)
+	}
+	c.end = time.Now()
+	if t.maxPayload > 0 {
+		// Replaced by the committed function response, when there is one.
+		c.span.SetAttributes(attribute.String(keyToolResponse, t.payload(result)))
+	}
+	return nil, nil
+}
+
+func (t *Telemetry) onToolError(ctx context.Context, tc tool.Context, _ tool.Tool, _ map[string]any, err error) (map[string]any, error) {
+	st := t.state(tc.InvocationID())
+	if st == nil {
+		return nil, nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	c := st.tools[tc.FunctionCallID()]
+	if c == nil || c.failed {
+		return nil, nil
+	}
+	c.failed = true
+	c.end = time.Now()
+	c.span.RecordError(err)
+	c.span.SetStatus(codes.Error, err.Error())
+	c.span.SetAttributes(attribute.String(keyErrorType, errorType(err)))
+	t.m.recordTool(ctx, c, err)
+	return nil, nil
+}
+
+// onEvent ends the spans of the model call and tool calls whose results the
+// committed event carries, recording the event's id on them.
+func (t *Telemetry) onEvent(_ context.Context, inv *agent.Invocation, ev *event.Event) (*event.Event, error) {
+	if ev.Partial {
+		return nil, nil
+	}
+	st := t.state(inv.ID())
+	if st == nil {
+		return nil, nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	// The first event of an agent after its model answered is that answer.
+	for i, c := range st.pending {
+		if c.agent == ev.Author && c.branch == ev.Branch {
+			c.span.SetAttributes(attribute.String(keyEventID, ev.ID))
+			c.finish()
+			st.pending = append(st.pending[:i], st.pending[i+1:]...)
+			break
+		}
+	}
+	for _, fr := range ev.FunctionResponses() {
+		c := st.tools[fr.ID]
+		if c == nil {
+			continue
+		}
+		delete(st.tools, fr.ID)
+		attrs := []attribute.KeyValue{attribute.String(keyEventID, ev.ID)}
+		if t.maxPayload > 0 {
+			attrs = append(attrs, attribute.String(keyToolResponse, t.payload(fr.Response)))
+		}
+		c.span.SetAttributes(attrs...)
+		c.finish()
+	}
+	return nil, nil
+}
+
+// afterRun ends the invocation and whatever it left open.
+func (t *Telemetry) afterRun(ctx context.Context, inv *agent.Invocation) {
+	t.mu.Lock()
+	st := t.invs[inv.ID()]
+	delete(t.invs, inv.ID())
+	t.mu.Unlock()
+	if st == nil {
+		return
+	}
+	st.endAll(ctx, t)
+}
+
+// endAll ends every open span of the invocation, innermost first, and
+// records the invocation's metrics. Spans of calls that never finished are
+// marked with the context's error when it is done.
+func (st *invState) endAll(ctx context.Context, t *Telemetry) {
+	cause := ctx.Err()
+	unfinished := func(c *call) {
+		if c.end.IsZero() && cause != nil && !c.failed {
+			c.span.RecordError(cause)
+			c.span.SetStatus(codes.Error, cause.Error())
+			c.span.SetAttributes(attribute.String(keyErrorType, errorType(cause)))
+		}
+		c.finish()
+	}
+	st.mu.Lock()
+	for _, c := range st.tools {
+		unfinished(c)
+	}
+	for _, c := range st.models {
+		unfinished(c)
+	}
+	for _, c := range st.pending {
+		c.finish()
+	}
+	for i := len(st.agents) - 1; i >= 0; i-- {
+		unfinished(st.agents[i])
+	}
+	st.tools, st.models, st.pending, st.agents = nil, nil, nil, nil
+	st.mu.Unlock()
+	if cause != nil {
+		st.span.RecordError(cause)
+		st.span.SetStatus(codes.Error, cause.Error())
+	}
+	st.span.End()
+	attrs := metric.WithAttributes(attribute.String(keyAgentName, st.rootAgent))
+	t.m.invocations.Add(context.WithoutCancel(ctx), 1, attrs)
+	t.m.invDur.Record(context.WithoutCancel(ctx), time.Since(st.start).Seconds(), attrs)
+}
+
+// payload returns v as JSON, truncated to the configured length.
+func (t *Telemetry) payload(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return `{"error":` + quote(err.Error()) + `}`
+	}
+	return truncate(string(b), t.maxPayload)
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// truncateMark ends a truncated payload.
+const truncateMark = "...(truncated)"
+
+// truncate cuts s to at most max bytes, on a rune boundary, marking the cut.
+func truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max - len(truncateMark)
+	if cut < 0 {
+		cut = 0
+	}
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + truncateMark
+}

@@ -1,0 +1,213 @@
+// Package telemetry traces and measures Loom invocations with OpenTelemetry.
+// It is a plugin: add [Telemetry.Plugin] to a runner and every invocation is
+// recorded, whatever its agents, models and tools.
+//
+//	tel, err := telemetry.New(telemetry.Config{})
+//	if err != nil { ... }
+//	r, err := runner.New(runner.Config{..., Plugins: []*plugin.Plugin{tel.Plugin()}})
+//	srv, err := server.New(server.Config{Apps: ..., Traces: tel})
+//
+// # Spans
+//
+// Span names and attributes follow ADK's conventions, so ADK tooling reads
+// them:
+//
+//	invocation                 one per invocation, from the user message to the end of the run
+//	  invoke_agent <agent>     one per agent run, under the invocation or the agent that ran it
+//	    call_llm               one per model call
+//	    execute_tool <tool>    one per tool call
+//
+// call_llm carries gen_ai.system ("gcp.vertex.agent"), gen_ai.request.model,
+// gen_ai.operation.name, token usage (gen_ai.usage.input_tokens and
+// output_tokens), gen_ai.response.finish_reasons, the invocation, session
+// and event ids (gcp.vertex.agent.invocation_id, session_id, event_id: the
+// id of the committed model-response event) and the request and response as
+// JSON (gcp.vertex.agent.llm_request and llm_response, truncated to
+// [Config.MaxPayloadBytes]). execute_tool carries gen_ai.tool.name,
+// gen_ai.tool.call.id, the arguments and response as JSON and the id of the
+// function-response event. Model and tool failures are recorded on their
+// span, whose status becomes Error.
+//
+// A span is ended by the hook that closes it (after-agent, after-model, the
+// committed event that carries a model response or tool result); whatever is
+// still open when the invocation ends (it was cancelled, failed or paused)
+// is ended then, so no span outlives its invocation. Cancelled spans are
+// marked with the context's error.
+//
+// A plugin hook cannot hand a new context to the code it wraps, so the spans
+// are linked to their parents by the plugin itself: a span started in a
+// model's or tool's own code is a child of the span current in the run's
+// context, not of call_llm or execute_tool.
+//
+// # Metrics
+//
+//	gen_ai.client.token.usage         histogram, {token}, by gen_ai.token.type (input, output)
+//	gen_ai.client.operation.duration  histogram, s, per model call
+//	loom.tool.duration                histogram, s, per tool call
+//	loom.invocation.count             counter, {invocation}
+//	loom.invocation.duration          histogram, s
+//
+// Failed calls carry an error.type attribute.
+//
+// # Trace routes
+//
+// Without a TracerProvider in its Config, a Telemetry records spans in an
+// in-memory [Exporter] that keeps the most recent [Config.MaxSpans] spans,
+// and it implements server.TraceSource, which answers the server's debug
+// trace routes: a session's spans, and the attributes of the span that
+// produced an event.
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/plugin"
+	"github.com/loomkit/loom/server"
+)
+
+// DefaultMaxPayloadBytes is the length to which request, response and tool
+// payloads recorded on spans are truncated when Config.MaxPayloadBytes is
+// zero.
+const DefaultMaxPayloadBytes = 16 << 10
+
+// instrumentationName names the tracer and meter.
+const instrumentationName = "github.com/loomkit/loom/plugin/telemetry"
+
+// Config configures a Telemetry. The zero value records spans in memory and
+// metrics with the global MeterProvider.
+type Config struct {
+	// TracerProvider creates the spans. If nil, an SDK TracerProvider is
+	// created whose only processor feeds an in-memory Exporter.
+	TracerProvider trace.TracerProvider
+	// Exporter answers the trace routes when TracerProvider is set; register
+	// it with that provider (sdktrace.WithSyncer). Without a TracerProvider
+	// it is the exporter of the created provider (a new one if nil).
+	Exporter *Exporter
+	// MeterProvider records the metrics; otel.GetMeterProvider() if nil.
+	MeterProvider metric.MeterProvider
+	// MaxSpans bounds the spans a created Exporter keeps (DefaultMaxSpans if
+	// zero or negative).
+	MaxSpans int
+	// MaxPayloadBytes truncates the JSON payloads recorded on spans (model
+	// requests and responses, tool arguments and results):
+	// DefaultMaxPayloadBytes if zero; negative records none.
+	MaxPayloadBytes int
+}
+
+// Telemetry records traces and metrics of invocations through its plugin.
+// It is safe for concurrent use.
+type Telemetry struct {
+	tracer     trace.Tracer
+	owned      *sdktrace.TracerProvider // created by New, shut down by Shutdown
+	exp        *Exporter
+	m          instruments
+	maxPayload int
+	plugin     *plugin.Plugin
+
+	mu   sync.Mutex
+	invs map[string]*invState // open invocations by id
+}
+
+var _ server.TraceSource = (*Telemetry)(nil)
+
+// New returns a Telemetry.
+func New(cfg Config) (*Telemetry, error) {
+	t := &Telemetry{exp: cfg.Exporter, maxPayload: cfg.MaxPayloadBytes, invs: map[string]*invState{}}
+	if t.maxPayload == 0 {
+		t.maxPayload = DefaultMaxPayloadBytes
+	}
+	tp := cfg.TracerProvider
+	if tp == nil {
+		if t.exp == nil {
+			t.exp = NewExporter(cfg.MaxSpans)
+		}
+		t.owned = sdktrace.NewTracerProvider(sdktrace.WithSyncer(t.exp))
+		tp = t.owned
+	}
+	t.tracer = tp.Tracer(instrumentationName)
+	mp := cfg.MeterProvider
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	m, err := newInstruments(mp.Meter(instrumentationName))
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	t.m = m
+	t.plugin = t.newPlugin()
+	return t, nil
+}
+
+// Plugin returns the plugin that records the runner's invocations. Add it
+// to a runner's Config.Plugins, first so that it sees every hook before
+// another plugin can skip the rest.
+func (t *Telemetry) Plugin() *plugin.Plugin { return t.plugin }
+
+// Exporter returns the in-memory exporter answering the trace routes, or nil.
+func (t *Telemetry) Exporter() *Exporter { return t.exp }
+
+// Shutdown ends every open span and shuts down the TracerProvider New
+// created, if any; a provider given in the Config is left to its owner.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	t.mu.Lock()
+	invs := t.invs
+	t.invs = map[string]*invState{}
+	t.mu.Unlock()
+	for _, st := range invs {
+		st.endAll(ctx, t)
+	}
+	if t.owned != nil {
+		if err := t.owned.Shutdown(ctx); err != nil {
+			return fmt.Errorf("telemetry: shutdown: %w", err)
+		}
+	}
+	return nil
+}
+
+// SessionSpans returns the recorded spans of the session's invocations,
+// ordered by start time. It implements server.TraceSource.
+func (t *Telemetry) SessionSpans(ctx context.Context, sessionID string) ([]server.Span, error) {
+	if t.exp == nil {
+		return nil, nil
+	}
+	return t.exp.SessionSpans(ctx, sessionID)
+}
+
+// EventAttributes returns the attributes of the span that produced an event
+// (its model call, or its tool call for a function-response event), or nil.
+// It implements server.TraceSource.
+func (t *Telemetry) EventAttributes(ctx context.Context, eventID string) (map[string]any, error) {
+	if t.exp == nil {
+		return nil, nil
+	}
+	return t.exp.EventAttributes(ctx, eventID)
+}
+
+// newPlugin builds the plugin over t's hooks.
+func (t *Telemetry) newPlugin() *plugin.Plugin {
+	return &plugin.Plugin{
+		Name:          "telemetry",
+		OnUserMessage: t.onUserMessage,
+		BeforeRun:     t.beforeRun,
+		OnEvent:       t.onEvent,
+		AfterRun:      t.afterRun,
+		Callbacks: agent.Callbacks{
+			BeforeAgent:  []agent.BeforeAgentCallback{t.beforeAgent},
+			AfterAgent:   []agent.AfterAgentCallback{t.afterAgent},
+			BeforeModel:  []agent.BeforeModelCallback{t.beforeModel},
+			AfterModel:   []agent.AfterModelCallback{t.afterModel},
+			OnModelError: []agent.OnModelErrorCallback{t.onModelError},
+			BeforeTool:   []agent.BeforeToolCallback{t.beforeTool},
+			AfterTool:    []agent.AfterToolCallback{t.afterTool},
+			OnToolError:  []agent.OnToolErrorCallback{t.onToolError},
+		},
+	}
+}
