@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loomkit/loom/plugin"
+	"github.com/loomkit/loom/plugin/telemetry"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/server/ui"
@@ -50,12 +52,18 @@ func serve(ctx context.Context, env Env, args []string, apps []App, withUI bool)
 	}
 	defer ln.Close()
 
-	svc, runners, err := setup(ctx, env, &o, apps)
+	// Traces of every app, kept in memory for the debug trace routes.
+	tel, err := telemetry.New(telemetry.Config{})
+	if err != nil {
+		return err
+	}
+	defer tel.Shutdown(context.WithoutCancel(ctx))
+	svc, runners, err := setup(ctx, env, &o, apps, tel.Plugin())
 	if err != nil {
 		return err
 	}
 	defer svc.close()
-	api, err := server.New(server.Config{Apps: runners, AllowedOrigins: splitList(*origins), Version: version()})
+	api, err := server.New(server.Config{Apps: runners, AllowedOrigins: splitList(*origins), Version: version(), Traces: tel})
 	if err != nil {
 		return err
 	}
@@ -94,8 +102,8 @@ func serve(ctx context.Context, env Env, args []string, apps []App, withUI bool)
 }
 
 // setup opens storage, chooses models and builds a runner per application,
-// reporting the choices on stderr.
-func setup(ctx context.Context, env Env, o *options, apps []App) (*services, []*runner.Runner, error) {
+// reporting the choices on stderr. Every runner gets the plugins.
+func setup(ctx context.Context, env Env, o *options, apps []App, plugins ...*plugin.Plugin) (*services, []*runner.Runner, error) {
 	choice, err := chooseModel(ctx, env, o.model)
 	if err != nil {
 		return nil, nil, err
@@ -107,7 +115,7 @@ func setup(ctx context.Context, env Env, o *options, apps []App) (*services, []*
 	runners := make([]*runner.Runner, 0, len(apps))
 	descs := make([]string, 0, len(apps))
 	for _, app := range apps {
-		r, desc, err := newRunner(app, choice, svc)
+		r, desc, err := newRunner(app, choice, svc, plugins)
 		if err != nil {
 			svc.close()
 			return nil, nil, err
@@ -120,7 +128,7 @@ func setup(ctx context.Context, env Env, o *options, apps []App) (*services, []*
 	return svc, runners, nil
 }
 
-func newRunner(app App, choice *modelChoice, svc *services) (*runner.Runner, string, error) {
+func newRunner(app App, choice *modelChoice, svc *services, plugins []*plugin.Plugin) (*runner.Runner, string, error) {
 	ag, desc, err := choice.build(app)
 	if err != nil {
 		return nil, "", err
@@ -131,6 +139,7 @@ func newRunner(app App, choice *modelChoice, svc *services) (*runner.Runner, str
 		Sessions:  svc.sessions,
 		Artifacts: svc.artifacts,
 		Memory:    svc.memory,
+		Plugins:   plugins,
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("app %s: %w", app.Name, err)
