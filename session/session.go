@@ -356,31 +356,33 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("session: append event: %w", err)
 	}
-	committed := *ev
-	if committed.ID == "" {
-		committed.ID = s.newID()
+	// Fill in the committed form in place (no copy of the event on this
+	// hot path) and put the caller's values back if the store fails.
+	origID, origTime, fullDelta := ev.ID, ev.Timestamp, ev.Actions.StateDelta
+	if ev.ID == "" {
+		ev.ID = s.newID()
 	}
-	if committed.Timestamp.IsZero() {
-		committed.Timestamp = s.now()
+	if ev.Timestamp.IsZero() {
+		ev.Timestamp = s.now()
 	}
-	fullDelta := ev.Actions.StateDelta
 	d, stored := splitDelta(fullDelta)
-	committed.Actions.StateDelta = stored
+	ev.Actions.StateDelta = stored
 
 	sess.appendMu.Lock()
 	defer sess.appendMu.Unlock()
 	sess.mu.RLock()
 	seq := sess.seq
 	sess.mu.RUnlock()
-	if err := s.store.AppendEvent(ctx, sess.key, seq, &committed, d); err != nil {
-		return fmt.Errorf("session: append event %s: %w", committed.ID, err)
+	if err := s.store.AppendEvent(ctx, sess.key, seq, ev, d); err != nil {
+		id := ev.ID
+		ev.ID, ev.Timestamp, ev.Actions.StateDelta = origID, origTime, fullDelta
+		return fmt.Errorf("session: append event %s: %w", id, err)
 	}
-	*ev = committed
 	sess.mu.Lock()
 	sess.events = append(sess.events, ev)
 	ApplyDelta(sess.state, fullDelta)
 	sess.seq = seq + 1
-	sess.updated = committed.Timestamp
+	sess.updated = ev.Timestamp
 	sess.mu.Unlock()
 	return nil
 }

@@ -91,6 +91,7 @@ type Config struct {
 type Agent struct {
 	cfg    Config
 	tools  map[string]tool.Tool
+	decls  []*genai.FunctionDeclaration // of tools, sorted by name
 	schema *jsonschema.Resolved
 
 	histories sync.Map // historyKey → *history
@@ -123,6 +124,7 @@ func New(cfg Config) (*Agent, error) {
 		}
 		a.tools[t.Name()] = t
 	}
+	a.decls = declarations(a.tools)
 	if cfg.OutputSchema != nil {
 		r, err := cfg.OutputSchema.Resolve(nil)
 		if err != nil {

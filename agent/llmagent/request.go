@@ -71,22 +71,30 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 		}
 		cfg.SystemInstruction.Parts = append(cfg.SystemInstruction.Parts, &genai.Part{Text: instr})
 	}
-	if len(tools) > 0 {
-		decls := make([]*genai.FunctionDeclaration, 0, len(tools))
-		for _, name := range sortedKeys(tools) {
-			if d := tools[name].Declaration(); d != nil {
-				decls = append(decls, d)
-			}
-		}
-		if len(decls) > 0 {
-			cfg.Tools = append(cfg.Tools, &genai.Tool{FunctionDeclarations: decls})
-		}
+	decls := a.decls // the static tools' declarations, computed once
+	if len(tools) != len(a.tools) {
+		decls = declarations(tools)
+	}
+	if len(decls) > 0 {
+		cfg.Tools = append(cfg.Tools, &genai.Tool{FunctionDeclarations: decls})
 	}
 	if a.cfg.OutputSchema != nil {
 		cfg.ResponseMIMEType = "application/json"
 		cfg.ResponseJsonSchema = a.cfg.OutputSchema
 	}
 	return &model.Request{Model: a.cfg.Model.Name(), Contents: a.contents(inv), Config: cfg}, nil
+}
+
+// declarations returns the function declarations of tools, sorted by name.
+// The slice is shared by requests; models must not modify it.
+func declarations(tools map[string]tool.Tool) []*genai.FunctionDeclaration {
+	var decls []*genai.FunctionDeclaration
+	for _, name := range sortedKeys(tools) {
+		if d := tools[name].Declaration(); d != nil {
+			decls = append(decls, d)
+		}
+	}
+	return slices.Clip(decls)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
