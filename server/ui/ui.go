@@ -7,8 +7,11 @@
 // answer streams in as it is generated. Beside the chat, a timeline shows
 // every event of the session (author, text, function calls and responses,
 // state and artifact deltas, transfers, errors), with the session state and
-// its artifacts (view and download) one tab away. A tool call awaiting
-// confirmation (adk_request_confirmation) gets Approve and Reject buttons.
+// its artifacts (view and download) one tab away. The Trace tab shows the
+// spans recorded for the session's invocations as a waterfall (from the
+// debug trace routes), and an opened timeline event shows the attributes of
+// the span that produced it. A tool call awaiting confirmation
+// (adk_request_confirmation) gets Approve and Reject buttons.
 //
 // The UI is plain HTML, CSS and JavaScript modules: nothing to build. It
 // talks to the ADK HTTP API of package server, on the same origin by

@@ -69,6 +69,11 @@ export class Client {
     return this.request('GET', path);
   }
 
+  /** The recorded spans of a session: [{name, span_id, parent_span_id, start_time, end_time, attributes}]. */
+  sessionTrace(app, sid) { return this.request('GET', `/dev/apps/${enc(app)}/debug/trace/session/${enc(sid)}`); }
+  /** The attributes of the span that produced an event ({} if none). */
+  eventTrace(app, eventId) { return this.request('GET', `/dev/apps/${enc(app)}/debug/trace/${enc(eventId)}`); }
+
   /**
    * Runs the agent through POST /run_sse and yields each event (or
    * {error} frame) as it arrives. EventSource cannot POST, so the stream is

@@ -2,6 +2,7 @@
 import { Client, ApiError } from './api.js';
 import {
   el, chatItems, timelineItem, functionResponses, parts, json, relativeTime, CONFIRMATION,
+  traceTree, spanAttributes, formatDuration,
 } from './render.js';
 
 const $ = (id) => document.getElementById(id);
@@ -89,7 +90,7 @@ async function selectSession(sid) {
   setHash();
   renderSessions();
   $('session-id').textContent = ui.sid;
-  await loadArtifacts();
+  await Promise.all([loadArtifacts(), loadTrace()]);
 }
 
 async function newSession() {
@@ -113,6 +114,7 @@ function clearSession() {
   setEvents([]);
   renderState({});
   renderArtifacts([]);
+  renderTrace([]);
   $('session-id').textContent = '';
   setHash();
 }
@@ -291,7 +293,7 @@ async function refresh() {
     ui.transient = transient;
     if (transient.length) renderAll();
     renderState(sess.state || {});
-    await Promise.all([loadArtifacts(), loadSessions()]);
+    await Promise.all([loadArtifacts(), loadSessions(), loadTrace()]);
   } catch (err) {
     report(err);
   }
@@ -403,6 +405,49 @@ async function downloadArtifact(name, version) {
   setTimeout(() => URL.revokeObjectURL(url), 10000);
 }
 
+// ---------- trace ----------
+
+// loadTrace shows the spans recorded for the session's invocations.
+async function loadTrace() {
+  if (!ui.sid) return renderTrace([]);
+  const sid = ui.sid;
+  const spans = await ui.client.sessionTrace(ui.app, sid);
+  if (sid === ui.sid) renderTrace(Array.isArray(spans) ? spans : []);
+}
+
+function renderTrace(spans) {
+  $('trace-count').textContent = String(spans.length);
+  $('span-detail').replaceChildren();
+  $('trace-view').replaceChildren(traceTree(spans, showSpan));
+}
+
+function showSpan(span, row) {
+  for (const r of document.querySelectorAll('#trace-view .span-row.selected')) r.classList.remove('selected');
+  row.classList.add('selected');
+  $('span-detail').replaceChildren(
+    el('div', { class: 'artifact-head' }, el('strong', { class: 'mono', text: span.name }),
+      el('span', { class: 'muted small', text: formatDuration(span.end_time - span.start_time) })),
+    spanAttributes(span.attributes));
+}
+
+// showEventSpan adds, when a timeline event is first opened, the attributes
+// of the span that produced it (its model or tool call).
+function showEventSpan(e) {
+  const details = e.target;
+  const li = details.parentElement;
+  if (!details.open || !li || !li.matches('li.ev') || details !== li.firstElementChild) return;
+  const id = li.dataset.id;
+  if (!id || li.dataset.traced) return;
+  li.dataset.traced = 'true';
+  const title = el('h4', { text: 'Trace span' });
+  const box = el('div', { class: 'ev-section ev-trace' }, title, el('p', { class: 'muted small', text: 'Loading…' }));
+  const body = details.querySelector('.ev-body');
+  body.insertBefore(box, body.querySelector(':scope > .raw'));
+  ui.client.eventTrace(ui.app, id)
+    .then((attrs) => box.replaceChildren(title, spanAttributes(attrs)))
+    .catch((err) => box.replaceChildren(title, el('p', { class: 'error-text', text: err.message || String(err) })));
+}
+
 // ---------- location ----------
 
 function hashParam(key) {
@@ -459,8 +504,11 @@ function wire() {
         t.setAttribute('aria-selected', String(on));
         $(`panel-${t.dataset.tab}`).hidden = !on;
       }
+      if (tab.dataset.tab === 'trace') loadTrace().catch(report);
     });
   }
+  // toggle does not bubble: listen in the capture phase.
+  $('timeline').addEventListener('toggle', showEventSpan, true);
 }
 
 async function main() {

@@ -238,3 +238,95 @@ function confirmationCard(author, fc, handlers) {
   }
   return card;
 }
+
+// ---------- traces ----------
+
+/** A span duration (nanoseconds) for people: µs, ms or s. */
+export function formatDuration(ns) {
+  if (typeof ns !== 'number' || !(ns >= 0)) return '';
+  if (ns < 1e6) return `${Math.round(ns / 1e3)} µs`;
+  if (ns < 1e9) return `${(ns / 1e6).toFixed(ns < 1e7 ? 2 : 1)} ms`;
+  return `${(ns / 1e9).toFixed(2)} s`;
+}
+
+// spanKind classifies a span by its name, for its colour.
+function spanKind(name) {
+  if (name === 'invocation') return 'invocation';
+  if (name === 'call_llm') return 'llm';
+  if (name.startsWith('execute_tool')) return 'tool';
+  if (name.startsWith('invoke_agent')) return 'agent';
+  return 'other';
+}
+
+/**
+ * The waterfall of a session's spans: one block per trace (invocation),
+ * spans indented under their parents, each with a bar placed on the trace's
+ * time scale and its duration. onSelect(span, row) is called on a click.
+ */
+export function traceTree(spans, onSelect) {
+  if (!Array.isArray(spans) || spans.length === 0) {
+    return el('p', { class: 'empty', text: 'No spans recorded for this session yet. Send a message to record some.' });
+  }
+  const byId = new Map(spans.map((s) => [s.span_id, s]));
+  const children = new Map();
+  const roots = [];
+  for (const s of spans) {
+    if (s.parent_span_id && byId.has(s.parent_span_id)) {
+      if (!children.has(s.parent_span_id)) children.set(s.parent_span_id, []);
+      children.get(s.parent_span_id).push(s);
+    } else {
+      roots.push(s);
+    }
+  }
+  const byStart = (a, b) => a.start_time - b.start_time;
+  roots.sort(byStart);
+  for (const list of children.values()) list.sort(byStart);
+
+  return el('div', { class: 'traces' }, roots.map((root) => {
+    const rows = [];
+    const walk = (s, depth) => {
+      rows.push({ s, depth });
+      for (const c of children.get(s.span_id) || []) walk(c, depth + 1);
+    };
+    walk(root, 0);
+    const t0 = Math.min(...rows.map((r) => r.s.start_time));
+    const t1 = Math.max(...rows.map((r) => r.s.end_time));
+    const total = Math.max(t1 - t0, 1);
+    const head = el('div', { class: 'trace-head small muted' },
+      el('span', { class: 'mono', text: (root.attributes && root.attributes['gcp.vertex.agent.invocation_id']) || root.trace_id }),
+      el('span', { text: formatDuration(t1 - t0) }));
+    return el('div', { class: 'trace' }, head, el('ol', { class: 'span-list' }, rows.map(({ s, depth }) => {
+      const left = ((s.start_time - t0) / total) * 100;
+      const width = Math.max(((s.end_time - s.start_time) / total) * 100, 0.5);
+      const row = el('li', {
+        class: `span-row span-${spanKind(s.name)}`, tabindex: 0, title: s.name,
+        dataset: { spanId: s.span_id, name: s.name },
+      },
+      el('span', { class: 'span-name', style: `padding-left:${depth * 14}px`, text: s.name }),
+      el('span', { class: 'span-track' }, el('span', { class: 'span-bar', style: `left:${left}%;width:${Math.min(width, 100 - left)}%` })),
+      el('span', { class: 'span-dur', text: formatDuration(s.end_time - s.start_time) }));
+      row.addEventListener('click', () => onSelect(s, row));
+      row.addEventListener('keydown', (e) => { if (e.key === 'Enter') onSelect(s, row); });
+      return row;
+    })));
+  }));
+}
+
+/**
+ * The attributes of a span as a table; JSON payloads (requests, responses,
+ * tool arguments) are shown pretty-printed.
+ */
+export function spanAttributes(attrs) {
+  const keys = Object.keys(attrs || {}).sort();
+  if (keys.length === 0) return el('p', { class: 'empty', text: 'No span recorded for this event.' });
+  return el('table', { class: 'kv span-attrs' }, el('tbody', {}, keys.map((k) => {
+    const v = attrs[k];
+    let cell;
+    if (typeof v === 'string' && /^[[{]/.test(v)) {
+      try { cell = json(JSON.parse(v)); } catch { cell = el('span', { class: 'value', text: v }); }
+    } else {
+      cell = el('span', { class: 'value', text: typeof v === 'string' ? v : JSON.stringify(v) });
+    }
+    return el('tr', { dataset: { key: k } }, el('th', {}, el('span', { class: 'mono', text: k })), el('td', {}, cell));
+  })));
+}
