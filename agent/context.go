@@ -28,6 +28,7 @@ type CallbackContext struct {
 	inv          *Invocation
 	callID       string
 	confirmation *event.ToolConfirmation
+	credential   map[string]any
 
 	mu      sync.Mutex
 	actions event.Actions
@@ -47,10 +48,19 @@ func NewToolContext(inv *Invocation, functionCallID string) *CallbackContext {
 	return &CallbackContext{inv: inv, callID: functionCallID}
 }
 
-// NewConfirmedToolContext returns a context for a tool answering the given
-// function call after a person answered its confirmation request.
-func NewConfirmedToolContext(inv *Invocation, functionCallID string, answer *event.ToolConfirmation) *CallbackContext {
-	return &CallbackContext{inv: inv, callID: functionCallID, confirmation: answer}
+// ToolResume is what a tool call carries when it runs again after a request
+// to the client: the person's confirmation answer, or the credential the
+// client supplied.
+type ToolResume struct {
+	Confirmation *event.ToolConfirmation
+	Credential   map[string]any
+}
+
+// NewResumedToolContext returns a context for a tool answering the given
+// function call after the client answered the call's confirmation or
+// credential request.
+func NewResumedToolContext(inv *Invocation, functionCallID string, r ToolResume) *CallbackContext {
+	return &CallbackContext{inv: inv, callID: functionCallID, confirmation: r.Confirmation, credential: r.Credential}
 }
 
 // Invocation returns the invocation.
@@ -198,5 +208,28 @@ func (c *CallbackContext) ConfirmationRequested() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, ok := c.actions.RequestedToolConfirmations[c.callID]
+	return ok
+}
+
+// RequestCredential asks the client for credentials for the current tool
+// call; it is recorded in the staged actions' RequestedAuthConfigs.
+func (c *CallbackContext) RequestCredential(authConfig map[string]any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.actions.RequestedAuthConfigs == nil {
+		c.actions.RequestedAuthConfigs = map[string]any{}
+	}
+	c.actions.RequestedAuthConfigs[c.callID] = event.CloneMap(authConfig)
+}
+
+// Credential returns the client's answer to the call's credential request,
+// when the call runs after one; otherwise nil.
+func (c *CallbackContext) Credential() map[string]any { return c.credential }
+
+// CredentialRequested reports whether the tool asked for credentials.
+func (c *CallbackContext) CredentialRequested() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.actions.RequestedAuthConfigs[c.callID]
 	return ok
 }

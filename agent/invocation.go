@@ -45,6 +45,10 @@ type InvocationConfig struct {
 	// Callbacks are global callbacks (from plugins) applied before the
 	// agents' own.
 	Callbacks Callbacks
+	// Credentials are the client's answers to credential requests carried
+	// by the user message, by request call id. The runner takes them out of
+	// the message before it is stored, so they live only in memory.
+	Credentials map[string]map[string]any
 }
 
 // Invocation is everything one user turn shares, from the user message to
@@ -123,6 +127,13 @@ func (inv *Invocation) RunConfig() RunConfig { return inv.shared.cfg.RunConfig }
 
 // Callbacks returns the invocation's global callbacks.
 func (inv *Invocation) Callbacks() *Callbacks { return &inv.shared.cfg.Callbacks }
+
+// Credential returns the client's answer to the credential request with the
+// given call id, if the user message carried one.
+func (inv *Invocation) Credential(requestID string) (map[string]any, bool) {
+	c, ok := inv.shared.cfg.Credentials[requestID]
+	return c, ok
+}
 
 // End ends the invocation: agents stop after their current step.
 func (inv *Invocation) End() { inv.shared.ended.Store(true) }

@@ -166,6 +166,7 @@ func (r *Runner) Run(ctx context.Context, userID, sessionID string, msg *genai.C
 
 // invoke is the event loop of one invocation.
 func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.Content, opts *RunOptions, yield func(*event.Event, error) bool) {
+	msg, creds := takeCredentials(msg)
 	cfg := agent.InvocationConfig{
 		ID:          event.NewInvocationID(),
 		Tree:        r.tree,
@@ -176,6 +177,7 @@ func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.C
 		UserContent: msg,
 		RunConfig:   agent.RunConfig{Streaming: opts.Streaming, MaxLLMCalls: opts.MaxLLMCalls},
 		Callbacks:   r.callbacks,
+		Credentials: creds,
 	}
 	inv := agent.NewInvocation(cfg)
 	defer r.afterRun(ctx, inv)
@@ -356,6 +358,31 @@ func (r *Runner) selectAgent(sess *session.Session, msg *genai.Content) agent.Ag
 		return root
 	}
 	return root
+}
+
+// takeCredentials removes the client's answers to credential requests from
+// a message, so that they never reach the session log or plugins; the
+// invocation keeps them in memory for the tools that asked.
+func takeCredentials(msg *genai.Content) (*genai.Content, map[string]map[string]any) {
+	var creds map[string]map[string]any
+	var out *genai.Content
+	for i, p := range msg.Parts {
+		if p == nil || p.FunctionResponse == nil || p.FunctionResponse.Name != event.FunctionRequestCredential {
+			continue
+		}
+		if out == nil {
+			out = &genai.Content{Role: msg.Role, Parts: append([]*genai.Part(nil), msg.Parts...)}
+			creds = map[string]map[string]any{}
+		}
+		fr := *p.FunctionResponse
+		creds[fr.ID] = event.CloneMap(fr.Response)
+		fr.Response = map[string]any{"status": "credential received"} // stored instead of the secret
+		out.Parts[i] = &genai.Part{FunctionResponse: &fr}
+	}
+	if out == nil {
+		return msg, nil
+	}
+	return out, creds
 }
 
 // checkResponses rejects a message that answers function calls the session

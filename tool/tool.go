@@ -115,4 +115,14 @@ type Context interface {
 	// ToolConfirmation returns the person's answer when the call runs after
 	// a confirmation, or nil.
 	ToolConfirmation() *event.ToolConfirmation
+	// RequestCredential asks the client for credentials described by
+	// authConfig (for example an OAuth2 or API-key scheme). Like
+	// RequestConfirmation, the tool should return right after it; the call
+	// runs again once the client has answered, and Credential returns the
+	// answer. Credentials are kept in memory for that run only and never
+	// written to the session log.
+	RequestCredential(authConfig map[string]any)
+	// Credential returns the client's answer to the call's credential
+	// request when the call runs after one, or nil.
+	Credential() map[string]any
 }

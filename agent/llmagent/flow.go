@@ -97,14 +97,14 @@ func (a *Agent) step(ctx context.Context, inv *agent.Invocation, yield func(*eve
 // afterCalls runs function calls (with the confirmation answers, if any),
 // commits their responses, asks for confirmations the calls need, and
 // decides how the agent goes on.
-func (a *Agent) afterCalls(ctx context.Context, inv *agent.Invocation, calls []*genai.FunctionCall, answers []*event.ToolConfirmation,
+func (a *Agent) afterCalls(ctx context.Context, inv *agent.Invocation, calls []*genai.FunctionCall, answers []agent.ToolResume,
 	tools map[string]tool.Tool, longRunning bool, yield func(*event.Event, error) bool) (next agent.Agent, ok bool) {
 	resEv := a.runCalls(ctx, inv, calls, answers, tools)
 	if resEv != nil && !yield(resEv, nil) {
 		return nil, false
 	}
-	if resEv != nil && len(resEv.Actions.RequestedToolConfirmations) > 0 {
-		if !yield(confirmationRequest(inv, calls, resEv.Actions.RequestedToolConfirmations), nil) {
+	if resEv != nil && (len(resEv.Actions.RequestedToolConfirmations) > 0 || len(resEv.Actions.RequestedAuthConfigs) > 0) {
+		if !yield(clientRequests(inv, calls, &resEv.Actions), nil) {
 			return nil, false
 		}
 		longRunning = true
@@ -289,10 +289,10 @@ type callResult struct {
 // there are several, and merges their responses into one event in call
 // order. It returns nil when no call produced a response (long-running tools
 // that returned nothing).
-func (a *Agent) runCalls(ctx context.Context, inv *agent.Invocation, calls []*genai.FunctionCall, answers []*event.ToolConfirmation, tools map[string]tool.Tool) *event.Event {
-	answer := func(i int) *event.ToolConfirmation {
+func (a *Agent) runCalls(ctx context.Context, inv *agent.Invocation, calls []*genai.FunctionCall, answers []agent.ToolResume, tools map[string]tool.Tool) *event.Event {
+	answer := func(i int) agent.ToolResume {
 		if answers == nil {
-			return nil
+			return agent.ToolResume{}
 		}
 		return answers[i]
 	}
@@ -368,11 +368,12 @@ const RejectedMessage = "This tool call is rejected."
 
 // runCall runs one function call with its callbacks. Unknown tools, tool
 // errors and panics become error responses the model can read. A call that
-// needs a confirmation it does not have produces no response: it records the
-// request in the actions instead. answer is the person's answer when the
-// call runs after a confirmation request.
-func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.FunctionCall, answer *event.ToolConfirmation, tools map[string]tool.Tool) callResult {
-	tc := agent.NewConfirmedToolContext(inv, fc.ID, answer)
+// needs a confirmation or credential it does not have produces no response:
+// it records the request in the actions instead. resume carries the client's
+// answer when the call runs again after such a request.
+func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.FunctionCall, resume agent.ToolResume, tools map[string]tool.Tool) callResult {
+	tc := agent.NewResumedToolContext(inv, fc.ID, resume)
+	answer := resume.Confirmation
 	args := fc.Args
 	if args == nil {
 		args = map[string]any{}
@@ -409,8 +410,8 @@ func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.Fu
 		}
 	}
 	res, err := safeRun(ctx, t, tc, args)
-	if answer == nil && tc.ConfirmationRequested() {
-		return pending() // the tool asked for approval: its result waits
+	if (answer == nil && tc.ConfirmationRequested()) || (resume.Credential == nil && tc.CredentialRequested()) {
+		return pending() // the tool asked the client for approval or credentials: its result waits
 	}
 	if err != nil {
 		for _, cb := range chain(inv.Callbacks().OnToolError, a.cfg.OnToolError) {
@@ -479,56 +480,70 @@ func chain[T any](global, own []T) []T {
 	return append(slices.Clip(global), own...)
 }
 
-// confirmationRequest builds the event that asks the client to confirm tool
-// calls: one adk_request_confirmation call per gated call, in call order,
-// each long-running so that the invocation pauses.
-func confirmationRequest(inv *agent.Invocation, calls []*genai.FunctionCall, requested map[string]event.ToolConfirmation) *event.Event {
+// clientRequests builds the event that asks the client to confirm tool calls
+// or to supply credentials: one adk_request_confirmation or
+// adk_request_credential call per waiting call, in call order, each
+// long-running so that the invocation pauses.
+func clientRequests(inv *agent.Invocation, calls []*genai.FunctionCall, actions *event.Actions) *event.Event {
 	ev := inv.NewEvent()
 	ev.Content = &genai.Content{Role: genai.RoleModel}
-	for _, fc := range calls {
-		conf, ok := requested[fc.ID]
-		if !ok {
-			continue
-		}
+	add := func(name string, args map[string]any) {
 		id := event.GeneratedCallIDPrefix + event.NewID()
-		confJSON := map[string]any{"hint": conf.Hint, "confirmed": false}
-		if conf.Payload != nil {
-			confJSON["payload"] = conf.Payload
-		}
-		ev.Content.Parts = append(ev.Content.Parts, &genai.Part{FunctionCall: &genai.FunctionCall{
-			ID:   id,
-			Name: event.FunctionRequestConfirmation,
-			Args: map[string]any{
-				"originalFunctionCall": map[string]any{"id": fc.ID, "name": fc.Name, "args": event.CloneMap(fc.Args)},
-				"toolConfirmation":     confJSON,
-			},
-		}})
+		ev.Content.Parts = append(ev.Content.Parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: id, Name: name, Args: args}})
 		ev.LongRunningToolIDs = append(ev.LongRunningToolIDs, id)
+	}
+	for _, fc := range calls {
+		orig := map[string]any{"id": fc.ID, "name": fc.Name, "args": event.CloneMap(fc.Args)}
+		if conf, ok := actions.RequestedToolConfirmations[fc.ID]; ok {
+			confJSON := map[string]any{"hint": conf.Hint, "confirmed": false}
+			if conf.Payload != nil {
+				confJSON["payload"] = conf.Payload
+			}
+			add(event.FunctionRequestConfirmation, map[string]any{"originalFunctionCall": orig, "toolConfirmation": confJSON})
+		}
+		if cfg, ok := actions.RequestedAuthConfigs[fc.ID]; ok {
+			add(event.FunctionRequestCredential, map[string]any{"originalFunctionCall": orig, "authConfig": cfg})
+		}
 	}
 	return ev
 }
 
-// resumeConfirmations handles the person's answers to confirmation requests
-// in the user message: it runs (or rejects) the original calls and commits
-// their responses. next is nil when the agent should go on with a model call.
+// resumeConfirmations handles the client's answers in the user message to
+// confirmation and credential requests: it runs (or rejects) the original
+// calls and commits their responses. next is nil when the agent should go on
+// with a model call.
 func (a *Agent) resumeConfirmations(ctx context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) (next agent.Agent, ok bool) {
 	msg := inv.UserContent()
 	if msg == nil {
 		return nil, true
 	}
 	var calls []*genai.FunctionCall
-	var answers []*event.ToolConfirmation
+	var answers []agent.ToolResume
 	for _, p := range msg.Parts {
-		if p == nil || p.FunctionResponse == nil || p.FunctionResponse.Name != event.FunctionRequestConfirmation {
+		if p == nil || p.FunctionResponse == nil {
 			continue
 		}
-		orig, err := pendingConfirmation(inv, p.FunctionResponse.ID)
+		fr := p.FunctionResponse
+		var resume agent.ToolResume
+		switch fr.Name {
+		case event.FunctionRequestConfirmation:
+			resume.Confirmation = parseAnswer(fr.Response)
+		case event.FunctionRequestCredential:
+			cred, _ := inv.Credential(fr.ID)
+			if cred == nil {
+				cred = map[string]any{}
+			}
+			resume.Credential = cred
+		default:
+			continue
+		}
+		orig, err := pendingRequest(inv, fr.ID, fr.Name)
 		if err != nil {
 			yield(nil, fmt.Errorf("llmagent: %s: %w", a.Name(), err))
 			return nil, false
 		}
 		calls = append(calls, orig)
-		answers = append(answers, parseAnswer(p.FunctionResponse.Response))
+		answers = append(answers, resume)
 	}
 	if len(calls) == 0 {
 		return nil, true
@@ -541,24 +556,24 @@ func (a *Agent) resumeConfirmations(ctx context.Context, inv *agent.Invocation, 
 	return a.afterCalls(ctx, inv, calls, answers, tools, false, yield)
 }
 
-// pendingConfirmation finds the original function call of a confirmation
-// request.
-func pendingConfirmation(inv *agent.Invocation, requestID string) (*genai.FunctionCall, error) {
+// pendingRequest finds the original function call of a confirmation or
+// credential request.
+func pendingRequest(inv *agent.Invocation, requestID, name string) (*genai.FunctionCall, error) {
 	sess := inv.Session()
 	for i := sess.Len() - 1; i >= 0; i-- {
 		for _, fc := range sess.At(i).FunctionCalls() {
-			if fc.ID != requestID || fc.Name != event.FunctionRequestConfirmation {
+			if fc.ID != requestID || fc.Name != name {
 				continue
 			}
 			var orig genai.FunctionCall
 			b, _ := json.Marshal(fc.Args["originalFunctionCall"])
 			if err := json.Unmarshal(b, &orig); err != nil || orig.Name == "" {
-				return nil, fmt.Errorf("confirmation request %q has no valid original function call", requestID)
+				return nil, fmt.Errorf("%s request %q has no valid original function call", name, requestID)
 			}
 			return &orig, nil
 		}
 	}
-	return nil, fmt.Errorf("no confirmation request with id %q", requestID)
+	return nil, fmt.Errorf("no %s request with id %q", name, requestID)
 }
 
 // parseAnswer reads a confirmation answer. Anything but an explicit
