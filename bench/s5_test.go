@@ -20,14 +20,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loomkit/loom/agent/llmagent"
-	"github.com/loomkit/loom/model"
-	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/session/memsession"
-	"github.com/loomkit/loom/tool"
-	"github.com/loomkit/loom/tool/functiontool"
 )
 
 // s5Clients is the number of concurrent load clients (BENCHMARKS.md S5).
@@ -56,26 +51,7 @@ func BenchmarkS5(b *testing.B) {
 
 func s5App(b *testing.B) *runner.Runner {
 	b.Helper()
-	type addArgs struct {
-		A int `json:"a"`
-		B int `json:"b"`
-	}
-	add, err := functiontool.New(functiontool.Config{Name: "add", Description: "Adds two integers."},
-		func(ctx context.Context, tc tool.Context, args addArgs) (int, error) { return args.A + args.B, nil })
-	if err != nil {
-		b.Fatal(err)
-	}
-	llm := scripted.New("s1-model", func(ctx context.Context, req *model.Request) (scripted.Turn, error) {
-		if len(scripted.LastFunctionResponse(req)) > 0 {
-			return scripted.Text("3"), nil
-		}
-		return scripted.Call("add", map[string]any{"a": 1, "b": 2}), nil
-	})
-	root, err := llmagent.New(llmagent.Config{Name: "calculator", Model: llm, Instruction: "Add numbers with the add tool.", Tools: []tool.Tool{add}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	app, err := runner.New(runner.Config{AppName: "s1", Agent: root, Sessions: memsession.NewService()})
+	app, err := runner.New(runner.Config{AppName: "s1", Agent: newS1Agent(b), Sessions: memsession.NewService()})
 	if err != nil {
 		b.Fatal(err)
 	}
