@@ -52,7 +52,7 @@ func ModelView(events []*Event) []*Event {
 			out = append(out, ranges[r].summary())
 			r--
 		}
-		if r >= 0 && !e.Timestamp.Before(ranges[r].c.Actions.Compaction.Start) {
+		if r >= 0 && !e.Timestamp.Before(ranges[r].c.Actions.Compaction.Start) && i < ranges[r].at {
 			continue // covered by a summary, emitted when the range is passed
 		}
 		out = append(out, e)
@@ -63,7 +63,13 @@ func ModelView(events []*Event) []*Event {
 	return out
 }
 
-type compactRange struct{ c *Event }
+// compactRange is a winning compaction: the event c at index at of the log.
+// It covers only events logged before it: an event committed after the
+// summary was written is not in the summary, whatever its timestamp.
+type compactRange struct {
+	c  *Event
+	at int
+}
 
 func (r compactRange) summary() *Event {
 	c := r.c
@@ -112,10 +118,10 @@ func scanBackward(events []*Event) (hidden map[int]bool, ranges []compactRange) 
 		// normally ends before every newer winner starts; only otherwise
 		// is it checked against each winner.
 		if len(ranges) == 0 || c.End.Before(minStart) {
-			ranges = append(ranges, compactRange{e})
+			ranges = append(ranges, compactRange{e, i})
 			minStart = c.Start
 		} else if !slices.ContainsFunc(ranges, c.overlaps) {
-			ranges = append(ranges, compactRange{e})
+			ranges = append(ranges, compactRange{e, i})
 			sorted = false
 			if c.Start.Before(minStart) {
 				minStart = c.Start

@@ -274,3 +274,25 @@ func TestHistoryWithCompaction(t *testing.T) {
 		t.Errorf("history = %q, want %q", strings.Join(got, "|"), want)
 	}
 }
+
+// TestModelViewCoversOnlyEarlierEvents checks that an event logged after a
+// compaction is shown even when its timestamp falls inside the compacted
+// range (same microsecond as the range's end): the summary cannot contain it.
+func TestModelViewCoversOnlyEarlierEvents(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	a := event.NewModelText("e-1", "bot", "old")
+	a.Timestamp = t0
+	sum := event.NewModelText("e-1", "bot", "")
+	sum.Timestamp = t0.Add(time.Second)
+	sum.Actions.Compaction = &event.Compaction{Start: t0, End: t0.Add(time.Second), Content: genai.NewContentFromText("summary", genai.RoleModel)}
+	late := event.NewModelText("e-2", "bot", "late")
+	late.Timestamp = t0.Add(time.Second) // same instant as the range's end
+	view := event.ModelView([]*event.Event{a, sum, late})
+	if len(view) != 2 || view[0].Text() != "summary" || view[1].Text() != "late" {
+		var got []string
+		for _, e := range view {
+			got = append(got, e.Text())
+		}
+		t.Fatalf("view = %q, want [summary late]", got)
+	}
+}
