@@ -1,8 +1,10 @@
 package telemetry
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -235,7 +237,7 @@ func (t *Telemetry) beforeModel(ctx context.Context, cc *agent.CallbackContext, 
 		}
 	}
 	if t.maxPayload > 0 {
-		attrs = append(attrs, attribute.String(keyLLMRequest, t.payload(requestForTrace(req))))
+		attrs = append(attrs, attribute.String(keyLLMRequest, t.requestPayload(req)))
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -249,28 +251,74 @@ func (t *Telemetry) beforeModel(ctx context.Context, cc *agent.CallbackContext, 
 	return nil, nil
 }
 
-// requestForTrace is what a call_llm span records of a request: the model,
-// the configuration and the contents, without inline data.
-func requestForTrace(req *model.Request) any {
-	contents := make([]*genai.Content, 0, len(req.Contents))
-	for _, c := range req.Contents {
+// requestPayload is what a call_llm span records of a request: the model,
+// the newest contents (without inline data) that fit in half the payload
+// budget, so that the cost does not grow with the session, the
+// configuration and the names of the declared functions; all of it
+// truncated to the budget.
+func (t *Telemetry) requestPayload(req *model.Request) string {
+	var contents [][]byte
+	used := 0
+	for i := len(req.Contents) - 1; i >= 0 && used < t.maxPayload/2; i-- {
+		c := req.Contents[i]
 		if c == nil {
 			continue
 		}
 		cc := &genai.Content{Role: c.Role, Parts: make([]*genai.Part, 0, len(c.Parts))}
 		for _, p := range c.Parts {
-			if p == nil || p.InlineData != nil {
+			if p != nil && p.InlineData == nil {
+				cc.Parts = append(cc.Parts, p)
+			}
+		}
+		b, err := json.Marshal(cc)
+		if err != nil {
+			continue
+		}
+		contents = append(contents, b)
+		used += len(b) + 1
+	}
+	var buf bytes.Buffer
+	buf.WriteString(`{"model":`)
+	buf.WriteString(quote(req.Model))
+	if omitted := len(req.Contents) - len(contents); omitted > 0 {
+		fmt.Fprintf(&buf, `,"omitted_contents":%d`, omitted)
+	}
+	buf.WriteString(`,"contents":[`)
+	for i := len(contents) - 1; i >= 0; i-- {
+		buf.Write(contents[i])
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+	}
+	buf.WriteByte(']')
+	if req.Config != nil {
+		// Tool declarations are named, not spelled out: their schemas are
+		// costly to encode on every call and crowd out the contents.
+		cfg := *req.Config
+		cfg.Tools = nil
+		if b, err := json.Marshal(&cfg); err == nil {
+			buf.WriteString(`,"config":`)
+			buf.Write(b)
+		}
+		var tools []string
+		for _, tl := range req.Config.Tools {
+			if tl == nil {
 				continue
 			}
-			cc.Parts = append(cc.Parts, p)
+			for _, fd := range tl.FunctionDeclarations {
+				if fd != nil {
+					tools = append(tools, fd.Name)
+				}
+			}
 		}
-		contents = append(contents, cc)
+		if len(tools) > 0 {
+			b, _ := json.Marshal(tools)
+			buf.WriteString(`,"tools":`)
+			buf.Write(b)
+		}
 	}
-	return struct {
-		Model    string                       `json:"model"`
-		Config   *genai.GenerateContentConfig `json:"config,omitempty"`
-		Contents []*genai.Content             `json:"contents"`
-	}{req.Model, req.Config, contents}
+	buf.WriteByte('}')
+	return truncate(buf.String(), t.maxPayload)
 }
 
 func (t *Telemetry) afterModel(ctx context.Context, cc *agent.CallbackContext, resp *model.Response) (*model.Response, error) {

@@ -76,7 +76,7 @@ import (
 // DefaultMaxPayloadBytes is the length to which request, response and tool
 // payloads recorded on spans are truncated when Config.MaxPayloadBytes is
 // zero.
-const DefaultMaxPayloadBytes = 16 << 10
+const DefaultMaxPayloadBytes = 8 << 10
 
 // instrumentationName names the tracer and meter.
 const instrumentationName = "github.com/loomkit/loom/plugin/telemetry"
@@ -98,7 +98,9 @@ type Config struct {
 	MaxSpans int
 	// MaxPayloadBytes truncates the JSON payloads recorded on spans (model
 	// requests and responses, tool arguments and results):
-	// DefaultMaxPayloadBytes if zero; negative records none.
+	// DefaultMaxPayloadBytes if zero; negative records none. A model
+	// request records its newest contents first. With the defaults, an
+	// Exporter full of model-call spans holds up to about 160 MB.
 	MaxPayloadBytes int
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/loomkit/loom/plugin/telemetry"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
 	"github.com/loomkit/loom/tool"
 	"github.com/loomkit/loom/tool/functiontool"
@@ -89,13 +90,15 @@ func newFixture(t testing.TB, cfg telemetry.Config, root agent.Agent) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := runner.New(runner.Config{AppName: "app", Agent: root, Sessions: memsession.NewService(),
+	r, err := runner.New(runner.Config{AppName: "app", Agent: root, Sessions: newSessions(),
 		Plugins: []*plugin.Plugin{tel.Plugin()}, AutoCreateSession: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &fixture{tel: tel, runner: r, reader: reader}
 }
+
+func newSessions() *session.Service { return memsession.NewService() }
 
 func s1Agent(t testing.TB, m model.LLM) agent.Agent {
 	t.Helper()

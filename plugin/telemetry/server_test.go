@@ -1,0 +1,146 @@
+package telemetry_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/plugin/telemetry"
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/server"
+)
+
+// TestTraceRoutes serves a Telemetry through the server's debug trace
+// routes (WIRE.md): a session's spans with ns times and parent ids, and an
+// event's span attributes, under the /dev/apps and the older paths.
+func TestTraceRoutes(t *testing.T) {
+	f := newFixture(t, telemetry.Config{}, s1Agent(t, s1Model(1, 2)))
+	srv, err := server.New(server.Config{Apps: []*runner.Runner{f.runner}, Traces: f.tel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	do := func(method, path, body string) *httptest.ResponseRecorder {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		srv.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
+		}
+		return rec
+	}
+	do("POST", "/apps/app/users/u/sessions/s1", "{}")
+	rec := do("POST", "/run", `{"appName":"app","userId":"u","sessionId":"s1","newMessage":{"role":"user","parts":[{"text":"1+2"}]}}`)
+	var evs []*event.Event
+	if err := json.Unmarshal(rec.Body.Bytes(), &evs); err != nil || len(evs) != 3 {
+		t.Fatalf("run answered %d events, %v: %s", len(evs), err, rec.Body)
+	}
+
+	for _, path := range []string{"/dev/apps/app/debug/trace/session/s1", "/debug/trace/session/s1"} {
+		var spans []map[string]any
+		if err := json.Unmarshal(do("GET", path, "").Body.Bytes(), &spans); err != nil {
+			t.Fatal(err)
+		}
+		if len(spans) != 5 {
+			t.Fatalf("%s: %d spans", path, len(spans))
+		}
+		ids := map[any]bool{}
+		for _, s := range spans {
+			ids[s["span_id"]] = true
+		}
+		for _, s := range spans {
+			start, _ := s["start_time"].(float64)
+			end, _ := s["end_time"].(float64)
+			if start < 1e18 || end < start { // ns since the epoch
+				t.Errorf("%s: times %v..%v", s["name"], s["start_time"], s["end_time"])
+			}
+			if _, ok := s["attributes"].(map[string]any); !ok {
+				t.Errorf("%s: attributes %v", s["name"], s["attributes"])
+			}
+			if p := s["parent_span_id"]; s["name"] != "invocation" && !ids[p] {
+				t.Errorf("%s: parent %v not among the spans", s["name"], p)
+			}
+			if tid, _ := s["trace_id"].(string); len(tid) != 32 {
+				t.Errorf("%s: trace id %q", s["name"], tid)
+			}
+		}
+	}
+	for _, path := range []string{"/dev/apps/app/debug/trace/" + evs[0].ID, "/debug/trace/" + evs[0].ID} {
+		var attrs map[string]any
+		if err := json.Unmarshal(do("GET", path, "").Body.Bytes(), &attrs); err != nil {
+			t.Fatal(err)
+		}
+		if attrs["gcp.vertex.agent.event_id"] != evs[0].ID || attrs["gen_ai.usage.input_tokens"] != float64(10) {
+			t.Errorf("%s: %v", path, attrs)
+		}
+	}
+}
+
+// TestStreamingRun checks that a streamed model call still gets one
+// call_llm span per call, with the id of the aggregated event.
+func TestStreamingRun(t *testing.T) {
+	f := newFixture(t, telemetry.Config{}, s1Agent(t, s1Model(1, 2)))
+	var final *event.Event
+	for ev, err := range f.runner.Run(context.Background(), "u", "s", genai.NewContentFromText("1+2", genai.RoleUser), &runner.RunOptions{Streaming: true}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ev.Partial {
+			final = ev
+		}
+	}
+	spans, _ := f.tel.SessionSpans(context.Background(), "s")
+	var llm int
+	for _, s := range spans {
+		if s.Name == "call_llm" {
+			llm++
+		}
+	}
+	if llm != 2 {
+		t.Fatalf("%d call_llm spans among %v", llm, names(spans))
+	}
+	if attrs, _ := f.tel.EventAttributes(context.Background(), final.ID); attrs["gen_ai.operation.name"] != "generate_content" {
+		t.Errorf("final event's span: %v", attrs)
+	}
+}
+
+// BenchmarkS1Telemetry measures an S1 invocation with the telemetry plugin
+// recording into its in-memory exporter; compare with BenchmarkS1Plain.
+func BenchmarkS1Telemetry(b *testing.B) {
+	f := newFixture(b, telemetry.Config{}, s1Agent(b, s1Model(1, 2)))
+	benchS1(b, f.runner)
+}
+
+// BenchmarkS1Plain is the same S1 invocation without telemetry.
+func BenchmarkS1Plain(b *testing.B) {
+	r, err := runner.New(runner.Config{AppName: "app", Agent: s1Agent(b, s1Model(1, 2)), Sessions: newSessions(), AutoCreateSession: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchS1(b, r)
+}
+
+func benchS1(b *testing.B, r *runner.Runner) {
+	ctx := context.Background()
+	msg := genai.NewContentFromText("1+2", genai.RoleUser)
+	sessions := make([]string, 100)
+	for i := range sessions {
+		sessions[i] = "s" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := r.RunSync(ctx, "u", sessions[i%len(sessions)], msg, nil); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
