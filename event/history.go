@@ -48,7 +48,7 @@ func ModelView(events []*Event) []*Event {
 		if hidden[i] || e.Actions.Compaction != nil {
 			continue
 		}
-		for r >= 0 && ranges[r].c.Actions.Compaction.End.Before(e.Timestamp) {
+		for r >= 0 && (ranges[r].c.Actions.Compaction.End.Before(e.Timestamp) || i > ranges[r].at) {
 			out = append(out, ranges[r].summary())
 			r--
 		}
