@@ -54,8 +54,8 @@ func newTool(ts *Toolset, t *mcp.Tool) *mcpTool {
 	}}
 }
 
-func (t *mcpTool) Name() string                             { return t.decl.Name }
-func (t *mcpTool) Description() string                      { return t.decl.Description }
+func (t *mcpTool) Name() string                            { return t.decl.Name }
+func (t *mcpTool) Description() string                     { return t.decl.Description }
 func (t *mcpTool) Declaration() *genai.FunctionDeclaration { return t.decl }
 
 // Run calls the MCP tool with the model's arguments.
