@@ -28,11 +28,12 @@
 // function-response event. Model and tool failures are recorded on their
 // span, whose status becomes Error.
 //
-// A span is ended by the hook that closes it (after-agent, after-model, the
-// committed event that carries a model response or tool result); whatever is
-// still open when the invocation ends (it was cancelled, failed or paused)
-// is ended then, so no span outlives its invocation. Cancelled spans are
-// marked with the context's error.
+// An agent span ends in the after-agent hook. A call_llm or execute_tool
+// span ends when the runner commits the event carrying its result, so that
+// it can record that event's id, with the time the call finished as its end
+// time. Whatever is still open when the invocation ends (it was cancelled,
+// failed or paused) is ended then, so no span outlives its invocation;
+// spans cut short by a cancelled context are marked with its error.
 //
 // A plugin hook cannot hand a new context to the code it wraps, so the spans
 // are linked to their parents by the plugin itself: a span started in a
