@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -275,11 +276,10 @@ func waitExited(t *testing.T, pid int) {
 	t.Fatalf("process %d did not exit", pid)
 }
 
-// TestStreamableHTTP connects over streamable HTTP to the server started as
-// a subprocess on a free loopback port.
-func TestStreamableHTTP(t *testing.T) {
-	bin := everything(t)
-	port := freePort(t)
+// startHTTPServer starts the everything server over streamable HTTP on a
+// loopback port and returns a function that stops it.
+func startHTTPServer(t *testing.T, bin string, port int) (stop func()) {
+	t.Helper()
 	srv := exec.Command(bin, "streamableHttp")
 	srv.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
 	stderr, err := srv.StderrPipe()
@@ -289,11 +289,24 @@ func TestStreamableHTTP(t *testing.T) {
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = srv.Process.Kill()
-		_ = srv.Wait()
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = srv.Process.Kill()
+			_ = srv.Wait()
+		})
+	}
+	t.Cleanup(stop)
 	waitListening(t, stderr)
+	return stop
+}
+
+// TestStreamableHTTP connects over streamable HTTP to the server started as
+// a subprocess on a free loopback port.
+func TestStreamableHTTP(t *testing.T) {
+	bin := everything(t)
+	port := freePort(t)
+	startHTTPServer(t, bin, port)
 
 	leaks := goleak.IgnoreCurrent()
 	ts, err := mcptool.New(mcptool.Config{
@@ -350,6 +363,24 @@ func waitListening(t *testing.T, stderr io.Reader) {
 		seen = append(seen, line)
 	}
 	t.Fatalf("the server exited before listening: %s", strings.Join(seen, "\n"))
+}
+
+// TestStreamableHTTPServerRestart restarts the HTTP server between two
+// calls: the old session is gone, and the next call opens a new one.
+func TestStreamableHTTPServerRestart(t *testing.T) {
+	bin := everything(t)
+	port := freePort(t)
+	stop := startHTTPServer(t, bin, port)
+	ts := newToolset(t, mcptool.Config{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port), ToolNames: []string{"echo"}})
+	echo := toolByName(t, ts, "echo")
+	if res := call(t, echo, map[string]any{"message": "before"}); res["result"] != "Echo: before" {
+		t.Fatalf("echo = %v", res)
+	}
+	stop()
+	startHTTPServer(t, bin, port)
+	if res := call(t, echo, map[string]any{"message": "after"}); res["result"] != "Echo: after" {
+		t.Fatalf("echo after the restart = %v", res)
+	}
 }
 
 // TestAgentCallsMCPTool runs an LLM agent whose toolset is the server: the

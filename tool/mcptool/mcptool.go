@@ -33,14 +33,17 @@
 //
 //   - a listing is retried on the new session after any transport failure,
 //     since listing has no effect on the server;
-//   - a tool call is retried only when the failure proves the request never
-//     reached the server: the session was already known to be closed, the
-//     HTTP connection could not be established, the server answered that
-//     the session does not exist, or the server process had exited before
-//     the request was written. A call that was sent and then lost its
-//     answer is not repeated, because the tool may have run; the model
-//     receives the transport error instead, and the next call uses a new
-//     session.
+//   - a tool call is retried only when the failure proves the server did
+//     not handle the request: the session was already known to be closed
+//     when the call was issued, the server process had exited before the
+//     request was written to its stdin, the HTTP connection could not be
+//     established, or the HTTP server refused the request with a 4xx
+//     status (as it does for a session it no longer knows, after a
+//     restart). A call that was delivered and then lost its answer is not
+//     repeated, because the tool may have run: the caller (the model, under
+//     an LLM agent) receives the transport error, and the next call uses a
+//     new session. Over a custom Transport only the error itself is
+//     examined.
 //
 // # Results
 //

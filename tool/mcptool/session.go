@@ -202,9 +202,10 @@ func (ts *Toolset) connect(ctx context.Context) (*conn, error) {
 // sendRecord is what the transport observed of the writes of one tool call
 // request. It travels in the call's context.
 type sendRecord struct {
-	mu      sync.Mutex
-	written bool  // a write of the request succeeded
-	err     error // the last failed write
+	mu       sync.Mutex
+	written  bool  // a write of the request succeeded
+	rejected bool  // an HTTP server refused the request with a 4xx status
+	err      error // the last failed write
 }
 
 type sendRecordKey struct{}
@@ -215,18 +216,21 @@ func withSendRecord(ctx context.Context) (context.Context, *sendRecord) {
 }
 
 // noteWrite records the outcome of writing a request in ctx's record, if
-// any.
-func noteWrite(ctx context.Context, err error) {
+// any: err is the write error, and rejected tells a refusal by the server.
+func noteWrite(ctx context.Context, err error, rejected bool) {
 	r, _ := ctx.Value(sendRecordKey{}).(*sendRecord)
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err == nil {
-		r.written = true
-	} else {
+	switch {
+	case err != nil:
 		r.err = err
+	case rejected:
+		r.rejected = true
+	default:
+		r.written = true
 	}
 }
 
@@ -245,6 +249,12 @@ func unsent(r *sendRecord, err error) bool {
 	defer r.mu.Unlock()
 	if r.written {
 		return false
+	}
+	if r.rejected {
+		// An HTTP server refuses a message it will not handle (an unknown
+		// session, for instance) with a 4xx status; a tool that ran is
+		// answered with 200.
+		return true
 	}
 	// The call's own error may be the broken connection's read error, which
 	// wins the race against the write error: look at the write error too.
@@ -281,7 +291,7 @@ type recordingConn struct{ mcp.Connection }
 func (c recordingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	err := c.Connection.Write(ctx, msg)
 	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" {
-		noteWrite(ctx, err)
+		noteWrite(ctx, err, false)
 	}
 	return err
 }
@@ -297,7 +307,7 @@ func (t recordingRoundTripper) RoundTrip(req *http.Request) (*http.Response, err
 	}
 	resp, err := base.RoundTrip(req)
 	if req.Method == http.MethodPost {
-		noteWrite(req.Context(), err)
+		noteWrite(req.Context(), err, err == nil && resp.StatusCode >= 400 && resp.StatusCode < 500)
 	}
 	return resp, err
 }
