@@ -63,7 +63,7 @@ func serve(ctx context.Context, env Env, args []string, apps []App, withUI bool)
 		return err
 	}
 	defer svc.close()
-	api, err := server.New(server.Config{Apps: runners, AllowedOrigins: splitList(*origins), Version: version(), Traces: tel})
+	api, err := server.New(server.Config{Apps: runners, AllowedOrigins: splitList(*origins), Version: version(), Traces: traceRoutes{tel}})
 	if err != nil {
 		return err
 	}
@@ -159,4 +159,18 @@ func baseURL(addr net.Addr) string {
 		host = "localhost"
 	}
 	return "http://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port))
+}
+
+// traceRoutes answers the server's debug trace routes from the telemetry
+// plugin's in-memory spans. (The plugin, a lower layer, knows nothing of the
+// server; this is where the two meet.)
+type traceRoutes struct{ *telemetry.Telemetry }
+
+func (t traceRoutes) SessionSpans(ctx context.Context, sessionID string) ([]server.Span, error) {
+	spans, err := t.Telemetry.SessionSpans(ctx, sessionID)
+	out := make([]server.Span, len(spans))
+	for i, s := range spans {
+		out[i] = server.Span(s)
+	}
+	return out, err
 }

@@ -7,16 +7,26 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-
-	"github.com/loomkit/loom/server"
 )
+
+// Span is one recorded span as the debug trace routes report it. Times are
+// nanoseconds since the Unix epoch.
+type Span struct {
+	Name         string         `json:"name"`
+	SpanID       string         `json:"span_id"`
+	TraceID      string         `json:"trace_id"`
+	StartTime    int64          `json:"start_time"`
+	EndTime      int64          `json:"end_time"`
+	Attributes   map[string]any `json:"attributes"`
+	ParentSpanID string         `json:"parent_span_id,omitempty"`
+}
 
 // DefaultMaxSpans is the capacity of an Exporter created with a size of zero.
 const DefaultMaxSpans = 10_000
 
 // Exporter is an in-memory span exporter of bounded size: it keeps the most
 // recent spans, at most its capacity, overwriting the oldest. It answers the
-// server's debug trace routes (it implements server.TraceSource). It is safe
+// server's debug trace routes (see Span). It is safe
 // for concurrent use.
 //
 // Register it with a synchronous processor (sdktrace.WithSyncer) so that a
@@ -31,13 +41,12 @@ type Exporter struct {
 // record is a finished span as the trace routes report it, with the keys
 // they search by.
 type record struct {
-	span      server.Span
+	span      Span
 	sessionID string
 	eventID   string
 }
 
 var _ sdktrace.SpanExporter = (*Exporter)(nil)
-var _ server.TraceSource = (*Exporter)(nil)
 
 // NewExporter returns an exporter keeping at most maxSpans spans
 // (DefaultMaxSpans if maxSpans <= 0).
@@ -107,9 +116,9 @@ func (e *Exporter) each(f func(*record)) {
 }
 
 // SessionSpans returns every held span of the traces that touched the
-// session, ordered by start time. It implements server.TraceSource.
-func (e *Exporter) SessionSpans(_ context.Context, sessionID string) ([]server.Span, error) {
-	var out []server.Span
+// session, ordered by start time.
+func (e *Exporter) SessionSpans(_ context.Context, sessionID string) ([]Span, error) {
+	var out []Span
 	if sessionID == "" {
 		return out, nil
 	}
@@ -132,7 +141,7 @@ func (e *Exporter) SessionSpans(_ context.Context, sessionID string) ([]server.S
 	for i := range out {
 		out[i].Attributes = cloneAttrs(out[i].Attributes)
 	}
-	slices.SortStableFunc(out, func(a, b server.Span) int {
+	slices.SortStableFunc(out, func(a, b Span) int {
 		switch {
 		case a.StartTime < b.StartTime:
 			return -1
@@ -145,8 +154,7 @@ func (e *Exporter) SessionSpans(_ context.Context, sessionID string) ([]server.S
 }
 
 // EventAttributes returns the attributes of the oldest held span recorded
-// for the event (its model call or tool call), or nil. It implements
-// server.TraceSource.
+// for the event (its model call or tool call), or nil.
 func (e *Exporter) EventAttributes(_ context.Context, eventID string) (map[string]any, error) {
 	if eventID == "" {
 		return nil, nil
@@ -177,7 +185,7 @@ func cloneAttrs(m map[string]any) map[string]any {
 func convert(s sdktrace.ReadOnlySpan) record {
 	sc := s.SpanContext()
 	attrs := s.Attributes()
-	r := record{span: server.Span{
+	r := record{span: Span{
 		Name:       s.Name(),
 		SpanID:     sc.SpanID().String(),
 		TraceID:    sc.TraceID().String(),

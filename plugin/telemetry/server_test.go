@@ -21,7 +21,7 @@ import (
 // event's span attributes, under the /dev/apps and the older paths.
 func TestTraceRoutes(t *testing.T) {
 	f := newFixture(t, telemetry.Config{}, s1Agent(t, s1Model(1, 2)))
-	srv, err := server.New(server.Config{Apps: []*runner.Runner{f.runner}, Traces: f.tel})
+	srv, err := server.New(server.Config{Apps: []*runner.Runner{f.runner}, Traces: traceRoutes{f.tel}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,4 +143,17 @@ func benchS1(b *testing.B, r *runner.Runner) {
 		}
 		i++
 	}
+}
+
+// traceRoutes serves a Telemetry's spans on the server's trace routes, as
+// the cli package does.
+type traceRoutes struct{ *telemetry.Telemetry }
+
+func (t traceRoutes) SessionSpans(ctx context.Context, sessionID string) ([]server.Span, error) {
+	spans, err := t.Telemetry.SessionSpans(ctx, sessionID)
+	out := make([]server.Span, len(spans))
+	for i, s := range spans {
+		out[i] = server.Span(s)
+	}
+	return out, err
 }

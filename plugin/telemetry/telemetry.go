@@ -5,7 +5,7 @@
 //	tel, err := telemetry.New(telemetry.Config{})
 //	if err != nil { ... }
 //	r, err := runner.New(runner.Config{..., Plugins: []*plugin.Plugin{tel.Plugin()}})
-//	srv, err := server.New(server.Config{Apps: ..., Traces: tel})
+//	spans, err := tel.SessionSpans(ctx, sessionID) // what the dev UI's trace view shows
 //
 // # Spans
 //
@@ -53,9 +53,10 @@
 // # Trace routes
 //
 // Without a TracerProvider in its Config, a Telemetry records spans in an
-// in-memory [Exporter] that keeps the most recent [Config.MaxSpans] spans,
-// and it implements server.TraceSource, which answers the server's debug
-// trace routes: a session's spans, and the attributes of the span that
+// in-memory [Exporter] that keeps the most recent [Config.MaxSpans] spans.
+// [Telemetry.SessionSpans] and [Telemetry.EventAttributes] read it: they
+// answer the HTTP server's debug trace routes (the cli package connects
+// them), giving a session's spans and the attributes of the span that
 // produced an event.
 package telemetry
 
@@ -71,7 +72,6 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/plugin"
-	"github.com/loomkit/loom/server"
 )
 
 // DefaultMaxPayloadBytes is the length to which request, response and tool
@@ -118,8 +118,6 @@ type Telemetry struct {
 	mu   sync.Mutex
 	invs map[string]*invState // open invocations by id
 }
-
-var _ server.TraceSource = (*Telemetry)(nil)
 
 // New returns a Telemetry.
 func New(cfg Config) (*Telemetry, error) {
@@ -176,8 +174,8 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 }
 
 // SessionSpans returns the recorded spans of the session's invocations,
-// ordered by start time. It implements server.TraceSource.
-func (t *Telemetry) SessionSpans(ctx context.Context, sessionID string) ([]server.Span, error) {
+// ordered by start time.
+func (t *Telemetry) SessionSpans(ctx context.Context, sessionID string) ([]Span, error) {
 	if t.exp == nil {
 		return nil, nil
 	}
@@ -186,7 +184,6 @@ func (t *Telemetry) SessionSpans(ctx context.Context, sessionID string) ([]serve
 
 // EventAttributes returns the attributes of the span that produced an event
 // (its model call, or its tool call for a function-response event), or nil.
-// It implements server.TraceSource.
 func (t *Telemetry) EventAttributes(ctx context.Context, eventID string) (map[string]any, error) {
 	if t.exp == nil {
 		return nil, nil

@@ -24,7 +24,6 @@ import (
 	"github.com/loomkit/loom/plugin"
 	"github.com/loomkit/loom/plugin/telemetry"
 	"github.com/loomkit/loom/runner"
-	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
 	"github.com/loomkit/loom/tool"
@@ -119,9 +118,9 @@ func (f *fixture) run(t testing.TB, ctx context.Context, session, text string) [
 }
 
 // byName indexes spans by name; it fails on duplicates.
-func byName(t *testing.T, spans []server.Span) map[string]server.Span {
+func byName(t *testing.T, spans []telemetry.Span) map[string]telemetry.Span {
 	t.Helper()
-	m := map[string]server.Span{}
+	m := map[string]telemetry.Span{}
 	for _, s := range spans {
 		if _, dup := m[s.Name]; dup {
 			t.Fatalf("two spans named %q in %v", s.Name, names(spans))
@@ -131,7 +130,7 @@ func byName(t *testing.T, spans []server.Span) map[string]server.Span {
 	return m
 }
 
-func names(spans []server.Span) []string {
+func names(spans []telemetry.Span) []string {
 	var out []string
 	for _, s := range spans {
 		out = append(out, s.Name)
@@ -155,8 +154,8 @@ func TestS1SpanTree(t *testing.T) {
 	if len(spans) != 5 {
 		t.Fatalf("spans %v, want invocation, agent, 2 model calls, 1 tool call", names(spans))
 	}
-	var llm []server.Span
-	var rest []server.Span
+	var llm []telemetry.Span
+	var rest []telemetry.Span
 	for _, s := range spans {
 		if s.Name == "call_llm" {
 			llm = append(llm, s)
@@ -520,7 +519,7 @@ func TestParallelToolCalls(t *testing.T) {
 	evs := f.run(t, context.Background(), "s", "two sums")
 	spans, _ := f.tel.SessionSpans(context.Background(), "s")
 	var agentID string
-	var tools []server.Span
+	var tools []telemetry.Span
 	for _, s := range spans {
 		switch s.Name {
 		case "invoke_agent calc":
@@ -562,7 +561,7 @@ func TestTransferNestsAgents(t *testing.T) {
 		t.Fatalf("last event %q", evs[len(evs)-1].Text())
 	}
 	spans, _ := f.tel.SessionSpans(context.Background(), "s")
-	ids := map[string]server.Span{}
+	ids := map[string]telemetry.Span{}
 	for _, s := range spans {
 		ids[s.SpanID] = s
 	}
