@@ -12,7 +12,7 @@ set -euo pipefail
 
 version=2026.8.31
 pkg=@modelcontextprotocol/server-everything
-cache=${LOOM_MCP_CACHE:-$HOME/.cache/loom-mcp}
+cache=${LOOM_MCP_CACHE:-${HOME:-/tmp}/.cache/loom-mcp}
 bin=$cache/node_modules/.bin/mcp-server-everything
 manifest=$cache/node_modules/$pkg/package.json
 
