@@ -2,8 +2,9 @@
 # test.sh runs Loom's whole test suite on a fresh machine.
 #
 # It installs and starts what the tests need (a local PostgreSQL server and
-# Debian's Chromium, both via apt when missing; run as root), then runs every
-# test of the module under the race detector in shuffled order.
+# Debian's Chromium, both via apt when missing, and an MCP server from the
+# npm registry; run as root), then runs every test of the module under the
+# race detector in shuffled order.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,5 +18,10 @@ if [ -x scripts/chromium.sh ]; then
 	export LOOM_CHROMIUM
 	echo "test.sh: Chromium at $LOOM_CHROMIUM" >&2
 fi
+
+# A real MCP server (from the npm registry) for the MCP toolset tests.
+LOOM_MCP_EVERYTHING=$(scripts/mcp-server.sh)
+export LOOM_MCP_EVERYTHING
+echo "test.sh: MCP server at $LOOM_MCP_EVERYTHING" >&2
 
 go test -race -shuffle=on -timeout 20m "$@" ./...
