@@ -4,13 +4,15 @@ package sqlsession_test
 // a writer killed with SIGKILL at random moments.
 //
 // Why these tests would catch a broken AppendEvent:
-//   - Without the seq check in the UPDATE of the session row, two writers
-//     that loaded the same seq would both be allowed on: the second insert
-//     then collides on the (session, seq) primary key and fails with an error
-//     that is not ErrStale, which the writers below treat as fatal; and a
-//     backend that instead took the next seq from the database would let a
-//     writer commit on a copy that has not seen the other's state, breaking
-//     the fold check (the session's "last" key must name the last event).
+//   - Without the seq check in the insert of the event (the session's last
+//     event must still be the one the writer loaded), two writers that
+//     loaded the same seq would both be allowed on: on SQLite the second
+//     insert then collides on the (session, seq) primary key and fails with
+//     an error that is not ErrStale, which the writers below treat as fatal;
+//     and a backend that instead took the next seq from the database would
+//     let a writer commit on a copy that has not seen the other's state,
+//     breaking the fold check (the session's "last" key must name the last
+//     event).
 //   - With the transaction split (event, seq and state written in separate
 //     commits), a SIGKILL between them leaves an event without its state
 //     delta, or state without its event; the crash test folds every stored

@@ -44,4 +44,40 @@ func TestEventReadsUseThePrimaryKey(t *testing.T) {
 			t.Errorf("%s: plan %q sorts rows instead of reading them in key order", name, got)
 		}
 	}
+	// The session's sequence number is its last event's: the append's check
+	// and the reads of a session find it by seeking the primary key, never
+	// by scanning the session's events.
+	others := map[string]string{
+		"append": writeQueries(st.db.Dialect)[wInsertEvent],
+		"get":    `SELECT s.create_time, coalesce(e.event_time, s.update_time), coalesce(e.seq, 0) FROM sessions s` + lastEvent + ` WHERE s.app_name = ? AND s.user_id = ? AND s.session_id = ?`,
+	}
+	for name, q := range others {
+		got := explain(t, st, q)
+		if strings.Contains(got, "SCAN") || !strings.Contains(got, "USING PRIMARY KEY (app_name=? AND user_id=? AND session_id=?)") {
+			t.Errorf("%s: plan %q does not seek the primary key", name, got)
+		}
+	}
+}
+
+func explain(t *testing.T, st *Store, q string) string {
+	t.Helper()
+	args := make([]any, strings.Count(q, "?"))
+	for i := range args {
+		args[i] = "x"
+	}
+	rows, err := st.db.R.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	return strings.Join(plan, "; ")
 }

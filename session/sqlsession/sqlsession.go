@@ -15,21 +15,24 @@
 //
 // # Layout
 //
-// Each session is a row with its last sequence number; its events are rows
-// keyed by (app, user, session, seq), so a read of one session, or of its
-// most recent events, touches only that session's rows, whatever the length
-// of the log. State is stored one row per key, in three tables (session,
-// user and app scope): writers of different keys never contend on one row,
-// an update of an app: or user: key from one session merges with updates of
-// other keys from any other session, and an append costs the same whatever
-// the size of the state.
+// Each session is a row; its events are rows keyed by (app, user, session,
+// seq), so a read of one session, or of its most recent events, touches only
+// that session's rows, whatever the length of the log. A session's sequence
+// number and last update time are those of its last event, found at the end
+// of its range of that key, so an append does not rewrite the session row
+// (the row's own seq and update_time columns keep their values from the
+// session's creation). State is stored one row per key, in three tables
+// (session, user and app scope): writers of different keys never contend on
+// one row, an update of an app: or user: key from one session merges with
+// updates of other keys from any other session, and an append costs the
+// same whatever the size of the state.
 //
 // # Consistency
 //
-// An append is one transaction: it advances the session's sequence number
-// only if it still has the value the writer loaded (otherwise
-// session.ErrStale), inserts the event and applies the state delta. Either
-// all of it is stored or none of it.
+// An append is one transaction: it inserts the event only if the session's
+// last sequence number is still the one the writer loaded (otherwise
+// session.ErrStale), and applies the state delta. Either all of it is stored
+// or none of it.
 package sqlsession
 
 import (
@@ -42,6 +45,8 @@ import (
 	"io/fs"
 	"slices"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/internal/sqldb"
@@ -62,22 +67,22 @@ type Options struct {
 // Store is a session.Store on a SQL database. It is safe for concurrent use,
 // also by several processes sharing the database.
 type Store struct {
-	db    *sqldb.DB
+	db *sqldb.DB
+	// w are the write statements on the write pool, for PostgreSQL and an
+	// in-memory SQLite database; a SQLite file writes through pin instead.
+	w     [numWrite]*sql.Stmt
+	pin   *pinned
 	stmts statements
 }
 
-// statements are prepared once per store; database/sql keeps them prepared
-// on each connection that runs them.
+// statements are the read statements, prepared once per store; database/sql
+// keeps them prepared on each connection that runs them.
 type statements struct {
-	// writes
-	insertSession, bumpSeq, existsSession, insertEvent, deleteSession *sql.Stmt
-	putState, delState                                                [3]*sql.Stmt // by scope
-	// reads
 	getSession, getState, eventsAsc, eventsBefore             *sql.Stmt
 	listAll, listUser, listState, listUserState, listAppState *sql.Stmt
 }
 
-// State scopes, the index into statements.putState and delState.
+// State scopes, offsets from wPutState and wDelState.
 const (
 	scopeSession = iota
 	scopeUser
@@ -90,6 +95,11 @@ const (
 	// The event reads: all after a seq, and a page backwards. Each seeks
 	// one session's range of the primary key. Sequence numbers are
 	// contiguous (1..seq), so the most recent N are those after seq-N.
+	// lastEvent joins a session (s) with its last event (e), if any, whose
+	// sequence number and time are the session's.
+	lastEvent = ` LEFT JOIN events e ON e.app_name = s.app_name AND e.user_id = s.user_id AND e.session_id = s.session_id
+		AND e.seq = (SELECT max(seq) FROM events m WHERE m.app_name = s.app_name AND m.user_id = s.user_id AND m.session_id = s.session_id)`
+
 	// The forward read needs no time column: each column costs time and
 	// an allocation per row.
 	queryEventsAsc    = `SELECT event FROM events WHERE ` + sessionKey + ` AND seq > ? ORDER BY seq`
@@ -132,6 +142,9 @@ func NewService(ctx context.Context, dsn string, opts *Options) (*session.Servic
 func (s *Store) prepare(ctx context.Context) error {
 	w, r := s.db.W, s.db.R
 	var err error
+	if s.db.Dialect == sqldb.SQLite && w != r {
+		s.pin = newPinned(s.db)
+	}
 	p := func(pool *sql.DB, q string) *sql.Stmt {
 		if err != nil {
 			return nil
@@ -140,34 +153,23 @@ func (s *Store) prepare(ctx context.Context) error {
 		st, err = s.db.Prepare(ctx, pool, q)
 		return st
 	}
+	if s.pin == nil {
+		for i, q := range writeQueries(s.db.Dialect) {
+			s.w[i] = p(w, q)
+		}
+	}
 	st := &s.stmts
-	st.insertSession = p(w, `INSERT INTO sessions (app_name, user_id, session_id, seq, create_time, update_time)
-		VALUES (?, ?, ?, 0, ?, ?) ON CONFLICT DO NOTHING`)
-	st.bumpSeq = p(w, `UPDATE sessions SET seq = seq + 1, update_time = ? WHERE `+sessionKey+` AND seq = ?`)
-	st.existsSession = p(w, `SELECT 1 FROM sessions WHERE `+sessionKey)
-	st.insertEvent = p(w, `INSERT INTO events (app_name, user_id, session_id, seq, id, event_time, invocation_id, author, event)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	st.deleteSession = p(w, `DELETE FROM sessions WHERE `+sessionKey)
-	st.putState[scopeSession] = p(w, `INSERT INTO session_state (app_name, user_id, session_id, name, value) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (app_name, user_id, session_id, name) DO UPDATE SET value = excluded.value`)
-	st.delState[scopeSession] = p(w, `DELETE FROM session_state WHERE `+sessionKey+` AND name = ?`)
-	st.putState[scopeUser] = p(w, `INSERT INTO user_state (app_name, user_id, name, value) VALUES (?, ?, ?, ?)
-		ON CONFLICT (app_name, user_id, name) DO UPDATE SET value = excluded.value`)
-	st.delState[scopeUser] = p(w, `DELETE FROM user_state WHERE app_name = ? AND user_id = ? AND name = ?`)
-	st.putState[scopeApp] = p(w, `INSERT INTO app_state (app_name, name, value) VALUES (?, ?, ?)
-		ON CONFLICT (app_name, name) DO UPDATE SET value = excluded.value`)
-	st.delState[scopeApp] = p(w, `DELETE FROM app_state WHERE app_name = ? AND name = ?`)
-
-	st.getSession = p(r, `SELECT seq, create_time, update_time FROM sessions WHERE `+sessionKey)
+	st.getSession = p(r, `SELECT s.create_time, coalesce(e.event_time, s.update_time), coalesce(e.seq, 0) FROM sessions s`+lastEvent+`
+		WHERE s.app_name = ? AND s.user_id = ? AND s.session_id = ?`)
 	st.getState = p(r, `SELECT 0, name, value FROM session_state WHERE `+sessionKey+`
 		UNION ALL SELECT 1, name, value FROM user_state WHERE app_name = ? AND user_id = ?
 		UNION ALL SELECT 2, name, value FROM app_state WHERE app_name = ?`)
 	st.eventsAsc = p(r, queryEventsAsc)
 	st.eventsBefore = p(r, queryEventsBefore)
-	const listCols = `SELECT user_id, session_id, seq, create_time, update_time FROM sessions`
-	st.listAll = p(r, listCols+` WHERE app_name = ? AND (user_id > ? OR (user_id = ? AND session_id > ?))
-		ORDER BY user_id, session_id LIMIT ?`)
-	st.listUser = p(r, listCols+` WHERE app_name = ? AND user_id = ? AND session_id > ? ORDER BY session_id LIMIT ?`)
+	const listCols = `SELECT s.user_id, s.session_id, coalesce(e.seq, 0), s.create_time, coalesce(e.event_time, s.update_time) FROM sessions s` + lastEvent
+	st.listAll = p(r, listCols+` WHERE s.app_name = ? AND (s.user_id > ? OR (s.user_id = ? AND s.session_id > ?))
+		ORDER BY s.user_id, s.session_id LIMIT ?`)
+	st.listUser = p(r, listCols+` WHERE s.app_name = ? AND s.user_id = ? AND s.session_id > ? ORDER BY s.session_id LIMIT ?`)
 	// The rows of the sessions of one page: a page is a contiguous range
 	// of (user_id, session_id), so a range query finds them all at once.
 	st.listState = p(r, `SELECT user_id, session_id, name, value FROM session_state
@@ -179,7 +181,12 @@ func (s *Store) prepare(ctx context.Context) error {
 }
 
 // Close implements session.Store.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	if s.pin != nil {
+		s.pin.close()
+	}
+	return s.db.Close()
+}
 
 func nanos(t time.Time) int64 {
 	if t.IsZero() {
@@ -237,7 +244,7 @@ func encodeDelta(d session.Delta) ([]change, error) {
 	return out, nil
 }
 
-func (s *Store) applyChanges(ctx context.Context, tx *sql.Tx, key session.Key, changes []change) error {
+func applyChanges(tx *wtx, key session.Key, changes []change) error {
 	for _, c := range changes {
 		var args []any
 		switch c.scope {
@@ -248,12 +255,12 @@ func (s *Store) applyChanges(ctx context.Context, tx *sql.Tx, key session.Key, c
 		default:
 			args = []any{key.AppName, c.name}
 		}
-		st := s.stmts.delState[c.scope]
+		st := wDelState + c.scope
 		if c.value != nil {
-			st = s.stmts.putState[c.scope]
+			st = wPutState + c.scope
 			args = append(args, c.value)
 		}
-		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...); err != nil {
+		if _, err := tx.exec(st, args...); err != nil {
 			return fmt.Errorf("sqlsession: write state %q: %w", c.name, err)
 		}
 	}
@@ -266,13 +273,13 @@ func (s *Store) CreateSession(ctx context.Context, rec *session.Record, d sessio
 	if err != nil {
 		return err
 	}
-	tx, err := s.db.BeginWrite(ctx)
+	tx, err := s.beginWrite(ctx)
 	if err != nil {
-		return fmt.Errorf("sqlsession: begin: %w", err)
+		return err
 	}
-	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	defer tx.end()
 	k := rec.Key
-	res, err := tx.StmtContext(ctx, s.stmts.insertSession).ExecContext(ctx, k.AppName, k.UserID, k.SessionID, nanos(rec.CreateTime), nanos(rec.UpdateTime))
+	res, err := tx.exec(wInsertSession, k.AppName, k.UserID, k.SessionID, nanos(rec.CreateTime), nanos(rec.UpdateTime))
 	if err != nil {
 		return fmt.Errorf("sqlsession: insert session: %w", err)
 	}
@@ -281,10 +288,10 @@ func (s *Store) CreateSession(ctx context.Context, rec *session.Record, d sessio
 	} else if n == 0 {
 		return session.ErrAlreadyExists
 	}
-	if err := s.applyChanges(ctx, tx, k, changes); err != nil {
+	if err := applyChanges(&tx, k, changes); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := tx.commit(); err != nil {
 		return fmt.Errorf("sqlsession: commit: %w", err)
 	}
 	return nil
@@ -292,12 +299,18 @@ func (s *Store) CreateSession(ctx context.Context, rec *session.Record, d sessio
 
 // AppendEvent implements session.Store.
 //
-// The sequence check and the writes share one transaction: the conditional
-// UPDATE of the session row both detects a stale writer (no row matches the
-// expected seq) and, by taking the row's write lock, keeps any other writer
-// of the session out until commit, so two appends can never both succeed
-// from the same seq, and a crash leaves either the event with its state or
-// neither.
+// The sequence check and the writes share one transaction. The event is
+// inserted as seq+1 only if the session exists and its last event is still
+// seq (otherwise nothing is written: session.ErrNotFound or ErrStale), then
+// the state delta is applied; a crash leaves either the event with its state
+// or neither. The session's sequence number and update time are those of
+// its last event, so an append writes no session row. On SQLite the write
+// transaction holds the database's write lock from its start, so the check
+// and the insert cannot be separated by another writer; on PostgreSQL two
+// writers from the same seq may both pass the check, and the second then
+// collides with the first on the events' primary key (or on the session's
+// row, if it was deleted meanwhile), which also reads as ErrStale (or
+// ErrNotFound).
 //
 // Session-scoped state lives one row per key rather than as a JSON document
 // on the session row: the seq check would guard a read-modify-write just as
@@ -312,40 +325,58 @@ func (s *Store) AppendEvent(ctx context.Context, key session.Key, seq int64, ev 
 	if err != nil {
 		return err
 	}
-	tx, err := s.db.BeginWrite(ctx)
+	tx, err := s.beginWrite(ctx)
 	if err != nil {
-		return fmt.Errorf("sqlsession: begin: %w", err)
+		return err
 	}
-	defer tx.Rollback() //nolint:errcheck // no-op after commit
-	ts := nanos(ev.Timestamp)
-	res, err := tx.StmtContext(ctx, s.stmts.bumpSeq).ExecContext(ctx, ts, key.AppName, key.UserID, key.SessionID, seq)
+	defer tx.end()
+	k := key
+	res, err := tx.exec(wInsertEvent, k.AppName, k.UserID, k.SessionID, seq+1, ev.ID, nanos(ev.Timestamp), ev.InvocationID, ev.Author, data,
+		k.AppName, k.UserID, k.SessionID, k.AppName, k.UserID, k.SessionID, seq)
 	if err != nil {
-		return fmt.Errorf("sqlsession: update session: %w", err)
+		if e := conflict(err); e != nil {
+			return e
+		}
+		return fmt.Errorf("sqlsession: insert event: %w", err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return fmt.Errorf("sqlsession: update session: %w", err)
+		return fmt.Errorf("sqlsession: insert event: %w", err)
 	}
 	if n == 0 {
 		var one int
-		err := tx.StmtContext(ctx, s.stmts.existsSession).QueryRowContext(ctx, key.AppName, key.UserID, key.SessionID).Scan(&one)
+		err := tx.queryRow(wExistsSession, k.AppName, k.UserID, k.SessionID).Scan(&one)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return session.ErrNotFound
 		case err != nil:
-			return fmt.Errorf("sqlsession: update session: %w", err)
+			return fmt.Errorf("sqlsession: read session: %w", err)
 		}
 		return session.ErrStale
 	}
-	if _, err := tx.StmtContext(ctx, s.stmts.insertEvent).ExecContext(ctx,
-		key.AppName, key.UserID, key.SessionID, seq+1, ev.ID, ts, ev.InvocationID, ev.Author, data); err != nil {
-		return fmt.Errorf("sqlsession: insert event: %w", err)
-	}
-	if err := s.applyChanges(ctx, tx, key, changes); err != nil {
+	if err := applyChanges(&tx, key, changes); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := tx.commit(); err != nil {
 		return fmt.Errorf("sqlsession: commit: %w", err)
+	}
+	return nil
+}
+
+// conflict maps the PostgreSQL errors of two racing appends to the
+// session's errors: a duplicate sequence number means another writer
+// appended first, a missing session that it was deleted. It returns nil for
+// other errors.
+func conflict(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.TableName != "events" {
+		return nil
+	}
+	switch pe.Code {
+	case "23505": // unique_violation
+		return session.ErrStale
+	case "23503": // foreign_key_violation
+		return session.ErrNotFound
 	}
 	return nil
 }
@@ -353,8 +384,22 @@ func (s *Store) AppendEvent(ctx context.Context, key session.Key, seq int64, ev 
 // DeleteSession implements session.Store. The session's events and state
 // rows go with it (ON DELETE CASCADE), in the same statement.
 func (s *Store) DeleteSession(ctx context.Context, key session.Key) error {
-	if _, err := s.stmts.deleteSession.ExecContext(ctx, key.AppName, key.UserID, key.SessionID); err != nil {
+	if s.pin == nil {
+		if _, err := s.w[wDeleteSession].ExecContext(ctx, key.AppName, key.UserID, key.SessionID); err != nil {
+			return fmt.Errorf("sqlsession: delete session: %w", err)
+		}
+		return nil
+	}
+	tx, err := s.beginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.end()
+	if _, err := tx.exec(wDeleteSession, key.AppName, key.UserID, key.SessionID); err != nil {
 		return fmt.Errorf("sqlsession: delete session: %w", err)
+	}
+	if err := tx.commit(); err != nil {
+		return fmt.Errorf("sqlsession: commit: %w", err)
 	}
 	return nil
 }
@@ -369,7 +414,7 @@ func (s *Store) GetSession(ctx context.Context, key session.Key, w session.Windo
 	defer tx.Rollback() //nolint:errcheck // read-only
 	rec := &session.Record{Key: key}
 	var created, updated int64
-	err = tx.StmtContext(ctx, s.stmts.getSession).QueryRowContext(ctx, key.AppName, key.UserID, key.SessionID).Scan(&rec.Seq, &created, &updated)
+	err = tx.StmtContext(ctx, s.stmts.getSession).QueryRowContext(ctx, key.AppName, key.UserID, key.SessionID).Scan(&created, &updated, &rec.Seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, session.ErrNotFound
 	}

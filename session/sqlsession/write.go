@@ -1,0 +1,262 @@
+package sqlsession
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+
+	"github.com/loomkit/loom/internal/sqldb"
+)
+
+// Write statements, the index into Store.w and pinned.stmts.
+const (
+	wInsertSession = iota
+	wInsertEvent
+	wExistsSession
+	wDeleteSession
+	wPutState                 // + scope
+	wDelState = wPutState + 3 // + scope
+	numWrite  = wDelState + 3
+)
+
+// writeQueries returns the write statements for a dialect.
+func writeQueries(d sqldb.Dialect) [numWrite]string {
+	// PostgreSQL needs the types of the values an INSERT ... SELECT takes
+	// from parameters; SQLite must not be told (a JSON type name would give
+	// the value numeric affinity).
+	cast := func(typ string) string {
+		if d == sqldb.Postgres {
+			return "CAST(? AS " + typ + ")"
+		}
+		return "?"
+	}
+	var q [numWrite]string
+	q[wInsertSession] = `INSERT INTO sessions (app_name, user_id, session_id, seq, create_time, update_time)
+		VALUES (?, ?, ?, 0, ?, ?) ON CONFLICT DO NOTHING`
+	// The append: the event goes in only if the session exists and its
+	// last sequence number is still the one the writer loaded. The check
+	// reads the last entry of the session's range of the primary key, the
+	// page the insert writes anyway.
+	q[wInsertEvent] = `INSERT INTO events (app_name, user_id, session_id, seq, id, event_time, invocation_id, author, event)
+		SELECT ` + cast("TEXT") + `, ` + cast("TEXT") + `, ` + cast("TEXT") + `, ` + cast("BIGINT") + `, ` + cast("TEXT") + `, ` +
+		cast("BIGINT") + `, ` + cast("TEXT") + `, ` + cast("TEXT") + `, ` + cast("JSON") + `
+		WHERE EXISTS (SELECT 1 FROM sessions WHERE ` + sessionKey + `)
+		AND coalesce((SELECT max(seq) FROM events WHERE ` + sessionKey + `), 0) = ?`
+	q[wExistsSession] = `SELECT 1 FROM sessions WHERE ` + sessionKey
+	q[wDeleteSession] = `DELETE FROM sessions WHERE ` + sessionKey
+	q[wPutState+scopeSession] = `INSERT INTO session_state (app_name, user_id, session_id, name, value) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (app_name, user_id, session_id, name) DO UPDATE SET value = excluded.value`
+	q[wDelState+scopeSession] = `DELETE FROM session_state WHERE ` + sessionKey + ` AND name = ?`
+	q[wPutState+scopeUser] = `INSERT INTO user_state (app_name, user_id, name, value) VALUES (?, ?, ?, ?)
+		ON CONFLICT (app_name, user_id, name) DO UPDATE SET value = excluded.value`
+	q[wDelState+scopeUser] = `DELETE FROM user_state WHERE app_name = ? AND user_id = ? AND name = ?`
+	q[wPutState+scopeApp] = `INSERT INTO app_state (app_name, name, value) VALUES (?, ?, ?)
+		ON CONFLICT (app_name, name) DO UPDATE SET value = excluded.value`
+	q[wDelState+scopeApp] = `DELETE FROM app_state WHERE app_name = ? AND name = ?`
+	return q
+}
+
+// pinned is the write connection of a SQLite file, held for the life of
+// the store, with the write statements prepared on it.
+//
+// SQLite has one writer at a time, and the database's write pool has a
+// single connection already; holding it lets a write transaction run as
+// plain statements on it: database/sql's Tx would start a goroutine to
+// watch the context of each transaction, and the driver would parse its
+// BEGIN anew each time.
+type pinned struct {
+	db *sqldb.DB
+	// sem holds the connection: a writer takes it (or gives up when its
+	// context ends) and returns it when its transaction ends.
+	sem                     chan struct{}
+	conn                    *sql.Conn // nil after a failure, until the next writer replaces it
+	stmts                   [numWrite]*sql.Stmt
+	begin, commit, rollback *sql.Stmt
+	closed                  bool
+}
+
+func newPinned(db *sqldb.DB) *pinned {
+	return &pinned{db: db, sem: make(chan struct{}, 1)}
+}
+
+// lock takes the connection, opening it if needed.
+func (p *pinned) lock(ctx context.Context) error {
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if p.closed {
+		<-p.sem
+		return errClosed
+	}
+	if p.conn != nil {
+		return nil
+	}
+	if err := p.open(ctx); err != nil {
+		p.release(true)
+		<-p.sem
+		return err
+	}
+	return nil
+}
+
+func (p *pinned) unlock() { <-p.sem }
+
+func (p *pinned) open(ctx context.Context) error {
+	conn, err := p.db.W.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	p.conn = conn
+	queries := writeQueries(p.db.Dialect)
+	prep := func(q string) (*sql.Stmt, error) { return conn.PrepareContext(ctx, q) }
+	for i, q := range queries {
+		if p.stmts[i], err = prep(q); err != nil {
+			return fmt.Errorf("prepare %q: %w", q, err)
+		}
+	}
+	if p.begin, err = prep("BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	if p.commit, err = prep("COMMIT"); err != nil {
+		return err
+	}
+	p.rollback, err = prep("ROLLBACK")
+	return err
+}
+
+// release closes the statements and returns the connection to the pool,
+// or, if bad, has it closed: after a failure that may have left it in a
+// transaction, the next writer opens a new one.
+func (p *pinned) release(bad bool) {
+	if p.conn == nil {
+		return
+	}
+	for _, st := range append(p.stmts[:], p.begin, p.commit, p.rollback) {
+		if st != nil {
+			st.Close()
+		}
+	}
+	if bad {
+		// ErrBadConn makes database/sql close the connection rather than
+		// return it to the pool.
+		p.conn.Raw(func(any) error { return driver.ErrBadConn }) //nolint:errcheck // the point
+	}
+	p.conn.Close()
+	p.conn, p.stmts, p.begin, p.commit, p.rollback = nil, [numWrite]*sql.Stmt{}, nil, nil, nil
+}
+
+// close returns the connection to the pool, after the writer in progress
+// if any; later writes fail.
+func (p *pinned) close() {
+	p.sem <- struct{}{}
+	p.release(false)
+	p.closed = true
+	<-p.sem
+}
+
+// wtx is a write transaction: a database/sql transaction, or on a SQLite
+// file a transaction run by hand on the pinned connection.
+type wtx struct {
+	ctx  context.Context
+	tx   *sql.Tx
+	stmt *[numWrite]*sql.Stmt // of the pool (tx != nil) or of the pinned connection
+	pin  *pinned
+	done bool
+}
+
+// beginWrite starts a write transaction. Once it has the write lock, the
+// statements of a transaction on the pinned connection no longer watch the
+// context: they wait on nothing, and a commit cut short would only waste
+// the work done; the wait for the lock itself (BEGIN IMMEDIATE on another
+// process's transaction) ends with the context.
+func (s *Store) beginWrite(ctx context.Context) (wtx, error) {
+	if s.pin == nil {
+		tx, err := s.db.BeginWrite(ctx)
+		if err != nil {
+			return wtx{}, fmt.Errorf("sqlsession: begin: %w", err)
+		}
+		return wtx{ctx: ctx, tx: tx, stmt: &s.w}, nil
+	}
+	p := s.pin
+	if err := p.lock(ctx); err != nil {
+		return wtx{}, fmt.Errorf("sqlsession: begin: %w", err)
+	}
+	if _, err := p.begin.ExecContext(ctx); err != nil {
+		// A failed BEGIN leaves no transaction open.
+		p.unlock()
+		return wtx{}, fmt.Errorf("sqlsession: begin: %w", err)
+	}
+	return wtx{ctx: context.WithoutCancel(ctx), stmt: &p.stmts, pin: p}, nil
+}
+
+func (t *wtx) st(id int) *sql.Stmt {
+	if t.tx != nil {
+		return t.tx.StmtContext(t.ctx, t.stmt[id])
+	}
+	return t.stmt[id]
+}
+
+func (t *wtx) exec(id int, args ...any) (sql.Result, error) {
+	return t.st(id).ExecContext(t.ctx, args...)
+}
+
+func (t *wtx) queryRow(id int, args ...any) *sql.Row {
+	return t.st(id).QueryRowContext(t.ctx, args...)
+}
+
+// commit commits the transaction and releases the connection.
+func (t *wtx) commit() error {
+	t.done = true
+	if t.tx != nil {
+		return t.tx.Commit()
+	}
+	_, err := t.pin.commit.ExecContext(t.ctx)
+	if err != nil {
+		// SQLite may or may not have rolled back: make sure.
+		t.pin.abort(t.ctx)
+	}
+	t.pin.unlock()
+	return err
+}
+
+// end rolls the transaction back unless it was committed.
+func (t *wtx) end() {
+	if t.done {
+		return
+	}
+	t.done = true
+	if t.tx != nil {
+		t.tx.Rollback() //nolint:errcheck // nothing more to do
+		return
+	}
+	t.pin.abort(t.ctx)
+	t.pin.unlock()
+}
+
+// abort rolls back the open transaction, if any; if that fails the
+// connection is dropped.
+func (p *pinned) abort(ctx context.Context) {
+	_, err := p.rollback.ExecContext(ctx)
+	if err == nil || p.autocommit(ctx) {
+		return
+	}
+	p.release(true)
+}
+
+// autocommit reports whether the connection has no transaction open (an
+// error such as SQLITE_FULL rolls back on its own, and ROLLBACK then fails).
+func (p *pinned) autocommit(ctx context.Context) bool {
+	// BEGIN succeeds only outside a transaction; undo it at once.
+	if _, err := p.conn.ExecContext(ctx, "BEGIN DEFERRED"); err != nil {
+		return false
+	}
+	_, err := p.conn.ExecContext(ctx, "ROLLBACK")
+	return err == nil
+}
+
+// errClosed reports a write to a closed store.
+var errClosed = errors.New("store is closed")
