@@ -44,6 +44,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -73,6 +74,8 @@ type Store struct {
 	w     [numWrite]*sql.Stmt
 	pin   *pinned
 	stmts statements
+	// pgAppend caches the texts of PostgreSQL's append, by shape.
+	pgAppend [1 << 6]atomic.Pointer[string]
 }
 
 // statements are the read statements, prepared once per store; database/sql
@@ -324,6 +327,9 @@ func (s *Store) AppendEvent(ctx context.Context, key session.Key, seq int64, ev 
 	changes, err := encodeDelta(d)
 	if err != nil {
 		return err
+	}
+	if s.db.Dialect == sqldb.Postgres {
+		return s.appendPostgres(ctx, key, seq, ev, data, changes)
 	}
 	tx, err := s.beginWrite(ctx)
 	if err != nil {

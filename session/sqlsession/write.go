@@ -6,8 +6,11 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/internal/sqldb"
+	"github.com/loomkit/loom/session"
 )
 
 // Write statements, the index into Store.w and pinned.stmts.
@@ -260,3 +263,89 @@ func (p *pinned) autocommit(ctx context.Context) bool {
 
 // errClosed reports a write to a closed store.
 var errClosed = errors.New("store is closed")
+
+// appendPostgres is AppendEvent on PostgreSQL: one statement, so one round
+// trip and the commit of its implicit transaction. Data-modifying WITH
+// clauses apply the state changes, each only if the event went in.
+func (s *Store) appendPostgres(ctx context.Context, k session.Key, seq int64, ev *event.Event, data []byte, changes []change) error {
+	// The changes of each scope, in key order: puts and deletes.
+	var (
+		names  [3][2][]string // by scope, then put/delete
+		values [3][]string
+		shape  int // a bit per non-empty names list
+	)
+	for _, c := range changes {
+		if c.value == nil {
+			names[c.scope][1] = append(names[c.scope][1], c.name)
+			shape |= 1 << (2*c.scope + 1)
+			continue
+		}
+		names[c.scope][0] = append(names[c.scope][0], c.name)
+		values[c.scope] = append(values[c.scope], string(c.value))
+		shape |= 1 << (2 * c.scope)
+	}
+	args := make([]any, 0, 16+3*4)
+	args = append(args, k.AppName, k.UserID, k.SessionID, seq+1, ev.ID, nanos(ev.Timestamp), ev.InvocationID, ev.Author, data,
+		k.AppName, k.UserID, k.SessionID, k.AppName, k.UserID, k.SessionID, seq)
+	keyArgs := [3][]any{{k.AppName, k.UserID, k.SessionID}, {k.AppName, k.UserID}, {k.AppName}}
+	for scope := range 3 {
+		if put := names[scope][0]; len(put) > 0 {
+			args = append(args, keyArgs[scope]...)
+			args = append(args, put, values[scope])
+		}
+		if del := names[scope][1]; len(del) > 0 {
+			args = append(args, keyArgs[scope]...)
+			args = append(args, del)
+		}
+	}
+	var n int
+	if err := s.db.W.QueryRowContext(ctx, s.appendSQL(shape), args...).Scan(&n); err != nil {
+		if e := conflict(err); e != nil {
+			return e
+		}
+		return fmt.Errorf("sqlsession: append: %w", err)
+	}
+	if n > 0 {
+		return nil
+	}
+	var one int
+	err := s.w[wExistsSession].QueryRowContext(ctx, k.AppName, k.UserID, k.SessionID).Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return session.ErrNotFound
+	case err != nil:
+		return fmt.Errorf("sqlsession: read session: %w", err)
+	}
+	return session.ErrStale
+}
+
+// appendSQL returns the text of PostgreSQL's append for a shape of state
+// changes (bit 2*scope: puts, bit 2*scope+1: deletes), built once per shape.
+func (s *Store) appendSQL(shape int) string {
+	if q := s.pgAppend[shape].Load(); q != nil {
+		return *q
+	}
+	var b strings.Builder
+	b.WriteString("WITH ev AS (")
+	b.WriteString(writeQueries(sqldb.Postgres)[wInsertEvent])
+	b.WriteString(" RETURNING 1)")
+	tables := [3]string{"session_state", "user_state", "app_state"}
+	keyCols := [3]string{"app_name, user_id, session_id", "app_name, user_id", "app_name"}
+	keyParams := [3]string{"?, ?, ?", "?, ?", "?"}
+	for scope := range 3 {
+		if shape&(1<<(2*scope)) != 0 {
+			fmt.Fprintf(&b, `, p%d AS (INSERT INTO %s (%s, name, value) SELECT %s, u.n, CAST(u.v AS JSONB)
+				FROM unnest(CAST(? AS TEXT[]), CAST(? AS TEXT[])) AS u(n, v) WHERE EXISTS (SELECT 1 FROM ev)
+				ON CONFLICT (%[3]s, name) DO UPDATE SET value = excluded.value)`,
+				scope, tables[scope], keyCols[scope], strings.ReplaceAll(keyParams[scope], "?", "CAST(? AS TEXT)"))
+		}
+		if shape&(1<<(2*scope+1)) != 0 {
+			fmt.Fprintf(&b, `, d%d AS (DELETE FROM %s WHERE (%s) = (%s) AND name = ANY(CAST(? AS TEXT[])) AND EXISTS (SELECT 1 FROM ev))`,
+				scope, tables[scope], keyCols[scope], keyParams[scope])
+		}
+	}
+	b.WriteString(" SELECT count(*) FROM ev")
+	q := s.db.Rebind(b.String())
+	s.pgAppend[shape].Store(&q)
+	return q
+}
