@@ -137,7 +137,7 @@ func openSQLite(ctx context.Context, rest string, o Options) (*DB, error) {
 	// Checkpoints (copying the WAL back into the database file, with an
 	// fsync) run in the background, off the path of commits; SQLite's own
 	// automatic checkpoint stays as a backstop at a large WAL size.
-	settings += "&_pragma=wal_autocheckpoint(16384)&_pragma=mmap_size(268435456)"
+	settings += "&_pragma=wal_autocheckpoint(16384)"
 	w, err := sql.Open("sqlite", file+"?"+settings)
 	if err != nil {
 		return nil, fmt.Errorf("sqldb: open sqlite %s: %w", file, err)

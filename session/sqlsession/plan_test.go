@@ -49,7 +49,7 @@ func TestEventReadsUseThePrimaryKey(t *testing.T) {
 	// by scanning the session's events.
 	others := map[string]string{
 		"append": writeQueries(st.db.Dialect)[wInsertEvent],
-		"get":    `SELECT s.create_time, coalesce(e.event_time, s.update_time), coalesce(e.seq, 0) FROM sessions s` + lastEvent + ` WHERE s.app_name = ? AND s.user_id = ? AND s.session_id = ?`,
+		"get":    querySession,
 	}
 	for name, q := range others {
 		got := explain(t, st, q)

@@ -81,9 +81,16 @@ type Store struct {
 // statements are the read statements, prepared once per store; database/sql
 // keeps them prepared on each connection that runs them.
 type statements struct {
-	getSession, getState, eventsAsc, eventsBefore             *sql.Stmt
+	getSession, eventsAsc, eventsBefore                       *sql.Stmt
 	listAll, listUser, listState, listUserState, listAppState *sql.Stmt
 }
+
+// sessionRow marks the session's own row among its state rows in
+// querySession.
+const (
+	sessionRow     = 3
+	sessionRowText = "3"
+)
 
 // State scopes, offsets from wPutState and wDelState.
 const (
@@ -102,6 +109,14 @@ const (
 	// sequence number and time are the session's.
 	lastEvent = ` LEFT JOIN events e ON e.app_name = s.app_name AND e.user_id = s.user_id AND e.session_id = s.session_id
 		AND e.seq = (SELECT max(seq) FROM events m WHERE m.app_name = s.app_name AND m.user_id = s.user_id AND m.session_id = s.session_id)`
+
+	// querySession reads a session: its row, with the sequence number and
+	// time of its last event, and the rows of its state, by scope.
+	querySession = `SELECT ` + sessionRowText + `, '', NULL, s.create_time, coalesce(e.event_time, s.update_time), coalesce(e.seq, 0)
+		FROM sessions s` + lastEvent + ` WHERE s.app_name = ? AND s.user_id = ? AND s.session_id = ?
+		UNION ALL SELECT 0, name, value, 0, 0, 0 FROM session_state WHERE ` + sessionKey + `
+		UNION ALL SELECT 1, name, value, 0, 0, 0 FROM user_state WHERE app_name = ? AND user_id = ?
+		UNION ALL SELECT 2, name, value, 0, 0, 0 FROM app_state WHERE app_name = ?`
 
 	// The forward read needs no time column: each column costs time and
 	// an allocation per row.
@@ -162,11 +177,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		}
 	}
 	st := &s.stmts
-	st.getSession = p(r, `SELECT s.create_time, coalesce(e.event_time, s.update_time), coalesce(e.seq, 0) FROM sessions s`+lastEvent+`
-		WHERE s.app_name = ? AND s.user_id = ? AND s.session_id = ?`)
-	st.getState = p(r, `SELECT 0, name, value FROM session_state WHERE `+sessionKey+`
-		UNION ALL SELECT 1, name, value FROM user_state WHERE app_name = ? AND user_id = ?
-		UNION ALL SELECT 2, name, value FROM app_state WHERE app_name = ?`)
+	st.getSession = p(r, querySession)
 	st.eventsAsc = p(r, queryEventsAsc)
 	st.eventsBefore = p(r, queryEventsBefore)
 	const listCols = `SELECT s.user_id, s.session_id, coalesce(e.seq, 0), s.create_time, coalesce(e.event_time, s.update_time) FROM sessions s` + lastEvent
@@ -419,16 +430,7 @@ func (s *Store) GetSession(ctx context.Context, key session.Key, w session.Windo
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
 	rec := &session.Record{Key: key}
-	var created, updated int64
-	err = tx.StmtContext(ctx, s.stmts.getSession).QueryRowContext(ctx, key.AppName, key.UserID, key.SessionID).Scan(&created, &updated, &rec.Seq)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, session.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sqlsession: read session: %w", err)
-	}
-	rec.CreateTime, rec.UpdateTime = fromNanos(created), fromNanos(updated)
-	if err := s.readState(ctx, tx, rec); err != nil {
+	if err := s.readSession(ctx, tx, rec); err != nil {
 		return nil, err
 	}
 	if !w.None {
@@ -439,23 +441,34 @@ func (s *Store) GetSession(ctx context.Context, key session.Key, w session.Windo
 	return rec, nil
 }
 
-func (s *Store) readState(ctx context.Context, tx *sql.Tx, rec *session.Record) error {
+// readSession fills in the session's times, sequence number and state,
+// read in one query: a row for the session (scope sessionRow) and one per
+// state key.
+func (s *Store) readSession(ctx context.Context, tx *sql.Tx, rec *session.Record) error {
 	k := rec.Key
-	rows, err := tx.StmtContext(ctx, s.stmts.getState).QueryContext(ctx, k.AppName, k.UserID, k.SessionID, k.AppName, k.UserID, k.AppName)
+	rows, err := tx.StmtContext(ctx, s.stmts.getSession).QueryContext(ctx, k.AppName, k.UserID, k.SessionID,
+		k.AppName, k.UserID, k.SessionID, k.AppName, k.UserID, k.AppName)
 	if err != nil {
-		return fmt.Errorf("sqlsession: read state: %w", err)
+		return fmt.Errorf("sqlsession: read session: %w", err)
 	}
 	defer rows.Close()
 	rec.State, rec.UserState, rec.AppState = map[string]any{}, map[string]any{}, map[string]any{}
 	maps := [3]map[string]any{rec.State, rec.UserState, rec.AppState}
 	var (
-		scope int
-		name  string
-		raw   sql.RawBytes
+		scope                 int
+		name                  string
+		raw                   sql.RawBytes
+		created, updated, seq int64
+		found                 bool
 	)
 	for rows.Next() {
-		if err := rows.Scan(&scope, &name, &raw); err != nil {
-			return fmt.Errorf("sqlsession: read state: %w", err)
+		if err := rows.Scan(&scope, &name, &raw, &created, &updated, &seq); err != nil {
+			return fmt.Errorf("sqlsession: read session: %w", err)
+		}
+		if scope == sessionRow {
+			found = true
+			rec.CreateTime, rec.UpdateTime, rec.Seq = fromNanos(created), fromNanos(updated), seq
+			continue
 		}
 		if scope < 0 || scope > 2 {
 			return fmt.Errorf("sqlsession: read state: bad scope %d", scope)
@@ -467,7 +480,10 @@ func (s *Store) readState(ctx context.Context, tx *sql.Tx, rec *session.Record) 
 		maps[scope][name] = v
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("sqlsession: read state: %w", err)
+		return fmt.Errorf("sqlsession: read session: %w", err)
+	}
+	if !found {
+		return session.ErrNotFound
 	}
 	return nil
 }
