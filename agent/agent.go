@@ -237,7 +237,7 @@ func RunWithCallbacks(ctx context.Context, inv *Invocation, before []BeforeAgent
 		if inv.Ended() {
 			return
 		}
-		if len(before) > 0 {
+		if len(before) > 0 && !inv.Resuming() { // a resumed agent has run them already
 			cc := NewCallbackContext(inv)
 			for _, cb := range before {
 				content, err := cb(ctx, cc)

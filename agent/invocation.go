@@ -59,6 +59,12 @@ type Invocation struct {
 	agent  Agent
 	branch string
 	shared *shared
+	// scope, when set, is the innermost end scope (a parallel branch):
+	// End ends only that scope (see resume.go).
+	scope *endScope
+	// resume, when set, marks an agent that continues from the session log
+	// (see resume.go).
+	resume *resumePoint
 }
 
 type shared struct {
@@ -135,11 +141,22 @@ func (inv *Invocation) Credential(requestID string) (map[string]any, bool) {
 	return c, ok
 }
 
-// End ends the invocation: agents stop after their current step.
-func (inv *Invocation) End() { inv.shared.ended.Store(true) }
+// End ends the invocation: agents stop after their current step. Within a
+// branch of a parallel agent it ends that branch; the parallel agent ends
+// the invocation once its other branches have finished.
+func (inv *Invocation) End() {
+	if inv.scope != nil {
+		inv.scope.ended.Store(true)
+		return
+	}
+	inv.shared.ended.Store(true)
+}
 
-// Ended reports whether End was called.
-func (inv *Invocation) Ended() bool { return inv.shared.ended.Load() }
+// Ended reports whether End was called for the invocation or for one of the
+// enclosing branches.
+func (inv *Invocation) Ended() bool {
+	return inv.shared.ended.Load() || inv.scope.isEnded()
+}
 
 // CountLLMCall records a model call and returns an error wrapping
 // ErrLLMCallLimit when the invocation exceeds its limit.

@@ -66,6 +66,11 @@ type RunOptions struct {
 	// MaxLLMCalls limits model calls in the invocation (0: the default of
 	// agent.DefaultMaxLLMCalls; negative: no limit).
 	MaxLLMCalls int
+	// InvocationID, when set, resumes that invocation of the session with
+	// the new message instead of starting a new one (see resume.go). A
+	// message answering a paused call resumes the call's invocation without
+	// it.
+	InvocationID string
 }
 
 // ErrInvalid reports a malformed run request.
@@ -160,15 +165,24 @@ func (r *Runner) Run(ctx context.Context, userID, sessionID string, msg *genai.C
 			yield(nil, err)
 			return
 		}
-		r.invoke(ctx, sess, msg, opts, yield)
+		res, err := r.resumption(sess, msg, opts.InvocationID) // resume.go
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		r.invoke(ctx, sess, msg, opts, res, yield)
 	}
 }
 
-// invoke is the event loop of one invocation.
-func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.Content, opts *RunOptions, yield func(*event.Event, error) bool) {
-	msg, creds := takeCredentials(msg)
+// invoke is the event loop of one invocation. res, when not nil, resumes
+// an invocation (resume.go); msg is nil when resuming without a message.
+func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.Content, opts *RunOptions, res *resumption, yield func(*event.Event, error) bool) {
+	var creds map[string]map[string]any
+	if msg != nil {
+		msg, creds = takeCredentials(msg)
+	}
 	cfg := agent.InvocationConfig{
-		ID:          event.NewInvocationID(),
+		ID:          res.invocationID(),
 		Tree:        r.tree,
 		Session:     sess,
 		Sessions:    r.cfg.Sessions,
@@ -179,12 +193,18 @@ func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.C
 		Callbacks:   r.callbacks,
 		Credentials: creds,
 	}
+	if msg == nil {
+		cfg.UserContent = res.userContent
+	}
 	inv := agent.NewInvocation(cfg)
 	defer r.afterRun(ctx, inv)
 
 	// The user message, after the plugins have seen it.
 	cc := agent.NewCallbackContext(inv)
 	for _, p := range r.cfg.Plugins {
+		if msg == nil {
+			break
+		}
 		if p.OnUserMessage == nil {
 			continue
 		}
@@ -199,21 +219,31 @@ func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.C
 			break
 		}
 	}
-	user := event.New(inv.ID(), event.AuthorUser)
-	user.Content = event.CloneContent(inv.UserContent())
-	if user.Content.Role == "" {
-		user.Content.Role = genai.RoleUser
-	}
-	user.Actions = cc.TakeActions()
-	user.Actions.StateDelta = mergeDelta(event.CloneMap(opts.StateDelta), user.Actions.StateDelta)
-	if err := r.cfg.Sessions.AppendEvent(ctx, sess, user); err != nil {
-		yield(nil, fmt.Errorf("runner: store user message: %w", err))
-		return
+	if msg != nil {
+		user := event.New(inv.ID(), event.AuthorUser)
+		user.Branch = res.callBranch() // an answer joins the branch of its call
+		user.Content = event.CloneContent(inv.UserContent())
+		if user.Content.Role == "" {
+			user.Content.Role = genai.RoleUser
+		}
+		user.Actions = cc.TakeActions()
+		user.Actions.StateDelta = mergeDelta(event.CloneMap(opts.StateDelta), user.Actions.StateDelta)
+		if err := r.cfg.Sessions.AppendEvent(ctx, sess, user); err != nil {
+			yield(nil, fmt.Errorf("runner: store user message: %w", err))
+			return
+		}
 	}
 
-	ag := r.selectAgent(sess, msg)
-	events := ag.Run(ctx, inv.For(ag))
-	if early, err := r.beforeRun(ctx, inv.For(ag)); err != nil {
+	var ag agent.Agent
+	var agInv *agent.Invocation
+	if res != nil {
+		ag, agInv = res.start(inv) // the agent that continues, in resume mode
+	} else {
+		ag = r.selectAgent(sess, msg)
+		agInv = inv.For(ag)
+	}
+	events := ag.Run(ctx, agInv)
+	if early, err := r.beforeRun(ctx, agInv); err != nil {
 		yield(nil, err)
 		return
 	} else if early != nil {

@@ -23,7 +23,14 @@ import (
 // or an error.
 func (a *Agent) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
 	return func(yield func(*event.Event, error) bool) {
-		next, ok := a.resumeConfirmations(ctx, inv, yield)
+		var next agent.Agent
+		ok := true
+		if inv.Resuming() { // continue from this invocation's log (resume.go)
+			next, ok = a.resume(ctx, inv, yield)
+			inv = inv.Fresh()
+		} else {
+			next, ok = a.resumeConfirmations(ctx, inv, yield)
+		}
 		if !ok {
 			return
 		}

@@ -69,6 +69,9 @@ func ExampleNewSequential() {
 			fmt.Println("error:", err)
 			return
 		}
+		if agent.IsCheckpoint(ev) {
+			continue // where the workflow is, recorded for resuming
+		}
 		fmt.Printf("%s: %s\n", ev.Author, ev.Content.Parts[0].Text)
 	}
 
@@ -114,6 +117,9 @@ func ExampleNewParallel() {
 		if err != nil {
 			fmt.Println("error:", err)
 			return
+		}
+		if agent.IsCheckpoint(ev) {
+			continue
 		}
 		branches[ev.Author] = ev.Branch // the order of the two events varies
 	}
@@ -164,6 +170,9 @@ func ExampleNewLoop() {
 		return
 	}
 	for _, ev := range events {
+		if agent.IsCheckpoint(ev) {
+			continue
+		}
 		fmt.Println(ev.Author, ev.Actions.StateDelta["n"], ev.Actions.Escalate)
 	}
 	// Output:

@@ -57,6 +57,10 @@ type message struct {
 	ev   *event.Event
 	err  error
 	done bool
+	// branch is the index of the sending branch.
+	branch int
+	// selfEnded, with done, reports that the child recorded its own end.
+	selfEnded bool
 	// resume, when not nil, receives a value once the event has been
 	// forwarded and yield returned true. It has room for one value, so the
 	// parent never blocks on it.
@@ -69,6 +73,40 @@ func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 		if len(children) == 0 {
 			return
 		}
+		resume := false
+		if inv.Resuming() {
+			state, ended := agent.Checkpoint(inv, p.Name())
+			if ended {
+				return
+			}
+			if state != nil {
+				resume = true
+			} else {
+				inv = inv.Fresh()
+			}
+		}
+		if !resume && !yield(agent.NewCheckpoint(inv, map[string]any{stateStarted: true}), nil) {
+			return
+		}
+		// Each branch has its own end scope: a branch that pauses stops
+		// itself, and the others run to their end. Finished branches are
+		// not run again on resume.
+		var branches []*agent.Invocation
+		var agents []agent.Agent
+		for _, child := range children {
+			var cinv *agent.Invocation
+			if resume {
+				cinv = inv.ResumeChild(child)
+				if _, ended := agent.Checkpoint(cinv, child.Name()); ended {
+					continue
+				}
+			} else {
+				cinv = inv.For(child)
+			}
+			branches = append(branches, cinv.WithBranch(p.branchOf(inv, child)).WithEndScope())
+			agents = append(agents, child)
+		}
+
 		cctx, cancel := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		// Whatever the way out, stop the children and wait for all of them:
@@ -79,20 +117,27 @@ func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 		}()
 
 		msgs := make(chan message)
-		for _, child := range children {
+		for i, child := range agents {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				runBranch(cctx, inv.For(child).WithBranch(p.branchOf(inv, child)), child, msgs)
+				runBranch(cctx, branches[i], i, child, msgs)
 			}()
 		}
 
-		for running := len(children); running > 0; {
+		paused := false
+		for running := len(branches); running > 0; {
 			select {
 			case m := <-msgs:
 				switch {
 				case m.done:
 					running--
+					b := branches[m.branch]
+					if b.Ended() {
+						paused = true
+					} else if !m.selfEnded && !yield(agent.NewEndOfAgent(b), nil) {
+						return
+					}
 				case m.err != nil:
 					yield(nil, m.err)
 					return
@@ -107,13 +152,20 @@ func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 				return
 			}
 		}
+		if paused {
+			inv.End() // a branch paused: the enclosing agents stop too
+			return
+		}
+		if !inv.Ended() {
+			yield(agent.NewEndOfAgent(inv), nil)
+		}
 	}
 }
 
 // runBranch runs one child and sends its events to the parent, waiting after
 // each one until the parent has forwarded it. It returns when the child is
 // finished or ctx is cancelled.
-func runBranch(ctx context.Context, inv *agent.Invocation, child agent.Agent, msgs chan<- message) {
+func runBranch(ctx context.Context, inv *agent.Invocation, index int, child agent.Agent, msgs chan<- message) {
 	resume := make(chan struct{}, 1)
 	send := func(m message) bool {
 		select {
@@ -123,6 +175,7 @@ func runBranch(ctx context.Context, inv *agent.Invocation, child agent.Agent, ms
 			return false
 		}
 	}
+	selfEnded := false
 	for ev, err := range child.Run(ctx, inv) {
 		if err != nil {
 			send(message{err: err})
@@ -130,6 +183,9 @@ func runBranch(ctx context.Context, inv *agent.Invocation, child agent.Agent, ms
 		}
 		if ev == nil {
 			continue
+		}
+		if !ev.Partial && ev.Actions.EndOfAgent && ev.Author == child.Name() {
+			selfEnded = true
 		}
 		if !send(message{ev: ev, resume: resume}) {
 			return
@@ -140,5 +196,5 @@ func runBranch(ctx context.Context, inv *agent.Invocation, child agent.Agent, ms
 			return
 		}
 	}
-	send(message{done: true})
+	send(message{done: true, branch: index, selfEnded: selfEnded})
 }

@@ -94,22 +94,75 @@ func (b *base) Description() string { return b.cfg.Description }
 // SubAgents implements agent.Parent.
 func (b *base) SubAgents() []agent.Agent { return b.cfg.SubAgents }
 
-// runChild forwards the events of one sub-agent. It reports whether the
-// caller should go on: false once yield has returned false, an error has
-// been forwarded, or (when stopOnEscalate is set) a committed event has
-// escalated.
-func runChild(ctx context.Context, inv *agent.Invocation, child agent.Agent, stopOnEscalate bool,
-	yield func(*event.Event, error) bool) bool {
-	for ev, err := range child.Run(ctx, inv.For(child)) {
-		if !yield(ev, err) || err != nil {
-			return false
+// ResumesFromLog implements agent.Resumer: in resume mode a workflow agent
+// continues from its latest checkpoint.
+func (b *base) ResumesFromLog() bool { return true }
+
+// outcome says how a workflow goes on after one of its sub-agents.
+type outcome int
+
+const (
+	proceed   outcome = iota // the sub-agent finished: go on
+	stop                     // stop at once: yield returned false, an error, a pause or the end of the invocation
+	escalated                // a committed event escalated
+)
+
+// runStep runs one sub-agent, forwarding its events, and records its end
+// with an end-of-agent event when it finishes (unless it recorded its own).
+// With resume set, the sub-agent continues from the log (see
+// agent.Invocation.ResumeChild), and is skipped if it had already finished.
+func runStep(ctx context.Context, inv *agent.Invocation, child agent.Agent, resume, stopOnEscalate bool,
+	yield func(*event.Event, error) bool) outcome {
+	var cinv *agent.Invocation
+	if resume {
+		cinv = inv.ResumeChild(child)
+		if _, ended := agent.Checkpoint(cinv, child.Name()); ended {
+			return proceed
 		}
-		if stopOnEscalate && ev != nil && !ev.Partial && ev.Actions.Escalate {
-			return false
+	} else {
+		cinv = inv.Fresh().For(child)
+	}
+	selfEnded := false
+	for ev, err := range child.Run(ctx, cinv) {
+		if !yield(ev, err) || err != nil {
+			return stop
+		}
+		if ev == nil || ev.Partial {
+			continue
+		}
+		if ev.Actions.EndOfAgent && ev.Author == child.Name() {
+			selfEnded = true
+		}
+		if stopOnEscalate && ev.Actions.Escalate {
+			return escalated
 		}
 	}
-	return true
+	if inv.Ended() {
+		return stop // paused or ended: the sub-agent has not finished
+	}
+	if !selfEnded && !yield(agent.NewEndOfAgent(cinv), nil) {
+		return stop
+	}
+	return proceed
 }
+
+// subAgentIndex returns the index of the sub-agent named by a checkpoint's
+// value, or -1.
+func (b *base) subAgentIndex(name any) int {
+	for i, a := range b.cfg.SubAgents {
+		if a.Name() == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Checkpoint keys of the workflow agents' agent state.
+const (
+	stateCurrent     = "current_sub_agent"
+	stateTimesLooped = "times_looped"
+	stateStarted     = "started"
+)
 
 // Sequential runs its sub-agents one after another. Each sub-agent sees the
 // state committed by the events of those before it. Create it with
@@ -140,7 +193,21 @@ func (s *Sequential) Run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*
 
 func (s *Sequential) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
 	return func(yield func(*event.Event, error) bool) {
-		for _, child := range s.cfg.SubAgents {
+		subs := s.cfg.SubAgents
+		start, resume := 0, false
+		if inv.Resuming() {
+			state, ended := agent.Checkpoint(inv, s.Name())
+			if ended {
+				return
+			}
+			if i := s.subAgentIndex(state[stateCurrent]); i >= 0 {
+				start, resume = i, true
+			} else {
+				inv = inv.Fresh()
+			}
+		}
+		for i := start; i < len(subs); i++ {
+			child := subs[i]
 			if inv.Ended() {
 				return
 			}
@@ -148,16 +215,22 @@ func (s *Sequential) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*
 				yield(nil, fmt.Errorf("workflowagent: %s: %w", s.Name(), err))
 				return
 			}
-			if !runChild(ctx, inv, child, false, yield) {
+			resumeChild := resume && i == start
+			if !resumeChild && !yield(agent.NewCheckpoint(inv, map[string]any{stateCurrent: child.Name()}), nil) {
+				return
+			}
+			if runStep(ctx, inv, child, resumeChild, false, yield) != proceed {
 				return
 			}
 		}
+		yield(agent.NewEndOfAgent(inv), nil)
 	}
 }
 
 // Loop runs its sub-agents in sequence, over and over: up to MaxIterations
 // passes, and until an event escalates (event.Actions.Escalate) or the
-// invocation ends. The escalating event is committed; nothing runs after it.
+// invocation ends. The escalating event is committed; nothing of the loop's
+// sub-agents runs after it (the loop only records its end).
 // Create it with NewLoop.
 type Loop struct {
 	base
@@ -190,11 +263,31 @@ func (l *Loop) Run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.
 
 func (l *Loop) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
 	return func(yield func(*event.Event, error) bool) {
-		if len(l.cfg.SubAgents) == 0 {
+		subs := l.cfg.SubAgents
+		if len(subs) == 0 {
 			return // an unbounded loop over nothing would never end
 		}
-		for i := 0; l.maxIterations == 0 || i < l.maxIterations; i++ {
-			for _, child := range l.cfg.SubAgents {
+		first, start, resume := 0, 0, false
+		if inv.Resuming() {
+			state, ended := agent.Checkpoint(inv, l.Name())
+			if ended {
+				return
+			}
+			i := l.subAgentIndex(state[stateCurrent])
+			n, ok := agent.StateInt(state, stateTimesLooped)
+			switch {
+			case i < 0 || !ok:
+				inv = inv.Fresh()
+			case escalatedSince(inv, subs[i]):
+				yield(agent.NewEndOfAgent(inv), nil)
+				return
+			default:
+				first, start, resume = n, i, true
+			}
+		}
+		for it := first; l.maxIterations == 0 || it < l.maxIterations; it++ {
+			for j := start; j < len(subs); j++ {
+				child := subs[j]
 				if inv.Ended() {
 					return
 				}
@@ -202,10 +295,32 @@ func (l *Loop) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.
 					yield(nil, fmt.Errorf("workflowagent: %s: %w", l.Name(), err))
 					return
 				}
-				if !runChild(ctx, inv, child, true, yield) {
+				resumeChild := resume && it == first && j == start
+				if !resumeChild && !yield(agent.NewCheckpoint(inv, map[string]any{stateCurrent: child.Name(), stateTimesLooped: it}), nil) {
+					return
+				}
+				switch runStep(ctx, inv, child, resumeChild, true, yield) {
+				case stop:
+					return
+				case escalated:
+					yield(agent.NewEndOfAgent(inv), nil)
 					return
 				}
 			}
+			start = 0
+		}
+		yield(agent.NewEndOfAgent(inv), nil)
+	}
+}
+
+// escalatedSince reports whether an event of this invocation escalated after
+// the loop's latest checkpoint: the loop had ended when the invocation was
+// interrupted.
+func escalatedSince(inv *agent.Invocation, child agent.Agent) bool {
+	for _, e := range agent.ResumeEvents(inv.ResumeChild(child)) {
+		if e.Actions.Escalate {
+			return true
 		}
 	}
+	return false
 }

@@ -1,0 +1,216 @@
+package llmagent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/event"
+)
+
+// This file continues an agent from the session log when its invocation is
+// resumed (agent.Invocation.Resuming): after a long-running call or a
+// confirmation request was answered, or after the process stopped mid-way.
+// Nothing that was committed runs again.
+
+// resume decides, from the agent's events in this invocation, how it goes
+// on. Like step, it returns nil to call the model, a itself to stop (the
+// agent had finished, or is still paused), with ok false when the caller
+// must stop at once. A transfer the agent had made is resumed here.
+func (a *Agent) resume(ctx context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) (next agent.Agent, ok bool) {
+	evs := agent.ResumeEvents(inv)
+	answered := map[string]bool{}
+	var calls *event.Event // the agent's latest event with function calls
+	var after []*event.Event
+	last := -1
+	for i := len(evs) - 1; i >= 0; i-- {
+		e := evs[i]
+		if e.Author == a.Name() && last < 0 && (e.Content != nil || e.Actions.EndOfAgent) {
+			last = i
+		}
+		if e.Author == a.Name() && len(e.FunctionCalls()) > 0 {
+			calls = e
+			after = evs[i+1:]
+			break
+		}
+		for _, fr := range e.FunctionResponses() {
+			answered[fr.ID] = true
+		}
+	}
+	switch {
+	case last < 0:
+		return nil, true // not started: run from the beginning
+	case evs[last].Actions.EndOfAgent:
+		return a, true
+	case calls == nil || evs[last] != calls && len(evs[last].FunctionResponses()) == 0:
+		// The latest event is an answer (or an error): the agent finished.
+		if evs[last].Content != nil && evs[last].Content.Role != genai.RoleUser {
+			return a, true
+		}
+		if calls == nil {
+			return nil, true
+		}
+	}
+	tools, err := a.resolveTools(ctx, inv)
+	if err != nil {
+		yield(nil, err)
+		return nil, false
+	}
+
+	// Confirmation or credential requests: run the original calls the
+	// client has answered and that have no response yet.
+	if isClientRequest(calls) {
+		var run []*genai.FunctionCall
+		var answers []agent.ToolResume
+		waiting := false
+		for _, fc := range calls.FunctionCalls() {
+			orig, err := originalCall(fc)
+			if err != nil {
+				yield(nil, fmt.Errorf("llmagent: %s: %w", a.Name(), err))
+				return nil, false
+			}
+			resp := responseTo(after, fc.ID)
+			switch {
+			case resp == nil:
+				waiting = true
+			case !answered[orig.ID]:
+				run = append(run, orig)
+				answers = append(answers, clientAnswer(inv, fc, resp))
+			}
+		}
+		if len(run) == 0 {
+			if waiting {
+				inv.End()
+				return a, true
+			}
+			return a.afterResponses(inv, after)
+		}
+		return a.afterCalls(ctx, inv, run, answers, tools, waiting, yield)
+	}
+
+	// A model response with calls: run those without a response; calls of
+	// long-running tools wait for the client.
+	var run []*genai.FunctionCall
+	waiting := false
+	for _, fc := range calls.FunctionCalls() {
+		switch {
+		case answered[fc.ID]:
+		case contains(calls.LongRunningToolIDs, fc.ID):
+			waiting = true
+		default:
+			run = append(run, fc)
+		}
+	}
+	if len(run) > 0 {
+		return a.afterCalls(ctx, inv, run, nil, tools, waiting, yield)
+	}
+	if waiting {
+		inv.End() // still paused
+		return a, true
+	}
+	for _, e := range after {
+		if e.Author == a.Name() && (len(e.Actions.RequestedToolConfirmations) > 0 || len(e.Actions.RequestedAuthConfigs) > 0) {
+			// The responses asked the client for confirmations or
+			// credentials, and the request was not committed: ask now.
+			if !yield(clientRequests(inv, calls.FunctionCalls(), &e.Actions), nil) {
+				return nil, false
+			}
+			inv.End()
+			return a, true
+		}
+	}
+	next, ok = a.afterResponses(inv, after)
+	if !ok || next == nil || next == a {
+		return next, ok
+	}
+	// Continue the agent this one had transferred to, from its own events.
+	for ev, err := range next.Run(ctx, inv.For(next)) {
+		if !yield(ev, err) || err != nil {
+			return nil, false
+		}
+	}
+	return a, true
+}
+
+// afterResponses decides how the agent goes on once every call has its
+// response: a transfer, the end (skip summarization), or another model call.
+func (a *Agent) afterResponses(inv *agent.Invocation, after []*event.Event) (agent.Agent, bool) {
+	for _, e := range after {
+		if e.Author != a.Name() {
+			continue
+		}
+		if target := e.Actions.TransferToAgent; target != "" {
+			if t := inv.Tree().Find(target); t != nil {
+				return t, true
+			}
+		}
+		if e.Actions.SkipSummarization {
+			return a, true
+		}
+	}
+	return nil, true
+}
+
+// isClientRequest reports whether e asks the client for confirmations or
+// credentials.
+func isClientRequest(e *event.Event) bool {
+	for _, fc := range e.FunctionCalls() {
+		if fc.Name != event.FunctionRequestConfirmation && fc.Name != event.FunctionRequestCredential {
+			return false
+		}
+	}
+	return true
+}
+
+// clientAnswer reads the client's answer to a request: a confirmation from
+// the log, a credential from the invocation (credentials are kept out of
+// the log; after a restart the tool runs without one and may ask again).
+func clientAnswer(inv *agent.Invocation, req *genai.FunctionCall, resp *genai.FunctionResponse) agent.ToolResume {
+	if req.Name == event.FunctionRequestConfirmation {
+		return agent.ToolResume{Confirmation: parseAnswer(resp.Response)}
+	}
+	cred, _ := inv.Credential(req.ID)
+	if cred == nil {
+		cred = map[string]any{}
+	}
+	return agent.ToolResume{Credential: cred}
+}
+
+// originalCall returns the call a confirmation or credential request is
+// about.
+func originalCall(fc *genai.FunctionCall) (*genai.FunctionCall, error) {
+	var orig genai.FunctionCall
+	b, _ := json.Marshal(fc.Args["originalFunctionCall"])
+	if err := json.Unmarshal(b, &orig); err != nil || orig.Name == "" {
+		return nil, fmt.Errorf("%s request %q has no valid original function call", fc.Name, fc.ID)
+	}
+	return &orig, nil
+}
+
+// responseTo returns the function response with the given id, or nil.
+func responseTo(evs []*event.Event, id string) *genai.FunctionResponse {
+	for _, e := range evs {
+		for _, fr := range e.FunctionResponses() {
+			if fr.ID == id {
+				return fr
+			}
+		}
+	}
+	return nil
+}
+
+func contains(ids []string, id string) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// ResumesFromLog reports that the agent continues from the session log when
+// its invocation is resumed (see agent.Resumer).
+func (a *Agent) ResumesFromLog() bool { return true }

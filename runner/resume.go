@@ -1,0 +1,174 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/session"
+)
+
+// Resuming invocations (CONFORMANCE T3).
+//
+// An invocation pauses when an agent makes a long-running call or asks the
+// client for a confirmation or a credential. A later message answering
+// such a call resumes that invocation: the message is stored under the
+// paused invocation's id, and the agent that started the invocation runs
+// again in resume mode (see package agent, "Resume mode"): workflow agents
+// continue from their checkpoints, so the rest of a sequence, the remaining
+// passes of a loop and the unfinished branches of a parallel agent run; the
+// agent that asked continues from its call and the answer. If the agent
+// that started the invocation cannot resume from the log (a custom agent
+// that is not an agent.Resumer), the agent that asked the call continues
+// instead. RunOptions.InvocationID resumes an invocation explicitly.
+//
+// An invocation interrupted by a crash continues with [Runner.Resume], from
+// what was committed: no tool call whose response was committed runs again.
+
+// resumption says which invocation a run continues, and where.
+type resumption struct {
+	id          string
+	floor       int    // session index of the invocation's first event
+	branch      string // branch of the answered call
+	asker       string // agent that asked the answered call
+	first       string // author of the invocation's first agent event
+	userContent *genai.Content
+	tree        *agent.Tree
+}
+
+// invocationID returns the id of the invocation to run: the resumed one, or
+// a new id.
+func (res *resumption) invocationID() string {
+	if res == nil {
+		return event.NewInvocationID()
+	}
+	return res.id
+}
+
+func (res *resumption) callBranch() string {
+	if res == nil {
+		return ""
+	}
+	return res.branch
+}
+
+// start returns the agent that continues the invocation and its view of the
+// invocation, in resume mode.
+func (res *resumption) start(inv *agent.Invocation) (agent.Agent, *agent.Invocation) {
+	ag := res.tree.Find(res.first)
+	if r, ok := ag.(agent.Resumer); !ok || !r.ResumesFromLog() {
+		if asker := res.tree.Find(res.asker); asker != nil {
+			ag = asker
+		}
+	}
+	if ag == nil {
+		ag = res.tree.Root()
+	}
+	return ag, inv.For(ag).ResumeFrom(res.floor)
+}
+
+// resumption returns how a run with msg resumes an invocation, or nil when
+// it starts a new one. explicitID is RunOptions.InvocationID. It runs
+// before anything is stored.
+func (r *Runner) resumption(sess *session.Session, msg *genai.Content, explicitID string) (*resumption, error) {
+	res := &resumption{tree: r.tree}
+	if ids := responseIDs(msg); len(ids) > 0 {
+		for i := sess.Len() - 1; i >= 0 && len(ids) > 0; i-- {
+			ev := sess.At(i)
+			for _, fc := range ev.FunctionCalls() {
+				if !ids[fc.ID] {
+					continue
+				}
+				delete(ids, fc.ID)
+				if res.id != "" && res.id != ev.InvocationID {
+					return nil, fmt.Errorf("%w: the message answers calls of two invocations (%s and %s)", ErrInvalid, res.id, ev.InvocationID)
+				}
+				res.id, res.branch, res.asker = ev.InvocationID, ev.Branch, ev.Author
+			}
+		}
+	}
+	if explicitID != "" {
+		if res.id != "" && res.id != explicitID {
+			return nil, fmt.Errorf("%w: the message answers calls of invocation %s, not %s", ErrInvalid, res.id, explicitID)
+		}
+		res.id = explicitID
+	}
+	if res.id == "" {
+		return nil, nil
+	}
+	if !r.locate(sess, res) {
+		return nil, fmt.Errorf("%w: no invocation %q in session %s", ErrInvalid, res.id, sess.ID())
+	}
+	return res, nil
+}
+
+// locate finds the invocation's first event, its first agent event and its
+// user message. It scans the whole session, which only resuming does.
+func (r *Runner) locate(sess *session.Session, res *resumption) bool {
+	res.floor = -1
+	for i, ev := range sess.Events() {
+		if ev.InvocationID != res.id {
+			continue
+		}
+		if res.floor < 0 {
+			res.floor = i
+		}
+		if ev.Author == event.AuthorUser {
+			if res.userContent == nil {
+				res.userContent = ev.Content
+			}
+		} else if res.first == "" {
+			res.first = ev.Author
+		}
+	}
+	return res.floor >= 0
+}
+
+// Resume continues an invocation that was interrupted (the process stopped
+// while it ran) from what the session log holds, without a new message. It
+// runs the agent that started the invocation in resume mode: workflow
+// agents skip the sub-agents that had finished and continue the one they
+// were running; an LLM agent runs only the function calls whose responses
+// were not committed, then goes on with its model. A paused invocation
+// stays paused until its calls are answered through Run. An invocation that
+// had finished yields nothing.
+//
+// It fails with an error wrapping ErrInvalid, storing nothing, if the
+// session has no such invocation. The iterator behaves as Run's; opts may
+// be nil (its StateDelta and InvocationID are not used).
+func (r *Runner) Resume(ctx context.Context, userID, sessionID, invocationID string, opts *RunOptions) iter.Seq2[*event.Event, error] {
+	if opts == nil {
+		opts = &RunOptions{}
+	}
+	return func(yield func(*event.Event, error) bool) {
+		if invocationID == "" {
+			yield(nil, fmt.Errorf("%w: no invocation id to resume", ErrInvalid))
+			return
+		}
+		key := session.Key{AppName: r.cfg.AppName, UserID: userID, SessionID: sessionID}
+		ls, err := r.acquire(ctx, key)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer r.release(ls)
+		sess, err := r.load(ctx, ls)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		res := &resumption{id: invocationID, tree: r.tree}
+		if !r.locate(sess, res) {
+			yield(nil, fmt.Errorf("%w: no invocation %q in session %s", ErrInvalid, invocationID, sessionID))
+			return
+		}
+		if res.first == "" {
+			res.first = r.tree.Root().Name()
+		}
+		r.invoke(ctx, sess, nil, &RunOptions{Streaming: opts.Streaming, MaxLLMCalls: opts.MaxLLMCalls}, res, yield)
+	}
+}
