@@ -36,6 +36,7 @@
 package sqlsession
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -43,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -81,16 +83,39 @@ type Store struct {
 // statements are the read statements, prepared once per store; database/sql
 // keeps them prepared on each connection that runs them.
 type statements struct {
-	getSession, eventsAsc, eventsBefore                       *sql.Stmt
+	getSession, eventsBefore                                  *sql.Stmt
 	listAll, listUser, listState, listUserState, listAppState *sql.Stmt
 }
 
-// sessionRow marks the session's own row among its state rows in
-// querySession.
-const (
-	sessionRow     = 3
-	sessionRowText = "3"
-)
+// sessionQuery returns the query that reads a session in one snapshot,
+// as rows of (kind, name, value): the session's row (kind sessionRow, name
+// "create_time update_time seq", the last two those of its last event),
+// those of its state (kind the scope, the key and its JSON value) and
+// those of the selected events (kind sessionRow+seq, the event's JSON),
+// events last and in sequence order. It takes the arguments sessionArgs
+// gives. The events it selects are those after a seq and among the most
+// recent N, found by seeking the primary key from the greater of the two
+// bounds.
+func sessionQuery(d sqldb.Dialect) string {
+	text, greatest, order := func(x string) string { return x }, "max", ""
+	if d == sqldb.Postgres {
+		// JSON and JSONB values do not mix in a UNION; their text does.
+		text = func(x string) string { return "CAST(" + x + " AS TEXT)" }
+		greatest, order = "GREATEST", " ORDER BY 1"
+	}
+	// SQLite returns the rows of a UNION ALL member by member, each in
+	// the order its index is read; PostgreSQL is told to sort.
+	return `SELECT 3, CAST(s.create_time AS TEXT) || ' ' || CAST(coalesce(e.event_time, s.update_time) AS TEXT) || ' ' || CAST(coalesce(e.seq, 0) AS TEXT), NULL
+		FROM sessions s` + lastEvent + ` WHERE s.app_name = ? AND s.user_id = ? AND s.session_id = ?
+		UNION ALL SELECT 0, name, ` + text("value") + ` FROM session_state WHERE ` + sessionKey + `
+		UNION ALL SELECT 1, name, ` + text("value") + ` FROM user_state WHERE app_name = ? AND user_id = ?
+		UNION ALL SELECT 2, name, ` + text("value") + ` FROM app_state WHERE app_name = ?
+		UNION ALL SELECT seq + 3, NULL, ` + text("event") + ` FROM events WHERE ` + sessionKey + `
+			AND seq > ` + greatest + `(?, coalesce((SELECT max(seq) FROM events WHERE ` + sessionKey + `), 0) - ?)` + order
+}
+
+// sessionRow is the kind of the session's row in sessionQuery.
+const sessionRow = 3
 
 // State scopes, offsets from wPutState and wDelState.
 const (
@@ -102,25 +127,15 @@ const (
 const (
 	sessionKey = "app_name = ? AND user_id = ? AND session_id = ?"
 
-	// The event reads: all after a seq, and a page backwards. Each seeks
-	// one session's range of the primary key. Sequence numbers are
-	// contiguous (1..seq), so the most recent N are those after seq-N.
 	// lastEvent joins a session (s) with its last event (e), if any, whose
 	// sequence number and time are the session's.
 	lastEvent = ` LEFT JOIN events e ON e.app_name = s.app_name AND e.user_id = s.user_id AND e.session_id = s.session_id
 		AND e.seq = (SELECT max(seq) FROM events m WHERE m.app_name = s.app_name AND m.user_id = s.user_id AND m.session_id = s.session_id)`
 
-	// querySession reads a session: its row, with the sequence number and
-	// time of its last event, and the rows of its state, by scope.
-	querySession = `SELECT ` + sessionRowText + `, '', NULL, s.create_time, coalesce(e.event_time, s.update_time), coalesce(e.seq, 0)
-		FROM sessions s` + lastEvent + ` WHERE s.app_name = ? AND s.user_id = ? AND s.session_id = ?
-		UNION ALL SELECT 0, name, value, 0, 0, 0 FROM session_state WHERE ` + sessionKey + `
-		UNION ALL SELECT 1, name, value, 0, 0, 0 FROM user_state WHERE app_name = ? AND user_id = ?
-		UNION ALL SELECT 2, name, value, 0, 0, 0 FROM app_state WHERE app_name = ?`
-
-	// The forward read needs no time column: each column costs time and
-	// an allocation per row.
-	queryEventsAsc    = `SELECT event FROM events WHERE ` + sessionKey + ` AND seq > ? ORDER BY seq`
+	// queryEventsBefore reads a page of events backwards, for a window with
+	// a time bound; sessionQuery reads the others. Each seeks one session's
+	// range of the primary key. Sequence numbers are contiguous (1..seq),
+	// so the most recent N are those after seq-N.
 	queryEventsBefore = `SELECT event, event_time FROM events WHERE ` + sessionKey + ` AND seq > ? AND seq < ? ORDER BY seq DESC LIMIT ?`
 )
 
@@ -177,8 +192,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		}
 	}
 	st := &s.stmts
-	st.getSession = p(r, querySession)
-	st.eventsAsc = p(r, queryEventsAsc)
+	st.getSession = p(r, sessionQuery(s.db.Dialect))
 	st.eventsBefore = p(r, queryEventsBefore)
 	const listCols = `SELECT s.user_id, s.session_id, coalesce(e.seq, 0), s.create_time, coalesce(e.event_time, s.update_time) FROM sessions s` + lastEvent
 	st.listAll = p(r, listCols+` WHERE s.app_name = ? AND (s.user_id > ? OR (s.user_id = ? AND s.session_id > ?))
@@ -422,62 +436,108 @@ func (s *Store) DeleteSession(ctx context.Context, key session.Key) error {
 }
 
 // GetSession implements session.Store. It reads one snapshot of the
-// database, so the events, state and sequence number agree.
+// database, so the events, state and sequence number agree: one statement
+// reads it all, unless the window has a time bound, whose backward paging
+// runs in a read transaction.
 func (s *Store) GetSession(ctx context.Context, key session.Key, w session.Window) (*session.Record, error) {
+	rec := &session.Record{Key: key}
+	if w.After.IsZero() {
+		after, recent := noEvents, noEvents
+		if !w.None {
+			after = max(w.AfterSeq, 0)
+			if w.Recent > 0 {
+				recent = int64(w.Recent)
+			}
+		}
+		rows, err := s.stmts.getSession.QueryContext(ctx, sessionArgs(key, after, recent)...)
+		if err != nil {
+			return nil, fmt.Errorf("sqlsession: read session: %w", err)
+		}
+		if err := readSession(rows, rec, after, recent); err != nil {
+			return nil, err
+		}
+		if !w.None && rec.Events == nil {
+			rec.Events = []*event.Event{}
+		}
+		return rec, nil
+	}
 	tx, err := s.db.BeginRead(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sqlsession: begin: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	rec := &session.Record{Key: key}
-	if err := s.readSession(ctx, tx, rec); err != nil {
+	rows, err := tx.StmtContext(ctx, s.stmts.getSession).QueryContext(ctx, sessionArgs(key, noEvents, noEvents)...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlsession: read session: %w", err)
+	}
+	if err := readSession(rows, rec, noEvents, noEvents); err != nil {
 		return nil, err
 	}
-	if !w.None {
-		if rec.Events, err = s.readEvents(ctx, tx, key, rec.Seq, w); err != nil {
-			return nil, err
-		}
+	if rec.Events, err = s.readEvents(ctx, tx, key, rec.Seq, w); err != nil {
+		return nil, err
 	}
 	return rec, nil
 }
 
-// readSession fills in the session's times, sequence number and state,
-// read in one query: a row for the session (scope sessionRow) and one per
-// state key.
-func (s *Store) readSession(ctx context.Context, tx *sql.Tx, rec *session.Record) error {
-	k := rec.Key
-	rows, err := tx.StmtContext(ctx, s.stmts.getSession).QueryContext(ctx, k.AppName, k.UserID, k.SessionID,
-		k.AppName, k.UserID, k.SessionID, k.AppName, k.UserID, k.AppName)
-	if err != nil {
-		return fmt.Errorf("sqlsession: read session: %w", err)
-	}
+// noEvents, as both bounds of querySession's events, selects none.
+const noEvents int64 = math.MaxInt64
+
+// sessionArgs are the arguments of querySession: the session's events
+// after seq after and among the recent most recent are selected.
+func sessionArgs(k session.Key, after, recent int64) []any {
+	return []any{k.AppName, k.UserID, k.SessionID,
+		k.AppName, k.UserID, k.SessionID, k.AppName, k.UserID, k.AppName,
+		k.AppName, k.UserID, k.SessionID, after, k.AppName, k.UserID, k.SessionID, recent}
+}
+
+// readSession reads the rows of querySession into rec, and closes rows.
+func readSession(rows *sql.Rows, rec *session.Record, after, recent int64) error {
 	defer rows.Close()
 	rec.State, rec.UserState, rec.AppState = map[string]any{}, map[string]any{}, map[string]any{}
 	maps := [3]map[string]any{rec.State, rec.UserState, rec.AppState}
 	var (
-		scope                 int
-		name                  string
-		raw                   sql.RawBytes
-		created, updated, seq int64
-		found                 bool
+		kind      int64
+		name, raw sql.RawBytes
+		found     bool
+		events    eventReader
+		lastSeq   int64
+		sorted    = true
 	)
 	for rows.Next() {
-		if err := rows.Scan(&scope, &name, &raw, &created, &updated, &seq); err != nil {
+		if err := rows.Scan(&kind, &name, &raw); err != nil {
 			return fmt.Errorf("sqlsession: read session: %w", err)
 		}
-		if scope == sessionRow {
+		switch {
+		case kind > sessionRow: // an event
+			seq := kind - sessionRow
+			if seq < lastSeq {
+				sorted = false
+			}
+			lastSeq = seq
+			if err := events.add(raw, seq); err != nil {
+				return err
+			}
+		case kind == sessionRow:
 			found = true
-			rec.CreateTime, rec.UpdateTime, rec.Seq = fromNanos(created), fromNanos(updated), seq
-			continue
+			var created, updated int64
+			if _, err := fmt.Sscan(string(name), &created, &updated, &rec.Seq); err != nil {
+				return fmt.Errorf("sqlsession: read session: %w", err)
+			}
+			rec.CreateTime, rec.UpdateTime = fromNanos(created), fromNanos(updated)
+			// The number of events selected, for one allocation of them all.
+			lo := max(after, rec.Seq-recent)
+			if lo < rec.Seq {
+				events.size(int(rec.Seq - lo))
+			}
+		case kind >= 0:
+			var v any
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return fmt.Errorf("sqlsession: read state %q: %w", name, err)
+			}
+			maps[kind][string(name)] = v
+		default:
+			return fmt.Errorf("sqlsession: read session: bad row kind %d", kind)
 		}
-		if scope < 0 || scope > 2 {
-			return fmt.Errorf("sqlsession: read state: bad scope %d", scope)
-		}
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return fmt.Errorf("sqlsession: read state %q: %w", name, err)
-		}
-		maps[scope][name] = v
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("sqlsession: read session: %w", err)
@@ -485,18 +545,70 @@ func (s *Store) readSession(ctx context.Context, tx *sql.Tx, rec *session.Record
 	if !found {
 		return session.ErrNotFound
 	}
+	rec.Events = events.result(sorted)
 	return nil
+}
+
+// eventReader decodes the events of a read into as few allocations as it
+// can.
+type eventReader struct {
+	dec   event.Decoder
+	store []event.Event
+	evs   []*event.Event
+	seqs  []int64
+}
+
+// size announces how many events are coming.
+func (r *eventReader) size(n int) {
+	if cap(r.evs)-len(r.evs) < n {
+		r.evs = slices.Grow(r.evs, n)
+		r.seqs = slices.Grow(r.seqs, n)
+	}
+	if cap(r.store)-len(r.store) < n {
+		r.store = make([]event.Event, 0, n)
+	}
+}
+
+func (r *eventReader) add(data []byte, seq int64) error {
+	if len(r.store) == cap(r.store) {
+		r.store = make([]event.Event, 0, max(16, 2*len(r.evs)))
+	}
+	r.store = r.store[:len(r.store)+1]
+	ev := &r.store[len(r.store)-1]
+	if err := r.dec.Decode(data, ev); err != nil {
+		return fmt.Errorf("sqlsession: read events: %w", err)
+	}
+	r.evs = append(r.evs, ev)
+	r.seqs = append(r.seqs, seq)
+	return nil
+}
+
+// result returns the events in sequence order.
+func (r *eventReader) result(sorted bool) []*event.Event {
+	if !sorted {
+		idx := make([]int, len(r.evs))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(r.seqs[a], r.seqs[b]) })
+		out := make([]*event.Event, len(idx))
+		for i, j := range idx {
+			out[i] = r.evs[j]
+		}
+		return out
+	}
+	return r.evs
 }
 
 // backwardPage is how many events a read scanning back from the end of a
 // session for a time bound fetches per query.
 const backwardPage = 256
 
-// readEvents returns the events w selects, oldest first. Its cost follows
-// the number of events returned: a recent-N read fetches the last N rows
-// through the primary key, and a time-bounded read scans back from the end
-// and stops at the first older event (events are stored in commit order,
-// which is timestamp order, as the in-memory store assumes too).
+// readEvents returns the events a window with a time bound selects, oldest
+// first. Its cost follows the number of events returned: it scans back from
+// the end through the primary key and stops at the first older event
+// (events are stored in commit order, which is timestamp order, as the
+// in-memory store assumes too).
 func (s *Store) readEvents(ctx context.Context, tx *sql.Tx, key session.Key, last int64, w session.Window) ([]*event.Event, error) {
 	lo := max(w.AfterSeq, 0)
 	if w.Recent > 0 {
@@ -504,15 +616,6 @@ func (s *Store) readEvents(ctx context.Context, tx *sql.Tx, key session.Key, las
 	}
 	if lo >= last {
 		return []*event.Event{}, nil
-	}
-	n := int(last - lo) // an upper bound of the count
-	if w.After.IsZero() {
-		rows, err := tx.StmtContext(ctx, s.stmts.eventsAsc).QueryContext(ctx, key.AppName, key.UserID, key.SessionID, lo)
-		if err != nil {
-			return nil, fmt.Errorf("sqlsession: read events: %w", err)
-		}
-		evs, _, err := scanEvents(rows, n, time.Time{})
-		return evs, err
 	}
 	// Scan back from the end in pages until an event older than w.After.
 	var out []*event.Event
