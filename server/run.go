@@ -22,8 +22,8 @@ type runRequest struct {
 	NewMessage *genai.Content
 	Streaming  bool
 	StateDelta map[string]any
-	// InvocationID is accepted for compatibility; resuming a paused
-	// invocation by id is not supported yet, so it is ignored.
+	// InvocationID, when set, resumes that invocation of the session
+	// (runner.RunOptions.InvocationID).
 	InvocationID string
 }
 
@@ -76,7 +76,7 @@ func (s *Server) invoke(r *http.Request, req *runRequest, streaming bool) (ctx c
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	opts := &runner.RunOptions{Streaming: streaming, StateDelta: req.StateDelta}
+	opts := &runner.RunOptions{Streaming: streaming, StateDelta: req.StateDelta, InvocationID: req.InvocationID}
 	return ctx, a.Run(ctx, req.UserID, req.SessionID, req.NewMessage, opts), done, nil
 }
 
