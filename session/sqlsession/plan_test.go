@@ -3,6 +3,7 @@ package sqlsession
 import (
 	"context"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -64,4 +65,25 @@ func explain(t *testing.T, st *Store, q string) string {
 		plan = append(plan, detail)
 	}
 	return strings.Join(plan, "; ")
+}
+
+// TestEventReaderOrder checks that a read returns events in sequence order
+// even if the database sends them out of order (S6: events come oldest
+// first).
+func TestEventReaderOrder(t *testing.T) {
+	var r eventReader
+	r.size(3)
+	for _, seq := range []int64{2, 3, 1} {
+		data := []byte(`{"id":"e` + strconv.FormatInt(seq, 10) + `","actions":{}}`)
+		if err := r.add(data, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ids []string
+	for _, ev := range r.result(false) {
+		ids = append(ids, ev.ID)
+	}
+	if got := strings.Join(ids, ","); got != "e1,e2,e3" {
+		t.Fatalf("events in order %s, want e1,e2,e3", got)
+	}
 }

@@ -92,26 +92,30 @@ type statements struct {
 // "create_time update_time seq", the last two those of its last event),
 // those of its state (kind the scope, the key and its JSON value) and
 // those of the selected events (kind sessionRow+seq, the event's JSON),
-// events last and in sequence order. It takes the arguments sessionArgs
+// events last. It takes the arguments sessionArgs
 // gives. The events it selects are those after a seq and among the most
 // recent N, found by seeking the primary key from the greater of the two
 // bounds.
 func sessionQuery(d sqldb.Dialect) string {
-	text, greatest, order := func(x string) string { return x }, "max", ""
+	text, greatest := func(x string) string { return x }, "max"
+	events := `SELECT seq + 3, NULL, %s FROM events WHERE ` + sessionKey + `
+		AND seq > %s(?, coalesce((SELECT max(seq) FROM events WHERE ` + sessionKey + `), 0) - ?)`
 	if d == sqldb.Postgres {
 		// JSON and JSONB values do not mix in a UNION; their text does.
 		text = func(x string) string { return "CAST(" + x + " AS TEXT)" }
-		greatest, order = "GREATEST", " ORDER BY 1"
+		greatest = "GREATEST"
+		events = "(" + events + " ORDER BY seq)"
 	}
-	// SQLite returns the rows of a UNION ALL member by member, each in
-	// the order its index is read; PostgreSQL is told to sort.
+	// SQLite returns the rows of a UNION ALL member by member, each in the
+	// order its index is read; PostgreSQL does too, given an index scan
+	// in order. The reader checks the order all the same, and sorts the
+	// events if it has to.
 	return `SELECT 3, CAST(s.create_time AS TEXT) || ' ' || CAST(coalesce(e.event_time, s.update_time) AS TEXT) || ' ' || CAST(coalesce(e.seq, 0) AS TEXT), NULL
 		FROM sessions s` + lastEvent + ` WHERE s.app_name = ? AND s.user_id = ? AND s.session_id = ?
 		UNION ALL SELECT 0, name, ` + text("value") + ` FROM session_state WHERE ` + sessionKey + `
 		UNION ALL SELECT 1, name, ` + text("value") + ` FROM user_state WHERE app_name = ? AND user_id = ?
 		UNION ALL SELECT 2, name, ` + text("value") + ` FROM app_state WHERE app_name = ?
-		UNION ALL SELECT seq + 3, NULL, ` + text("event") + ` FROM events WHERE ` + sessionKey + `
-			AND seq > ` + greatest + `(?, coalesce((SELECT max(seq) FROM events WHERE ` + sessionKey + `), 0) - ?)` + order
+		UNION ALL ` + fmt.Sprintf(events, text("event"), greatest)
 }
 
 // sessionRow is the kind of the session's row in sessionQuery.
