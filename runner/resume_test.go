@@ -20,6 +20,7 @@ import (
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/session/memsession"
 	"github.com/loomkit/loom/session/sqlsession"
 	"github.com/loomkit/loom/tool"
 	"github.com/loomkit/loom/tool/functiontool"
@@ -433,4 +434,51 @@ func TestT3KillAndResume(t *testing.T) {
 	if end := s.At(s.Len() - 1); end.Author != "pipeline" || !end.Actions.EndOfAgent {
 		t.Error("the sequence did not record its end")
 	}
+}
+
+// A paused sequence resumes in the same invocation when the client answers
+// the long-running call; Resume continues an invocation after a crash.
+func ExampleRunner_Resume() {
+	ctx := context.Background()
+	wait, _ := functiontool.New(functiontool.Config{Name: "approve", LongRunning: true},
+		func(context.Context, tool.Context, struct{}) (map[string]any, error) { return nil, nil })
+	asker, _ := llmagent.New(llmagent.Config{Name: "asker", Tools: []tool.Tool{wait},
+		Model: scripted.NewSequence("m1", scripted.Call("approve", nil), scripted.Text("approved"))})
+	after, _ := llmagent.New(llmagent.Config{Name: "after", Model: scripted.NewSequence("m2", scripted.Text("shipped"))})
+	pipeline, _ := workflowagent.NewSequential(workflowagent.Config{Name: "pipeline", SubAgents: []agent.Agent{asker, after}})
+	r, _ := runner.New(runner.Config{AppName: "shop", Agent: pipeline, Sessions: memsession.NewService(), AutoCreateSession: true})
+
+	var invID, callID string
+	for ev, err := range r.Run(ctx, "ada", "s1", genai.NewContentFromText("ship it", genai.RoleUser), nil) {
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		if len(ev.LongRunningToolIDs) > 0 {
+			invID, callID = ev.InvocationID, ev.LongRunningToolIDs[0]
+			fmt.Println("paused on", ev.FunctionCalls()[0].Name)
+		}
+	}
+	msg := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{
+		ID: callID, Name: "approve", Response: map[string]any{"ok": true}}}}}
+	for ev, err := range r.Run(ctx, "ada", "s1", msg, nil) {
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		if ev.Text() != "" {
+			fmt.Println(ev.Author+":", ev.Text(), ev.InvocationID == invID)
+		}
+	}
+	// The invocation has finished: resuming it again yields nothing.
+	n := 0
+	for range r.Resume(ctx, "ada", "s1", invID, nil) {
+		n++
+	}
+	fmt.Println("events after a second resume:", n)
+	// Output:
+	// paused on approve
+	// asker: approved true
+	// after: shipped true
+	// events after a second resume: 0
 }

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/examples/loop"
 	"github.com/loomkit/loom/runner"
@@ -31,7 +32,7 @@ func newRunner(t testing.TB) *runner.Runner {
 func trail(events []*event.Event) string {
 	var out []string
 	for _, ev := range events {
-		if ev.Partial {
+		if ev.Partial || agent.IsCheckpoint(ev) {
 			continue
 		}
 		switch {

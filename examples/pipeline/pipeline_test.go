@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/examples/pipeline"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
@@ -41,7 +42,7 @@ func TestOutputKeysFlowThroughState(t *testing.T) {
 		}
 		var authors []string
 		for _, ev := range events {
-			if !ev.Partial {
+			if !ev.Partial && !agent.IsCheckpoint(ev) {
 				authors = append(authors, ev.Author)
 			}
 		}
