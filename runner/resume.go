@@ -75,8 +75,12 @@ func (res *resumption) start(inv *agent.Invocation) (agent.Agent, *agent.Invocat
 // it starts a new one. explicitID is RunOptions.InvocationID. It runs
 // before anything is stored.
 func (r *Runner) resumption(sess *session.Session, msg *genai.Content, explicitID string) (*resumption, error) {
+	ids := responseIDs(msg)
+	if len(ids) == 0 && explicitID == "" {
+		return nil, nil // a new invocation: the common case costs nothing
+	}
 	res := &resumption{tree: r.tree}
-	if ids := responseIDs(msg); len(ids) > 0 {
+	if len(ids) > 0 {
 		for i := sess.Len() - 1; i >= 0 && len(ids) > 0; i-- {
 			ev := sess.At(i)
 			for _, fc := range ev.FunctionCalls() {
