@@ -336,8 +336,10 @@ func TestT4PendingCallsNeverCompacted(t *testing.T) {
 				t.Errorf("the pending call left the model view")
 			}
 
-			// The answer arrives; the next window covers the call.
+			// The answer arrives and joins the paused invocation 2; with
+			// invocation 3 the window is full again and covers the call.
 			h.send(respond("id-"+name, name))
+			h.turn(3)
 			evs = h.events()
 			cs = compactions(evs)
 			if len(cs) != 2 {
