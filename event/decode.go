@@ -54,23 +54,14 @@ func (d *Decoder) Decode(data []byte, e *Event) error {
 // whether it did; it leaves e untouched otherwise.
 func (d *Decoder) fast(data []byte, e *Event) bool {
 	p := parser{d: d, data: data}
-	var w wireEvent
-	if !p.event(&w) {
+	var ev Event
+	if !p.event(&ev) {
 		return false
 	}
 	if p.ws(); p.i != len(data) {
 		return false
 	}
-	*e = Event{
-		Response:           w.Response,
-		ID:                 w.ID,
-		InvocationID:       w.InvocationID,
-		Author:             w.Author,
-		Branch:             w.Branch,
-		Timestamp:          time.Time(w.Timestamp),
-		Actions:            w.Actions.actions(),
-		LongRunningToolIDs: w.LongRunningToolIDs,
-	}
+	*e = ev
 	return true
 }
 
@@ -95,7 +86,7 @@ func (d *Decoder) part() *genai.Part {
 // partSlice returns a slice of n part pointers with no room to grow, so
 // that appending to it never writes over another event's parts.
 func (d *Decoder) partSlice(n int) []*genai.Part {
-	if n > decodeBlock/4 {
+	if n == 0 || n > decodeBlock/4 {
 		return make([]*genai.Part, n)
 	}
 	if len(d.ptrs) < n {
@@ -135,8 +126,10 @@ type parser struct {
 
 func (p *parser) ws() {
 	for p.i < len(p.data) {
-		switch p.data[p.i] {
-		case ' ', '\t', '\n', '\r':
+		switch c := p.data[p.i]; {
+		case c > ' ':
+			return
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 			p.i++
 		default:
 			return
@@ -222,6 +215,9 @@ func (p *parser) rawString() ([]byte, bool) {
 	ascii := true
 	for j := start; j < len(p.data); j++ {
 		c := p.data[j]
+		if plain[c] {
+			continue
+		}
 		switch {
 		case c == '"':
 			b := p.data[start:j]
@@ -230,14 +226,23 @@ func (p *parser) rawString() ([]byte, bool) {
 			}
 			p.i = j + 1
 			return b, true
-		case c == '\\' || c < 0x20:
-			return nil, false
 		case c >= utf8.RuneSelf:
 			ascii = false
+		default: // an escape or a control character
+			return nil, false
 		}
 	}
 	return nil, false
 }
+
+// plain marks the bytes that stand for themselves in a JSON string: ASCII
+// other than control characters, quote and backslash.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // str parses a string value. Strings with escapes or invalid UTF-8 are
 // decoded by encoding/json, for identical results.
@@ -423,9 +428,12 @@ func (s *seen) add(bit uint) bool {
 	return true
 }
 
-func (p *parser) event(w *wireEvent) bool {
-	var keys seen
-	return p.object(func(key []byte) bool {
+func (p *parser) event(w *Event) bool {
+	var (
+		keys    seen
+		actions wireActions
+	)
+	ok := p.object(func(key []byte) bool {
 		var ok bool
 		switch string(key) {
 		case "content":
@@ -484,7 +492,7 @@ func (p *parser) event(w *wireEvent) bool {
 			}
 		case "actions":
 			if ok = keys.add(13); ok {
-				ok = p.actions(&w.Actions)
+				ok = p.actions(&actions)
 			}
 		case "longRunningToolIds":
 			if ok = keys.add(14); ok {
@@ -508,13 +516,17 @@ func (p *parser) event(w *wireEvent) bool {
 		case "timestamp":
 			if ok = keys.add(17); ok {
 				var b []byte
+				var ts Seconds
 				if b, ok = p.number(); ok {
-					ok = w.Timestamp.UnmarshalJSON(b) == nil
+					ok = ts.UnmarshalJSON(b) == nil
+					w.Timestamp = time.Time(ts)
 				}
 			}
 		}
 		return ok
 	})
+	w.Actions = actions.actions()
+	return ok
 }
 
 func (p *parser) content() (*genai.Content, bool) {
