@@ -3,6 +3,7 @@ package event
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -206,4 +207,27 @@ func BenchmarkDecoder(b *testing.B) {
 			}
 		}
 	})
+}
+
+// ExampleDecoder decodes a run of stored events, as a store reading back a
+// session does.
+func ExampleDecoder() {
+	stored := [][]byte{
+		[]byte(`{"content":{"parts":[{"text":"Hi"}],"role":"user"},"author":"user","actions":{"stateDelta":{},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{}},"id":"e1","timestamp":1747130000.5}`),
+		[]byte(`{"content":{"parts":[{"text":"Hello!"}],"role":"model"},"author":"root","actions":{"stateDelta":{"greeted":true},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{}},"id":"e2","timestamp":1747130001}`),
+	}
+	var dec Decoder
+	events := make([]Event, len(stored))
+	for i, data := range stored {
+		if err := dec.Decode(data, &events[i]); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	for _, ev := range events {
+		fmt.Println(ev.ID, ev.Author, ev.Text(), ev.Actions.StateDelta)
+	}
+	// Output:
+	// e1 user Hi map[]
+	// e2 root Hello! map[greeted:true]
 }
