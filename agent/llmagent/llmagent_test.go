@@ -440,10 +440,8 @@ func TestR8ToolErrorsAndPanics(t *testing.T) {
 	bad := fnTool{name: "bad", run: func(context.Context, tool.Context, map[string]any) (map[string]any, error) {
 		return nil, errors.New("disk full")
 	}}
-	crash := fnTool{name: "crash", run: func(context.Context, tool.Context, map[string]any) (map[string]any, error) {
-		var m map[string]int
-		m["x"] = 1 // panics
-		return nil, nil
+	crash := fnTool{name: "crash", run: func(_ context.Context, _ tool.Context, args map[string]any) (map[string]any, error) {
+		return map[string]any{"n": 1 / len(args)}, nil // args is empty: a run-time panic
 	}}
 	m := scripted.NewSequence("m", scripted.Turn{Calls: []*genai.FunctionCall{{Name: "bad"}, {Name: "crash"}}}, scripted.Text("sorry"))
 	f := newFixture(t, mustAgent(t, llmagent.Config{Name: "a", Model: m, Tools: []tool.Tool{bad, crash}}), nil, nil)
