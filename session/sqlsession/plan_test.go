@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/session"
 )
 
 // TestEventReadsUseThePrimaryKey checks, on SQLite's query plans, that every
@@ -85,5 +88,45 @@ func TestEventReaderOrder(t *testing.T) {
 	}
 	if got := strings.Join(ids, ","); got != "e1,e2,e3" {
 		t.Fatalf("events in order %s, want e1,e2,e3", got)
+	}
+}
+
+// TestWriteConnectionRecovers checks that a SQLite file's write connection
+// left in a transaction, which no append should ever do, costs at most the
+// append that finds it so: the next one works (S7: appends stay atomic).
+func TestWriteConnectionRecovers(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "pin.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	svc := session.NewService(st, nil)
+	sess, err := svc.Create(ctx, session.Key{AppName: "a", UserID: "u", SessionID: "s"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := st.pin
+	if err := p.lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.conn.ExecContext(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	p.unlock()
+	first := svc.AppendEvent(ctx, sess, event.NewModelText("inv", "agent", "one"))
+	if err := svc.AppendEvent(ctx, sess, event.NewModelText("inv", "agent", "two")); err != nil {
+		t.Fatalf("append after a stray transaction (first append: %v): %v", first, err)
+	}
+	got, err := svc.Get(ctx, sess.Key(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 2
+	if first != nil {
+		want = 1
+	}
+	if got.Len() != want {
+		t.Fatalf("stored %d events, want %d (first append: %v)", got.Len(), want, first)
 	}
 }

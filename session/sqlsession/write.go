@@ -189,7 +189,10 @@ func (s *Store) beginWrite(ctx context.Context) (wtx, error) {
 		return wtx{}, fmt.Errorf("sqlsession: begin: %w", err)
 	}
 	if _, err := p.begin.ExecContext(ctx); err != nil {
-		// A failed BEGIN leaves no transaction open.
+		// A BEGIN that failed, for example on another process's lock,
+		// opened no transaction; should one be open all the same, it
+		// goes.
+		p.abort(context.WithoutCancel(ctx))
 		p.unlock()
 		return wtx{}, fmt.Errorf("sqlsession: begin: %w", err)
 	}
@@ -243,6 +246,9 @@ func (t *wtx) end() {
 // abort rolls back the open transaction, if any; if that fails the
 // connection is dropped.
 func (p *pinned) abort(ctx context.Context) {
+	if p.conn == nil {
+		return
+	}
 	_, err := p.rollback.ExecContext(ctx)
 	if err == nil || p.autocommit(ctx) {
 		return
