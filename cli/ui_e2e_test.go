@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"iter"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,12 +13,15 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/cli"
-	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/examples/assistant"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/scripted"
+	"github.com/loomkit/loom/tool"
+	"github.com/loomkit/loom/tool/functiontool"
 )
 
 // chromiumPath returns the Chromium to drive: $LOOM_CHROMIUM, else Debian's
@@ -45,41 +47,42 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// gatekeeper is an agent that asks the user to confirm an action with the
-// adk_request_confirmation function call, and reports the answer.
+// gatekeeper is an LLM agent on a scripted model with a tool that needs the
+// user's approval (delete_files) and a long-running tool (order_parts).
 func gatekeeper(t *testing.T) agent.Agent {
 	t.Helper()
-	a, err := agent.New(agent.Config{
-		Name:        "gatekeeper",
-		Description: "Asks for confirmation before acting.",
-		Run: func(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
-			return func(yield func(*event.Event, error) bool) {
-				for _, p := range inv.UserContent().Parts {
-					if fr := p.FunctionResponse; fr != nil && fr.Name == "adk_request_confirmation" {
-						verdict := "Rejected: nothing was deleted."
-						if ok, _ := fr.Response["confirmed"].(bool); ok {
-							verdict = "Approved: the files are gone."
-						}
-						ev := inv.NewEvent()
-						ev.Content = genai.NewContentFromText(verdict, genai.RoleModel)
-						yield(ev, nil)
-						return
-					}
-				}
-				ev := inv.NewEvent()
-				id := "adk-" + event.NewID()
-				ev.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{
-					ID: id, Name: "adk_request_confirmation",
-					Args: map[string]any{
-						"originalFunctionCall": map[string]any{"id": "call-1", "name": "delete_files", "args": map[string]any{"path": "/tmp/old"}},
-						"toolConfirmation":     map[string]any{"hint": "Delete everything under /tmp/old?", "confirmed": false},
-					},
-				}}}}
-				ev.LongRunningToolIDs = []string{id}
-				yield(ev, nil)
+	type deleteArgs struct {
+		Path string `json:"path"`
+	}
+	del, err := functiontool.New(functiontool.Config{Name: "delete_files", Description: "Deletes files.",
+		RequireConfirmation: true, ConfirmationHint: "Delete everything under /tmp/old?"},
+		func(ctx context.Context, tc tool.Context, args deleteArgs) (map[string]any, error) {
+			return map[string]any{"deleted": args.Path}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	order, err := functiontool.New(functiontool.Config{Name: "order_parts", Description: "Orders parts; a person completes it later.", LongRunning: true},
+		func(ctx context.Context, tc tool.Context, args map[string]any) (map[string]any, error) {
+			return nil, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	llm := scripted.New("gatekeeper-model", func(ctx context.Context, req *model.Request) (scripted.Turn, error) {
+		if res := scripted.LastFunctionResponse(req); len(res) > 0 {
+			if _, ok := res[0].Response["deleted"]; ok {
+				return scripted.Text("Approved: the files are gone."), nil
 			}
-		},
+			return scripted.Text("Rejected: nothing was deleted."), nil
+		}
+		if strings.Contains(scripted.LastUserText(req), "order") {
+			return scripted.Call("order_parts", map[string]any{"part": "gear"}), nil
+		}
+		return scripted.Call("delete_files", map[string]any{"path": "/tmp/old"}), nil
 	})
+	a, err := llmagent.New(llmagent.Config{Name: "gatekeeper", Description: "Asks for confirmation before acting.",
+		Model: llm, Tools: []tool.Tool{del, order}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,4 +276,9 @@ func TestDevUIEndToEnd(t *testing.T) {
 	waitFor("card answered", `document.querySelector("#messages .confirm .note")?.textContent === "Approved"`)
 	waitFor("response in the timeline", `[...document.querySelectorAll("#timeline .ev .label")].some(n => n.textContent === "adk_request_confirmation")`)
 	screenshot("approved")
+
+	// A long-running call pauses the invocation; the chat says so.
+	send("order a gear")
+	waitFor("paused note", `[...document.querySelectorAll("#messages .note.paused")].some(n => n.textContent.includes("waiting for the result of order_parts"))`)
+	screenshot("paused")
 }

@@ -158,10 +158,19 @@ function confirmationAnswers() {
   return answers;
 }
 
+// respondedIds returns the ids of every function call answered so far.
+function respondedIds() {
+  const ids = new Set();
+  for (const ev of ui.events) for (const fr of functionResponses(ev)) ids.add(fr.id);
+  return ids;
+}
+
 function handlers() {
   const answers = confirmationAnswers();
+  const responded = respondedIds();
   return {
     answered: (id) => (answers.has(id) ? answers.get(id) : null),
+    responded: (id) => responded.has(id),
     confirm: (fc, ok) => send({ role: 'user', parts: [{ functionResponse: { id: fc.id, name: CONFIRMATION, response: { confirmed: ok } } }] }),
   };
 }

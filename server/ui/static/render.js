@@ -2,6 +2,7 @@
 // from the server is set as text content: no server data is parsed as markup.
 
 export const CONFIRMATION = 'adk_request_confirmation';
+export const CREDENTIAL = 'adk_request_credential';
 
 /** Creates an element: el('div', {class: 'x', onclick: f}, child, 'text'). */
 export function el(tag, props = {}, ...children) {
@@ -198,6 +199,13 @@ export function chatItems(ev, handlers) {
       el('span', { class: 'tool-icon', text: '→' }), authorBadge(author),
       el('span', { class: 'mono', text: `${fc.name}${callArgs(fc.args)}` }),
       longRunning.has(fc.id) ? el('span', { class: 'pill', text: 'long-running' }) : null));
+    if (longRunning.has(fc.id) && handlers.responded && !handlers.responded(fc.id)) {
+      // The invocation is paused until a client sends this call's result.
+      const what = fc.name === CREDENTIAL
+        ? `credentials for ${((fc.args || {}).originalFunctionCall || {}).name || 'a tool'}`
+        : `the result of ${fc.name} (call ${fc.id})`;
+      out.push(el('div', { class: 'note warn paused', dataset: { callId: fc.id || '' }, text: `Paused: waiting for ${what}.` }));
+    }
   }
   for (const fr of functionResponses(ev)) {
     if (fr.name === 'transfer_to_agent') continue;
