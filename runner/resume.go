@@ -153,26 +153,19 @@ func (r *Runner) Resume(ctx context.Context, userID, sessionID, invocationID str
 			yield(nil, fmt.Errorf("%w: no invocation id to resume", ErrInvalid))
 			return
 		}
-		key := session.Key{AppName: r.cfg.AppName, UserID: userID, SessionID: sessionID}
-		ls, err := r.acquire(ctx, key)
+		err := r.withSession(ctx, userID, sessionID, false, func(sess *session.Session) error {
+			res := &resumption{id: invocationID, tree: r.tree}
+			if !r.locate(sess, res) {
+				return fmt.Errorf("%w: no invocation %q in session %s", ErrInvalid, invocationID, sessionID)
+			}
+			if res.first == "" {
+				res.first = r.tree.Root().Name()
+			}
+			r.invoke(ctx, sess, nil, &RunOptions{Streaming: opts.Streaming, MaxLLMCalls: opts.MaxLLMCalls}, res, yield)
+			return nil
+		})
 		if err != nil {
 			yield(nil, err)
-			return
 		}
-		defer r.release(ls)
-		sess, err := r.load(ctx, ls)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		res := &resumption{id: invocationID, tree: r.tree}
-		if !r.locate(sess, res) {
-			yield(nil, fmt.Errorf("%w: no invocation %q in session %s", ErrInvalid, invocationID, sessionID))
-			return
-		}
-		if res.first == "" {
-			res.first = r.tree.Root().Name()
-		}
-		r.invoke(ctx, sess, nil, &RunOptions{Streaming: opts.Streaming, MaxLLMCalls: opts.MaxLLMCalls}, res, yield)
 	}
 }

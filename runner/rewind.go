@@ -45,51 +45,41 @@ func (r *Runner) Rewind(ctx context.Context, userID, sessionID, beforeInvocation
 		return nil, fmt.Errorf("%w: rewind needs an invocation id", ErrInvalid)
 	}
 	key := session.Key{AppName: r.cfg.AppName, UserID: userID, SessionID: sessionID}
-	ls, err := r.acquire(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	defer r.release(ls)
-	if ls.sess == nil && r.cfg.AutoCreateSession {
-		// Do not let load create a session just to fail the rewind.
-		if _, err := r.cfg.Sessions.Get(ctx, key, &session.GetOptions{NoEvents: true}); err != nil {
-			return nil, fmt.Errorf("runner: rewind: %w", err)
+	var ev *event.Event
+	err := r.withSession(ctx, userID, sessionID, false, func(sess *session.Session) error {
+		events := sess.Events()
+		start := slices.IndexFunc(events, func(e *event.Event) bool { return e.InvocationID == beforeInvocationID })
+		if start < 0 {
+			return fmt.Errorf("%w: session %s has no invocation %q", ErrInvalid, sessionID, beforeInvocationID)
 		}
-	}
-	sess, err := r.load(ctx, ls)
-	if err != nil {
-		return nil, err
-	}
-	events := sess.Events()
-	start := slices.IndexFunc(events, func(e *event.Event) bool { return e.InvocationID == beforeInvocationID })
-	if start < 0 {
-		return nil, fmt.Errorf("%w: session %s has no invocation %q", ErrInvalid, sessionID, beforeInvocationID)
-	}
-	before, since := events[:start], events[start:]
+		before, since := events[:start], events[start:]
 
-	ev := event.New(event.NewInvocationID(), event.AuthorUser)
-	ev.Actions.RewindBeforeInvocationID = beforeInvocationID
-	ev.Actions.StateDelta = rewindState(before, since)
-	delta, deleted, err := r.rewindArtifacts(ctx, key, before, since)
-	if err != nil {
-		return nil, err
-	}
-	ev.Actions.ArtifactDelta = delta
-	if len(deleted) > 0 {
-		ev.CustomMetadata = map[string]any{MetadataRewindDeletedArtifacts: deleted}
-	}
-	if err := r.cfg.Sessions.AppendEvent(ctx, sess, ev); err != nil {
-		return nil, fmt.Errorf("runner: rewind: %w", err)
-	}
-	// Deleting is the one step that cannot be redone, so it comes only once
-	// the event that records it is committed.
-	for _, name := range deleted {
-		ref := artifact.Ref{AppName: key.AppName, UserID: key.UserID, SessionID: key.SessionID, Name: name}
-		if err := r.cfg.Artifacts.Delete(ctx, ref); err != nil {
-			return ev, fmt.Errorf("runner: rewind: %w", err)
+		ev = event.New(event.NewInvocationID(), event.AuthorUser)
+		ev.Actions.RewindBeforeInvocationID = beforeInvocationID
+		ev.Actions.StateDelta = rewindState(before, since)
+		delta, deleted, err := r.rewindArtifacts(ctx, key, before, since)
+		if err != nil {
+			return err
 		}
-	}
-	return ev, nil
+		ev.Actions.ArtifactDelta = delta
+		if len(deleted) > 0 {
+			ev.CustomMetadata = map[string]any{MetadataRewindDeletedArtifacts: deleted}
+		}
+		if err := r.cfg.Sessions.AppendEvent(ctx, sess, ev); err != nil {
+			ev = nil
+			return fmt.Errorf("runner: rewind: %w", err)
+		}
+		// Deleting is the one step that cannot be redone, so it comes only
+		// once the event that records it is committed.
+		for _, name := range deleted {
+			ref := artifact.Ref{AppName: key.AppName, UserID: key.UserID, SessionID: key.SessionID, Name: name}
+			if err := r.cfg.Artifacts.Delete(ctx, ref); err != nil {
+				return fmt.Errorf("runner: rewind: %w", err)
+			}
+		}
+		return nil
+	})
+	return ev, err
 }
 
 // rewindState returns the state delta that gives every session-scoped key

@@ -149,29 +149,38 @@ func (r *Runner) Run(ctx context.Context, userID, sessionID string, msg *genai.C
 			yield(nil, fmt.Errorf("%w: the new message is empty", ErrInvalid))
 			return
 		}
-		key := session.Key{AppName: r.cfg.AppName, UserID: userID, SessionID: sessionID}
-		ls, err := r.acquire(ctx, key)
+		err := r.withSession(ctx, userID, sessionID, true, func(sess *session.Session) error {
+			if err := checkResponses(sess, msg); err != nil {
+				return err
+			}
+			res, err := r.resumption(sess, msg, opts.InvocationID) // resume.go
+			if err != nil {
+				return err
+			}
+			r.invoke(ctx, sess, msg, opts, res, yield)
+			return nil
+		})
 		if err != nil {
 			yield(nil, err)
-			return
 		}
-		defer r.release(ls)
-		sess, err := r.load(ctx, ls)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		if err := checkResponses(sess, msg); err != nil {
-			yield(nil, err)
-			return
-		}
-		res, err := r.resumption(sess, msg, opts.InvocationID) // resume.go
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		r.invoke(ctx, sess, msg, opts, res, yield)
 	}
+}
+
+// withSession runs fn on the live session of (userID, sessionID) while
+// holding the session's invocation lock. A missing session is created only
+// when create is set and the runner auto-creates sessions.
+func (r *Runner) withSession(ctx context.Context, userID, sessionID string, create bool, fn func(*session.Session) error) error {
+	key := session.Key{AppName: r.cfg.AppName, UserID: userID, SessionID: sessionID}
+	ls, err := r.acquire(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer r.release(ls)
+	sess, err := r.load(ctx, ls, create && r.cfg.AutoCreateSession)
+	if err != nil {
+		return err
+	}
+	return fn(sess)
 }
 
 // invoke is the event loop of one invocation. res, when not nil, resumes
@@ -506,8 +515,8 @@ func (r *Runner) unref(ls *liveSession) {
 }
 
 // load returns the live session for an invocation: the cached copy brought
-// up to date, or a fresh load (creating the session if configured).
-func (r *Runner) load(ctx context.Context, ls *liveSession) (*session.Session, error) {
+// up to date, or a fresh load (creating the session if create is set).
+func (r *Runner) load(ctx context.Context, ls *liveSession, create bool) (*session.Session, error) {
 	svc := r.cfg.Sessions
 	if ls.sess != nil {
 		err := svc.Refresh(ctx, ls.sess)
@@ -520,7 +529,7 @@ func (r *Runner) load(ctx context.Context, ls *liveSession) (*session.Session, e
 		}
 	}
 	sess, err := svc.Get(ctx, ls.key, nil)
-	if errors.Is(err, session.ErrNotFound) && r.cfg.AutoCreateSession {
+	if errors.Is(err, session.ErrNotFound) && create {
 		sess, err = svc.Create(ctx, ls.key, nil)
 		if errors.Is(err, session.ErrAlreadyExists) {
 			sess, err = svc.Get(ctx, ls.key, nil)
