@@ -255,6 +255,20 @@ func (db *DB) BeginRead(ctx context.Context) (*sql.Tx, error) {
 // migrations of every Loom component in a database.
 const migrationLockID = 0x4c6f6f6d // "Loom"
 
+// OpenMigrated opens the database at dsn and applies the migrations of
+// component found in migrations (see Migrate). On error nothing stays open.
+func OpenMigrated(ctx context.Context, dsn string, opts *Options, component string, migrations fs.FS) (*DB, error) {
+	db, err := Open(ctx, dsn, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Migrate(ctx, component, migrations); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
 // Migrate applies the migrations of a component that the database has not
 // applied yet. fsys holds one directory per dialect ("sqlite", "postgres")
 // of files named NNNN_description.sql, applied in order, each in the same

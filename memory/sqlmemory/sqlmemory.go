@@ -55,13 +55,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if opts != nil {
 		o.MaxOpenConns = opts.MaxOpenConns
 	}
-	db, err := sqldb.Open(ctx, dsn, &o)
-	if err != nil {
-		return nil, fmt.Errorf("sqlmemory: %w", err)
-	}
 	sub, _ := fs.Sub(migrations, "migrations") // cannot fail: a valid path
-	if err := db.Migrate(ctx, "memory", sub); err != nil {
-		db.Close()
+	db, err := sqldb.OpenMigrated(ctx, dsn, &o, "memory", sub)
+	if err != nil {
 		return nil, fmt.Errorf("sqlmemory: %w", err)
 	}
 	s := &Store{db: db}

@@ -150,13 +150,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if opts != nil {
 		o.MaxOpenConns = opts.MaxOpenConns
 	}
-	db, err := sqldb.Open(ctx, dsn, &o)
-	if err != nil {
-		return nil, fmt.Errorf("sqlsession: %w", err)
-	}
 	sub, _ := fs.Sub(migrations, "migrations") // cannot fail: a valid path
-	if err := db.Migrate(ctx, "session", sub); err != nil {
-		db.Close()
+	db, err := sqldb.OpenMigrated(ctx, dsn, &o, "session", sub)
+	if err != nil {
 		return nil, fmt.Errorf("sqlsession: %w", err)
 	}
 	s := &Store{db: db}
