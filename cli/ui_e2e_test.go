@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -143,69 +142,14 @@ func startWeb(t *testing.T, dir string, apps ...cli.App) string {
 // and the state and artifacts panels, reload and find the session
 // persisted, and answer a tool confirmation with the Approve button.
 func TestDevUIEndToEnd(t *testing.T) {
-	chromium := chromiumPath(t)
 	dir := t.TempDir()
 	base := startWeb(t, dir,
 		cli.App{Name: "assistant", New: assistant.New, Offline: assistant.Offline},
 		cli.App{Name: "gatekeeper", Agent: gatekeeper(t)})
 
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromium),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(filepath.Join(dir, "chromium")),
-		chromedp.WindowSize(1400, 900),
-	)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	defer cancel()
-	// A generous bound on the whole browser session, not a timing assertion.
-	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancelTimeout()
-
-	shots := os.Getenv("LOOM_UI_SCREENSHOTS") // a directory, to look at the UI
-	screenshot := func(name string) {
-		if shots == "" {
-			return
-		}
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Logf("screenshot %s: %v", name, err)
-			return
-		}
-		if err := os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644); err != nil {
-			t.Log(err)
-		}
-	}
-	do := func(step string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			screenshot("failure")
-			t.Fatalf("%s: %v", step, err)
-		}
-	}
-	eval := func(expr string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
-		if err != nil {
-			t.Fatalf("evaluate %s: %v", expr, err)
-		}
-		return s
-	}
-	waitFor := func(step, predicate string) {
-		t.Helper()
-		do(step, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := chromedp.Poll[chromedp.Void](predicate, chromedp.WithPollingInterval(50*time.Millisecond))(ctx, tg)
-			return err
-		}))
-	}
+	b := newBrowser(t, dir, "")
+	screenshot, do, waitFor := b.screenshot, b.do, b.waitFor
+	eval := b.eval
 	send := func(text string) {
 		t.Helper()
 		do("type a message", chromedp.SendKeys("#message", text), chromedp.Click("#send"))

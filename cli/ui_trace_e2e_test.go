@@ -1,11 +1,7 @@
 package cli_test
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -19,59 +15,11 @@ import (
 // durations, a clicked span shows its attributes, and an opened timeline
 // event shows the span that produced it.
 func TestDevUITrace(t *testing.T) {
-	chromium := chromiumPath(t)
 	dir := t.TempDir()
 	base := startWeb(t, dir, cli.App{Name: "assistant", New: assistant.New, Offline: assistant.Offline})
 
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromium),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(filepath.Join(dir, "chromium")),
-		chromedp.WindowSize(1400, 900),
-	)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	defer cancel()
-	// A generous bound on the whole browser session, not a timing assertion.
-	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancelTimeout()
-
-	shots := os.Getenv("LOOM_UI_SCREENSHOTS") // a directory, to look at the UI
-	screenshot := func(name string) {
-		if shots == "" {
-			return
-		}
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Logf("screenshot %s: %v", name, err)
-			return
-		}
-		if err := os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644); err != nil {
-			t.Log(err)
-		}
-	}
-	do := func(step string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			screenshot("trace-failure")
-			t.Fatalf("%s: %v", step, err)
-		}
-	}
-	waitFor := func(step, predicate string) {
-		t.Helper()
-		do(step, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := chromedp.Poll[chromedp.Void](predicate, chromedp.WithPollingInterval(50*time.Millisecond))(ctx, tg)
-			return err
-		}))
-	}
+	b := newBrowser(t, dir, "trace-")
+	screenshot, do, waitFor := b.screenshot, b.do, b.waitFor
 
 	do("open the UI", chromedp.Navigate(base+"/dev-ui/"))
 	waitFor("page ready", `document.body.dataset.ready === "true"`)
