@@ -1,5 +1,3 @@
-// Package bench_test holds Loom's fixed benchmark scenarios S1 to S5 (see
-// the project's benchmark definitions). They use only the public API.
 package bench_test
 
 import (
