@@ -557,3 +557,33 @@ func TestT3PauseStopsEnclosingWorkflow(t *testing.T) {
 		t.Fatalf("%d events; second agent called %d times; want a pause after the call", len(evs), len(secondModel.Requests()))
 	}
 }
+
+// TestHistoryAfterSessionRecreated checks that the incremental history
+// notices a session deleted and recreated under the same id, even with more
+// events than before: the model sees only the new session's events.
+func TestHistoryAfterSessionRecreated(t *testing.T) {
+	m := scripted.NewSequence("m", scripted.Text("first"), scripted.Text("second"))
+	f := newFixture(t, mustAgent(t, llmagent.Config{Name: "a", Model: m}), nil, nil)
+	f.run(t, "old question", nil)
+	ctx := context.Background()
+	if err := f.svc.Delete(ctx, f.key); err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.svc.Create(ctx, f.key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := f.svc.AppendEvent(ctx, s, event.NewUserText("e-new", fmt.Sprint("new note ", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.run(t, "new question", nil)
+	var texts []string
+	for _, c := range m.Requests()[1].Contents {
+		texts = append(texts, c.Parts[0].Text)
+	}
+	if strings.Join(texts, "|") != "new note 0|new note 1|new note 2|new question" {
+		t.Fatalf("history after recreation: %q", texts)
+	}
+}

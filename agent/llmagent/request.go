@@ -146,7 +146,8 @@ func currentTurn(sess *session.Session, opts event.HistoryOptions) []*genai.Cont
 // branch of one live session.
 type history struct {
 	mu       sync.Mutex
-	n        int // events consumed
+	n        int          // events consumed
+	first    *event.Event // the session's first event when consumption began
 	contents []*genai.Content
 }
 
@@ -175,8 +176,11 @@ func (h *history) update(sess *session.Session, opts event.HistoryOptions) []*ge
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := sess.Len()
-	if n < h.n {
+	if n < h.n || (h.n > 0 && sess.At(0) != h.first) {
 		h.n, h.contents = 0, nil // the session copy was reloaded
+	}
+	if h.n == 0 {
+		h.first = sess.At(0)
 	}
 	tail := sess.EventsFrom(h.n)
 	rebuild := false
