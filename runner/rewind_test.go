@@ -294,3 +294,46 @@ func ExampleRunner_Rewind() {
 	// I have seen 2 message(s)
 	// topic: hello - stored events: 7
 }
+
+// TestT5RewindForgetsTransfer checks that after a rewind the next turn goes
+// to the agent that spoke before the rewound invocation, not to an agent
+// the rewound invocation transferred to.
+func TestT5RewindForgetsTransfer(t *testing.T) {
+	ctx := context.Background()
+	rootModel := scripted.NewSequence("root-m",
+		scripted.Text("hello from root"),
+		scripted.Call("transfer_to_agent", map[string]any{"agent_name": "helper"}),
+		scripted.Text("root again"))
+	helper, err := llmagent.New(llmagent.Config{Name: "helper", Model: scripted.NewSequence("helper-m", scripted.Text("helper here"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := llmagent.New(llmagent.Config{Name: "root", Model: rootModel, SubAgents: []agent.Agent{helper}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "app", Agent: root, Sessions: memsession.NewService(), AutoCreateSession: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	say := func(text string) []*event.Event {
+		t.Helper()
+		evs, err := r.RunSync(ctx, "u", "s", genai.NewContentFromText(text, genai.RoleUser), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return evs
+	}
+	say("hi")
+	evs := say("I need help")
+	if last := evs[len(evs)-1]; last.Author != "helper" {
+		t.Fatalf("the second turn ended with %s, want helper", last.Author)
+	}
+	if _, err := r.Rewind(ctx, "u", "s", evs[0].InvocationID); err != nil {
+		t.Fatal(err)
+	}
+	evs = say("start over")
+	if last := evs[len(evs)-1]; last.Author != "root" || last.Text() != "root again" {
+		t.Fatalf("after the rewind the turn went to %s (%q), want root", last.Author, last.Text())
+	}
+}

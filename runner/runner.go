@@ -362,7 +362,8 @@ func (r *Runner) RunSync(ctx context.Context, userID, sessionID string, msg *gen
 
 // selectAgent chooses the agent that answers a new user message: the agent
 // that asked the function call being answered; else the last agent that
-// spoke, if it may keep the conversation; else the root.
+// spoke (ignoring what a rewind took back), if it may keep the
+// conversation; else the root.
 func (r *Runner) selectAgent(sess *session.Session, msg *genai.Content) agent.Agent {
 	root := r.tree.Root()
 	n := sess.Len()
@@ -379,8 +380,19 @@ func (r *Runner) selectAgent(sess *session.Session, msg *genai.Content) agent.Ag
 			}
 		}
 	}
+	rewindTo := "" // while set, skip events a rewind hid, back to that invocation's start
 	for i := n - 1; i >= 0; i-- {
 		ev := sess.At(i)
+		if rewindTo != "" {
+			if ev.InvocationID == rewindTo && (i == 0 || sess.At(i-1).InvocationID != rewindTo) {
+				rewindTo = ""
+			}
+			continue
+		}
+		if id := ev.Actions.RewindBeforeInvocationID; id != "" {
+			rewindTo = id
+			continue
+		}
 		if ev.Author == event.AuthorUser {
 			continue
 		}
