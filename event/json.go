@@ -293,6 +293,28 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// UnmarshalContent decodes a genai content (such as a user message in a run
+// request), accepting the same variations as [Event.UnmarshalJSON]:
+// camelCase or snake_case keys and either base64 alphabet. Canonical input
+// takes a strict fast path.
+func UnmarshalContent(data []byte) (*genai.Content, error) {
+	var c genai.Content
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err == nil {
+		return &c, nil
+	}
+	norm, err := normalizeWith(data, genericScope)
+	if err != nil {
+		return nil, fmt.Errorf("event: decode content: %w", err)
+	}
+	c = genai.Content{}
+	if err := json.Unmarshal(norm, &c); err != nil {
+		return nil, fmt.Errorf("event: decode content: %w", err)
+	}
+	return &c, nil
+}
+
 // UnmarshalJSON decodes actions, accepting the same variations as
 // [Event.UnmarshalJSON].
 func (a *Actions) UnmarshalJSON(data []byte) error {

@@ -339,3 +339,24 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestE4UnmarshalContent checks the content decoder used for run requests:
+// canonical input, snake_case keys with URL-safe base64, and user data kept.
+func TestE4UnmarshalContent(t *testing.T) {
+	for _, in := range []string{
+		`{"role":"user","parts":[{"text":"hi"},{"inlineData":{"mimeType":"image/png","data":"+/8="}},{"functionResponse":{"id":"c1","name":"f","response":{"snake_key":1}}}]}`,
+		`{"role":"user","parts":[{"text":"hi"},{"inline_data":{"mime_type":"image/png","data":"-_8"}},{"function_response":{"id":"c1","name":"f","response":{"snake_key":1}}}]}`,
+	} {
+		c, err := event.UnmarshalContent([]byte(in))
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if c.Parts[0].Text != "hi" || string(c.Parts[1].InlineData.Data) != "\xfb\xff" || c.Parts[1].InlineData.MIMEType != "image/png" ||
+			c.Parts[2].FunctionResponse.Response["snake_key"] != 1.0 {
+			t.Fatalf("%s decoded as %+v", in, c)
+		}
+	}
+	if _, err := event.UnmarshalContent([]byte(`"not an object"`)); err == nil {
+		t.Fatal("a string decoded as content")
+	}
+}

@@ -105,15 +105,11 @@ func (f fields) content(key string) (*genai.Content, error) {
 	if !ok {
 		return nil, nil
 	}
-	norm, err := event.Normalize(raw)
+	c, err := event.UnmarshalContent(raw)
 	if err != nil {
-		return nil, unprocessable("%s must be a Content object", key)
-	}
-	var c genai.Content
-	if err := json.Unmarshal(norm, &c); err != nil {
 		return nil, unprocessable("%s is not a valid Content: %v", key, err)
 	}
-	return &c, nil
+	return c, nil
 }
 
 // events returns an array member of events in any accepted wire form.
