@@ -608,51 +608,38 @@ func (p *parser) bytes() ([]byte, bool) {
 }
 
 func (p *parser) functionCall() (*genai.FunctionCall, bool) {
-	fc := &genai.FunctionCall{}
-	var keys seen
-	ok := p.object(func(key []byte) bool {
-		var ok bool
-		switch string(key) {
-		case "id":
-			if ok = keys.add(0); ok {
-				fc.ID, ok = p.str(false)
-			}
-		case "name":
-			if ok = keys.add(1); ok {
-				fc.Name, ok = p.str(true)
-			}
-		case "args":
-			if ok = keys.add(2) && p.peek() == '{'; ok {
-				fc.Args, ok = p.genericMap()
-			}
-		}
-		return ok
-	})
-	return fc, ok
+	id, name, args, ok := p.call("args")
+	return &genai.FunctionCall{ID: id, Name: name, Args: args}, ok
 }
 
 func (p *parser) functionResponse() (*genai.FunctionResponse, bool) {
-	fr := &genai.FunctionResponse{}
+	id, name, resp, ok := p.call("response")
+	return &genai.FunctionResponse{ID: id, Name: name, Response: resp}, ok
+}
+
+// call parses the shape function calls and responses share: an id, a name
+// and one object member (args or response).
+func (p *parser) call(member string) (id, name string, m map[string]any, ok bool) {
 	var keys seen
-	ok := p.object(func(key []byte) bool {
+	ok = p.object(func(key []byte) bool {
 		var ok bool
 		switch string(key) {
 		case "id":
 			if ok = keys.add(0); ok {
-				fr.ID, ok = p.str(false)
+				id, ok = p.str(false)
 			}
 		case "name":
 			if ok = keys.add(1); ok {
-				fr.Name, ok = p.str(true)
+				name, ok = p.str(true)
 			}
-		case "response":
+		case member:
 			if ok = keys.add(2) && p.peek() == '{'; ok {
-				fr.Response, ok = p.genericMap()
+				m, ok = p.genericMap()
 			}
 		}
 		return ok
 	})
-	return fr, ok
+	return id, name, m, ok
 }
 
 func (p *parser) usage() (*genai.GenerateContentResponseUsageMetadata, bool) {

@@ -34,6 +34,15 @@ func readBody(r *http.Request) ([]byte, error) {
 // members whose value is null are dropped, so null reads as absent.
 type fields map[string]json.RawMessage
 
+// readObject reads the request body as a JSON object (see decodeObject).
+func readObject(r *http.Request) (fields, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	return decodeObject(body)
+}
+
 // decodeObject decodes a JSON object request body. An empty body is an
 // empty object.
 func decodeObject(body []byte) (fields, error) {

@@ -28,11 +28,7 @@ type runRequest struct {
 }
 
 func decodeRunRequest(r *http.Request) (*runRequest, error) {
-	body, err := readBody(r)
-	if err != nil {
-		return nil, err
-	}
-	f, err := decodeObject(body)
+	f, err := readObject(r)
 	if err != nil {
 		return nil, err
 	}

@@ -27,11 +27,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	f, err := decodeObject(body)
+	f, err := readObject(r)
 	if err != nil {
 		return err
 	}
@@ -160,11 +156,7 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	f, err := decodeObject(body)
+	f, err := readObject(r)
 	if err != nil {
 		return err
 	}
