@@ -63,8 +63,8 @@ type Store interface {
 	// List returns the names stored under exactly (app, user, session),
 	// sorted. session "" lists the user-scoped names.
 	List(ctx context.Context, app, user, session string) ([]string, error)
-	// Versions returns the versions of key in increasing order, or an error
-	// wrapping ErrNotFound.
+	// Versions returns the versions of key in increasing order; none (an
+	// empty list) when the artifact does not exist.
 	Versions(ctx context.Context, key Key) ([]int64, error)
 	// Delete removes every version of key. Deleting a missing artifact is
 	// not an error.
@@ -166,13 +166,17 @@ func (s *Service) List(ctx context.Context, app, user, sessionID string) ([]stri
 	return slices.Compact(names), nil
 }
 
-// Versions returns the versions of an artifact in increasing order.
+// Versions returns the versions of an artifact in increasing order, or an
+// error wrapping ErrNotFound if it has none.
 func (s *Service) Versions(ctx context.Context, ref Ref) ([]int64, error) {
 	k, err := ref.key()
 	if err != nil {
 		return nil, err
 	}
 	v, err := s.store.Versions(ctx, k)
+	if err == nil && len(v) == 0 {
+		err = ErrNotFound // one rule for every store: no versions, no artifact
+	}
 	if err != nil {
 		return nil, fmt.Errorf("artifact: versions %s: %w", ref.Name, err)
 	}

@@ -302,14 +302,7 @@ func (s *Store) Versions(ctx context.Context, key artifact.Key) ([]int64, error)
 	if err != nil {
 		return nil, err
 	}
-	vs, err := s.versions(ctx, prefix)
-	if err != nil {
-		return nil, err
-	}
-	if len(vs) == 0 {
-		return nil, artifact.ErrNotFound
-	}
-	return vs, nil
+	return s.versions(ctx, prefix)
 }
 
 // Delete implements artifact.Store.

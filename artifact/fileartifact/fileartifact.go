@@ -335,14 +335,7 @@ func (s *Store) Versions(ctx context.Context, key artifact.Key) ([]int64, error)
 	if err != nil {
 		return nil, err
 	}
-	vs, err := versions(dir)
-	if err != nil {
-		return nil, err
-	}
-	if len(vs) == 0 {
-		return nil, artifact.ErrNotFound
-	}
-	return vs, nil
+	return versions(dir)
 }
 
 // Delete implements artifact.Store.

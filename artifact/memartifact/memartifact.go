@@ -105,11 +105,7 @@ func (s *Store) Versions(ctx context.Context, key artifact.Key) ([]int64, error)
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	n := len(s.artifacts[key])
-	if n == 0 {
-		return nil, artifact.ErrNotFound
-	}
-	vs := make([]int64, n)
+	vs := make([]int64, len(s.artifacts[key]))
 	for i := range vs {
 		vs[i] = int64(i)
 	}
