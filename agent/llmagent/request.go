@@ -62,8 +62,8 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 	if err != nil {
 		return nil, err
 	}
-	if targets := a.transferTargets(inv); len(targets) > 0 {
-		instr = joinInstructions(instr, transferInstruction(a, targets, inv))
+	if tt, ok := tools[transferToolName].(transferTool); ok { // resolveTools found targets
+		instr = joinInstructions(instr, transferInstruction(a, tt.targets, inv))
 	}
 	if instr != "" {
 		if cfg.SystemInstruction == nil {
