@@ -71,6 +71,7 @@ type shared struct {
 	cfg      InvocationConfig
 	ended    atomic.Bool
 	llmCalls atomic.Int64
+	answers  []Answer // set before the agents run (pending.go)
 }
 
 // NewInvocation starts an invocation. The runner calls it; tests of custom

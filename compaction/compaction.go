@@ -26,8 +26,11 @@
 // # Guarantees
 //
 //   - A function call is never compacted while it waits for its response
-//     (from a long-running tool or a confirmation): a range ends before the
-//     first call whose response is not in the range.
+//     (from a long-running tool or a confirmation), nor are its interim
+//     results: such calls split the history, and a range covers the
+//     earliest part that is not summarized yet, so compaction goes on past
+//     a call that stays pending. A call and its response are summarized
+//     together.
 //   - No event leaves the model's view unless it is in the input of the
 //     summary that covers it: range bounds are moved, if need be, so that
 //     events sharing a timestamp with the edge of a range stay visible.

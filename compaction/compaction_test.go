@@ -268,6 +268,12 @@ func callAgent(t *testing.T) agent.Agent {
 				return
 			}
 			if isCall {
+				if strings.HasPrefix(name, "lri") {
+					// A long-running tool that reports an interim result.
+					interim := inv.NewEvent()
+					interim.Content = &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{ID: id, Name: name, Response: map[string]any{"status": "pending"}}}}}
+					yield(interim, nil)
+				}
 				return // paused: the client answers later
 			}
 			resp := inv.NewEvent()
@@ -336,6 +342,14 @@ func TestT4PendingCallsNeverCompacted(t *testing.T) {
 				t.Errorf("the pending call left the model view")
 			}
 
+			if name == "plain" {
+				// A call that does not pause waits for its tool, not for
+				// the client: a client answer is refused.
+				if _, err := h.r.RunSync(context.Background(), key.UserID, key.SessionID, respond("id-"+name, name), nil); !errors.Is(err, runner.ErrInvalid) {
+					t.Fatalf("a client answer to a call that does not pause: %v, want ErrInvalid", err)
+				}
+				return
+			}
 			// The answer arrives and joins the paused invocation 2; with
 			// invocation 3 the window is full again and covers the call.
 			h.send(respond("id-"+name, name))
@@ -357,6 +371,50 @@ func TestT4PendingCallsNeverCompacted(t *testing.T) {
 			}
 			if in := inputs[1]; in[0].ID != cs[0].ID {
 				t.Errorf("second summarizer input does not start with the first summary")
+			}
+		})
+	}
+}
+
+// T4: compaction goes on past a call that stays pending (with or without
+// an interim result): later turns are summarized, no range is summarized
+// twice, and the pending call and its interim result stay in view.
+func TestT4CompactionContinuesPastPendingCall(t *testing.T) {
+	for _, name := range []string{"lr-job", "lri-job"} {
+		t.Run(name, func(t *testing.T) {
+			sum := compaction.SummarizerFunc(func(_ context.Context, evs []*event.Event) (*genai.Content, error) {
+				return genai.NewContentFromText("S", genai.RoleModel), nil
+			})
+			h := newHarness(t, callAgent(t), compaction.Plugin(compaction.Config{Summarizer: sum, Interval: 2, OnError: failOnError(t)}))
+			h.turn(1)
+			h.send(genai.NewContentFromText("call "+name, genai.RoleUser))
+			for n := 3; n <= 8; n++ {
+				h.turn(n)
+			}
+			evs := h.events()
+			call := findCall(t, evs, "id-"+name)
+			view := event.ModelView(evs)
+			for _, e := range evs {
+				if e.Author != event.AuthorUser && len(e.FunctionResponses()) > 0 && !containsID(view, e.ID) {
+					t.Errorf("the interim result of the pending call left the model view")
+				}
+			}
+			if !containsID(view, call.ID) {
+				t.Errorf("the pending call left the model view")
+			}
+			seen := map[string]bool{}
+			for _, c := range compactions(evs) {
+				r := c.Actions.Compaction
+				k := r.Start.String() + r.End.String()
+				if seen[k] {
+					t.Errorf("range %v..%v summarized twice", r.Start, r.End)
+				}
+				seen[k] = true
+			}
+			for _, e := range evs {
+				if e.Author == event.AuthorUser && e.Text() == "turn 4" && containsID(view, e.ID) {
+					t.Errorf("turn 4, after the pending call, was never compacted")
+				}
 			}
 		})
 	}

@@ -2,8 +2,10 @@ package compaction
 
 import (
 	"iter"
+	"slices"
 	"time"
 
+	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/session"
 )
@@ -137,18 +139,24 @@ func tokenRange(sess *session.Session, threshold, retain int) *summaryRange {
 }
 
 // makeRange builds the range that covers items (events and compaction
-// events, in model-view order), shrunk so that it ends before the first
-// pending function call and covers no event outside items: not before, the
-// newest event left out before them, nor rest, the events after them.
-// older are earlier compaction events that become part of the input when
-// they overlap the range.
+// events, in model-view order), or the part of them that can be summarized:
+// pending function calls and their interim results split items into
+// segments, and the range covers the earliest segment that holds an event
+// no compaction covers yet, so that compaction goes on past a call that
+// stays pending without ever hiding it. The range is shrunk to cover no
+// event outside its segment: not before, the newest event left out before
+// items, nor rest, the events after them. older are earlier compaction
+// events that become part of the input when they overlap the range.
 func makeRange(items, rest []*event.Event, before *event.Event, older []*event.Event) *summaryRange {
-	cut := firstPending(items)
-	rest = append(items[cut:len(items):len(items)], rest...)
-	items = items[:cut]
-	if len(items) == 0 {
+	from, to := segment(items, older)
+	if from == to {
 		return nil
 	}
+	if from > 0 {
+		before = items[from-1]
+	}
+	rest = append(items[to:len(items):len(items)], rest...)
+	items = items[from:to]
 	start, end := bounds(items[0])
 	for _, e := range items[1:] {
 		s, t := bounds(e)
@@ -216,35 +224,75 @@ func maxTime(a, b time.Time) time.Time {
 	return a
 }
 
-// firstPending returns the index of the first event of items with a
-// function call that is not answered within items, or len(items): a call
-// waiting for a long-running tool or a confirmation, or one whose answer
-// would be left out of the range.
-func firstPending(items []*event.Event) int {
+// segment returns the bounds [from, to) of the part of items a range may
+// cover: the earliest run of items between barriers that holds an event no
+// compaction (of items or older) covers. Barriers are the events with a
+// pausing call still waiting for the client (agent.Waiting), or with a
+// response to one (an interim result), and the events with any other call
+// whose response is not in items, so that a call and its response are
+// summarized together.
+func segment(items, older []*event.Event) (from, to int) {
+	barrier := make([]bool, len(items))
+	waiting := map[string]bool{}
+	for i, e := range items {
+		pausing, kinds := agent.PausingCalls(e)
+		for j, fc := range pausing {
+			if agent.Waiting(items[i+1:], kinds[j], fc.ID) {
+				waiting[fc.ID] = true
+				barrier[i] = true
+			}
+		}
+	}
 	answered := map[string]bool{}
 	unnamed := map[string]int{} // responses without an id, by function name
-	for _, e := range items {
+	for i, e := range items {
 		for _, r := range e.FunctionResponses() {
-			if r.ID == "" {
+			switch {
+			case waiting[r.ID]:
+				barrier[i] = true
+			case r.ID == "":
 				unnamed[r.Name]++
-			} else {
+			default:
 				answered[r.ID] = true
 			}
 		}
 	}
 	for i, e := range items {
 		for _, fc := range e.FunctionCalls() {
-			if fc.ID != "" {
-				if !answered[fc.ID] {
-					return i
-				}
-				continue
+			switch {
+			case fc.ID != "":
+				barrier[i] = barrier[i] || !answered[fc.ID]
+			case unnamed[fc.Name] == 0:
+				barrier[i] = true
+			default:
+				unnamed[fc.Name]--
 			}
-			if unnamed[fc.Name] == 0 {
-				return i
-			}
-			unnamed[fc.Name]--
 		}
 	}
-	return len(items)
+	var compactions []*event.Event
+	for _, e := range items {
+		if e.Actions.Compaction != nil {
+			compactions = append(compactions, e)
+		}
+	}
+	compactions = append(compactions, older...)
+	covered := func(e *event.Event) bool {
+		if e.Actions.Compaction != nil {
+			return true
+		}
+		for _, c := range compactions {
+			if r := c.Actions.Compaction; !e.Timestamp.Before(r.Start) && !e.Timestamp.After(r.End) {
+				return true
+			}
+		}
+		return false
+	}
+	for from = 0; from < len(items); from = to + 1 {
+		for to = from; to < len(items) && !barrier[to]; to++ {
+		}
+		if slices.ContainsFunc(items[from:to], func(e *event.Event) bool { return !covered(e) }) {
+			return from, to
+		}
+	}
+	return len(items), len(items)
 }

@@ -57,7 +57,8 @@ func (res *resumption) callBranch() string {
 }
 
 // start returns the agent that continues the invocation and its view of the
-// invocation, in resume mode.
+// invocation, in resume mode, with the answers the log holds for its agents
+// (agent.Invocation.Answers).
 func (res *resumption) start(inv *agent.Invocation) (agent.Agent, *agent.Invocation) {
 	ag := res.tree.Find(res.first)
 	if r, ok := ag.(agent.Resumer); !ok || !r.ResumesFromLog() {
@@ -68,41 +69,34 @@ func (res *resumption) start(inv *agent.Invocation) (agent.Agent, *agent.Invocat
 	if ag == nil {
 		ag = res.tree.Root()
 	}
+	inv.DeliverAnswers(res.floor)
 	return ag, inv.For(ag).ResumeFrom(res.floor)
 }
 
 // resumption returns how a run with msg resumes an invocation, or nil when
 // it starts a new one. explicitID is RunOptions.InvocationID. It runs
-// before anything is stored.
+// before anything is stored: a message whose function responses answer no
+// pending call (agent.Pending decides) is refused with ErrInvalid.
 func (r *Runner) resumption(sess *session.Session, msg *genai.Content, explicitID string) (*resumption, error) {
-	ids := responseIDs(msg)
-	if len(ids) == 0 && explicitID == "" {
+	calls, err := agent.Pending(sess, msg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if len(calls) == 0 && explicitID == "" {
 		return nil, nil // a new invocation: the common case costs nothing
 	}
 	res := &resumption{tree: r.tree}
-	if len(ids) > 0 {
-		for i := sess.Len() - 1; i >= 0 && len(ids) > 0; i-- {
-			ev := sess.At(i)
-			for _, fc := range ev.FunctionCalls() {
-				if !ids[fc.ID] {
-					continue
-				}
-				delete(ids, fc.ID)
-				if res.id != "" && res.id != ev.InvocationID {
-					return nil, fmt.Errorf("%w: the message answers calls of two invocations (%s and %s)", ErrInvalid, res.id, ev.InvocationID)
-				}
-				res.id, res.branch, res.asker = ev.InvocationID, ev.Branch, ev.Author
-			}
+	for _, pc := range calls {
+		if res.id != "" && res.id != pc.InvocationID {
+			return nil, fmt.Errorf("%w: the message answers calls of two invocations (%s and %s)", ErrInvalid, res.id, pc.InvocationID)
 		}
+		res.id, res.branch, res.asker = pc.InvocationID, pc.Branch, pc.Author
 	}
 	if explicitID != "" {
 		if res.id != "" && res.id != explicitID {
 			return nil, fmt.Errorf("%w: the message answers calls of invocation %s, not %s", ErrInvalid, res.id, explicitID)
 		}
 		res.id = explicitID
-	}
-	if res.id == "" {
-		return nil, nil
 	}
 	if !r.locate(sess, res) {
 		return nil, fmt.Errorf("%w: no invocation %q in session %s", ErrInvalid, res.id, sess.ID())

@@ -150,9 +150,6 @@ func (r *Runner) Run(ctx context.Context, userID, sessionID string, msg *genai.C
 			return
 		}
 		err := r.withSession(ctx, userID, sessionID, true, func(sess *session.Session) error {
-			if err := checkResponses(sess, msg); err != nil {
-				return err
-			}
 			res, err := r.resumption(sess, msg, opts.InvocationID) // resume.go
 			if err != nil {
 				return err
@@ -248,7 +245,7 @@ func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.C
 	if res != nil {
 		ag, agInv = res.start(inv) // the agent that continues, in resume mode
 	} else {
-		ag = r.selectAgent(sess, msg)
+		ag = r.selectAgent(sess)
 		agInv = inv.For(ag)
 	}
 	events := ag.Run(ctx, agInv)
@@ -360,26 +357,13 @@ func (r *Runner) RunSync(ctx context.Context, userID, sessionID string, msg *gen
 	return out, nil
 }
 
-// selectAgent chooses the agent that answers a new user message: the agent
-// that asked the function call being answered; else the last agent that
-// spoke (ignoring what a rewind took back), if it may keep the
-// conversation; else the root.
-func (r *Runner) selectAgent(sess *session.Session, msg *genai.Content) agent.Agent {
+// selectAgent chooses the agent that answers a new user message (one that
+// answers no paused call: those resume their invocation, see resume.go):
+// the last agent that spoke (ignoring what a rewind took back), if it may
+// keep the conversation; else the root.
+func (r *Runner) selectAgent(sess *session.Session) agent.Agent {
 	root := r.tree.Root()
 	n := sess.Len()
-	if ids := responseIDs(msg); len(ids) > 0 {
-		for i := n - 1; i >= 0; i-- {
-			ev := sess.At(i)
-			for _, fc := range ev.FunctionCalls() {
-				if ids[fc.ID] {
-					if a := r.tree.Find(ev.Author); a != nil {
-						return a
-					}
-					return root
-				}
-			}
-		}
-	}
 	rewindTo := "" // while set, skip events a rewind hid, back to that invocation's start
 	for i := n - 1; i >= 0; i-- {
 		ev := sess.At(i)
@@ -434,49 +418,6 @@ func takeCredentials(msg *genai.Content) (*genai.Content, map[string]map[string]
 		return msg, nil
 	}
 	return out, creds
-}
-
-// checkResponses rejects a message that answers function calls the session
-// has no pending call for: an unknown id, or a call already answered. It
-// runs before anything is stored, so a bad answer changes nothing.
-func checkResponses(sess *session.Session, msg *genai.Content) error {
-	ids := responseIDs(msg)
-	if len(ids) == 0 {
-		return nil
-	}
-	answered := map[string]bool{}
-	for i := sess.Len() - 1; i >= 0 && len(ids) > 0; i-- {
-		ev := sess.At(i)
-		for _, fc := range ev.FunctionCalls() {
-			if !ids[fc.ID] {
-				continue
-			}
-			if answered[fc.ID] {
-				return fmt.Errorf("%w: function call %q (%s) was already answered", ErrInvalid, fc.ID, fc.Name)
-			}
-			delete(ids, fc.ID)
-		}
-		for _, fr := range ev.FunctionResponses() {
-			answered[fr.ID] = true
-		}
-	}
-	for id := range ids {
-		return fmt.Errorf("%w: no pending function call with id %q", ErrInvalid, id)
-	}
-	return nil
-}
-
-func responseIDs(msg *genai.Content) map[string]bool {
-	var ids map[string]bool
-	for _, p := range msg.Parts {
-		if p != nil && p.FunctionResponse != nil && p.FunctionResponse.ID != "" {
-			if ids == nil {
-				ids = map[string]bool{}
-			}
-			ids[p.FunctionResponse.ID] = true
-		}
-	}
-	return ids
 }
 
 // acquire takes the invocation lock of a session.

@@ -416,6 +416,7 @@ func TestSelectAgentForNewTurn(t *testing.T) {
 	s := stored(t, svc, key)
 	ev := event.New("e-old", "child")
 	ev.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{ID: "fc-9", Name: "lr"}}}}
+	ev.LongRunningToolIDs = []string{"fc-9"}
 	if err := svc.AppendEvent(ctx, s, ev); err != nil {
 		t.Fatal(err)
 	}

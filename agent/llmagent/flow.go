@@ -28,8 +28,10 @@ func (a *Agent) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event
 		if inv.Resuming() { // continue from this invocation's log (resume.go)
 			next, ok = a.resume(ctx, inv, yield)
 			inv = inv.Fresh()
-		} else {
-			next, ok = a.resumeConfirmations(ctx, inv, yield)
+		} else if ans := inv.Answers(); len(ans) > 0 {
+			// Run afresh by a parent that does not resume from the log,
+			// with answers to its paused calls: continue from the first.
+			next, ok = a.resume(ctx, inv.ResumeFrom(ans[0].CallIndex), yield)
 		}
 		if !ok {
 			return
@@ -513,74 +515,6 @@ func clientRequests(inv *agent.Invocation, calls []*genai.FunctionCall, actions 
 		}
 	}
 	return ev
-}
-
-// resumeConfirmations handles the client's answers in the user message to
-// confirmation and credential requests: it runs (or rejects) the original
-// calls and commits their responses. next is nil when the agent should go on
-// with a model call.
-func (a *Agent) resumeConfirmations(ctx context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) (next agent.Agent, ok bool) {
-	msg := inv.UserContent()
-	if msg == nil {
-		return nil, true
-	}
-	var calls []*genai.FunctionCall
-	var answers []agent.ToolResume
-	for _, p := range msg.Parts {
-		if p == nil || p.FunctionResponse == nil {
-			continue
-		}
-		fr := p.FunctionResponse
-		var resume agent.ToolResume
-		switch fr.Name {
-		case event.FunctionRequestConfirmation:
-			resume.Confirmation = parseAnswer(fr.Response)
-		case event.FunctionRequestCredential:
-			cred, _ := inv.Credential(fr.ID)
-			if cred == nil {
-				cred = map[string]any{}
-			}
-			resume.Credential = cred
-		default:
-			continue
-		}
-		orig, err := pendingRequest(inv, fr.ID, fr.Name)
-		if err != nil {
-			yield(nil, fmt.Errorf("llmagent: %s: %w", a.Name(), err))
-			return nil, false
-		}
-		calls = append(calls, orig)
-		answers = append(answers, resume)
-	}
-	if len(calls) == 0 {
-		return nil, true
-	}
-	tools, err := a.resolveTools(ctx, inv)
-	if err != nil {
-		yield(nil, err)
-		return nil, false
-	}
-	return a.afterCalls(ctx, inv, calls, answers, tools, false, yield)
-}
-
-// pendingRequest finds the original function call of a confirmation or
-// credential request.
-func pendingRequest(inv *agent.Invocation, requestID, name string) (*genai.FunctionCall, error) {
-	sess := inv.Session()
-	for i := sess.Len() - 1; i >= 0; i-- {
-		for _, fc := range sess.At(i).FunctionCalls() {
-			if fc.ID != requestID || fc.Name != name {
-				continue
-			}
-			var orig genai.FunctionCall
-			b, _ := json.Marshal(fc.Args["originalFunctionCall"])
-			if err := json.Unmarshal(b, &orig); err != nil || orig.Name == "" {
-				return nil, fmt.Errorf("%s request %q has no valid original function call", name, requestID)
-			}
-			return &orig, nil
-		}
-	}
-	return nil, fmt.Errorf("no %s request with id %q", name, requestID)
 }
 
 // parseAnswer reads a confirmation answer. Anything but an explicit

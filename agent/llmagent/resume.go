@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"google.golang.org/genai"
 
@@ -19,10 +20,13 @@ import (
 // resume decides, from the agent's events in this invocation, how it goes
 // on. Like step, it returns nil to call the model, a itself to stop (the
 // agent had finished, or is still paused), with ok false when the caller
-// must stop at once. A transfer the agent had made is resumed here.
+// must stop at once. A transfer the agent had made is resumed here. The
+// client's answers come from the ledger of pending calls
+// (agent.Invocation.Answers), which delivers each answer to this agent
+// until it has used it.
 func (a *Agent) resume(ctx context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) (next agent.Agent, ok bool) {
 	evs := agent.ResumeEvents(inv)
-	answered := map[string]bool{}
+	responded := map[string]bool{}
 	var calls *event.Event // the agent's latest event with function calls
 	var after []*event.Event
 	last := -1
@@ -37,7 +41,7 @@ func (a *Agent) resume(ctx context.Context, inv *agent.Invocation, yield func(*e
 			break
 		}
 		for _, fr := range e.FunctionResponses() {
-			answered[fr.ID] = true
+			responded[fr.ID] = true
 		}
 	}
 	switch {
@@ -59,12 +63,21 @@ func (a *Agent) resume(ctx context.Context, inv *agent.Invocation, yield func(*e
 		yield(nil, err)
 		return nil, false
 	}
+	answers := map[string]agent.Answer{}
+	for _, ans := range inv.Answers() {
+		answers[ans.Call.ID] = ans
+	}
+	pausing, kinds := agent.PausingCalls(calls)
+	waitingFor := func(fc *genai.FunctionCall) bool {
+		i := slices.Index(pausing, fc)
+		return i >= 0 && agent.Waiting(after, kinds[i], fc.ID)
+	}
 
-	// Confirmation or credential requests: run the original calls the
-	// client has answered and that have no response yet.
+	// Confirmation or credential requests: run the original calls whose
+	// requests were answered.
 	if isClientRequest(calls) {
 		var run []*genai.FunctionCall
-		var answers []agent.ToolResume
+		var resumes []agent.ToolResume
 		waiting := false
 		for _, fc := range calls.FunctionCalls() {
 			orig, err := originalCall(fc)
@@ -72,13 +85,11 @@ func (a *Agent) resume(ctx context.Context, inv *agent.Invocation, yield func(*e
 				yield(nil, fmt.Errorf("llmagent: %s: %w", a.Name(), err))
 				return nil, false
 			}
-			resp := responseTo(after, fc.ID)
-			switch {
-			case resp == nil:
-				waiting = true
-			case !answered[orig.ID]:
+			if ans, ok := answers[fc.ID]; ok {
 				run = append(run, orig)
-				answers = append(answers, clientAnswer(inv, fc, resp))
+				resumes = append(resumes, clientAnswer(inv, ans))
+			} else if waitingFor(fc) {
+				waiting = true
 			}
 		}
 		if len(run) == 0 {
@@ -88,7 +99,7 @@ func (a *Agent) resume(ctx context.Context, inv *agent.Invocation, yield func(*e
 			}
 			return a.afterResponses(inv, after)
 		}
-		return a.afterCalls(ctx, inv, run, answers, tools, waiting, yield)
+		return a.afterCalls(ctx, inv, run, resumes, tools, waiting, yield)
 	}
 
 	// A model response with calls: run those without a response; calls of
@@ -97,10 +108,9 @@ func (a *Agent) resume(ctx context.Context, inv *agent.Invocation, yield func(*e
 	waiting := false
 	for _, fc := range calls.FunctionCalls() {
 		switch {
-		case answered[fc.ID]:
-		case contains(calls.LongRunningToolIDs, fc.ID):
-			waiting = true
-		default:
+		case slices.Contains(calls.LongRunningToolIDs, fc.ID):
+			waiting = waiting || waitingFor(fc)
+		case !responded[fc.ID]:
 			run = append(run, fc)
 		}
 	}
@@ -166,13 +176,13 @@ func isClientRequest(e *event.Event) bool {
 }
 
 // clientAnswer reads the client's answer to a request: a confirmation from
-// the log, a credential from the invocation (credentials are kept out of
-// the log; after a restart the tool runs without one and may ask again).
-func clientAnswer(inv *agent.Invocation, req *genai.FunctionCall, resp *genai.FunctionResponse) agent.ToolResume {
-	if req.Name == event.FunctionRequestConfirmation {
-		return agent.ToolResume{Confirmation: parseAnswer(resp.Response)}
+// the response, a credential from the invocation (credentials are kept out
+// of the log; after a restart the tool runs without one and may ask again).
+func clientAnswer(inv *agent.Invocation, ans agent.Answer) agent.ToolResume {
+	if ans.Kind == agent.PauseConfirmation {
+		return agent.ToolResume{Confirmation: parseAnswer(ans.Response.Response)}
 	}
-	cred, _ := inv.Credential(req.ID)
+	cred, _ := inv.Credential(ans.Call.ID)
 	if cred == nil {
 		cred = map[string]any{}
 	}
@@ -188,27 +198,6 @@ func originalCall(fc *genai.FunctionCall) (*genai.FunctionCall, error) {
 		return nil, fmt.Errorf("%s request %q has no valid original function call", fc.Name, fc.ID)
 	}
 	return &orig, nil
-}
-
-// responseTo returns the function response with the given id, or nil.
-func responseTo(evs []*event.Event, id string) *genai.FunctionResponse {
-	for _, e := range evs {
-		for _, fr := range e.FunctionResponses() {
-			if fr.ID == id {
-				return fr
-			}
-		}
-	}
-	return nil
-}
-
-func contains(ids []string, id string) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }
 
 // ResumesFromLog reports that the agent continues from the session log when

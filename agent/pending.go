@@ -1,0 +1,264 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/session"
+)
+
+// This file is the ledger of pending calls: the one place that decides
+// which function calls pause an invocation, which answers a client may
+// send, who an answer belongs to, and when it has been used (CONFORMANCE
+// T2, T3).
+//
+// # Pausing calls
+//
+// A call pauses its invocation when an agent's event lists its id in
+// LongRunningToolIDs: a long-running tool call, or one of the runtime's own
+// requests to the client (adk_request_confirmation, adk_request_credential).
+// Events authored by the user never pause anything.
+//
+// # Answers
+//
+// The client answers a pausing call with a function response of the same
+// id in a user message. A confirmation or credential request is answered
+// by its first response. A long-running tool may give interim responses
+// itself (its own function response, such as {"status": "pending"}); the
+// call stays pending until the client's response, which completes it. A
+// response to a call that does not pause, that is not pending any more, or
+// that the log does not hold is refused before anything is stored.
+//
+// # Ownership and use
+//
+// A pausing call belongs to the agent that made it, on that agent's branch,
+// in its invocation. An answer is delivered to that owner only
+// ([Invocation.Answers]): no other agent of the tree sees it. The owner has
+// used an answer as soon as it commits any event after it (the result of
+// the approved tool, or its next model response), so a later pass of a
+// loop, a later invocation or a restarted process never takes it for new;
+// if the process stops between the answer and the owner's next commit, the
+// answer is delivered again when the invocation resumes.
+
+// ErrNotPending is wrapped by the errors of [Pending] for a response that
+// answers no pending call.
+var ErrNotPending = errors.New("agent: no pending call")
+
+// PauseKind says why a call pauses its invocation.
+type PauseKind uint8
+
+// The kinds of pausing calls.
+const (
+	// PauseTool is a long-running tool call.
+	PauseTool PauseKind = iota + 1
+	// PauseConfirmation is a request to approve a tool call.
+	PauseConfirmation
+	// PauseCredential is a request for credentials a tool needs.
+	PauseCredential
+)
+
+// PendingCall is a function call that pauses its invocation.
+type PendingCall struct {
+	Call *genai.FunctionCall
+	Kind PauseKind
+	// InvocationID, Author and Branch say whose call it is: the agent that
+	// made it owns it.
+	InvocationID string
+	Author       string
+	Branch       string
+	// CallIndex is the session index of the event that made the call.
+	CallIndex int
+}
+
+// Answer is the client's answer to a pending call.
+type Answer struct {
+	PendingCall
+	Response *genai.FunctionResponse
+	// AnswerIndex is the session index of the user event that holds the
+	// response.
+	AnswerIndex int
+}
+
+// pauseKind returns how the call fc of ev pauses its invocation, or 0 when
+// it does not.
+func pauseKind(ev *event.Event, fc *genai.FunctionCall) PauseKind {
+	if ev.Author == event.AuthorUser || fc.ID == "" || !slices.Contains(ev.LongRunningToolIDs, fc.ID) {
+		return 0
+	}
+	switch fc.Name {
+	case event.FunctionRequestConfirmation:
+		return PauseConfirmation
+	case event.FunctionRequestCredential:
+		return PauseCredential
+	}
+	return PauseTool
+}
+
+// completes reports whether a response in ev completes a call of kind k:
+// any response answers a request to the client; only the client's
+// completes a long-running tool call, whose own responses are interim.
+func completes(k PauseKind, ev *event.Event) bool {
+	return k != PauseTool || ev.Author == event.AuthorUser
+}
+
+// Pending checks the function responses of a client message against the
+// session log and returns the pending calls they answer, in message order.
+// It fails, with an error wrapping ErrNotPending, when a response answers
+// no call of the log, a call that does not pause, or one that is no longer
+// pending; and when two responses of the message answer the same call.
+func Pending(sess *session.Session, msg *genai.Content) ([]PendingCall, error) {
+	var ids []string
+	for _, p := range msg.Parts {
+		if p == nil || p.FunctionResponse == nil || p.FunctionResponse.ID == "" {
+			continue
+		}
+		if slices.Contains(ids, p.FunctionResponse.ID) {
+			return nil, fmt.Errorf("%w: the message answers call %q twice", ErrNotPending, p.FunctionResponse.ID)
+		}
+		ids = append(ids, p.FunctionResponse.ID)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	found := make(map[string]PendingCall, len(ids))
+	completed := map[string]bool{} // responses seen so far (newest first) that complete their call
+	interim := map[string]bool{}
+	left := len(ids)
+	for i := sess.Len() - 1; i >= 0 && left > 0; i-- {
+		ev := sess.At(i)
+		for _, fc := range ev.FunctionCalls() {
+			if !slices.Contains(ids, fc.ID) {
+				continue
+			}
+			if _, dup := found[fc.ID]; dup {
+				continue
+			}
+			kind := pauseKind(ev, fc)
+			switch {
+			case kind == 0 && ev.Author == event.AuthorUser:
+				continue // a call in a user message is data: look further back
+			case kind == 0:
+				return nil, fmt.Errorf("%w: function call %q (%s) does not wait for an answer", ErrNotPending, fc.ID, fc.Name)
+			case completed[fc.ID] || (kind != PauseTool && interim[fc.ID]):
+				return nil, fmt.Errorf("%w: function call %q (%s) was already answered", ErrNotPending, fc.ID, fc.Name)
+			}
+			found[fc.ID] = PendingCall{Call: fc, Kind: kind, InvocationID: ev.InvocationID, Author: ev.Author, Branch: ev.Branch, CallIndex: i}
+			left--
+		}
+		for _, fr := range ev.FunctionResponses() {
+			if ev.Author == event.AuthorUser {
+				completed[fr.ID] = true
+			} else {
+				interim[fr.ID] = true
+			}
+		}
+	}
+	out := make([]PendingCall, 0, len(ids))
+	for _, id := range ids {
+		pc, ok := found[id]
+		if !ok {
+			return nil, fmt.Errorf("%w: no pending function call with id %q", ErrNotPending, id)
+		}
+		out = append(out, pc)
+	}
+	return out, nil
+}
+
+// Waiting reports whether the pausing call id, of kind k, is still waiting
+// for the client, given the events logged after the call.
+func Waiting(after []*event.Event, k PauseKind, id string) bool {
+	for _, ev := range after {
+		if completes(k, ev) && slices.ContainsFunc(ev.FunctionResponses(), func(fr *genai.FunctionResponse) bool { return fr.ID == id }) {
+			return false
+		}
+	}
+	return true
+}
+
+// PausingCalls returns the calls of ev that pause its invocation, with
+// their kinds.
+func PausingCalls(ev *event.Event) (calls []*genai.FunctionCall, kinds []PauseKind) {
+	if len(ev.LongRunningToolIDs) == 0 {
+		return nil, nil
+	}
+	for _, fc := range ev.FunctionCalls() {
+		if k := pauseKind(ev, fc); k != 0 {
+			calls, kinds = append(calls, fc), append(kinds, k)
+		}
+	}
+	return calls, kinds
+}
+
+// openAnswers returns the answers of the invocation's log, from session
+// index floor on, that their owners have not used yet.
+func openAnswers(sess *session.Session, floor int, invocationID string) []Answer {
+	var calls map[string]PendingCall
+	var out []Answer
+	n := sess.Len()
+	for i := max(floor, 0); i < n; i++ {
+		ev := sess.At(i)
+		if ev.InvocationID != invocationID {
+			continue
+		}
+		if ev.Author != event.AuthorUser {
+			if len(out) > 0 { // the author has used the answers addressed to it
+				out = slices.DeleteFunc(out, func(a Answer) bool { return a.Author == ev.Author && a.Branch == ev.Branch })
+			}
+			pausing, kinds := PausingCalls(ev)
+			for j, fc := range pausing {
+				if calls == nil {
+					calls = map[string]PendingCall{}
+				}
+				calls[fc.ID] = PendingCall{Call: fc, Kind: kinds[j], InvocationID: ev.InvocationID, Author: ev.Author, Branch: ev.Branch, CallIndex: i}
+			}
+			continue
+		}
+		for _, fr := range ev.FunctionResponses() {
+			if pc, ok := calls[fr.ID]; ok {
+				out = append(out, Answer{PendingCall: pc, Response: fr, AnswerIndex: i})
+				delete(calls, fr.ID) // answered once
+			}
+		}
+	}
+	return out
+}
+
+// Answers returns the client's answers to the current agent's pausing
+// calls, on its branch, that it has not used yet (see the ledger above).
+// Outside an invocation that resumes after answers it returns nil at no
+// cost.
+func (inv *Invocation) Answers() []Answer {
+	all := inv.shared.answers
+	if len(all) == 0 || inv.agent == nil {
+		return nil
+	}
+	name := inv.agent.Name()
+	var out []Answer
+	sess := inv.Session()
+	for _, a := range all {
+		if a.Author != name || a.Branch != inv.branch {
+			continue
+		}
+		used := false
+		for i := a.AnswerIndex + 1; i < sess.Len() && !used; i++ {
+			ev := sess.At(i)
+			used = ev.Author == name && ev.Branch == inv.branch && ev.InvocationID == a.InvocationID
+		}
+		if !used {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// DeliverAnswers records, for an invocation that resumes from session index
+// floor, the answers of its log that their owners have not used; agents
+// read theirs with [Invocation.Answers]. The runner calls it after storing
+// the message that resumes the invocation.
+func (inv *Invocation) DeliverAnswers(floor int) {
+	inv.shared.answers = openAnswers(inv.Session(), floor, inv.ID())
+}

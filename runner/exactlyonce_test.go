@@ -1,0 +1,281 @@
+package runner_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/workflowagent"
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/model/scripted"
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/session/memsession"
+	"github.com/loomkit/loom/session/sqlsession"
+	"github.com/loomkit/loom/tool"
+	"github.com/loomkit/loom/tool/functiontool"
+)
+
+// Exactly-once delivery of answers to paused calls (CONFORMANCE T2, T3):
+// whatever the tree, the pause kind and the store, one answer runs the
+// paused tool once, is seen by the agent that asked only, and is never
+// taken for new by a later loop pass, another agent or a new runner.
+
+// pauseKind is one way a tool call pauses its invocation.
+type pauseKind struct {
+	name string
+	// tool returns the charge tool, counting real executions in runs.
+	tool func(t *testing.T, runs *atomic.Int32) tool.Tool
+	// answer returns the client's answer to the paused call.
+	answer func(callID, callName string) *genai.Content
+}
+
+var pauseKinds = []pauseKind{
+	{
+		name: "confirmation",
+		tool: func(t *testing.T, runs *atomic.Int32) tool.Tool {
+			return chargeTool(t, functiontool.Config{RequireConfirmation: true}, func(tc tool.Context) (map[string]any, error) {
+				runs.Add(1)
+				return map[string]any{"charged": true}, nil
+			})
+		},
+		answer: func(id, name string) *genai.Content {
+			return answer(id, name, map[string]any{"confirmed": true})
+		},
+	},
+	{
+		name: "credential",
+		tool: func(t *testing.T, runs *atomic.Int32) tool.Tool {
+			return chargeTool(t, functiontool.Config{}, func(tc tool.Context) (map[string]any, error) {
+				if tc.Credential() == nil {
+					tc.RequestCredential(map[string]any{"authScheme": "apiKey"})
+					return nil, nil
+				}
+				runs.Add(1)
+				return map[string]any{"charged": true}, nil
+			})
+		},
+		answer: func(id, name string) *genai.Content {
+			return answer(id, name, map[string]any{"apiKey": "k"})
+		},
+	},
+	{
+		// A long-running tool that answers at once with an interim result;
+		// the client later sends the final result with the same call id.
+		name: "interim",
+		tool: func(t *testing.T, runs *atomic.Int32) tool.Tool {
+			return chargeTool(t, functiontool.Config{LongRunning: true}, func(tc tool.Context) (map[string]any, error) {
+				runs.Add(1)
+				return map[string]any{"status": "pending", "ticket": "T-1"}, nil
+			})
+		},
+		answer: func(id, name string) *genai.Content {
+			return answer(id, name, map[string]any{"status": "done", "ticket": "T-1"})
+		},
+	},
+}
+
+func chargeTool(t *testing.T, cfg functiontool.Config, run func(tool.Context) (map[string]any, error)) tool.Tool {
+	t.Helper()
+	cfg.Name, cfg.Description = "charge_card", "Charges the card."
+	tl, err := functiontool.New(cfg, func(_ context.Context, tc tool.Context, _ struct{}) (map[string]any, error) { return run(tc) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tl
+}
+
+// treeShape builds an agent tree in which agent A calls charge_card once.
+// want is the texts the resumed invocation ends with, in order.
+type treeShape struct {
+	name  string
+	build func(t *testing.T, charge tool.Tool) agent.Agent
+	want  string
+}
+
+func chargeModel(name string, after ...string) *scripted.Model {
+	turns := []scripted.Turn{scripted.Call("charge_card", nil)}
+	for _, s := range after {
+		turns = append(turns, scripted.Text(s))
+	}
+	return scripted.NewSequence(name, turns...)
+}
+
+var treeShapes = []treeShape{
+	{
+		name: "sequential-both-have-tool",
+		build: func(t *testing.T, charge tool.Tool) agent.Agent {
+			return seq(t, "root", llm(t, "A", chargeModel("mA", "A done"), charge),
+				llm(t, "B", scripted.NewSequence("mB", scripted.Text("B done")), charge))
+		},
+		want: "A:A done,B:B done",
+	},
+	{
+		name: "sequential-other-lacks-tool",
+		build: func(t *testing.T, charge tool.Tool) agent.Agent {
+			return seq(t, "root", llm(t, "A", chargeModel("mA", "A done"), charge),
+				llm(t, "B", scripted.NewSequence("mB", scripted.Text("B done"))))
+		},
+		want: "A:A done,B:B done",
+	},
+	{
+		name: "loop-3",
+		build: func(t *testing.T, charge tool.Tool) agent.Agent {
+			return loop(t, "root", 3, llm(t, "A", chargeModel("mA", "A done", "A pass 2", "A pass 3"), charge))
+		},
+		want: "A:A done,A:A pass 2,A:A pass 3",
+	},
+	{
+		name: "parallel",
+		build: func(t *testing.T, charge tool.Tool) agent.Agent {
+			p, err := workflowagent.NewParallel(workflowagent.Config{Name: "root", SubAgents: []agent.Agent{
+				llm(t, "A", chargeModel("mA", "A done"), charge),
+				llm(t, "B", scripted.NewSequence("mB", scripted.Text("B done")), charge),
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		},
+		want: "A:A done",
+	},
+	{
+		name: "nested-loop-in-sequence",
+		build: func(t *testing.T, charge tool.Tool) agent.Agent {
+			return seq(t, "root",
+				loop(t, "twice", 2, llm(t, "A", chargeModel("mA", "A done", "A pass 2"), charge)),
+				llm(t, "B", scripted.NewSequence("mB", scripted.Text("B done"), scripted.Text("B again")), charge))
+		},
+		want: "A:A done,A:A pass 2,B:B done",
+	},
+}
+
+// storeKind opens a session service; a second call with the same dir opens
+// another service over the same data, as a restarted process would.
+type storeKind struct {
+	name string
+	open func(t *testing.T, dir string) *session.Service
+}
+
+func storeKinds(t *testing.T) []storeKind {
+	mem := map[string]*session.Service{}
+	kinds := []storeKind{
+		{"memory", func(t *testing.T, dir string) *session.Service {
+			if s := mem[dir]; s != nil {
+				return s
+			}
+			mem[dir] = memsession.NewService()
+			return mem[dir]
+		}},
+		{"sqlite", func(t *testing.T, dir string) *session.Service {
+			return openSQL(t, "sqlite://"+filepath.Join(dir, "sessions.db"))
+		}},
+	}
+	if url := os.Getenv("LOOM_TEST_POSTGRES_URL"); url != "" {
+		kinds = append(kinds, storeKind{"postgres", func(t *testing.T, _ string) *session.Service { return openSQL(t, url) }})
+	} else if os.Getenv("CI") != "" {
+		t.Fatal("LOOM_TEST_POSTGRES_URL is not set")
+	}
+	return kinds
+}
+
+func openSQL(t *testing.T, url string) *session.Service {
+	t.Helper()
+	store, err := sqlsession.Open(context.Background(), url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return session.NewService(store, nil)
+}
+
+var sessionSeq atomic.Int64
+
+// TestT2T3AnswerRunsOnce runs every pause kind in every tree shape on every
+// store, answering through the same runner and through a new runner over
+// the same store (a restarted process): one answer, one execution, one
+// owner, and the invocation completes.
+func TestT2T3AnswerRunsOnce(t *testing.T) {
+	for _, sk := range storeKinds(t) {
+		for _, pk := range pauseKinds {
+			for _, shape := range treeShapes {
+				for _, restart := range []bool{false, true} {
+					name := fmt.Sprintf("%s/%s/%s/restart=%v", sk.name, pk.name, shape.name, restart)
+					t.Run(name, func(t *testing.T) {
+						testAnswerRunsOnce(t, sk, pk, shape, restart)
+					})
+				}
+			}
+		}
+	}
+}
+
+func testAnswerRunsOnce(t *testing.T, sk storeKind, pk pauseKind, shape treeShape, restart bool) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	var runs atomic.Int32
+	// The agents (and their scripted models) outlive a restart; the runner
+	// and the session service are new.
+	root := shape.build(t, pk.tool(t, &runs))
+	newRunner := func() (*runner.Runner, *session.Service) {
+		svc := sk.open(t, dir)
+		r, err := runner.New(runner.Config{AppName: app, Agent: root, Sessions: svc, AutoCreateSession: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, svc
+	}
+	r, svc := newRunner()
+	sid := fmt.Sprintf("once-%d-%d", os.Getpid(), sessionSeq.Add(1))
+	key := session.Key{AppName: app, UserID: user, SessionID: sid}
+
+	first := runAll(t, r.Run(ctx, user, sid, userText("charge my card"), nil))
+	_, callID, callName := pending(t, first)
+	before := runs.Load()
+	if pk.name != "interim" && before != 0 {
+		t.Fatalf("the tool ran %d times before the answer", before)
+	}
+	if restart {
+		r, svc = newRunner()
+	}
+	evs := runAll(t, r.Run(ctx, user, sid, pk.answer(callID, callName), nil))
+	if got := runs.Load(); got != 1 {
+		t.Errorf("the tool ran %d times in all, want exactly 1", got)
+	}
+	if got := strings.Join(answers(evs), ","); got != shape.want {
+		t.Errorf("answers after resuming: %q, want %q", got, shape.want)
+	}
+	s := stored(t, svc, key)
+	checkOneInvocation(t, s)
+	// Only A ever answers charge_card, and never with an error.
+	for _, ev := range s.Events() {
+		for _, fr := range ev.FunctionResponses() {
+			if fr.Name == "charge_card" && ev.Author != "A" && ev.Author != event.AuthorUser {
+				t.Errorf("%s answered A's call: %v", ev.Author, fr.Response)
+			}
+			if _, bad := fr.Response["error"]; bad {
+				t.Errorf("%s: error response %v", ev.Author, fr.Response)
+			}
+		}
+	}
+	// The same answer again is refused and stores nothing.
+	n := s.Len()
+	for _, err := range r.Run(ctx, user, sid, pk.answer(callID, callName), nil) {
+		if err == nil {
+			t.Fatal("a second answer to the same call was accepted")
+		}
+	}
+	if got := stored(t, svc, key).Len(); got != n {
+		t.Errorf("a refused answer changed the log: %d events, want %d", got, n)
+	}
+	if got := runs.Load(); got != 1 {
+		t.Errorf("after a second answer the tool ran %d times, want 1", got)
+	}
+}
