@@ -158,15 +158,99 @@ type HistoryOptions struct {
 // History builds the contents a model receives from a session log: it applies
 // [ModelView], drops events without content, events on unrelated branches
 // and the runtime's own confirmation and credential calls, presents other
-// agents' events as context, and strips generated function-call ids.
+// agents' events as context, strips generated function-call ids, and shows
+// only the latest response to a call (see [HistoryBuilder]).
 func History(events []*Event, opts HistoryOptions) []*genai.Content {
-	var out []*genai.Content
+	b := NewHistoryBuilder(opts)
 	for _, e := range ModelView(events) {
-		if c := e.ContentFor(opts.Agent, opts.Branch); c != nil {
-			out = append(out, c)
+		b.Add(e)
+	}
+	return b.Contents()
+}
+
+// HistoryBuilder builds a model history one event at a time, as [History]
+// does for a whole log. When a call has several responses (a long-running
+// tool's interim result, then the client's final one), the model sees the
+// latest only, in the place of the first, so every call is followed by
+// exactly one response. It is not safe for concurrent use.
+type HistoryBuilder struct {
+	opts      HistoryOptions
+	contents  []*genai.Content
+	responses map[string][2]int // call id → content and part index of its response
+	shared    bool              // contents was handed out: copy before changing an element
+}
+
+// NewHistoryBuilder returns an empty history for the agent and branch of
+// opts.
+func NewHistoryBuilder(opts HistoryOptions) *HistoryBuilder {
+	return &HistoryBuilder{opts: opts}
+}
+
+// Add appends what e contributes to the history (events must be added in
+// log order, after ModelView).
+func (b *HistoryBuilder) Add(e *Event) {
+	c := e.ContentFor(b.opts.Agent, b.opts.Branch)
+	if c == nil {
+		return
+	}
+	var ids []string // the original ids of the responses ContentFor kept, in order
+	for _, p := range e.Content.Parts {
+		if p != nil && p.FunctionResponse != nil && !isRuntimeCall(p.FunctionResponse.Name) {
+			ids = append(ids, p.FunctionResponse.ID)
 		}
 	}
-	return out
+	if len(ids) > 0 && hasResponse(c) {
+		kept := c.Parts[:0]
+		k := 0
+		for _, p := range c.Parts {
+			if p.FunctionResponse == nil {
+				kept = append(kept, p)
+				continue
+			}
+			id := ids[k]
+			k++
+			if at, ok := b.responses[id]; ok && id != "" {
+				b.replace(at, p)
+				continue
+			}
+			if id != "" {
+				if b.responses == nil {
+					b.responses = map[string][2]int{}
+				}
+				b.responses[id] = [2]int{len(b.contents), len(kept)}
+			}
+			kept = append(kept, p)
+		}
+		if len(kept) == 0 {
+			return
+		}
+		c.Parts = kept
+	}
+	b.contents = append(b.contents, c)
+}
+
+func hasResponse(c *genai.Content) bool {
+	return slices.ContainsFunc(c.Parts, func(p *genai.Part) bool { return p.FunctionResponse != nil })
+}
+
+// replace puts a later response in the place of an earlier one.
+func (b *HistoryBuilder) replace(at [2]int, p *genai.Part) {
+	if b.shared {
+		b.contents = slices.Clone(b.contents)
+		b.shared = false
+	}
+	old := b.contents[at[0]]
+	c := &genai.Content{Role: old.Role, Parts: slices.Clone(old.Parts)}
+	c.Parts[at[1]] = p
+	b.contents[at[0]] = c
+}
+
+// Contents returns the history built so far. The slice has no spare
+// capacity and is never changed by later calls, so callers may keep it;
+// they must not modify it.
+func (b *HistoryBuilder) Contents() []*genai.Content {
+	b.shared = true
+	return b.contents[:len(b.contents):len(b.contents)]
 }
 
 // ContentFor returns the content this event contributes to the model history

@@ -296,3 +296,29 @@ func TestModelViewCoversOnlyEarlierEvents(t *testing.T) {
 		t.Fatalf("view = %q, want [summary late]", got)
 	}
 }
+
+// TestHistoryLatestResponseWins: a call answered twice (an interim result,
+// then the final one) shows one response, the latest, where the first was.
+func TestHistoryLatestResponseWins(t *testing.T) {
+	call := New("e-1", "a")
+	call.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{ID: "c1", Name: "job"}}}}
+	interim := New("e-1", "a")
+	interim.Content = &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{ID: "c1", Name: "job", Response: map[string]any{"status": "pending"}}}}}
+	final := New("e-1", AuthorUser)
+	final.Content = &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{ID: "c1", Name: "job", Response: map[string]any{"status": "done"}}}}}
+	b := NewHistoryBuilder(HistoryOptions{Agent: "a"})
+	b.Add(call)
+	b.Add(interim)
+	before := b.Contents()
+	b.Add(final)
+	got := b.Contents()
+	if len(got) != 2 || got[1].Parts[0].FunctionResponse.Response["status"] != "done" {
+		t.Fatalf("history %v, want the call then the final response", got)
+	}
+	if before[1].Parts[0].FunctionResponse.Response["status"] != "pending" {
+		t.Fatal("a history handed out earlier changed")
+	}
+	if h := History([]*Event{call, interim, final}, HistoryOptions{Agent: "a"}); len(h) != 2 {
+		t.Fatalf("History gives %d contents, want 2", len(h))
+	}
+}

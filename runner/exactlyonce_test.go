@@ -279,3 +279,31 @@ func testAnswerRunsOnce(t *testing.T, sk storeKind, pk pauseKind, shape treeShap
 		t.Errorf("after a second answer the tool ran %d times, want 1", got)
 	}
 }
+
+// TestT3InterimThenFinalAnswerModelView: after a long-running tool's interim
+// result and the client's final answer, the model sees the call followed by
+// exactly one response, the final one.
+func TestT3InterimThenFinalAnswerModelView(t *testing.T) {
+	var runs atomic.Int32
+	m := scripted.NewSequence("m", scripted.Call("charge_card", nil), scripted.Text("charged")).Recording()
+	r, _, key := setup(t, llm(t, "A", m, pauseKinds[2].tool(t, &runs)), runner.Config{})
+	ctx := context.Background()
+	_, id, name := pending(t, runAll(t, r.Run(ctx, user, key.SessionID, userText("charge"), nil)))
+	runAll(t, r.Run(ctx, user, key.SessionID, pauseKinds[2].answer(id, name), nil))
+	reqs := m.Requests()
+	last := reqs[len(reqs)-1].Contents
+	var responses []*genai.FunctionResponse
+	for _, c := range last {
+		for _, p := range c.Parts {
+			if p.FunctionResponse != nil {
+				responses = append(responses, p.FunctionResponse)
+			}
+		}
+	}
+	if len(responses) != 1 || responses[0].Response["status"] != "done" {
+		t.Fatalf("the model saw responses %v, want only the final one", responses)
+	}
+	if fc := last[len(last)-2].Parts[0].FunctionCall; fc == nil || fc.Name != "charge_card" {
+		t.Fatalf("the response does not follow its call: %v", last[len(last)-2])
+	}
+}

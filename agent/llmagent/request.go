@@ -145,10 +145,10 @@ func currentTurn(sess *session.Session, opts event.HistoryOptions) []*genai.Cont
 // history is the incrementally built model history of one agent on one
 // branch of one live session.
 type history struct {
-	mu       sync.Mutex
-	n        int          // events consumed
-	first    *event.Event // the session's first event when consumption began
-	contents []*genai.Content
+	mu    sync.Mutex
+	n     int          // events consumed
+	first *event.Event // the session's first event when consumption began
+	b     *event.HistoryBuilder
 }
 
 type historyKey struct {
@@ -176,10 +176,10 @@ func (h *history) update(sess *session.Session, opts event.HistoryOptions) []*ge
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := sess.Len()
-	if n < h.n || (h.n > 0 && sess.At(0) != h.first) {
-		h.n, h.contents = 0, nil // the session copy was reloaded
+	if h.b == nil || n < h.n || (h.n > 0 && sess.At(0) != h.first) {
+		h.n, h.b = 0, event.NewHistoryBuilder(opts) // new, or the session copy was reloaded
 	}
-	if h.n == 0 {
+	if h.n == 0 && n > 0 {
 		h.first = sess.At(0)
 	}
 	tail := sess.EventsFrom(h.n)
@@ -191,16 +191,14 @@ func (h *history) update(sess *session.Session, opts event.HistoryOptions) []*ge
 		}
 	}
 	if rebuild {
-		h.contents = event.History(sess.Events(), opts)
-	} else {
-		for _, e := range tail {
-			if c := e.ContentFor(opts.Agent, opts.Branch); c != nil {
-				h.contents = append(h.contents, c)
-			}
-		}
+		h.b = event.NewHistoryBuilder(opts)
+		tail = event.ModelView(sess.Events())
 	}
-	h.n += len(tail)
-	return h.contents[:len(h.contents):len(h.contents)]
+	for _, e := range tail {
+		h.b.Add(e)
+	}
+	h.n = n
+	return h.b.Contents()
 }
 
 // instruction returns the agent's instruction for this step.
