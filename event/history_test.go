@@ -300,13 +300,13 @@ func TestModelViewCoversOnlyEarlierEvents(t *testing.T) {
 // TestHistoryLatestResponseWins: a call answered twice (an interim result,
 // then the final one) shows one response, the latest, where the first was.
 func TestHistoryLatestResponseWins(t *testing.T) {
-	call := New("e-1", "a")
+	call := event.New("e-1", "a")
 	call.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{ID: "c1", Name: "job"}}}}
-	interim := New("e-1", "a")
+	interim := event.New("e-1", "a")
 	interim.Content = &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{ID: "c1", Name: "job", Response: map[string]any{"status": "pending"}}}}}
-	final := New("e-1", AuthorUser)
+	final := event.New("e-1", event.AuthorUser)
 	final.Content = &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{ID: "c1", Name: "job", Response: map[string]any{"status": "done"}}}}}
-	b := NewHistoryBuilder(HistoryOptions{Agent: "a"})
+	b := event.NewHistoryBuilder(event.HistoryOptions{Agent: "a"})
 	b.Add(call)
 	b.Add(interim)
 	before := b.Contents()
@@ -318,7 +318,7 @@ func TestHistoryLatestResponseWins(t *testing.T) {
 	if before[1].Parts[0].FunctionResponse.Response["status"] != "pending" {
 		t.Fatal("a history handed out earlier changed")
 	}
-	if h := History([]*Event{call, interim, final}, HistoryOptions{Agent: "a"}); len(h) != 2 {
+	if h := event.History([]*event.Event{call, interim, final}, event.HistoryOptions{Agent: "a"}); len(h) != 2 {
 		t.Fatalf("History gives %d contents, want 2", len(h))
 	}
 }
