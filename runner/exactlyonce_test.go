@@ -307,3 +307,42 @@ func TestT3InterimThenFinalAnswerModelView(t *testing.T) {
 		t.Fatalf("the response does not follow its call: %v", last[len(last)-2])
 	}
 }
+
+// TestT3CustomAgentAnswers: a custom agent that pauses on a call of its own
+// gets the client's answer through Invocation.Answers, once: not in a
+// later loop pass, and never in another agent.
+func TestT3CustomAgentAnswers(t *testing.T) {
+	var got []string
+	asker := custom(t, "asker", func(ctx context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) {
+		ev := inv.NewEvent()
+		if ans := inv.Answers(); len(ans) > 0 {
+			got = append(got, fmt.Sprintf("asker:%v", ans[0].Response.Response["value"]))
+			ev.Content = genai.NewContentFromText("thanks", genai.RoleModel)
+			yield(ev, nil)
+			return
+		}
+		got = append(got, "asker:asks")
+		ev.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{ID: fmt.Sprintf("ask-%d", len(got)), Name: "ask_user"}}}}
+		ev.LongRunningToolIDs = []string{ev.Content.Parts[0].FunctionCall.ID}
+		if yield(ev, nil) {
+			inv.End() // paused until the client answers
+		}
+	})
+	other := custom(t, "other", func(ctx context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) {
+		got = append(got, fmt.Sprintf("other:%d", len(inv.Answers())))
+		ev := inv.NewEvent()
+		ev.Content = genai.NewContentFromText("other ran", genai.RoleModel)
+		yield(ev, nil)
+	})
+	r, _, key := setup(t, loop(t, "root", 2, asker, other), runner.Config{})
+	ctx := context.Background()
+	_, id, name := pending(t, runAll(t, r.Run(ctx, user, key.SessionID, userText("go"), nil)))
+	evs := runAll(t, r.Run(ctx, user, key.SessionID, answer(id, name, map[string]any{"value": 42}), nil))
+	want := "asker:asks,asker:42,other:0,asker:asks"
+	if s := strings.Join(got, ","); s != want {
+		t.Fatalf("runs %s, want %s", s, want)
+	}
+	if _, id2, _ := pending(t, evs); id2 == id {
+		t.Fatal("the second pass paused on the answered call")
+	}
+}
