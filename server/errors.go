@@ -18,6 +18,7 @@ var (
 	errBadRequest    = errors.New("bad request")
 	errUnprocessable = errors.New("unprocessable request")
 	errCancelled     = errors.New("invocation cancelled")
+	errForbidden     = errors.New("forbidden")
 	errShutdown      = errors.New("server is shutting down")
 )
 
@@ -79,6 +80,8 @@ func status(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, errUnprocessable):
 		return http.StatusUnprocessableEntity
+	case errors.Is(err, errForbidden):
+		return http.StatusForbidden
 	case errors.Is(err, errShutdown):
 		return http.StatusServiceUnavailable
 	case errors.Is(err, errCancelled), errors.Is(err, context.Canceled):

@@ -89,6 +89,11 @@ type Config struct {
 	// Traces answers the debug trace routes; nil answers them with empty
 	// results.
 	Traces TraceSource
+	// RefuseSessionHistory refuses (403) requests that create a session
+	// with events. Histories a client supplies are checked and stored as
+	// data that can never pause or resume a call (runner.CreateSession);
+	// deployments that have no use for them can refuse them outright.
+	RefuseSessionHistory bool
 }
 
 // Server serves the ADK HTTP API for a set of applications. It is an

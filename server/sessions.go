@@ -65,17 +65,15 @@ func (s *Server) createSessionLegacy(w http.ResponseWriter, r *http.Request) err
 	return s.create(w, r, a, key, state, nil)
 }
 
+// create creates a session; a history in the request is imported as data
+// (runner.CreateSession), unless the server refuses histories.
 func (s *Server) create(w http.ResponseWriter, r *http.Request, a *runner.Runner, key session.Key, state map[string]any, events []*event.Event) error {
-	ctx := r.Context()
-	svc := a.Sessions()
-	sess, err := svc.Create(ctx, key, state)
+	if len(events) > 0 && s.cfg.RefuseSessionHistory {
+		return &detailError{detail: "This server does not accept sessions created with events", err: errForbidden}
+	}
+	sess, err := a.CreateSession(r.Context(), key.UserID, key.SessionID, state, events)
 	if err != nil {
 		return sessionError(key.SessionID, err)
-	}
-	for _, ev := range events {
-		if err := svc.AppendEvent(ctx, sess, ev); err != nil {
-			return sessionError(sess.ID(), err)
-		}
 	}
 	return writeJSON(w, http.StatusOK, sess)
 }
