@@ -1,7 +1,6 @@
 package compaction
 
 import (
-	"iter"
 	"slices"
 	"time"
 
@@ -9,31 +8,6 @@ import (
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/session"
 )
-
-// backward yields the events of the session newest first, as a model may
-// see them: rewind events and the events they hide are skipped (by the
-// same rule as event.ModelView). Compaction events are yielded.
-func backward(sess *session.Session) iter.Seq[*event.Event] {
-	return func(yield func(*event.Event) bool) {
-		rewindTo := ""
-		for i := sess.Len() - 1; i >= 0; i-- {
-			e := sess.At(i)
-			if rewindTo != "" {
-				if e.InvocationID == rewindTo && (i == 0 || sess.At(i-1).InvocationID != rewindTo) {
-					rewindTo = ""
-				}
-				continue
-			}
-			if id := e.Actions.RewindBeforeInvocationID; id != "" {
-				rewindTo = id
-				continue
-			}
-			if !yield(e) {
-				return
-			}
-		}
-	}
-}
 
 // slidingRange returns the range a sliding window compaction covers now, or
 // nil. It reads the log back only to the overlap before the last
@@ -50,7 +24,7 @@ func slidingRange(sess *session.Session, interval, overlap int) *summaryRange {
 		newN, oldN int
 		before     *event.Event // the newest event left out before the range
 	)
-	for e := range backward(sess) {
+	for _, e := range event.Visible(sess) { // newest first, as a model may see them
 		if c := e.Actions.Compaction; c != nil {
 			if last == nil {
 				last = c
@@ -96,7 +70,7 @@ func slidingRange(sess *session.Session, interval, overlap int) *summaryRange {
 // costs no more than the next model call.
 func tokenRange(sess *session.Session, threshold, retain int) *summaryRange {
 	tokens := -1
-	for e := range backward(sess) {
+	for _, e := range event.Visible(sess) { // newest first, as a model may see them
 		if e.Actions.Compaction != nil {
 			break
 		}

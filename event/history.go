@@ -84,32 +84,21 @@ func (r compactRange) summary() *Event {
 }
 
 // scanBackward walks the log newest first, marking events hidden by rewinds
-// and collecting the compactions that win: each one that overlaps no newer
-// winner. The winners are disjoint and returned latest range first.
+// (see Visible) and collecting the compactions that win: each one that
+// overlaps no newer winner. The winners are disjoint and returned latest
+// range first.
 func scanBackward(events []*Event) (hidden map[int]bool, ranges []compactRange) {
-	rewindTo := ""         // while set, hide events until the start of that invocation
 	sorted := true         // ranges are newest first and also latest first
 	var minStart time.Time // earliest start among ranges
-	for i := len(events) - 1; i >= 0; i-- {
-		e := events[i]
-		if rewindTo != "" {
+	next := len(events)    // the index visited before i: anything between is hidden
+	for i, e := range Visible(Events(events)) {
+		for j := i + 1; j < next; j++ {
 			if hidden == nil {
 				hidden = map[int]bool{}
 			}
-			hidden[i] = true
-			if e.InvocationID == rewindTo && (i == 0 || events[i-1].InvocationID != rewindTo) {
-				rewindTo = ""
-			}
-			continue
+			hidden[j] = true
 		}
-		if id := e.Actions.RewindBeforeInvocationID; id != "" {
-			if hidden == nil {
-				hidden = map[int]bool{}
-			}
-			hidden[i] = true
-			rewindTo = id
-			continue
-		}
+		next = i
 		c := e.Actions.Compaction
 		if c == nil {
 			continue
@@ -127,6 +116,12 @@ func scanBackward(events []*Event) (hidden map[int]bool, ranges []compactRange) 
 				minStart = c.Start
 			}
 		}
+	}
+	for j := 0; j < next; j++ {
+		if hidden == nil {
+			hidden = map[int]bool{}
+		}
+		hidden[j] = true
 	}
 	if !sorted {
 		// A newer compaction summarized an earlier range: order the winners

@@ -363,20 +363,7 @@ func (r *Runner) RunSync(ctx context.Context, userID, sessionID string, msg *gen
 // keep the conversation; else the root.
 func (r *Runner) selectAgent(sess *session.Session) agent.Agent {
 	root := r.tree.Root()
-	n := sess.Len()
-	rewindTo := "" // while set, skip events a rewind hid, back to that invocation's start
-	for i := n - 1; i >= 0; i-- {
-		ev := sess.At(i)
-		if rewindTo != "" {
-			if ev.InvocationID == rewindTo && (i == 0 || sess.At(i-1).InvocationID != rewindTo) {
-				rewindTo = ""
-			}
-			continue
-		}
-		if id := ev.Actions.RewindBeforeInvocationID; id != "" {
-			rewindTo = id
-			continue
-		}
+	for _, ev := range event.Visible(sess) {
 		if ev.Author == event.AuthorUser {
 			continue
 		}
