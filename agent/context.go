@@ -111,9 +111,7 @@ func (c *CallbackContext) Actions() *event.Actions { return &c.actions }
 func (c *CallbackContext) HasActions() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	a := &c.actions
-	return len(a.StateDelta) > 0 || len(a.ArtifactDelta) > 0 || a.TransferToAgent != "" || a.Escalate ||
-		a.SkipSummarization || len(a.RequestedToolConfirmations) > 0 || len(a.RequestedAuthConfigs) > 0
+	return !c.actions.IsZero()
 }
 
 // TakeActions returns the staged actions and clears them, so that they are

@@ -179,16 +179,7 @@ func NewEndOfAgent(inv *Invocation) *event.Event {
 // actions other than agent state and end of agent. Clients showing a
 // conversation may skip such events.
 func IsCheckpoint(ev *event.Event) bool {
-	if ev == nil || ev.Content != nil || ev.ErrorCode != "" || ev.ErrorMessage != "" {
-		return false
-	}
-	a := &ev.Actions
-	if a.AgentState == nil && !a.EndOfAgent {
-		return false
-	}
-	return len(a.StateDelta) == 0 && len(a.ArtifactDelta) == 0 && a.TransferToAgent == "" && !a.Escalate &&
-		!a.SkipSummarization && len(a.RequestedToolConfirmations) == 0 && len(a.RequestedAuthConfigs) == 0 &&
-		a.Compaction == nil && a.RewindBeforeInvocationID == ""
+	return ev != nil && ev.Content == nil && ev.ErrorCode == "" && ev.ErrorMessage == "" && ev.Actions.IsCheckpoint()
 }
 
 // StateInt reads an integer from agent state, which may have come back from

@@ -232,8 +232,9 @@ func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.C
 		if user.Content.Role == "" {
 			user.Content.Role = genai.RoleUser
 		}
-		user.Actions = cc.TakeActions()
-		user.Actions.StateDelta = mergeDelta(event.CloneMap(opts.StateDelta), user.Actions.StateDelta)
+		user.Actions = event.Actions{StateDelta: event.CloneMap(opts.StateDelta)}
+		staged := cc.TakeActions() // the plugins' writes win over the request's delta
+		user.Actions.Merge(&staged)
 		if err := r.cfg.Sessions.AppendEvent(ctx, sess, user); err != nil {
 			yield(nil, fmt.Errorf("runner: store user message: %w", err))
 			return
@@ -280,16 +281,6 @@ func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.C
 			return
 		}
 	}
-}
-
-func mergeDelta(dst, src map[string]any) map[string]any {
-	for k, v := range src {
-		if dst == nil {
-			dst = map[string]any{}
-		}
-		dst[k] = v
-	}
-	return dst
 }
 
 // beforeRun runs the plugins' before-run hooks. It returns an event to

@@ -321,54 +321,15 @@ func (a *Agent) runCalls(ctx context.Context, inv *agent.Invocation, calls []*ge
 		if r.part != nil {
 			ev.Content.Parts = append(ev.Content.Parts, r.part)
 		}
-		mergeActions(&ev.Actions, &r.actions)
+		ev.Actions.Merge(&r.actions)
 	}
 	if len(ev.Content.Parts) == 0 {
-		if !hasActions(&ev.Actions) {
+		if ev.Actions.IsZero() {
 			return nil
 		}
 		ev.Content = nil
 	}
 	return ev
-}
-
-func hasActions(a *event.Actions) bool {
-	return len(a.StateDelta) > 0 || len(a.ArtifactDelta) > 0 || a.TransferToAgent != "" || a.Escalate ||
-		a.SkipSummarization || len(a.RequestedToolConfirmations) > 0 || len(a.RequestedAuthConfigs) > 0
-}
-
-// mergeActions merges src into dst: maps are merged (later calls win), flags
-// are or-ed, and the last transfer wins.
-func mergeActions(dst, src *event.Actions) {
-	dst.StateDelta = mergeMap(dst.StateDelta, src.StateDelta)
-	dst.RequestedAuthConfigs = mergeMap(dst.RequestedAuthConfigs, src.RequestedAuthConfigs)
-	for k, v := range src.ArtifactDelta {
-		if dst.ArtifactDelta == nil {
-			dst.ArtifactDelta = map[string]int64{}
-		}
-		dst.ArtifactDelta[k] = v
-	}
-	for k, v := range src.RequestedToolConfirmations {
-		if dst.RequestedToolConfirmations == nil {
-			dst.RequestedToolConfirmations = map[string]event.ToolConfirmation{}
-		}
-		dst.RequestedToolConfirmations[k] = v
-	}
-	dst.SkipSummarization = dst.SkipSummarization || src.SkipSummarization
-	dst.Escalate = dst.Escalate || src.Escalate
-	if src.TransferToAgent != "" {
-		dst.TransferToAgent = src.TransferToAgent
-	}
-}
-
-func mergeMap(dst, src map[string]any) map[string]any {
-	for k, v := range src {
-		if dst == nil {
-			dst = map[string]any{}
-		}
-		dst[k] = v
-	}
-	return dst
 }
 
 // RejectedMessage is the error a model receives for a tool call a person
