@@ -299,5 +299,19 @@ func (s *forwardStore) Delete(ctx context.Context, key artifact.Key) error {
 	return svc.Delete(ctx, s.ref(key.Name))
 }
 
+func (s *forwardStore) DeleteVersion(ctx context.Context, key artifact.Key, version int64) error {
+	svc, err := s.service()
+	if err != nil {
+		return err
+	}
+	return svc.DeleteVersion(ctx, s.ref(key.Name), version)
+}
+
+// DeleteSession refuses: the child's session is not the caller's, and the
+// caller's artifacts are not the child's to delete.
+func (s *forwardStore) DeleteSession(context.Context, string, string, string) error {
+	return fmt.Errorf("agenttool: delete session artifacts: %w", errors.ErrUnsupported)
+}
+
 // Close does nothing: the caller's store outlives the child.
 func (s *forwardStore) Close() error { return nil }
