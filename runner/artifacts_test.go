@@ -291,3 +291,166 @@ func TestRewindArtifactsRemovedWhenCommitFails(t *testing.T) {
 		t.Errorf("note.txt versions after a failed rewind = %v, want [0 1 2 3]", got)
 	}
 }
+
+// threeTurns runs turns "one", "two", "three" with the saver model and
+// returns the id of the committed event recording each turn's saves.
+func (f *artifactFixture) threeTurns(t *testing.T) []string {
+	t.Helper()
+	var ids []string
+	for _, text := range []string{"one", "two", "three"} {
+		evs, err := f.r.RunSync(context.Background(), user, "s1", userText(text), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if len(ev.Actions.ArtifactDelta) > 0 {
+				ids = append(ids, ev.ID)
+			}
+		}
+	}
+	if len(ids) != 3 {
+		t.Fatalf("events with an artifact delta: %d, want 3", len(ids))
+	}
+	return ids
+}
+
+// TestForkCarriesArtifacts: a fork loads the artifacts its events refer to,
+// with the same numbers and contents as the source, up to the fork point.
+func TestForkCarriesArtifacts(t *testing.T) {
+	f := newArtifactFixture(t, llm(t, "bot", saverModel(), saveTool(t)))
+	ctx := context.Background()
+	ids := f.threeTurns(t)
+	// A version the source lost keeps its number missing in the fork.
+	if err := f.artifacts.DeleteVersion(ctx, f.ref("s1", "note.txt"), 1); err != nil {
+		t.Fatal(err)
+	}
+	// Leftovers of an earlier session with the fork's id must not mix in.
+	if _, err := f.artifacts.Save(ctx, f.ref("alt", "stale.txt"), genai.NewPartFromText("stale")); err != nil {
+		t.Fatal(err)
+	}
+
+	fork, err := f.r.Fork(ctx, user, "s1", ids[1], "alt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fork.ID() != "alt" {
+		t.Fatalf("fork id = %q, want alt", fork.ID())
+	}
+	if got := f.versions(t, "alt", "note.txt"); !slices.Equal(got, []int64{0, 2, 3}) {
+		t.Errorf("fork's note.txt versions = %v, want [0 2 3]", got)
+	}
+	for _, v := range []int64{0, 2, 3} {
+		if got, want := f.text(t, "alt", "note.txt", v), f.text(t, "s1", "note.txt", v); got != want {
+			t.Errorf("fork's note.txt version %d = %q, want the source's %q", v, got, want)
+		}
+	}
+	if got := f.text(t, "alt", "note.txt", artifact.Latest); got != "two 1" {
+		t.Errorf("fork's latest note.txt = %q, want %q", got, "two 1")
+	}
+	// Every version the fork's log records loads as in the source (the
+	// lost version 1 is missing in both).
+	loadText := func(sessionID, name string, v int64) string {
+		p, err := f.artifacts.Load(ctx, f.ref(sessionID, name), v)
+		if err != nil {
+			return err.Error()
+		}
+		return p.Text
+	}
+	recorded := 0
+	for _, ev := range fork.Events() {
+		for name, v := range ev.Actions.ArtifactDelta {
+			recorded++
+			if got, want := loadText("alt", name, v), loadText("s1", name, v); got != want {
+				t.Errorf("fork's %s version %d = %q, want %q", name, v, got, want)
+			}
+		}
+	}
+	if recorded != 4 {
+		t.Errorf("artifact versions recorded in the fork's log: %d, want 4", recorded)
+	}
+	names, err := f.artifacts.List(ctx, app, user, "alt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"note.txt", "user:shared.txt"}; !slices.Equal(names, want) {
+		t.Errorf("fork's artifacts = %q, want %q", names, want)
+	}
+	// The source keeps everything.
+	if got := f.versions(t, "s1", "note.txt"); !slices.Equal(got, []int64{0, 2, 3, 4, 5}) {
+		t.Errorf("source's note.txt versions = %v, want [0 2 3 4 5]", got)
+	}
+
+	// A whole-session fork takes every recorded version; the fork goes on
+	// numbering after them.
+	all, err := f.r.Fork(ctx, user, "s1", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.versions(t, all.ID(), "note.txt"); !slices.Equal(got, []int64{0, 2, 3, 4, 5}) {
+		t.Errorf("whole fork's note.txt versions = %v, want [0 2 3 4 5]", got)
+	}
+	evs, err := f.r.RunSync(ctx, user, all.ID(), userText("four"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := evs[len(evs)-2].Actions.ArtifactDelta["note.txt"]; got != 7 {
+		t.Errorf("next save in the fork recorded version %d, want 7", got)
+	}
+
+	// Fork errors change nothing.
+	if _, err := f.r.Fork(ctx, user, "s1", "", "alt"); !errors.Is(err, session.ErrAlreadyExists) {
+		t.Errorf("fork onto an existing session: err = %v, want session.ErrAlreadyExists", err)
+	}
+	if got := f.versions(t, "alt", "note.txt"); !slices.Equal(got, []int64{0, 2, 3}) {
+		t.Errorf("a failed fork changed the existing session's artifacts: %v", got)
+	}
+}
+
+// TestDeleteSessionDeletesArtifacts: deleting a session deletes its
+// artifacts, not the user's shared ones, and a new session with the same id
+// starts without any.
+func TestDeleteSessionDeletesArtifacts(t *testing.T) {
+	f := newArtifactFixture(t, llm(t, "bot", saverModel(), saveTool(t)))
+	ctx := context.Background()
+	if _, err := f.r.RunSync(ctx, user, "s1", userText("one"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.r.RunSync(ctx, user, "s2", userText("other"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.r.DeleteSession(ctx, user, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	key := session.Key{AppName: app, UserID: user, SessionID: "s1"}
+	if _, err := f.sessions.Get(ctx, key, nil); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("Get after DeleteSession: err = %v, want session.ErrNotFound", err)
+	}
+	if got := f.versions(t, "s1", "note.txt"); len(got) != 0 {
+		t.Errorf("note.txt versions after DeleteSession = %v, want none", got)
+	}
+	if got := f.versions(t, "s1", "user:shared.txt"); !slices.Equal(got, []int64{0, 1}) {
+		t.Errorf("user:shared.txt versions = %v, want [0 1] (the user's, kept)", got)
+	}
+	if got := f.versions(t, "s2", "note.txt"); !slices.Equal(got, []int64{0, 1}) {
+		t.Errorf("another session's note.txt versions = %v, want [0 1]", got)
+	}
+
+	// The same id again: no artifacts of the old session.
+	if _, err := f.sessions.Create(ctx, key, nil); err != nil {
+		t.Fatal(err)
+	}
+	names, err := f.artifacts.List(ctx, app, user, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"user:shared.txt"}; !slices.Equal(names, want) {
+		t.Errorf("artifacts of the recreated session = %q, want %q", names, want)
+	}
+	// Deleting again, or a missing session, is fine; an empty id is not.
+	if err := f.r.DeleteSession(ctx, user, "never"); err != nil {
+		t.Errorf("DeleteSession of a missing session: %v", err)
+	}
+	if err := f.r.DeleteSession(ctx, user, ""); !errors.Is(err, runner.ErrInvalid) {
+		t.Errorf("DeleteSession without an id: err = %v, want runner.ErrInvalid", err)
+	}
+}
