@@ -4,8 +4,11 @@
 // [Service] owns the rules: names are validated, versions start at 0 and
 // increase by one with every save, and a name with the "user:" prefix lives
 // in the user's namespace, shared by all of that user's sessions in the app.
-// Backends implement the narrow [Store] interface; memory, local directory
-// and object-storage stores are provided in sub-packages.
+// Single versions can be deleted ([Service.DeleteVersion]; the runner does
+// so for versions whose event was not committed), and so can all of one
+// session's artifacts ([Service.DeleteSession], used when the session is
+// deleted). Backends implement the narrow [Store] interface; memory, local
+// directory and object-storage stores are provided in sub-packages.
 package artifact
 
 import (

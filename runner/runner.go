@@ -5,7 +5,9 @@
 // events. Every non-partial event is committed through the session service
 // (state delta applied, artifact delta recorded, event appended) before it is
 // forwarded to the caller and before the agent's yield returns, so the agent
-// resumes seeing the committed state. Partial (streaming) events are
+// resumes seeing the committed state. Artifact versions saved for an event
+// are part of its commit: those of an event that is not committed are
+// deleted (see agent.PendingArtifacts). Partial (streaming) events are
 // forwarded only. The runner is the only writer of agent events to a
 // session.
 //
