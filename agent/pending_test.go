@@ -46,8 +46,11 @@ func TestPendingArtifactsDiscard(t *testing.T) {
 	save("a")                // 1: covered by the commit of 2
 	v2 := save("a")          // 2: committed
 	save("a")                // 3: saved after, not committed
-	u := save("user:shared") // recorded under another session id below
-	p.Committed(key, map[string]int64{"a": v2, "user:shared": u})
+	u := save("user:shared") // user-scoped: the session id does not matter
+	p.Committed(key, map[string]int64{"a": v2})
+	other := key
+	other.SessionID = "other"
+	p.Committed(other, map[string]int64{"user:shared": u})
 	p.Committed(key, nil)
 
 	if err := p.Discard(ctx, svc); err != nil {
