@@ -12,6 +12,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/workflowagent"
 	"github.com/loomkit/loom/artifact"
 	"github.com/loomkit/loom/artifact/memartifact"
 	"github.com/loomkit/loom/event"
@@ -452,5 +453,45 @@ func TestDeleteSessionDeletesArtifacts(t *testing.T) {
 	}
 	if err := f.r.DeleteSession(ctx, user, ""); !errors.Is(err, runner.ErrInvalid) {
 		t.Errorf("DeleteSession without an id: err = %v, want runner.ErrInvalid", err)
+	}
+}
+
+// TestParallelBranchesArtifactsRemovedWhenCommitFails: branches saving at
+// the same time; the first failed commit ends the invocation, and no
+// branch's uncommitted version stays. Run with -race.
+func TestParallelBranchesArtifactsRemovedWhenCommitFails(t *testing.T) {
+	const branches = 4
+	var subs []agent.Agent
+	for i := range branches {
+		subs = append(subs, custom(t, fmt.Sprint("b", i), func(ctx context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) {
+			cc := agent.NewCallbackContext(inv)
+			for j := range 3 {
+				if _, err := cc.SaveArtifact(ctx, fmt.Sprintf("b%d.txt", i), genai.NewPartFromText(fmt.Sprint(j))); err != nil {
+					yield(nil, err)
+					return
+				}
+			}
+			if _, err := cc.SaveArtifact(ctx, "user:log.txt", genai.NewPartFromText(fmt.Sprint(i))); err != nil {
+				yield(nil, err)
+				return
+			}
+			yield(cc.Event(), nil)
+		}))
+	}
+	par, err := workflowagent.NewParallel(workflowagent.Config{Name: "par", SubAgents: subs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newArtifactFixture(t, par)
+	f.store.failArtifacts.Store(true)
+	if _, err := f.r.RunSync(context.Background(), user, "s1", userText("go"), nil); !errors.Is(err, errInjected) {
+		t.Fatalf("err = %v, want the injected failure", err)
+	}
+	names, err := f.artifacts.List(context.Background(), app, user, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 0 {
+		t.Errorf("artifacts after the failed invocation = %q, want none", names)
 	}
 }
