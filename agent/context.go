@@ -138,16 +138,20 @@ func (c *CallbackContext) ref(name string) artifact.Ref {
 }
 
 // SaveArtifact saves a new version of an artifact and records it in the
-// staged artifact delta.
+// staged artifact delta. The version is part of the commit of the event that
+// carries the delta: if that event is not committed, the runner deletes the
+// version (see PendingArtifacts).
 func (c *CallbackContext) SaveArtifact(ctx context.Context, name string, part *genai.Part) (int64, error) {
 	svc := c.inv.Artifacts()
 	if svc == nil {
 		return 0, fmt.Errorf("save artifact %q: %w", name, ErrNoService)
 	}
-	v, err := svc.Save(ctx, c.ref(name), part)
+	ref := c.ref(name)
+	v, err := svc.Save(ctx, ref, part)
 	if err != nil {
 		return 0, err
 	}
+	c.inv.shared.cfg.PendingArtifacts.Saved(ref, v)
 	c.mu.Lock()
 	if c.actions.ArtifactDelta == nil {
 		c.actions.ArtifactDelta = map[string]int64{}

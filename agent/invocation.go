@@ -49,6 +49,11 @@ type InvocationConfig struct {
 	// by the user message, by request call id. The runner takes them out of
 	// the message before it is stored, so they live only in memory.
 	Credentials map[string]map[string]any
+	// PendingArtifacts, when set, records every artifact version saved
+	// through the invocation's contexts, so that the committer can delete
+	// those no committed event records (see PendingArtifacts). The runner
+	// sets it; nil records nothing.
+	PendingArtifacts *PendingArtifacts
 }
 
 // Invocation is everything one user turn shares, from the user message to

@@ -4,8 +4,11 @@
 // [Service] owns the rules: names are validated, versions start at 0 and
 // increase by one with every save, and a name with the "user:" prefix lives
 // in the user's namespace, shared by all of that user's sessions in the app.
-// Backends implement the narrow [Store] interface; memory, local directory
-// and object-storage stores are provided in sub-packages.
+// Single versions can be deleted ([Service.DeleteVersion]; the runner does
+// so for versions whose event was not committed), and so can all of one
+// session's artifacts ([Service.DeleteSession], used when the session is
+// deleted). Backends implement the narrow [Store] interface; memory, local
+// directory and object-storage stores are provided in sub-packages.
 package artifact
 
 import (
@@ -69,6 +72,16 @@ type Store interface {
 	// Delete removes every version of key. Deleting a missing artifact is
 	// not an error.
 	Delete(ctx context.Context, key Key) error
+	// DeleteVersion removes one version of key; the other versions keep
+	// their numbers, and when the latest is removed the next save may reuse
+	// its number. An artifact left without versions no longer exists.
+	// Deleting a missing version is not an error.
+	DeleteVersion(ctx context.Context, key Key, version int64) error
+	// DeleteSession removes every artifact stored under exactly (app, user,
+	// session), with all their versions; session is never "" (the user
+	// scope is not deleted this way). Deleting a session without artifacts
+	// is not an error.
+	DeleteSession(ctx context.Context, app, user, session string) error
 	// Close releases the store's resources.
 	Close() error
 }
@@ -191,6 +204,37 @@ func (s *Service) Delete(ctx context.Context, ref Ref) error {
 	}
 	if err := s.store.Delete(ctx, k); err != nil {
 		return fmt.Errorf("artifact: delete %s: %w", ref.Name, err)
+	}
+	return nil
+}
+
+// DeleteVersion removes one version of an artifact. The other versions keep
+// their numbers; removing the latest lets the next save reuse its number.
+// Removing a missing version is not an error.
+func (s *Service) DeleteVersion(ctx context.Context, ref Ref, version int64) error {
+	k, err := ref.key()
+	if err != nil {
+		return err
+	}
+	if version < 0 {
+		return fmt.Errorf("%w: version %d of %q", ErrInvalid, version, ref.Name)
+	}
+	if err := s.store.DeleteVersion(ctx, k, version); err != nil {
+		return fmt.Errorf("artifact: delete %s version %d: %w", ref.Name, version, err)
+	}
+	return nil
+}
+
+// DeleteSession removes every artifact of one session, with all versions.
+// The user's shared ("user:") artifacts belong to the user, not to the
+// session, and are kept. A later session with the same id starts without
+// artifacts.
+func (s *Service) DeleteSession(ctx context.Context, app, user, sessionID string) error {
+	if strings.TrimSpace(app) == "" || strings.TrimSpace(user) == "" || strings.TrimSpace(sessionID) == "" {
+		return fmt.Errorf("%w: app name, user id and session id are required", ErrInvalid)
+	}
+	if err := s.store.DeleteSession(ctx, app, user, sessionID); err != nil {
+		return fmt.Errorf("artifact: delete session %s: %w", sessionID, err)
 	}
 	return nil
 }

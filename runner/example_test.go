@@ -8,6 +8,8 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/artifact"
+	"github.com/loomkit/loom/artifact/memartifact"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
@@ -57,4 +59,49 @@ func Example_customAgent() {
 	// [counter] counting to 2
 	// after yield, count = 2
 	// stored events: 4
+}
+
+// Fork a conversation after its first turn: the fork sees the artifact
+// versions its events record, not those saved later in the source.
+func ExampleRunner_Fork() {
+	writer, _ := agent.New(agent.Config{
+		Name: "writer",
+		Run: func(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
+			return func(yield func(*event.Event, error) bool) {
+				cc := agent.NewCallbackContext(inv)
+				text := inv.UserContent().Parts[0].Text
+				if _, err := cc.SaveArtifact(ctx, "draft.txt", genai.NewPartFromText(text)); err != nil {
+					yield(nil, err)
+					return
+				}
+				yield(cc.Event(), nil)
+			}
+		},
+	})
+	artifacts := memartifact.NewService()
+	r, _ := runner.New(runner.Config{AppName: "demo", Agent: writer, Sessions: memsession.NewService(),
+		Artifacts: artifacts, AutoCreateSession: true})
+	ctx := context.Background()
+	first, _ := r.RunSync(ctx, "alice", "s1", genai.NewContentFromText("first draft", genai.RoleUser), nil)
+	_, _ = r.RunSync(ctx, "alice", "s1", genai.NewContentFromText("second draft", genai.RoleUser), nil)
+
+	fork, err := r.Fork(ctx, "alice", "s1", first[0].ID, "s1-alt")
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	for _, id := range []string{"s1", fork.ID()} {
+		ref := artifact.Ref{AppName: "demo", UserID: "alice", SessionID: id, Name: "draft.txt"}
+		p, _ := artifacts.Load(ctx, ref, artifact.Latest)
+		vs, _ := artifacts.Versions(ctx, ref)
+		fmt.Printf("%s: %q, versions %v\n", id, p.Text, vs)
+	}
+	// Deleting the fork deletes its artifacts too.
+	_ = r.DeleteSession(ctx, "alice", fork.ID())
+	names, _ := artifacts.List(ctx, "demo", "alice", fork.ID())
+	fmt.Println("after delete:", names)
+	// Output:
+	// s1: "second draft", versions [0 1]
+	// s1-alt: "first draft", versions [0]
+	// after delete: []
 }

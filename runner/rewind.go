@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/artifact"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/session"
@@ -57,7 +58,11 @@ func (r *Runner) Rewind(ctx context.Context, userID, sessionID, beforeInvocation
 		ev = event.New(event.NewInvocationID(), event.AuthorUser)
 		ev.Actions.RewindBeforeInvocationID = beforeInvocationID
 		ev.Actions.StateDelta = rewindState(before, since)
-		delta, deleted, err := r.rewindArtifacts(ctx, key, before, since)
+		// The restored versions are saved before the event that records
+		// them, and removed if it is not committed.
+		pending := &agent.PendingArtifacts{}
+		defer func() { _ = r.discardArtifacts(ctx, pending) }()
+		delta, deleted, err := r.rewindArtifacts(ctx, key, before, since, pending)
 		if err != nil {
 			return err
 		}
@@ -65,7 +70,7 @@ func (r *Runner) Rewind(ctx context.Context, userID, sessionID, beforeInvocation
 		if len(deleted) > 0 {
 			ev.CustomMetadata = map[string]any{MetadataRewindDeletedArtifacts: deleted}
 		}
-		if err := r.cfg.Sessions.AppendEvent(ctx, sess, ev); err != nil {
+		if err := r.commit(ctx, sess, ev, pending); err != nil {
 			ev = nil
 			return fmt.Errorf("runner: rewind: %w", err)
 		}
@@ -115,7 +120,7 @@ func sharedOrTemp(key string) bool {
 // rewindArtifacts saves again the versions that session artifacts changed
 // in since had before it, and returns the new versions and the sorted names
 // of the artifacts to delete.
-func (r *Runner) rewindArtifacts(ctx context.Context, key session.Key, before, since []*event.Event) (map[string]int64, []string, error) {
+func (r *Runner) rewindArtifacts(ctx context.Context, key session.Key, before, since []*event.Event, pending *agent.PendingArtifacts) (map[string]int64, []string, error) {
 	changed := map[string]bool{}
 	for _, e := range since {
 		for name := range e.Actions.ArtifactDelta {
@@ -161,6 +166,7 @@ func (r *Runner) rewindArtifacts(ctx context.Context, key session.Key, before, s
 		if err != nil {
 			return nil, nil, fmt.Errorf("runner: rewind: %w", err)
 		}
+		pending.Saved(ref, nv)
 		if delta == nil {
 			delta = map[string]int64{}
 		}

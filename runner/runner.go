@@ -5,7 +5,9 @@
 // events. Every non-partial event is committed through the session service
 // (state delta applied, artifact delta recorded, event appended) before it is
 // forwarded to the caller and before the agent's yield returns, so the agent
-// resumes seeing the committed state. Partial (streaming) events are
+// resumes seeing the committed state. Artifact versions saved for an event
+// are part of its commit: those of an event that is not committed are
+// deleted (see agent.PendingArtifacts). Partial (streaming) events are
 // forwarded only. The runner is the only writer of agent events to a
 // session.
 //
@@ -198,12 +200,19 @@ func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.C
 		RunConfig:   agent.RunConfig{Streaming: opts.Streaming, MaxLLMCalls: opts.MaxLLMCalls},
 		Callbacks:   r.callbacks,
 		Credentials: creds,
+		// Shared by every invocation value built from cfg below.
+		PendingArtifacts: &agent.PendingArtifacts{},
 	}
 	if msg == nil {
 		cfg.UserContent = res.userContent
 	}
+	pending := cfg.PendingArtifacts
 	inv := agent.NewInvocation(cfg)
 	defer r.afterRun(ctx, inv)
+	// However the invocation ends, versions saved for events it did not
+	// commit go (runs before afterRun). Best effort: a failure leaves
+	// versions no event records, as a crash would.
+	defer func() { _ = r.discardArtifacts(ctx, pending) }()
 
 	// The user message, after the plugins have seen it.
 	cc := agent.NewCallbackContext(inv)
@@ -235,7 +244,7 @@ func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.C
 		user.Actions = event.Actions{StateDelta: event.CloneMap(opts.StateDelta)}
 		staged := cc.TakeActions() // the plugins' writes win over the request's delta
 		user.Actions.Merge(&staged)
-		if err := r.cfg.Sessions.AppendEvent(ctx, sess, user); err != nil {
+		if err := r.commit(ctx, sess, user, pending); err != nil {
 			yield(nil, fmt.Errorf("runner: store user message: %w", err))
 			return
 		}
@@ -250,7 +259,7 @@ func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.C
 		agInv = inv.For(ag)
 	}
 	events := ag.Run(ctx, agInv)
-	if early, err := r.beforeRun(ctx, agInv); err != nil {
+	if early, err := r.beforeRun(ctx, agInv, pending); err != nil {
 		yield(nil, err)
 		return
 	} else if early != nil {
@@ -268,7 +277,7 @@ func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.C
 			ev.InvocationID = inv.ID()
 		}
 		if !ev.Partial {
-			if err := r.cfg.Sessions.AppendEvent(ctx, sess, ev); err != nil {
+			if err := r.commit(ctx, sess, ev, pending); err != nil {
 				yield(nil, fmt.Errorf("runner: commit event: %w", err))
 				return
 			}
@@ -283,9 +292,33 @@ func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.C
 	}
 }
 
+// commit appends ev to the session: every event the runner writes goes
+// through here. Artifact versions are part of the commit: the versions
+// saved for ev (and recorded in its ArtifactDelta) were stored when the
+// tool or callback saved them, and they stay only if ev is committed. The
+// session service changes nothing when AppendEvent fails, so on failure no
+// event records the versions still pending, and they are deleted before
+// the error is returned; nothing more is committed in that invocation.
+func (r *Runner) commit(ctx context.Context, sess *session.Session, ev *event.Event, pending *agent.PendingArtifacts) error {
+	if err := r.cfg.Sessions.AppendEvent(ctx, sess, ev); err != nil {
+		if derr := r.discardArtifacts(ctx, pending); derr != nil {
+			return errors.Join(err, fmt.Errorf("runner: remove uncommitted artifact versions: %w", derr))
+		}
+		return err
+	}
+	pending.Committed(sess.Key(), ev.Actions.ArtifactDelta)
+	return nil
+}
+
+// discardArtifacts deletes the pending artifact versions no committed event
+// covers. It runs even when ctx is done, which is often why a commit failed.
+func (r *Runner) discardArtifacts(ctx context.Context, pending *agent.PendingArtifacts) error {
+	return pending.Discard(context.WithoutCancel(ctx), r.cfg.Artifacts)
+}
+
 // beforeRun runs the plugins' before-run hooks. It returns an event to
 // commit instead of running the agents, or nil.
-func (r *Runner) beforeRun(ctx context.Context, inv *agent.Invocation) (*event.Event, error) {
+func (r *Runner) beforeRun(ctx context.Context, inv *agent.Invocation, pending *agent.PendingArtifacts) (*event.Event, error) {
 	cc := agent.NewCallbackContext(inv)
 	for _, p := range r.cfg.Plugins {
 		if p.BeforeRun == nil {
@@ -303,7 +336,7 @@ func (r *Runner) beforeRun(ctx context.Context, inv *agent.Invocation) (*event.E
 	}
 	if cc.HasActions() {
 		// Staged state without an early answer: commit it before the agents run.
-		if err := r.cfg.Sessions.AppendEvent(ctx, inv.Session(), cc.Event()); err != nil {
+		if err := r.commit(ctx, inv.Session(), cc.Event(), pending); err != nil {
 			return nil, fmt.Errorf("runner: commit before-run state: %w", err)
 		}
 	}

@@ -193,6 +193,7 @@ func (s *Server) routes() {
 	s.handle("PATCH "+sess, s.patchSession)
 	s.handle("DELETE "+sess, s.deleteSession)
 	s.handle("POST "+sess+"/cancel", s.cancelSession)
+	s.handle("POST "+sess+"/fork", s.forkSession)
 
 	s.handle("GET "+arts, s.listArtifacts)
 	s.handle("GET "+arts+"/{name}", s.loadArtifact)

@@ -189,16 +189,48 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
 	}
 }
 
-// deleteSession serves DELETE .../sessions/{sid}; it answers null.
+// deleteSession serves DELETE .../sessions/{sid}: the session, its events
+// and its artifacts (not the user's shared ones) go. It answers null.
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	a, key, err := s.sessionKey(r)
 	if err != nil {
 		return err
 	}
-	if err := a.Sessions().Delete(r.Context(), key); err != nil {
+	if err := a.DeleteSession(r.Context(), key.UserID, key.SessionID); err != nil {
 		return sessionError(key.SessionID, err)
 	}
 	return writeJSON(w, http.StatusOK, nil)
+}
+
+// forkSession serves POST .../sessions/{sid}/fork with an optional body
+// {sessionId?, eventId?}: a new session copying the events up to and
+// including eventId (all when absent) and the artifacts they refer to. It
+// answers the new session.
+func (s *Server) forkSession(w http.ResponseWriter, r *http.Request) error {
+	a, key, err := s.sessionKey(r)
+	if err != nil {
+		return err
+	}
+	f, err := readObject(r)
+	if err != nil {
+		return err
+	}
+	newID, err := f.string("sessionId")
+	if err != nil {
+		return err
+	}
+	eventID, err := f.string("eventId")
+	if err != nil {
+		return err
+	}
+	sess, err := a.Fork(r.Context(), key.UserID, key.SessionID, eventID, newID)
+	if err != nil {
+		if errors.Is(err, session.ErrAlreadyExists) {
+			return sessionError(newID, err)
+		}
+		return sessionError(key.SessionID, err)
+	}
+	return writeJSON(w, http.StatusOK, sess)
 }
 
 // cancelSession serves POST .../sessions/{sid}/cancel: it cancels the

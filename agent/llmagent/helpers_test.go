@@ -51,6 +51,10 @@ func (m *memArtifacts) Load(_ context.Context, k artifact.Key, v int64) (*genai.
 func (m *memArtifacts) List(context.Context, string, string, string) ([]string, error) {
 	return nil, nil
 }
-func (m *memArtifacts) Versions(context.Context, artifact.Key) ([]int64, error) { return nil, nil }
-func (m *memArtifacts) Delete(context.Context, artifact.Key) error              { return nil }
-func (m *memArtifacts) Close() error                                            { return nil }
+func (m *memArtifacts) Versions(context.Context, artifact.Key) ([]int64, error)  { return nil, nil }
+func (m *memArtifacts) Delete(context.Context, artifact.Key) error               { return nil }
+func (m *memArtifacts) DeleteVersion(context.Context, artifact.Key, int64) error { return nil }
+func (m *memArtifacts) DeleteSession(context.Context, string, string, string) error {
+	return nil
+}
+func (m *memArtifacts) Close() error { return nil }

@@ -12,7 +12,7 @@
 // The suite drives the store through [artifact.NewService], so it checks the
 // behaviour users see: version numbering, the "user:" namespace, listing,
 // deletion, exact round trips, isolation of returned memory and concurrent
-// saves. Every subtest gets a fresh store from newStore and closes it.
+// saves, removal of single versions and of a session's artifacts. Every subtest gets a fresh store from newStore and closes it.
 package artifacttest
 
 import (
@@ -56,6 +56,8 @@ func Run(t *testing.T, newStore func(t *testing.T) artifact.Store) {
 		{"List", testList},
 		{"Delete", testDelete},
 		{"DeleteKeepsSimilarNames", testDeleteSimilarNames},
+		{"DeleteVersion", testDeleteVersion},
+		{"DeleteSession", testDeleteSession},
 		{"RoundTrip", testRoundTrip},
 		{"Names", testNames},
 		{"Identifiers", testIdentifiers},
@@ -318,6 +320,149 @@ func testDeleteSimilarNames(t *testing.T, svc *artifact.Service) {
 			t.Errorf("Versions(%q) = %v, %v; want [0]", n, vs, err)
 		}
 	}
+}
+
+func versions(t *testing.T, svc *artifact.Service, r artifact.Ref) []int64 {
+	t.Helper()
+	vs, err := svc.Versions(t.Context(), r)
+	if err != nil {
+		t.Fatalf("Versions(%q): %v", r.Name, err)
+	}
+	return vs
+}
+
+// testDeleteVersion removes single versions: a middle one leaves a gap, the
+// latest one gives its number to the next save, the last one removes the
+// artifact.
+func testDeleteVersion(t *testing.T, svc *artifact.Service) {
+	ctx := t.Context()
+	r := ref(sess1, "draft.txt")
+	for i := range 4 {
+		save(t, svc, r, genai.NewPartFromText(fmt.Sprint("v", i)))
+	}
+	if err := svc.DeleteVersion(ctx, r, 1); err != nil {
+		t.Fatalf("DeleteVersion(1): %v", err)
+	}
+	if got := versions(t, svc, r); !slices.Equal(got, []int64{0, 2, 3}) {
+		t.Errorf("Versions after deleting 1 = %v, want [0 2 3]", got)
+	}
+	_, err := svc.Load(ctx, r, 1)
+	wantNotFound(t, err, "Load of a deleted version")
+	wantText(t, load(t, svc, r, 2), "v2")
+
+	// The latest goes: Latest is the one before, and its number is reused.
+	if err := svc.DeleteVersion(ctx, r, 3); err != nil {
+		t.Fatalf("DeleteVersion(3): %v", err)
+	}
+	wantText(t, load(t, svc, r, artifact.Latest), "v2")
+	if v := save(t, svc, r, genai.NewPartFromText("again")); v != 3 {
+		t.Errorf("save after deleting the latest = version %d, want 3", v)
+	}
+	wantText(t, load(t, svc, r, artifact.Latest), "again")
+
+	// Missing versions and artifacts are not an error; negative versions are.
+	for _, v := range []int64{1, 99} {
+		if err := svc.DeleteVersion(ctx, r, v); err != nil {
+			t.Errorf("DeleteVersion(%d) of a missing version: %v", v, err)
+		}
+	}
+	if err := svc.DeleteVersion(ctx, ref(sess1, "never.txt"), 0); err != nil {
+		t.Errorf("DeleteVersion of a missing artifact: %v", err)
+	}
+	if err := svc.DeleteVersion(ctx, r, artifact.Latest); !errors.Is(err, artifact.ErrInvalid) {
+		t.Errorf("DeleteVersion(Latest): err = %v, want artifact.ErrInvalid", err)
+	}
+
+	// Removing every version removes the artifact.
+	for _, v := range []int64{0, 2, 3} {
+		if err := svc.DeleteVersion(ctx, r, v); err != nil {
+			t.Fatalf("DeleteVersion(%d): %v", v, err)
+		}
+	}
+	_, err = svc.Versions(ctx, r)
+	wantNotFound(t, err, "Versions after deleting every version")
+	_, err = svc.Load(ctx, r, artifact.Latest)
+	wantNotFound(t, err, "Load after deleting every version")
+	if got := list(t, svc, user, sess1); len(got) != 0 {
+		t.Errorf("List after deleting every version = %q, want none", got)
+	}
+	if v := save(t, svc, r, genai.NewPartFromText("fresh")); v != 0 {
+		t.Errorf("save after deleting every version = %d, want 0", v)
+	}
+
+	// A user: version can be removed from any session of the user.
+	u := ref(sess1, "user:u.txt")
+	save(t, svc, u, genai.NewPartFromText("u0"))
+	save(t, svc, u, genai.NewPartFromText("u1"))
+	if err := svc.DeleteVersion(ctx, ref(sess2, "user:u.txt"), 1); err != nil {
+		t.Fatalf("DeleteVersion of a user artifact: %v", err)
+	}
+	wantText(t, load(t, svc, u, artifact.Latest), "u0")
+}
+
+// testDeleteSession removes one session's artifacts and nothing else: not
+// the user's shared ones, not other sessions' (also those whose ids start
+// alike), not other users' or apps'. The same session id then starts empty.
+func testDeleteSession(t *testing.T, svc *artifact.Service) {
+	ctx := t.Context()
+	gone := []string{"a.txt", "dir/b.txt", strings.Repeat("long/", 60)}
+	for _, n := range gone {
+		save(t, svc, ref(sess1, n), genai.NewPartFromText(n))
+		save(t, svc, ref(sess1, n), genai.NewPartFromText(n+" again"))
+	}
+	save(t, svc, ref(sess1, "user:shared.txt"), genai.NewPartFromText("shared"))
+	kept := []artifact.Ref{
+		ref(sess2, "a.txt"),
+		ref(sess1+"0", "a.txt"),
+		ref(sess1+"/x", "a.txt"),
+		{AppName: app, UserID: "bob", SessionID: sess1, Name: "a.txt"},
+		{AppName: "app2", UserID: user, SessionID: sess1, Name: "a.txt"},
+	}
+	for i, r := range kept {
+		save(t, svc, r, genai.NewPartFromText(fmt.Sprint("kept ", i)))
+	}
+
+	if err := svc.DeleteSession(ctx, app, user, sess1); err != nil {
+		t.Fatalf("DeleteSession: %v", err)
+	}
+	if got := list(t, svc, user, sess1); !slices.Equal(got, []string{"user:shared.txt"}) {
+		t.Errorf("List after DeleteSession = %q, want only [user:shared.txt]", got)
+	}
+	for _, n := range gone {
+		_, err := svc.Load(ctx, ref(sess1, n), artifact.Latest)
+		wantNotFound(t, err, "Load after DeleteSession")
+		_, err = svc.Versions(ctx, ref(sess1, n))
+		wantNotFound(t, err, "Versions after DeleteSession")
+	}
+	wantText(t, load(t, svc, ref(sess2, "user:shared.txt"), artifact.Latest), "shared")
+	for i, r := range kept {
+		wantText(t, load(t, svc, r, artifact.Latest), fmt.Sprint("kept ", i))
+	}
+
+	// A new session with the same id starts from nothing.
+	if v := save(t, svc, ref(sess1, "a.txt"), genai.NewPartFromText("new")); v != 0 {
+		t.Errorf("first save in the recreated session = version %d, want 0", v)
+	}
+	if got := versions(t, svc, ref(sess1, "a.txt")); !slices.Equal(got, []int64{0}) {
+		t.Errorf("Versions in the recreated session = %v, want [0]", got)
+	}
+
+	// Deleting twice, or a session that never had artifacts, is fine; the
+	// ids are required.
+	for _, s := range []string{"never", sess2 + "-none"} {
+		if err := svc.DeleteSession(ctx, app, user, s); err != nil {
+			t.Errorf("DeleteSession(%q): %v", s, err)
+		}
+	}
+	if err := svc.DeleteSession(ctx, "unknown-app", "nobody", "none"); err != nil {
+		t.Errorf("DeleteSession of an unknown user: %v", err)
+	}
+	for _, ids := range [][3]string{{"", user, sess1}, {app, "", sess1}, {app, user, ""}} {
+		if err := svc.DeleteSession(ctx, ids[0], ids[1], ids[2]); !errors.Is(err, artifact.ErrInvalid) {
+			t.Errorf("DeleteSession(%q): err = %v, want artifact.ErrInvalid", ids, err)
+		}
+	}
+	wantText(t, load(t, svc, ref(sess2, "a.txt"), artifact.Latest), "kept 0")
 }
 
 func allBytes() []byte {

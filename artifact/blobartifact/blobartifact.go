@@ -323,6 +323,56 @@ func (s *Store) Delete(ctx context.Context, key artifact.Key) error {
 	return nil
 }
 
+// DeleteVersion implements artifact.Store. The next save takes the number
+// after the highest remaining version, so removing the latest frees its
+// number.
+func (s *Store) DeleteVersion(ctx context.Context, key artifact.Key, version int64) error {
+	prefix, err := s.artifactPrefix(ctx, key)
+	if err != nil {
+		return err
+	}
+	if version < 0 {
+		return nil
+	}
+	if err := s.bucket.Delete(ctx, versionKey(prefix, version)); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		return err
+	}
+	return nil
+}
+
+// DeleteSession implements artifact.Store. It removes the session's objects
+// one by one, so a concurrent reader may see some artifacts already gone.
+func (s *Store) DeleteSession(ctx context.Context, app, user, session string) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if session == "" {
+		return fmt.Errorf("%w: session id is required", artifact.ErrInvalid)
+	}
+	prefix, err := scopePrefix(app, user, session)
+	if err != nil {
+		return err
+	}
+	var keys []string // listed in full first: deleting while paging could skip objects
+	it := s.bucket.List(&blob.ListOptions{Prefix: prefix})
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		keys = append(keys, obj.Key)
+	}
+	for _, k := range keys {
+		if err := s.bucket.Delete(ctx, k); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+			return err
+		}
+	}
+	return nil
+}
+
 // Close implements artifact.Store. It closes the bucket if the store opened
 // it. Later calls fail.
 func (s *Store) Close() error {

@@ -27,9 +27,10 @@
 // and versions stay consecutive, across goroutines and across processes
 // sharing the directory. The directory must therefore be on a file system
 // with hard links (any common local file system). Delete renames the
-// artifact's directory out of the way before removing it, so readers see
-// either every version or none. Temporary files and directories start with
-// a dot; ones left behind by a crash are ignored by readers.
+// artifact's directory (DeleteSession the session's) out of the way before
+// removing it, so readers see either every version or none. Temporary files
+// and directories start with a dot; ones left behind by a crash are ignored
+// by readers.
 package fileartifact
 
 import (
@@ -354,6 +355,57 @@ func (s *Store) Delete(ctx context.Context, key artifact.Key) error {
 	}
 	defer os.RemoveAll(trash)
 	if err := os.Rename(dir, filepath.Join(trash, "a")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// DeleteVersion implements artifact.Store. Removing the file of the latest
+// version frees its number for the next save, as a save takes the number
+// after the highest published one.
+func (s *Store) DeleteVersion(ctx context.Context, key artifact.Key, version int64) error {
+	dir, err := s.artifactDir(ctx, key)
+	if err != nil {
+		return err
+	}
+	if version < 0 {
+		return nil
+	}
+	if err := os.Remove(filepath.Join(dir, strconv.FormatInt(version, 10))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	// Drop the artifact's directory if that was its last version. This
+	// fails, harmlessly, while a concurrent save has its temporary file in
+	// it; a save whose directory is removed before it writes starts over.
+	if vs, err := versions(dir); err == nil && len(vs) == 0 {
+		_ = os.Remove(dir)
+	}
+	return nil
+}
+
+// DeleteSession implements artifact.Store. Like Delete, it renames the
+// session's directory out of the way in one step, so readers see all of
+// its artifacts or none, then removes it.
+func (s *Store) DeleteSession(ctx context.Context, app, user, session string) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if session == "" {
+		return fmt.Errorf("%w: session id is required", artifact.ErrInvalid)
+	}
+	dir, err := s.scopeDir(app, user, session)
+	if err != nil {
+		return err
+	}
+	trash, err := os.MkdirTemp(filepath.Dir(dir), ".del-*")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // no session of this user has artifacts
+	}
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(trash)
+	if err := os.Rename(dir, filepath.Join(trash, "s")); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil

@@ -18,9 +18,12 @@ import (
 
 // Store is an in-memory artifact.Store. It is safe for concurrent use.
 type Store struct {
-	mu        sync.RWMutex
-	closed    bool
-	artifacts map[artifact.Key][]*genai.Part // version i at index i; stored copies, never handed out
+	mu     sync.RWMutex
+	closed bool
+	// artifacts holds version i at index i, nil where a version was
+	// deleted; the last element is never nil and no slice is empty. The
+	// parts are stored copies, never handed out.
+	artifacts map[artifact.Key][]*genai.Part
 }
 
 // New returns an empty store.
@@ -105,9 +108,11 @@ func (s *Store) Versions(ctx context.Context, key artifact.Key) ([]int64, error)
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	vs := make([]int64, len(s.artifacts[key]))
-	for i := range vs {
-		vs[i] = int64(i)
+	vs := []int64{}
+	for i, p := range s.artifacts[key] {
+		if p != nil {
+			vs = append(vs, int64(i))
+		}
 	}
 	return vs, nil
 }
@@ -120,6 +125,44 @@ func (s *Store) Delete(ctx context.Context, key artifact.Key) error {
 		return err
 	}
 	delete(s.artifacts, key)
+	return nil
+}
+
+// DeleteVersion implements artifact.Store.
+func (s *Store) DeleteVersion(ctx context.Context, key artifact.Key, version int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	vs := s.artifacts[key]
+	if version < 0 || version >= int64(len(vs)) {
+		return nil
+	}
+	vs[version] = nil
+	for len(vs) > 0 && vs[len(vs)-1] == nil {
+		vs = vs[:len(vs)-1] // the next save reuses the numbers of deleted latest versions
+	}
+	if len(vs) == 0 {
+		delete(s.artifacts, key)
+	} else {
+		s.artifacts[key] = vs
+	}
+	return nil
+}
+
+// DeleteSession implements artifact.Store.
+func (s *Store) DeleteSession(ctx context.Context, app, user, session string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	for k := range s.artifacts {
+		if k.AppName == app && k.UserID == user && k.SessionID == session {
+			delete(s.artifacts, k)
+		}
+	}
 	return nil
 }
 

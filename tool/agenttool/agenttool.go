@@ -32,6 +32,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"google.golang.org/genai"
@@ -253,10 +254,27 @@ func typeName(v any) string {
 type forwardStore struct {
 	tc     tool.Context
 	parent *agent.Invocation // nil when the context is not an agent's
+
+	mu    sync.Mutex
+	saved map[forwarded]bool // versions saved through the caller's context
+}
+
+type forwarded struct {
+	name    string
+	version int64
 }
 
 func (s *forwardStore) Save(ctx context.Context, key artifact.Key, part *genai.Part) (int64, error) {
-	return s.tc.SaveArtifact(ctx, key.Name, part)
+	v, err := s.tc.SaveArtifact(ctx, key.Name, part)
+	if err == nil {
+		s.mu.Lock()
+		if s.saved == nil {
+			s.saved = map[forwarded]bool{}
+		}
+		s.saved[forwarded{key.Name, v}] = true
+		s.mu.Unlock()
+	}
+	return v, err
 }
 
 func (s *forwardStore) Load(ctx context.Context, key artifact.Key, version int64) (*genai.Part, error) {
@@ -297,6 +315,31 @@ func (s *forwardStore) Delete(ctx context.Context, key artifact.Key) error {
 		return err
 	}
 	return svc.Delete(ctx, s.ref(key.Name))
+}
+
+// DeleteVersion leaves alone the versions the child saved: they are
+// recorded in the caller's artifact delta and belong to the caller's
+// commit, which removes them if it fails. So the child runner dropping the
+// versions of a child event it did not commit does not take back what the
+// caller records.
+func (s *forwardStore) DeleteVersion(ctx context.Context, key artifact.Key, version int64) error {
+	s.mu.Lock()
+	mine := s.saved[forwarded{key.Name, version}]
+	s.mu.Unlock()
+	if mine {
+		return nil
+	}
+	svc, err := s.service()
+	if err != nil {
+		return err
+	}
+	return svc.DeleteVersion(ctx, s.ref(key.Name), version)
+}
+
+// DeleteSession refuses: the child's session is not the caller's, and the
+// caller's artifacts are not the child's to delete.
+func (s *forwardStore) DeleteSession(context.Context, string, string, string) error {
+	return fmt.Errorf("agenttool: delete session artifacts: %w", errors.ErrUnsupported)
 }
 
 // Close does nothing: the caller's store outlives the child.

@@ -448,3 +448,35 @@ func textOf(ev *event.Event) string {
 	}
 	return b.String()
 }
+
+// TestChildFailureKeepsCallersArtifacts: a child that saves an artifact and
+// then fails does not take back the version the caller's delta records;
+// the caller's commit decides about it.
+func TestChildFailureKeepsCallersArtifacts(t *testing.T) {
+	ctx := context.Background()
+	arts := memartifact.NewService()
+	p := newParent(t, nil, arts, nil)
+	failing := mustAgent(t, agent.Config{Name: "failing", Run: func(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
+		return func(yield func(*event.Event, error) bool) {
+			if _, err := agent.NewCallbackContext(inv).SaveArtifact(ctx, "draft.txt", genai.NewPartFromText("draft")); err != nil {
+				yield(nil, err)
+				return
+			}
+			yield(nil, errors.New("child failed after saving"))
+		}
+	}})
+	at, err := agenttool.New(failing, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := at.Run(ctx, p.tc, map[string]any{"request": "draft"}); err == nil {
+		t.Fatal("the child's failure was not reported")
+	}
+	v, ok := p.tc.Actions().ArtifactDelta["draft.txt"]
+	if !ok || v != 0 {
+		t.Fatalf("caller's artifact delta = %v, want draft.txt: 0", p.tc.Actions().ArtifactDelta)
+	}
+	if got, err := p.tc.LoadArtifact(ctx, "draft.txt", v); err != nil || got.Text != "draft" {
+		t.Errorf("the version the caller records: %v, %v", got, err)
+	}
+}
