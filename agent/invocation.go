@@ -37,7 +37,6 @@ type InvocationConfig struct {
 	ID          string
 	Tree        *Tree
 	Session     *session.Session
-	Sessions    *session.Service
 	Artifacts   *artifact.Service
 	Memory      *memory.Service
 	UserContent *genai.Content
@@ -118,9 +117,6 @@ func (inv *Invocation) Branch() string { return inv.branch }
 // Session returns the live session. Its state includes the invocation's
 // temp: keys and staged writes.
 func (inv *Invocation) Session() *session.Session { return inv.shared.cfg.Session }
-
-// Sessions returns the session service, or nil.
-func (inv *Invocation) Sessions() *session.Service { return inv.shared.cfg.Sessions }
 
 // Artifacts returns the artifact service, or nil if none is configured.
 func (inv *Invocation) Artifacts() *artifact.Service { return inv.shared.cfg.Artifacts }

@@ -19,7 +19,7 @@ func newInvocation(t *testing.T) (*agent.Invocation, *session.Service, *session.
 	if err != nil {
 		t.Fatal(err)
 	}
-	return agent.NewInvocation(agent.InvocationConfig{Session: sess, Sessions: svc}), svc, sess
+	return agent.NewInvocation(agent.InvocationConfig{Session: sess}), svc, sess
 }
 
 // TestT3CheckpointScansOnlyFromResumePoint checks that Checkpoint sees only

@@ -23,7 +23,12 @@
 //	AfterTool      after each tool call (may replace the result)
 //	AfterAgent     after each agent (content is emitted as a response)
 //	OnEvent        after each event is committed (may replace what the caller receives)
+//	AfterAgents    when the agents have finished without error (an event to commit)
 //	AfterRun       when the invocation has ended, even on error
+//
+// Plugins never write to the session themselves: the runner is the only
+// writer. A plugin that adds to the log (compaction, in plugin/compaction)
+// returns the event from AfterAgents and the runner commits it.
 package plugin
 
 import (
@@ -52,6 +57,11 @@ type Plugin struct {
 	// OnEvent sees every committed event; a non-nil event replaces the one
 	// forwarded to the caller (storage keeps the original).
 	OnEvent func(ctx context.Context, inv *agent.Invocation, ev *event.Event) (*event.Event, error)
+	// AfterAgents runs when the agents of an invocation have finished
+	// without error. A non-nil event is committed by the runner as part of
+	// the invocation (the caller does not receive it); an error, or a
+	// failed commit, is the invocation's last error.
+	AfterAgents func(ctx context.Context, inv *agent.Invocation) (*event.Event, error)
 	// AfterRun runs when the invocation has ended, successfully or not.
 	AfterRun func(ctx context.Context, inv *agent.Invocation)
 	// Callbacks are the agent, model and tool hooks.

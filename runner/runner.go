@@ -193,7 +193,6 @@ func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.C
 		ID:          res.invocationID(),
 		Tree:        r.tree,
 		Session:     sess,
-		Sessions:    r.cfg.Sessions,
 		Artifacts:   r.cfg.Artifacts,
 		Memory:      r.cfg.Memory,
 		UserContent: msg,
@@ -287,6 +286,28 @@ func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.C
 			}
 		}
 		if !yield(ev, nil) {
+			return
+		}
+	}
+	r.afterAgents(ctx, inv, pending, yield)
+}
+
+// afterAgents commits the events the plugins' AfterAgents hooks return once
+// the agents have finished. They are not sent to the caller.
+func (r *Runner) afterAgents(ctx context.Context, inv *agent.Invocation, pending *agent.PendingArtifacts, yield func(*event.Event, error) bool) {
+	for _, p := range r.cfg.Plugins {
+		if p.AfterAgents == nil {
+			continue
+		}
+		ev, err := p.AfterAgents(ctx, inv)
+		if err == nil && ev != nil {
+			if ev.InvocationID == "" {
+				ev.InvocationID = inv.ID()
+			}
+			err = r.commit(ctx, inv.Session(), ev, pending)
+		}
+		if err != nil {
+			yield(nil, fmt.Errorf("runner: plugin %s: after agents: %w", p.Name, err))
 			return
 		}
 	}

@@ -27,7 +27,6 @@ var layer = map[string]int{
 	"tool/":           2, // the ready-made tools
 	"plugin":          3,
 	"runner":          3,
-	"compaction":      3,
 	"model/":          4, // the adapters
 	"server":          5,
 	"cli":             6,

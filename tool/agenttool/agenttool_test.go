@@ -51,7 +51,7 @@ func newParent(t *testing.T, state map[string]any, arts *artifact.Service, mem *
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv := agent.NewInvocation(agent.InvocationConfig{Session: sess, Sessions: svc, Tree: tree, Artifacts: arts, Memory: mem})
+	inv := agent.NewInvocation(agent.InvocationConfig{Session: sess, Tree: tree, Artifacts: arts, Memory: mem})
 	inv = inv.For(caller)
 	return &parentEnv{svc: svc, sess: sess, inv: inv, tc: agent.NewToolContext(inv, "call-1")}
 }

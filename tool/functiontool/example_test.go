@@ -67,6 +67,6 @@ func exampleToolContext() tool.Context {
 		return func(func(*event.Event, error) bool) {}
 	}})
 	tree, _ := agent.NewTree(a)
-	inv := agent.NewInvocation(agent.InvocationConfig{Session: sess, Sessions: svc, Tree: tree})
+	inv := agent.NewInvocation(agent.InvocationConfig{Session: sess, Tree: tree})
 	return agent.NewToolContext(inv.For(a), "call-1")
 }

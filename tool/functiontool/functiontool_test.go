@@ -40,7 +40,7 @@ func newToolContext(t testing.TB) *agent.CallbackContext {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv := agent.NewInvocation(agent.InvocationConfig{Session: sess, Sessions: svc, Tree: tree})
+	inv := agent.NewInvocation(agent.InvocationConfig{Session: sess, Tree: tree})
 	return agent.NewToolContext(inv.For(a), "call-1")
 }
 

@@ -104,7 +104,8 @@ type Config struct {
 }
 
 // Plugin returns a runner plugin that compacts a session's history after
-// each invocation that ended without its context being cancelled. It is
+// each invocation whose agents finished without error and without its
+// context being cancelled; the runner commits the summary event. It is
 // safe for concurrent use; the runner serializes invocations of a session,
 // so two compactions of one session never race.
 func Plugin(cfg Config) *plugin.Plugin {
@@ -112,13 +113,15 @@ func Plugin(cfg Config) *plugin.Plugin {
 	cfg.RetainRecent = max(cfg.RetainRecent, 0)
 	return &plugin.Plugin{
 		Name: "compaction",
-		AfterRun: func(ctx context.Context, inv *agent.Invocation) {
+		AfterAgents: func(ctx context.Context, inv *agent.Invocation) (*event.Event, error) {
 			if ctx.Err() != nil {
-				return // the invocation was cancelled: leave the log as it is
+				return nil, nil // the invocation was cancelled: leave the log as it is
 			}
-			if err := compact(ctx, cfg, inv); err != nil {
+			ev, err := compact(ctx, cfg, inv)
+			if err != nil {
 				report(ctx, cfg, inv, err)
 			}
+			return ev, nil
 		},
 	}
 }
@@ -137,9 +140,9 @@ type modelOwner interface{ Model() model.LLM }
 // compact runs the enabled triggers, sliding window first. A token
 // threshold compaction only follows a model call made after the last
 // compaction, so a sliding window summary just made is not summarized again.
-func compact(ctx context.Context, cfg Config, inv *agent.Invocation) error {
+func compact(ctx context.Context, cfg Config, inv *agent.Invocation) (*event.Event, error) {
 	if cfg.Interval <= 0 && cfg.TokenThreshold <= 0 {
-		return nil
+		return nil, nil
 	}
 	sess := inv.Session()
 	var r *summaryRange
@@ -150,7 +153,7 @@ func compact(ctx context.Context, cfg Config, inv *agent.Invocation) error {
 		r = tokenRange(sess, cfg.TokenThreshold, cfg.RetainRecent)
 	}
 	if r == nil {
-		return nil
+		return nil, nil
 	}
 	var root agent.Agent
 	if t := inv.Tree(); t != nil {
@@ -160,16 +163,16 @@ func compact(ctx context.Context, cfg Config, inv *agent.Invocation) error {
 	if sum == nil {
 		owner, ok := root.(modelOwner)
 		if !ok || owner.Model() == nil {
-			return ErrNoSummarizer
+			return nil, ErrNoSummarizer
 		}
 		sum = LLMSummarizer(owner.Model(), "")
 	}
 	content, err := sum.Summarize(ctx, r.input)
 	if err != nil {
-		return fmt.Errorf("compaction: summarize: %w", err)
+		return nil, fmt.Errorf("compaction: summarize: %w", err)
 	}
 	if content == nil || len(content.Parts) == 0 {
-		return errors.New("compaction: summarize: empty summary")
+		return nil, errors.New("compaction: summarize: empty summary")
 	}
 	content = event.CloneContent(content)
 	content.Role = genai.RoleModel
@@ -179,10 +182,7 @@ func compact(ctx context.Context, cfg Config, inv *agent.Invocation) error {
 	}
 	ev := event.New(inv.ID(), lastSpeaker(sess, rootName))
 	ev.Actions.Compaction = &event.Compaction{Start: r.start, End: r.end, Content: content}
-	if err := inv.Sessions().AppendEvent(ctx, sess, ev); err != nil {
-		return fmt.Errorf("compaction: %w", err)
-	}
-	return nil
+	return ev, nil
 }
 
 // lastSpeaker returns the author of the newest agent event, or root.

@@ -8,11 +8,11 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent/llmagent"
-	"github.com/loomkit/loom/compaction"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/plugin"
+	"github.com/loomkit/loom/plugin/compaction"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
