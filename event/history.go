@@ -326,10 +326,10 @@ func otherAgentContent(author string, parts []*genai.Part) *genai.Content {
 			out.Parts = append(out.Parts, &genai.Part{Text: fmt.Sprintf("[%s] said: %s", author, p.Text)})
 		case p.FunctionCall != nil:
 			out.Parts = append(out.Parts, &genai.Part{Text: fmt.Sprintf("[%s] called tool `%s` with parameters: %s",
-				author, p.FunctionCall.Name, compactJSON(p.FunctionCall.Args))})
+				author, p.FunctionCall.Name, CompactJSON(p.FunctionCall.Args))})
 		case p.FunctionResponse != nil:
 			out.Parts = append(out.Parts, &genai.Part{Text: fmt.Sprintf("[%s] `%s` tool returned result: %s",
-				author, p.FunctionResponse.Name, compactJSON(p.FunctionResponse.Response))})
+				author, p.FunctionResponse.Name, CompactJSON(p.FunctionResponse.Response))})
 		default:
 			out.Parts = append(out.Parts, p)
 		}
@@ -340,7 +340,9 @@ func otherAgentContent(author string, parts []*genai.Part) *genai.Content {
 	return out
 }
 
-func compactJSON(v any) string {
+// CompactJSON renders v as compact JSON for people and models to read,
+// falling back to Go's formatting for values JSON cannot hold.
+func CompactJSON(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)

@@ -377,7 +377,7 @@ func normalizeValue(v any, s scope) any {
 		for k, val := range x {
 			key := k
 			if s != idMapScope {
-				key = camel(k)
+				key = CamelCase(k)
 			}
 			out[key] = normalizeValue(val, childScope(s, key))
 			if s == inlineScope && key == "data" {
@@ -414,8 +414,9 @@ func childScope(parent scope, key string) scope {
 	return genericScope
 }
 
-// camel converts snake_case to camelCase; other keys are returned unchanged.
-func camel(k string) string {
+// CamelCase converts a snake_case key to camelCase, as ADK clients that
+// write snake_case JSON need; other keys are returned unchanged.
+func CamelCase(k string) string {
 	if !strings.Contains(k, "_") || strings.HasPrefix(k, "_") {
 		return k
 	}

@@ -96,6 +96,11 @@ func (r *Response) Text() string {
 // ErrNoResponse is returned when a model stream ends without any response.
 var ErrNoResponse = errors.New("model: no response")
 
+// ErrUnsupportedContent is wrapped by the adapters' errors for request
+// content their provider's API cannot carry (a kind of inline data, a
+// built-in tool), before anything is sent.
+var ErrUnsupportedContent = errors.New("model: unsupported content")
+
 // Error is an error reported by a model provider. Adapters return it for API
 // failures so that callers can inspect the status and decide whether to retry.
 type Error struct {

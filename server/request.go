@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 
 	"google.golang.org/genai"
 
@@ -63,7 +62,7 @@ func decodeObject(body []byte) (fields, error) {
 		if string(v) == "null" {
 			continue
 		}
-		f[camel(k)] = v
+		f[event.CamelCase(k)] = v
 	}
 	return f, nil
 }
@@ -132,26 +131,4 @@ func (f fields) events(key string) ([]*event.Event, error) {
 		return nil, unprocessable("%s must be an array of events: %v", key, err)
 	}
 	return evs, nil
-}
-
-// camel converts a snake_case key to camelCase.
-func camel(k string) string {
-	if !strings.Contains(k, "_") || strings.HasPrefix(k, "_") {
-		return k
-	}
-	var b strings.Builder
-	up := false
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if c == '_' {
-			up = true
-			continue
-		}
-		if up && 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		up = false
-		b.WriteByte(c)
-	}
-	return b.String()
 }

@@ -282,7 +282,7 @@ func formatValue(v any) string {
 	if s, ok := v.(string); ok {
 		return s
 	}
-	return compactJSON(v)
+	return event.CompactJSON(v)
 }
 
 func artifactText(ctx context.Context, inv *agent.Invocation, name string) (string, error) {

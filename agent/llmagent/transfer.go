@@ -2,7 +2,6 @@ package llmagent
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -106,12 +105,4 @@ func targetNames(targets []agent.Agent) string {
 		names[i] = a.Name()
 	}
 	return strings.Join(names, ", ")
-}
-
-func compactJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
 }

@@ -140,20 +140,12 @@ func (s *Store) versions(ctx context.Context, prefix string) ([]int64, error) {
 		if err != nil {
 			return nil, err
 		}
-		if v, ok := parseVersion(strings.TrimPrefix(obj.Key, prefix)); ok && !obj.IsDir {
+		if v, ok := codec.ParseVersion(strings.TrimPrefix(obj.Key, prefix)); ok && !obj.IsDir {
 			vs = append(vs, v)
 		}
 	}
 	slices.Sort(vs)
 	return vs, nil
-}
-
-func parseVersion(name string) (int64, bool) {
-	if name == "" || name[0] < '0' || name[0] > '9' || len(name) > 1 && name[0] == '0' {
-		return 0, false
-	}
-	v, err := strconv.ParseInt(name, 10, 64)
-	return v, err == nil && v >= 0
 }
 
 func versionKey(prefix string, v int64) string { return prefix + strconv.FormatInt(v, 10) }

@@ -125,20 +125,12 @@ func versions(dir string) ([]int64, error) {
 	}
 	var vs []int64
 	for _, e := range entries {
-		if v, ok := parseVersion(e.Name()); ok {
+		if v, ok := codec.ParseVersion(e.Name()); ok {
 			vs = append(vs, v)
 		}
 	}
 	slices.Sort(vs)
 	return vs, nil
-}
-
-func parseVersion(name string) (int64, bool) {
-	if name == "" || name[0] < '0' || name[0] > '9' || len(name) > 1 && name[0] == '0' {
-		return 0, false
-	}
-	v, err := strconv.ParseInt(name, 10, 64)
-	return v, err == nil && v >= 0
 }
 
 // maxSaveAttempts bounds how often a save starts over because a concurrent

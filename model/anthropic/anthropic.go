@@ -54,10 +54,6 @@ const provider = "anthropic"
 // Messages API requires one.
 const DefaultMaxTokens = 4096
 
-// ErrUnsupportedPart is returned for request content the Messages API
-// cannot carry, such as non-image binary data or built-in tools.
-var ErrUnsupportedPart = errors.New("unsupported content")
-
 // Options configures a [Model]. The zero value talks to Anthropic's API
 // without a key (which it rejects with 401).
 type Options struct {
@@ -185,7 +181,7 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 			continue
 		}
 		if len(t.FunctionDeclarations) == 0 {
-			return p, fmt.Errorf("anthropic: %w: only function tools are supported", ErrUnsupportedPart)
+			return p, fmt.Errorf("anthropic: %w: only function tools are supported", model.ErrUnsupportedContent)
 		}
 		for _, d := range t.FunctionDeclarations {
 			if d != nil {
@@ -287,9 +283,9 @@ func message(c *genai.Content) (sdk.MessageParam, bool, error) {
 		case p.InlineData != nil && strings.HasPrefix(p.InlineData.MIMEType, "text/"):
 			blocks = append(blocks, sdk.NewTextBlock(string(p.InlineData.Data)))
 		case p.InlineData != nil:
-			return sdk.MessageParam{}, false, fmt.Errorf("anthropic: %w: inline data of type %q", ErrUnsupportedPart, p.InlineData.MIMEType)
+			return sdk.MessageParam{}, false, fmt.Errorf("anthropic: %w: inline data of type %q", model.ErrUnsupportedContent, p.InlineData.MIMEType)
 		case p.FileData != nil:
-			return sdk.MessageParam{}, false, fmt.Errorf("anthropic: %w: file data of type %q", ErrUnsupportedPart, p.FileData.MIMEType)
+			return sdk.MessageParam{}, false, fmt.Errorf("anthropic: %w: file data of type %q", model.ErrUnsupportedContent, p.FileData.MIMEType)
 		}
 	}
 	if len(blocks) == 0 {

@@ -394,7 +394,7 @@ func TestUnsupportedPart(t *testing.T) {
 	}
 	req := &model.Request{Contents: []*genai.Content{{Role: genai.RoleUser, Parts: []*genai.Part{{InlineData: &genai.Blob{MIMEType: "audio/wav", Data: []byte{1}}}}}}}
 	_, err = fakeapi.Collect(m.Generate(t.Context(), req, false))
-	if !errors.Is(err, anthropic.ErrUnsupportedPart) {
-		t.Errorf("err = %v, want ErrUnsupportedPart", err)
+	if !errors.Is(err, model.ErrUnsupportedContent) {
+		t.Errorf("err = %v, want model.ErrUnsupportedContent", err)
 	}
 }

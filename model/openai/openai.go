@@ -60,10 +60,6 @@ const provider = "openai"
 // DefaultBaseURL is OpenAI's API endpoint.
 const DefaultBaseURL = "https://api.openai.com/v1"
 
-// ErrUnsupportedPart is returned for request content the Chat Completions
-// API cannot carry, such as non-image binary data or built-in tools.
-var ErrUnsupportedPart = errors.New("unsupported content")
-
 // Options configures a [Model]. The zero value talks to OpenAI without an
 // API key.
 type Options struct {
@@ -204,7 +200,7 @@ func (m *Model) params(req *model.Request) (oai.ChatCompletionNewParams, error) 
 			continue
 		}
 		if len(t.FunctionDeclarations) == 0 {
-			return p, fmt.Errorf("openai: %w: only function tools are supported", ErrUnsupportedPart)
+			return p, fmt.Errorf("openai: %w: only function tools are supported", model.ErrUnsupportedContent)
 		}
 		for _, d := range t.FunctionDeclarations {
 			if d == nil {
@@ -322,7 +318,7 @@ func messages(c *genai.Content) ([]oai.ChatCompletionMessageParamUnion, error) {
 		case p.FileData != nil && strings.HasPrefix(p.FileData.MIMEType, "image/"):
 			parts = append(parts, oai.ImageContentPart(oai.ChatCompletionContentPartImageImageURLParam{URL: p.FileData.FileURI}))
 		case p.FileData != nil:
-			return nil, fmt.Errorf("openai: %w: file data of type %q", ErrUnsupportedPart, p.FileData.MIMEType)
+			return nil, fmt.Errorf("openai: %w: file data of type %q", model.ErrUnsupportedContent, p.FileData.MIMEType)
 		}
 	}
 	if len(parts) > 0 {
@@ -343,7 +339,7 @@ func inlinePart(b *genai.Blob) (oai.ChatCompletionContentPartUnionParam, error) 
 	case strings.HasPrefix(b.MIMEType, "text/"):
 		return oai.TextContentPart(string(b.Data)), nil
 	}
-	return oai.ChatCompletionContentPartUnionParam{}, fmt.Errorf("openai: %w: inline data of type %q", ErrUnsupportedPart, b.MIMEType)
+	return oai.ChatCompletionContentPartUnionParam{}, fmt.Errorf("openai: %w: inline data of type %q", model.ErrUnsupportedContent, b.MIMEType)
 }
 
 func assistant(c *genai.Content) ([]oai.ChatCompletionMessageParamUnion, error) {

@@ -451,7 +451,7 @@ func TestUnsupportedPart(t *testing.T) {
 	}
 	req := &model.Request{Contents: []*genai.Content{{Role: genai.RoleUser, Parts: []*genai.Part{{InlineData: &genai.Blob{MIMEType: "audio/wav", Data: []byte{1}}}}}}}
 	_, err = fakeapi.Collect(m.Generate(t.Context(), req, false))
-	if !errors.Is(err, openai.ErrUnsupportedPart) {
-		t.Errorf("err = %v, want ErrUnsupportedPart", err)
+	if !errors.Is(err, model.ErrUnsupportedContent) {
+		t.Errorf("err = %v, want model.ErrUnsupportedContent", err)
 	}
 }

@@ -1,7 +1,6 @@
 package functiontool
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
@@ -11,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/loomkit/loom/event"
 )
 
 // explain finds the first problem of value v against schema s in terms a
@@ -29,7 +30,7 @@ func explain(s *jsonschema.Schema, v any, path string) (field, reason string, ok
 		}
 	}
 	if len(s.Enum) > 0 && !inEnum(s.Enum, v) {
-		return path, fmt.Sprintf("must be one of %s, got %s", compactJSON(s.Enum), compactJSON(v)), true
+		return path, fmt.Sprintf("must be one of %s, got %s", event.CompactJSON(s.Enum), event.CompactJSON(v)), true
 	}
 	if r := bounds(s, v); r != "" {
 		return path, r, true
@@ -158,7 +159,7 @@ func describe(v any, typ string) string {
 	case "object", "array", "null":
 		return typ
 	}
-	s := compactJSON(v)
+	s := event.CompactJSON(v)
 	if len(s) > 40 {
 		return typ
 	}
@@ -166,21 +167,13 @@ func describe(v any, typ string) string {
 }
 
 func inEnum(enum []any, v any) bool {
-	js := compactJSON(v)
+	js := event.CompactJSON(v)
 	for _, e := range enum {
-		if compactJSON(e) == js {
+		if event.CompactJSON(e) == js {
 			return true
 		}
 	}
 	return false
-}
-
-func compactJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
 }
 
 // propertyNames lists a schema's properties in declaration order when known,

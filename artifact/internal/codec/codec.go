@@ -33,6 +33,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"google.golang.org/genai"
@@ -177,4 +178,14 @@ func Unescape(seg string) (string, error) {
 		i += 2
 	}
 	return b.String(), nil
+}
+
+// ParseVersion reads a version number written as a path segment: a
+// non-negative decimal integer without leading zeros.
+func ParseVersion(name string) (int64, bool) {
+	if name == "" || name[0] < '0' || name[0] > '9' || len(name) > 1 && name[0] == '0' {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(name, 10, 64)
+	return v, err == nil && v >= 0
 }
