@@ -182,8 +182,9 @@ func (r *Runner) withSession(ctx context.Context, userID, sessionID string, crea
 	return fn(sess)
 }
 
-// invoke is the event loop of one invocation. res, when not nil, resumes
-// an invocation (resume.go); msg is nil when resuming without a message.
+// invoke runs one invocation: it stores the user message, chooses the
+// agent, and drives the event loop. res, when not nil, resumes an
+// invocation (resume.go); msg is nil when resuming without a message.
 func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.Content, opts *RunOptions, res *resumption, yield func(*event.Event, error) bool) {
 	var creds map[string]map[string]any
 	if msg != nil {
@@ -199,52 +200,26 @@ func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.C
 		RunConfig:   agent.RunConfig{Streaming: opts.Streaming, MaxLLMCalls: opts.MaxLLMCalls},
 		Callbacks:   r.callbacks,
 		Credentials: creds,
-		// Shared by every invocation value built from cfg below.
+		// Shared by every invocation value built from cfg.
 		PendingArtifacts: &agent.PendingArtifacts{},
 	}
 	if msg == nil {
 		cfg.UserContent = res.userContent
 	}
 	pending := cfg.PendingArtifacts
-	inv := agent.NewInvocation(cfg)
-	defer r.afterRun(ctx, inv)
 	// However the invocation ends, versions saved for events it did not
-	// commit go (runs before afterRun). Best effort: a failure leaves
-	// versions no event records, as a crash would.
-	defer func() { _ = r.discardArtifacts(ctx, pending) }()
-
-	// The user message, after the plugins have seen it.
-	cc := agent.NewCallbackContext(inv)
-	for _, p := range r.cfg.Plugins {
-		if msg == nil {
-			break
-		}
-		if p.OnUserMessage == nil {
-			continue
-		}
-		c, err := p.OnUserMessage(ctx, cc, msg)
-		if err != nil {
-			yield(nil, fmt.Errorf("runner: plugin %s: on user message: %w", p.Name, err))
-			return
-		}
-		if c != nil {
-			cfg.UserContent = c
-			inv = agent.NewInvocation(cfg)
-			break
-		}
-	}
+	// commit go, then the plugins' AfterRun hooks run. Best effort: a
+	// failure leaves versions no event records, as a crash would.
+	var inv *agent.Invocation
+	defer func() {
+		_ = r.discardArtifacts(ctx, pending)
+		r.afterRun(ctx, inv)
+	}()
+	inv = agent.NewInvocation(cfg)
 	if msg != nil {
-		user := event.New(inv.ID(), event.AuthorUser)
-		user.Branch = res.callBranch() // an answer joins the branch of its call
-		user.Content = event.CloneContent(inv.UserContent())
-		if user.Content.Role == "" {
-			user.Content.Role = genai.RoleUser
-		}
-		user.Actions = event.Actions{StateDelta: event.CloneMap(opts.StateDelta)}
-		staged := cc.TakeActions() // the plugins' writes win over the request's delta
-		user.Actions.Merge(&staged)
-		if err := r.commit(ctx, sess, user, pending); err != nil {
-			yield(nil, fmt.Errorf("runner: store user message: %w", err))
+		var err error
+		if inv, err = r.storeUserMessage(ctx, cfg, opts, res); err != nil {
+			yield(nil, err)
 			return
 		}
 	}
@@ -264,10 +239,55 @@ func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.C
 	} else if early != nil {
 		events = func(y func(*event.Event, error) bool) { y(early, nil) }
 	}
+	if r.loop(ctx, inv, pending, events, yield) {
+		r.afterAgents(ctx, inv, pending, yield)
+	}
+}
+
+// storeUserMessage lets the plugins see (and replace) the user message,
+// then commits it with the request's state delta and what the plugins
+// staged. It returns the invocation, which carries the message as stored.
+func (r *Runner) storeUserMessage(ctx context.Context, cfg agent.InvocationConfig, opts *RunOptions, res *resumption) (*agent.Invocation, error) {
+	inv := agent.NewInvocation(cfg)
+	cc := agent.NewCallbackContext(inv)
+	for _, p := range r.cfg.Plugins {
+		if p.OnUserMessage == nil {
+			continue
+		}
+		c, err := p.OnUserMessage(ctx, cc, cfg.UserContent)
+		if err != nil {
+			return nil, fmt.Errorf("runner: plugin %s: on user message: %w", p.Name, err)
+		}
+		if c != nil {
+			cfg.UserContent = c
+			inv = agent.NewInvocation(cfg)
+			break
+		}
+	}
+	user := event.New(inv.ID(), event.AuthorUser)
+	user.Branch = res.callBranch() // an answer joins the branch of its call
+	user.Content = event.CloneContent(inv.UserContent())
+	if user.Content.Role == "" {
+		user.Content.Role = genai.RoleUser
+	}
+	user.Actions = event.Actions{StateDelta: event.CloneMap(opts.StateDelta)}
+	staged := cc.TakeActions() // the plugins' writes win over the request's delta
+	user.Actions.Merge(&staged)
+	if err := r.commit(ctx, inv.Session(), user, cfg.PendingArtifacts); err != nil {
+		return nil, fmt.Errorf("runner: store user message: %w", err)
+	}
+	return inv, nil
+}
+
+// loop is the event loop: it commits each complete event the agents yield
+// before passing it on (and before the agent's yield returns), and passes
+// partial events on uncommitted. It reports whether the agents finished
+// without error and the caller kept reading.
+func (r *Runner) loop(ctx context.Context, inv *agent.Invocation, pending *agent.PendingArtifacts, events iter.Seq2[*event.Event, error], yield func(*event.Event, error) bool) bool {
 	for ev, err := range events {
 		if err != nil {
 			yield(nil, err)
-			return
+			return false
 		}
 		if ev == nil {
 			continue
@@ -276,20 +296,20 @@ func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.C
 			ev.InvocationID = inv.ID()
 		}
 		if !ev.Partial {
-			if err := r.commit(ctx, sess, ev, pending); err != nil {
+			if err := r.commit(ctx, inv.Session(), ev, pending); err != nil {
 				yield(nil, fmt.Errorf("runner: commit event: %w", err))
-				return
+				return false
 			}
 			if ev, err = r.onEvent(ctx, inv, ev); err != nil {
 				yield(nil, err)
-				return
+				return false
 			}
 		}
 		if !yield(ev, nil) {
-			return
+			return false
 		}
 	}
-	r.afterAgents(ctx, inv, pending, yield)
+	return true
 }
 
 // afterAgents commits the events the plugins' AfterAgents hooks return once

@@ -10,6 +10,7 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/tool"
 )
 
 // This file continues an agent from the session log when its invocation is
@@ -63,53 +64,75 @@ func (a *Agent) resume(ctx context.Context, inv *agent.Invocation, yield func(*e
 		yield(nil, err)
 		return nil, false
 	}
-	answers := map[string]agent.Answer{}
+	p := paused{calls: calls, after: after, answers: map[string]agent.Answer{}}
 	for _, ans := range inv.Answers() {
-		answers[ans.Call.ID] = ans
+		p.answers[ans.Call.ID] = ans
 	}
-	pausing, kinds := agent.PausingCalls(calls)
-	waitingFor := func(fc *genai.FunctionCall) bool {
-		i := slices.Index(pausing, fc)
-		return i >= 0 && agent.Waiting(after, kinds[i], fc.ID)
-	}
-
-	// Confirmation or credential requests: run the original calls whose
-	// requests were answered.
+	p.pausing, p.kinds = agent.PausingCalls(calls)
 	if isClientRequest(calls) {
-		var run []*genai.FunctionCall
-		var resumes []agent.ToolResume
-		waiting := false
-		for _, fc := range calls.FunctionCalls() {
-			orig, err := originalCall(fc)
-			if err != nil {
-				yield(nil, fmt.Errorf("llmagent: %s: %w", a.Name(), err))
-				return nil, false
-			}
-			if ans, ok := answers[fc.ID]; ok {
-				run = append(run, orig)
-				resumes = append(resumes, clientAnswer(inv, ans))
-			} else if waitingFor(fc) {
-				waiting = true
-			}
+		return a.resumeRequests(ctx, inv, &p, tools, yield)
+	}
+	return a.resumeCalls(ctx, inv, &p, responded, tools, yield)
+}
+
+// paused is where a resumed agent stopped: its latest event with function
+// calls, the events after it, and the answers the ledger delivers to it.
+type paused struct {
+	calls   *event.Event
+	after   []*event.Event
+	answers map[string]agent.Answer // by call id
+	pausing []*genai.FunctionCall   // the calls of calls that pause, with their kinds
+	kinds   []agent.PauseKind
+}
+
+// waiting reports whether fc still waits for the client.
+func (p *paused) waiting(fc *genai.FunctionCall) bool {
+	i := slices.Index(p.pausing, fc)
+	return i >= 0 && agent.Waiting(p.after, p.kinds[i], fc.ID)
+}
+
+// resumeRequests goes on after confirmation or credential requests: it runs
+// the original calls whose requests were answered, or stays paused.
+func (a *Agent) resumeRequests(ctx context.Context, inv *agent.Invocation, p *paused, tools map[string]tool.Tool,
+	yield func(*event.Event, error) bool) (agent.Agent, bool) {
+	var run []*genai.FunctionCall
+	var resumes []agent.ToolResume
+	waiting := false
+	for _, fc := range p.calls.FunctionCalls() {
+		orig, err := originalCall(fc)
+		if err != nil {
+			yield(nil, fmt.Errorf("llmagent: %s: %w", a.Name(), err))
+			return nil, false
 		}
-		if len(run) == 0 {
-			if waiting {
-				inv.End()
-				return a, true
-			}
-			return a.afterResponses(inv, after)
+		if ans, ok := p.answers[fc.ID]; ok {
+			run = append(run, orig)
+			resumes = append(resumes, clientAnswer(inv, ans))
+		} else if p.waiting(fc) {
+			waiting = true
 		}
+	}
+	if len(run) > 0 {
 		return a.afterCalls(ctx, inv, run, resumes, tools, waiting, yield)
 	}
+	if waiting {
+		inv.End()
+		return a, true
+	}
+	return a.afterResponses(inv, p.after)
+}
 
-	// A model response with calls: run those without a response; calls of
-	// long-running tools wait for the client.
+// resumeCalls goes on after a model response with calls: it runs those
+// that have no response (the process stopped before they ran), stays
+// paused while a long-running call waits for the client, and otherwise
+// goes on as the responses say.
+func (a *Agent) resumeCalls(ctx context.Context, inv *agent.Invocation, p *paused, responded map[string]bool, tools map[string]tool.Tool,
+	yield func(*event.Event, error) bool) (next agent.Agent, ok bool) {
 	var run []*genai.FunctionCall
 	waiting := false
-	for _, fc := range calls.FunctionCalls() {
+	for _, fc := range p.calls.FunctionCalls() {
 		switch {
-		case slices.Contains(calls.LongRunningToolIDs, fc.ID):
-			waiting = waiting || waitingFor(fc)
+		case slices.Contains(p.calls.LongRunningToolIDs, fc.ID):
+			waiting = waiting || p.waiting(fc)
 		case !responded[fc.ID]:
 			run = append(run, fc)
 		}
@@ -121,18 +144,18 @@ func (a *Agent) resume(ctx context.Context, inv *agent.Invocation, yield func(*e
 		inv.End() // still paused
 		return a, true
 	}
-	for _, e := range after {
+	for _, e := range p.after {
 		if e.Author == a.Name() && (len(e.Actions.RequestedToolConfirmations) > 0 || len(e.Actions.RequestedAuthConfigs) > 0) {
 			// The responses asked the client for confirmations or
 			// credentials, and the request was not committed: ask now.
-			if !yield(clientRequests(inv, calls.FunctionCalls(), &e.Actions), nil) {
+			if !yield(clientRequests(inv, p.calls.FunctionCalls(), &e.Actions), nil) {
 				return nil, false
 			}
 			inv.End()
 			return a, true
 		}
 	}
-	next, ok = a.afterResponses(inv, after)
+	next, ok = a.afterResponses(inv, p.after)
 	if !ok || next == nil || next == a {
 		return next, ok
 	}
