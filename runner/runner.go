@@ -137,6 +137,14 @@ func New(cfg Config) (*Runner, error) {
 		limit: limit, maxBytes: maxBytes}, nil
 }
 
+// CacheUsage reports the idle live sessions the runner keeps and their
+// estimated memory in bytes, which stays within Config.SessionCacheBytes.
+func (r *Runner) CacheUsage() (sessions int, bytes int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.idle.Len(), r.idleBytes
+}
+
 // AppName returns the application name.
 func (r *Runner) AppName() string { return r.cfg.AppName }
 
