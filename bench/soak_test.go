@@ -26,7 +26,6 @@ import (
 	"github.com/loomkit/loom/session/sqlsession"
 )
 
-
 // BenchmarkSoak runs S5-style load against the server as `loom api` serves
 // it, sessions in SQLite (a file in a temporary directory) and spans in
 // the telemetry plugin's in-memory store, for a while (LOOM_SOAK, a Go
