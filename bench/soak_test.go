@@ -40,7 +40,8 @@ import (
 // keeps one conversation per client for the whole run, as S5 reuse does);
 // so the number of sessions grows without bound while each stays short.
 //
-// It logs VmRSS and the Go heap in use every twentieth of the run, and
+// It logs VmRSS, the Go heap in use and what the session cache and the
+// span store hold every twentieth of the run, and
 // reports req/s, peak-RSS-MB and rss-last/warm: the RSS at the end over
 // the RSS after the warm-up (the first fifth of the run). A server whose
 // memory is bounded by its configuration levels off: the ratio stays near 1.
@@ -152,8 +153,10 @@ func BenchmarkSoak(b *testing.B) {
 		runtime.ReadMemStats(&ms)
 		rss = append(rss, r)
 		peak = max(peak, r)
-		b.Logf("t=%6.1fs  RSS %6.1f MB  heap in use %6.1f MB  requests %d", time.Since(start).Seconds(),
-			float64(r)/(1<<20), float64(ms.HeapInuse)/(1<<20), requests.Load())
+		cached, cacheBytes := app.CacheUsage()
+		b.Logf("t=%6.1fs  RSS %6.1f MB  heap in use %6.1f MB  requests %6d  cached sessions %4d (%5.1f MB)  spans %5d (%5.1f MB)",
+			time.Since(start).Seconds(), float64(r)/(1<<20), float64(ms.HeapInuse)/(1<<20), requests.Load(),
+			cached, float64(cacheBytes)/(1<<20), tel.Exporter().Len(), float64(tel.Exporter().Bytes())/(1<<20))
 	}
 	close(stop)
 	wg.Wait()
