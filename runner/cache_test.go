@@ -151,3 +151,31 @@ func TestEvictedSessionReloads(t *testing.T) {
 		t.Fatalf("stored session c: %v, %d events, want 4", err, s.Len())
 	}
 }
+
+// TestSessionCacheDisabled checks that a negative byte bound keeps no
+// session between turns, and that turns still see their history.
+func TestSessionCacheDisabled(t *testing.T) {
+	m := scripted.New("echo", func(context.Context, *model.Request) (scripted.Turn, error) {
+		return scripted.Text("ok"), nil
+	}).Recording()
+	ag, err := llmagent.New(llmagent.Config{Name: "echo", Model: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: app, Agent: ag, Sessions: memsession.NewService(), AutoCreateSession: true, SessionCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"one", "two"} {
+		if _, err := r.RunSync(context.Background(), user, "s", userText(text), nil); err != nil {
+			t.Fatal(err)
+		}
+		if n, bytes := r.CacheUsage(); n != 0 || bytes != 0 {
+			t.Fatalf("a disabled cache holds %d sessions of %d bytes", n, bytes)
+		}
+	}
+	reqs := m.Requests()
+	if got := len(reqs[len(reqs)-1].Contents); got != 3 {
+		t.Fatalf("the second turn sent %d contents, want 3 (one, ok, two)", got)
+	}
+}
