@@ -56,7 +56,16 @@ type Config struct {
 	// invocations so that a new turn only loads what changed (default 1024;
 	// negative disables the cache).
 	SessionCacheSize int
+	// SessionCacheBytes bounds the estimated memory (session.Session.Size)
+	// of the idle live sessions kept (default DefaultSessionCacheBytes;
+	// negative disables the cache). The least recently used are dropped
+	// first; a session larger than the bound is not kept, and its next turn
+	// loads it from the store.
+	SessionCacheBytes int64
 }
+
+// DefaultSessionCacheBytes is the default of Config.SessionCacheBytes.
+const DefaultSessionCacheBytes = 64 << 20
 
 // RunOptions are the per-run settings. The zero value is the default.
 type RunOptions struct {
@@ -84,10 +93,12 @@ type Runner struct {
 	tree      *agent.Tree
 	callbacks agent.Callbacks // merged from the plugins
 
-	mu    sync.Mutex
-	live  map[session.Key]*liveSession
-	idle  *list.List // of *liveSession with refs == 0, most recent first
-	limit int
+	mu        sync.Mutex
+	live      map[session.Key]*liveSession
+	idle      *list.List // of *liveSession with refs == 0, most recent first
+	idleBytes int64      // sum of the idle sessions' sizes
+	limit     int        // of idle sessions
+	maxBytes  int64      // of idleBytes
 }
 
 // liveSession is a session copy kept across invocations, with the lock that
@@ -98,6 +109,7 @@ type liveSession struct {
 	sess *session.Session // nil until loaded
 	refs int
 	elem *list.Element // position in idle, when idle
+	size int64         // sess.Size() when it became idle
 }
 
 // New returns a runner.
@@ -116,7 +128,23 @@ func New(cfg Config) (*Runner, error) {
 	if limit == 0 {
 		limit = 1024
 	}
-	return &Runner{cfg: cfg, tree: tree, callbacks: plugin.Merge(cfg.Plugins), live: map[session.Key]*liveSession{}, idle: list.New(), limit: max(limit, 0)}, nil
+	maxBytes := cfg.SessionCacheBytes
+	if maxBytes == 0 {
+		maxBytes = DefaultSessionCacheBytes
+	}
+	if limit < 0 || maxBytes < 0 {
+		limit, maxBytes = 0, 0
+	}
+	return &Runner{cfg: cfg, tree: tree, callbacks: plugin.Merge(cfg.Plugins), live: map[session.Key]*liveSession{}, idle: list.New(),
+		limit: limit, maxBytes: maxBytes}, nil
+}
+
+// CacheUsage reports the idle live sessions the runner keeps and their
+// estimated memory in bytes, which stays within Config.SessionCacheBytes.
+func (r *Runner) CacheUsage() (sessions int, bytes int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.idle.Len(), r.idleBytes
 }
 
 // AppName returns the application name.
@@ -484,6 +512,7 @@ func (r *Runner) acquire(ctx context.Context, key session.Key) (*liveSession, er
 	if ls.elem != nil {
 		r.idle.Remove(ls.elem)
 		ls.elem = nil
+		r.idleBytes -= ls.size
 	}
 	r.mu.Unlock()
 	select {
@@ -511,10 +540,18 @@ func (r *Runner) unref(ls *liveSession) {
 		delete(r.live, ls.key)
 		return
 	}
+	// No invocation holds the session: its size is stable until the next.
+	ls.size = ls.sess.Size()
+	if ls.size > r.maxBytes {
+		delete(r.live, ls.key)
+		return
+	}
 	ls.elem = r.idle.PushFront(ls)
-	for r.idle.Len() > r.limit {
+	r.idleBytes += ls.size
+	for r.idle.Len() > r.limit || r.idleBytes > r.maxBytes {
 		old := r.idle.Remove(r.idle.Back()).(*liveSession)
 		old.elem = nil
+		r.idleBytes -= old.size
 		delete(r.live, old.key)
 	}
 }

@@ -61,10 +61,15 @@ type Session struct {
 	seq     int64
 	updated time.Time
 	created time.Time
+
+	evBytes    int64 // estimated memory of events (see Size)
+	stateBytes int64 // estimated memory of state when loaded or refreshed
 }
 
 func newSession(r *Record) *Session {
-	return &Session{key: r.Key, state: mergeState(r), events: r.Events, seq: r.Seq, updated: r.UpdateTime, created: r.CreateTime}
+	st := mergeState(r)
+	return &Session{key: r.Key, state: st, events: r.Events, seq: r.Seq, updated: r.UpdateTime, created: r.CreateTime,
+		evBytes: eventsSize(r.Events), stateBytes: stateSize(st)}
 }
 
 // ID returns the session id.
@@ -378,8 +383,10 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 		ev.ID, ev.Timestamp, ev.Actions.StateDelta = origID, origTime, fullDelta
 		return fmt.Errorf("session: append event %s: %w", id, err)
 	}
+	size := eventSize(ev)
 	sess.mu.Lock()
 	sess.events = append(sess.events, ev)
+	sess.evBytes += size
 	ApplyDelta(sess.state, fullDelta)
 	sess.seq = seq + 1
 	sess.updated = ev.Timestamp
@@ -411,11 +418,16 @@ func (s *Service) Refresh(ctx context.Context, sess *Session) error {
 		fresh := newSession(rec)
 		sess.mu.Lock()
 		sess.state, sess.events, sess.seq, sess.updated, sess.created = fresh.state, fresh.events, fresh.seq, fresh.updated, fresh.created
+		sess.evBytes, sess.stateBytes = fresh.evBytes, fresh.stateBytes
 		sess.mu.Unlock()
 		return nil
 	}
+	state, added := mergeState(rec), eventsSize(rec.Events)
+	stateBytes := stateSize(state)
 	sess.mu.Lock()
-	sess.state = mergeState(rec)
+	sess.state = state
+	sess.stateBytes = stateBytes
+	sess.evBytes += added
 	sess.events = append(sess.events, rec.Events...)
 	sess.seq = rec.Seq
 	sess.updated = rec.UpdateTime

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -24,18 +25,47 @@ type Span struct {
 // DefaultMaxSpans is the capacity of an Exporter created with a size of zero.
 const DefaultMaxSpans = 10_000
 
+// DefaultMaxSpanBytes is the estimated memory an Exporter keeps spans in
+// when its options leave MaxBytes zero.
+const DefaultMaxSpanBytes = 32 << 20
+
+// DefaultMaxAttributeBytes is the length to which an Exporter truncates a
+// string attribute when its options leave MaxAttributeBytes zero.
+const DefaultMaxAttributeBytes = 16 << 10
+
+// ExporterOptions bounds what an Exporter keeps. The zero value is the
+// default.
+type ExporterOptions struct {
+	// MaxSpans is the number of spans kept (DefaultMaxSpans if zero or
+	// negative).
+	MaxSpans int
+	// MaxBytes bounds the estimated memory of the kept spans: their
+	// names, ids and attributes, payloads included (DefaultMaxSpanBytes if
+	// zero; negative: no bound in bytes).
+	MaxBytes int64
+	// MaxAttributeBytes truncates each string attribute to this length,
+	// marking the cut (DefaultMaxAttributeBytes if zero; negative: none is
+	// truncated).
+	MaxAttributeBytes int
+}
+
 // Exporter is an in-memory span exporter of bounded size: it keeps the most
-// recent spans, at most its capacity, overwriting the oldest. It answers the
-// server's debug trace routes (see Span). It is safe
-// for concurrent use.
+// recent spans, at most a number of them and a number of bytes, dropping
+// the oldest. It answers the server's debug trace routes (see Span). It is
+// safe for concurrent use.
 //
 // Register it with a synchronous processor (sdktrace.WithSyncer) so that a
 // span can be looked up as soon as it has ended.
 type Exporter struct {
+	maxSpans int
+	maxBytes int64 // negative: unbounded
+	maxAttr  int   // negative: no truncation
+
 	mu    sync.Mutex
-	ring  []record // len(ring) <= cap(ring) == capacity
-	next  int      // slot of the next record once the ring is full
-	total uint64   // spans exported since creation
+	recs  []record // held records are recs[head:], oldest first
+	head  int
+	bytes int64  // estimated memory of the held records
+	total uint64 // spans exported since creation
 }
 
 // record is a finished span as the trace routes report it, with the keys
@@ -44,36 +74,57 @@ type record struct {
 	span      Span
 	sessionID string
 	eventID   string
+	size      int64 // estimated memory
 }
 
 var _ sdktrace.SpanExporter = (*Exporter)(nil)
 
 // NewExporter returns an exporter keeping at most maxSpans spans
-// (DefaultMaxSpans if maxSpans <= 0).
+// (DefaultMaxSpans if maxSpans <= 0) and the default bounds of
+// ExporterOptions otherwise.
 func NewExporter(maxSpans int) *Exporter {
-	if maxSpans <= 0 {
-		maxSpans = DefaultMaxSpans
+	return NewExporterWith(ExporterOptions{MaxSpans: maxSpans})
+}
+
+// NewExporterWith returns an exporter with the given bounds.
+func NewExporterWith(opts ExporterOptions) *Exporter {
+	e := &Exporter{maxSpans: opts.MaxSpans, maxBytes: opts.MaxBytes, maxAttr: opts.MaxAttributeBytes}
+	if e.maxSpans <= 0 {
+		e.maxSpans = DefaultMaxSpans
 	}
-	return &Exporter{ring: make([]record, 0, maxSpans)}
+	if e.maxBytes == 0 {
+		e.maxBytes = DefaultMaxSpanBytes
+	}
+	if e.maxAttr == 0 {
+		e.maxAttr = DefaultMaxAttributeBytes
+	}
+	return e
 }
 
 // ExportSpans implements sdktrace.SpanExporter: it stores the spans,
-// evicting the oldest when full.
+// dropping the oldest beyond the bounds.
 func (e *Exporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
 	recs := make([]record, 0, len(spans))
 	for _, s := range spans {
-		recs = append(recs, convert(s))
+		recs = append(recs, convert(s, e.maxAttr))
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, r := range recs {
 		e.total++
-		if len(e.ring) < cap(e.ring) {
-			e.ring = append(e.ring, r)
-			continue
+		e.recs = append(e.recs, r)
+		e.bytes += r.size
+		for n := len(e.recs) - e.head; n > 0 && (n > e.maxSpans || (e.maxBytes >= 0 && e.bytes > e.maxBytes)); n-- {
+			e.bytes -= e.recs[e.head].size
+			e.recs[e.head] = record{}
+			e.head++
 		}
-		e.ring[e.next] = r
-		e.next = (e.next + 1) % len(e.ring)
+	}
+	// Reclaim the dropped slots once they are the larger part.
+	if e.head > 64 && e.head*2 >= len(e.recs) {
+		n := copy(e.recs, e.recs[e.head:])
+		clear(e.recs[n:])
+		e.recs, e.head = e.recs[:n], 0
 	}
 	return nil
 }
@@ -85,14 +136,17 @@ func (e *Exporter) Shutdown(context.Context) error { return nil }
 func (e *Exporter) Len() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return len(e.ring)
+	return len(e.recs) - e.head
 }
 
 // Cap returns the maximum number of spans held.
-func (e *Exporter) Cap() int {
+func (e *Exporter) Cap() int { return e.maxSpans }
+
+// Bytes returns the estimated memory of the spans held.
+func (e *Exporter) Bytes() int64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return cap(e.ring)
+	return e.bytes
 }
 
 // Exported returns the number of spans exported since the exporter was
@@ -105,13 +159,8 @@ func (e *Exporter) Exported() uint64 {
 
 // each calls f on the held records, oldest first, with the lock held.
 func (e *Exporter) each(f func(*record)) {
-	n := len(e.ring)
-	start := 0
-	if n == cap(e.ring) {
-		start = e.next
-	}
-	for i := range n {
-		f(&e.ring[(start+i)%n])
+	for i := e.head; i < len(e.recs); i++ {
+		f(&e.recs[i])
 	}
 }
 
@@ -181,8 +230,15 @@ func cloneAttrs(m map[string]any) map[string]any {
 	return c
 }
 
-// convert turns a finished SDK span into a record.
-func convert(s sdktrace.ReadOnlySpan) record {
+// Estimated fixed costs of a record and of one attribute in its map.
+const (
+	recordBytes = int64(unsafe.Sizeof(record{})) + 56 // and its map's header
+	attrBytes   = 40                                  // a map slot and the boxed value
+)
+
+// convert turns a finished SDK span into a record, truncating string
+// attributes to maxAttr bytes (none if negative).
+func convert(s sdktrace.ReadOnlySpan, maxAttr int) record {
 	sc := s.SpanContext()
 	attrs := s.Attributes()
 	r := record{span: Span{
@@ -196,8 +252,32 @@ func convert(s sdktrace.ReadOnlySpan) record {
 	if p := s.Parent(); p.SpanID().IsValid() {
 		r.span.ParentSpanID = p.SpanID().String()
 	}
+	r.size = recordBytes + int64(len(r.span.Name)+len(r.span.SpanID)+len(r.span.TraceID)+len(r.span.ParentSpanID))
 	for _, kv := range attrs {
-		r.span.Attributes[string(kv.Key)] = attrValue(kv.Value)
+		v := attrValue(kv.Value)
+		switch x := v.(type) {
+		case string:
+			if maxAttr >= 0 {
+				x = truncate(x, maxAttr)
+				v = x
+			}
+			r.size += int64(len(x))
+		case []string:
+			for i, e := range x {
+				if maxAttr >= 0 {
+					x[i] = truncate(e, maxAttr)
+				}
+				r.size += 16 + int64(len(x[i]))
+			}
+		case []int64:
+			r.size += 8 * int64(len(x))
+		case []float64:
+			r.size += 8 * int64(len(x))
+		case []bool:
+			r.size += int64(len(x))
+		}
+		r.size += attrBytes + int64(len(kv.Key))
+		r.span.Attributes[string(kv.Key)] = v
 		switch kv.Key {
 		case keySessionID:
 			r.sessionID = kv.Value.AsString()

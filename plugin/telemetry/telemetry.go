@@ -53,7 +53,8 @@
 // # Trace routes
 //
 // Without a TracerProvider in its Config, a Telemetry records spans in an
-// in-memory [Exporter] that keeps the most recent [Config.MaxSpans] spans.
+// in-memory [Exporter] that keeps the most recent spans, at most
+// [Config.MaxSpans] of them in at most [Config.MaxSpanBytes] of memory.
 // [Telemetry.SessionSpans] and [Telemetry.EventAttributes] read it: they
 // answer the HTTP server's debug trace routes (the cli package connects
 // them), giving a session's spans and the attributes of the span that
@@ -94,14 +95,17 @@ type Config struct {
 	Exporter *Exporter
 	// MeterProvider records the metrics; otel.GetMeterProvider() if nil.
 	MeterProvider metric.MeterProvider
-	// MaxSpans bounds the spans a created Exporter keeps (DefaultMaxSpans if
-	// zero or negative).
+	// MaxSpans bounds the number of spans a created Exporter keeps
+	// (DefaultMaxSpans if zero or negative).
 	MaxSpans int
+	// MaxSpanBytes bounds the estimated memory of the spans a created
+	// Exporter keeps, payloads included (DefaultMaxSpanBytes if zero;
+	// negative: bounded by MaxSpans only).
+	MaxSpanBytes int64
 	// MaxPayloadBytes truncates the JSON payloads recorded on spans (model
-	// requests and responses, tool arguments and results):
-	// DefaultMaxPayloadBytes if zero; negative records none. A model
-	// request records its newest contents first. With the defaults, an
-	// Exporter full of model-call spans holds up to about 160 MB.
+	// requests and responses, tool arguments and results), marking the
+	// cut: DefaultMaxPayloadBytes if zero; negative records none. A model
+	// request records its newest contents first.
 	MaxPayloadBytes int
 }
 
@@ -128,7 +132,7 @@ func New(cfg Config) (*Telemetry, error) {
 	tp := cfg.TracerProvider
 	if tp == nil {
 		if t.exp == nil {
-			t.exp = NewExporter(cfg.MaxSpans)
+			t.exp = NewExporterWith(ExporterOptions{MaxSpans: cfg.MaxSpans, MaxBytes: cfg.MaxSpanBytes})
 		}
 		t.owned = sdktrace.NewTracerProvider(sdktrace.WithSyncer(t.exp))
 		tp = t.owned

@@ -1,0 +1,100 @@
+package telemetry_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/loomkit/loom/plugin/telemetry"
+)
+
+// TestExporterBoundedInBytes runs invocations whose model calls record
+// large payloads into an exporter bounded in bytes: it never holds more
+// than its bound, drops the oldest spans first and still answers for the
+// newest.
+func TestExporterBoundedInBytes(t *testing.T) {
+	const max = 96 << 10
+	f := newFixture(t, telemetry.Config{MaxSpanBytes: max}, s1Agent(t, s1Model(1, 2)))
+	exp := f.tel.Exporter()
+	big := strings.Repeat("z", 64<<10) // recorded truncated to the payload bound
+	var last string
+	for i := range 20 {
+		evs := f.run(t, context.Background(), fmt.Sprint("s", i), big)
+		last = evs[2].ID
+		if exp.Bytes() > max {
+			t.Fatalf("after %d runs the exporter holds %d bytes, over its bound of %d", i+1, exp.Bytes(), max)
+		}
+	}
+	if exp.Exported() != 100 || exp.Len() >= 50 || exp.Len() < 5 {
+		t.Fatalf("exported %d, held %d spans; want 100 exported and fewer held", exp.Exported(), exp.Len())
+	}
+	if spans, _ := f.tel.SessionSpans(context.Background(), "s19"); len(spans) != 5 {
+		t.Errorf("newest session spans %v", names(spans))
+	}
+	if spans, _ := f.tel.SessionSpans(context.Background(), "s0"); len(spans) != 0 {
+		t.Errorf("oldest session still has spans %v", names(spans))
+	}
+	attrs, _ := f.tel.EventAttributes(context.Background(), last)
+	if req, _ := attrs["gcp.vertex.agent.llm_request"].(string); len(req) > telemetry.DefaultMaxPayloadBytes || !strings.HasSuffix(req, "...(truncated)") {
+		t.Errorf("newest model request recorded as %d bytes, want truncated to %d with a mark", len(req), telemetry.DefaultMaxPayloadBytes)
+	}
+}
+
+// TestExporterTruncatesAttributes exports spans of another instrumentation
+// with long string attributes: each is cut to the bound, with a mark, and
+// the estimate of the held memory follows the heap they take.
+func TestExporterTruncatesAttributes(t *testing.T) {
+	exp := telemetry.NewExporterWith(telemetry.ExporterOptions{MaxAttributeBytes: 1000, MaxBytes: -1})
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+	tr := tp.Tracer("test")
+	long := strings.Repeat("é", 2000) // 4000 bytes; cut on a rune boundary
+	before := heapAlloc()
+	for i := range 2000 {
+		_, s := tr.Start(context.Background(), "op", trace.WithAttributes(
+			attribute.String("gcp.vertex.agent.session_id", fmt.Sprint("s", i)),
+			attribute.String("long", long),
+			attribute.StringSlice("list", []string{long, "short"}),
+			attribute.Int("n", i)))
+		s.End()
+	}
+	held := int64(heapAlloc()) - int64(before)
+	spans, _ := exp.SessionSpans(context.Background(), "s7")
+	if len(spans) != 1 {
+		t.Fatalf("session spans %v", spans)
+	}
+	a := spans[0].Attributes
+	s, _ := a["long"].(string)
+	list, _ := a["list"].([]string)
+	if len(s) > 1000 || len(s) < 990 || !strings.HasSuffix(s, "...(truncated)") || !strings.HasPrefix(s, "éé") {
+		t.Errorf("long attribute kept as %d bytes %.20q...", len(s), s)
+	}
+	if len(list) != 2 || len(list[0]) > 1000 || list[1] != "short" {
+		t.Errorf("list attribute kept as %d elements", len(list))
+	}
+	if a["n"] != int64(7) {
+		t.Errorf("n = %v", a["n"])
+	}
+	// The estimate counts what the held spans take, give or take the
+	// allocator's rounding.
+	ratio := float64(exp.Bytes()) / float64(held)
+	t.Logf("estimate %d B, heap %d B, ratio %.2f", exp.Bytes(), held, ratio)
+	if ratio < 0.6 || ratio > 1.5 {
+		t.Errorf("estimate %d B for %d B of heap: ratio %.2f", exp.Bytes(), held, ratio)
+	}
+	runtime.KeepAlive(exp)
+}
+
+func heapAlloc() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}

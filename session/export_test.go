@@ -1,0 +1,4 @@
+package session
+
+// EventSizeForTest exposes the estimate of one event's memory.
+var EventSizeForTest = eventSize
