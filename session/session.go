@@ -345,7 +345,8 @@ func (s *Service) Delete(ctx context.Context, key Key) error {
 // On success ev itself holds the committed form (id, timestamp, delta without
 // temp: keys).
 //
-// Timestamps never go back within a session: an event whose timestamp is
+// Timestamps are kept to the microsecond, the precision of the wire
+// format, and never go back within a session: an event whose timestamp is
 // before that of the session's last event gets the last event's timestamp,
 // so that a window of events after a time holds exactly the events of that
 // time or later.
@@ -396,6 +397,8 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	if ev.Timestamp.IsZero() {
 		ev.Timestamp = s.now()
 	}
+	// Microseconds are what the wire format and the stores keep.
+	ev.Timestamp = ev.Timestamp.Truncate(time.Microsecond)
 	if seq > 0 && ev.Timestamp.Before(last) {
 		ev.Timestamp = last
 	}

@@ -245,6 +245,9 @@ var (
 	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
 	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
 	timeType      = reflect.TypeFor[time.Time]()
+	// ownFields are the types whose encoders write their fields as they
+	// are: the walk checks the fields rather than the encoding.
+	ownFields = map[reflect.Type]bool{reflect.TypeFor[event.Event](): true, reflect.TypeFor[event.Actions](): true}
 )
 
 // reflect walks a value of any type as encoding/json would encode it.
@@ -259,7 +262,7 @@ func (c checker) reflect(v reflect.Value, depth int) error {
 	if t == timeType {
 		return nil // encodes as an RFC 3339 string, or as seconds in an event
 	}
-	if t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface &&
+	if t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && !ownFields[t] &&
 		(t.Implements(jsonMarshaler) || t.Implements(textMarshaler) ||
 			(v.CanAddr() && (reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler)))) {
 		return c.encoded(v, depth)
@@ -285,7 +288,7 @@ func (c checker) reflect(v reflect.Value, depth int) error {
 		if v.IsNil() {
 			return nil
 		}
-		if t.Implements(jsonMarshaler) || t.Implements(textMarshaler) {
+		if !ownFields[t.Elem()] && (t.Implements(jsonMarshaler) || t.Implements(textMarshaler)) {
 			return c.encoded(v, depth)
 		}
 		return c.reflect(v.Elem(), depth)
