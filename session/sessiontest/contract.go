@@ -127,19 +127,19 @@ func testV1InvalidValues(t *testing.T, h *harness) {
 // testV1LimitValues: values at the limits are stored and read back equal.
 func testV1LimitValues(t *testing.T, h *harness) {
 	values := map[string]any{
-		"deep":         nested(session.MaxValueDepth),
-		"int-2^53":     int64(1 << 53),
-		"int-neg-2^53": int64(-1 << 53),
-		"uint-2^53":    uint64(1 << 53),
-		"float-max":    math.MaxFloat64,
-		"float-small":  math.SmallestNonzeroFloat64,
-		"float-big":    1e300,
-		"number":       json.Number("12.5"),
-		"unicode":      "ünï 🙂 \u2028 \x01 \x7f",
-		"ünï 🙂":        "key",
-		"struct":       struct{ A int }{7},
-		"strings":      []string{"a", "b"},
-		"time":         time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
+		"deep":                                nested(session.MaxValueDepth),
+		"int-2^53":                            int64(1 << 53),
+		"int-neg-2^53":                        int64(-1 << 53),
+		"uint-2^53":                           uint64(1 << 53),
+		"float-max":                           math.MaxFloat64,
+		"float-small":                         math.SmallestNonzeroFloat64,
+		"float-big":                           1e300,
+		"number":                              json.Number("12.5"),
+		"unicode":                             "ünï 🙂 \u2028 \x01 \x7f",
+		"ünï 🙂":                               "key",
+		"struct":                              struct{ A int }{7},
+		"strings":                             []string{"a", "b"},
+		"time":                                time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
 		strings.Repeat("k", session.MaxIDLen): "long key",
 	}
 	s := h.create(t, "u1", "s1", values)
