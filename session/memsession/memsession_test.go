@@ -15,3 +15,7 @@ func TestConformance(t *testing.T) {
 		return st
 	})
 }
+
+func FuzzAppendStateDelta(f *testing.F) {
+	sessiontest.FuzzAppendStateDelta(f, memsession.New())
+}
