@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -111,19 +112,40 @@ func checkEvent(ev *event.Event) error {
 			return fmt.Errorf("%w: event %s: %w", ErrInvalid, f.name, err)
 		}
 	}
-	c := checker{nul: true, typed: true, skip: stateDeltaField}
+	c := checker{nul: true, typed: true, skipStateDelta: true}
 	if err := c.reflect(reflect.ValueOf(ev).Elem(), 1); err != nil {
 		return fmt.Errorf("%w: event %s: %w", ErrInvalid, ev.ID, err)
 	}
 	return nil
 }
 
-// stateDeltaField is the event's state delta, which checkState checks with
-// the stricter rules of state.
-var stateDeltaField = func() reflect.StructField {
-	f, _ := reflect.TypeFor[event.Actions]().FieldByName("StateDelta")
-	return f
-}()
+// field is a struct field that encoding/json encodes.
+type field struct {
+	index      int
+	anonymous  bool
+	stateDelta bool // event.Actions.StateDelta
+}
+
+// fieldCache caches fieldsOf by type.
+var fieldCache sync.Map // reflect.Type -> []field
+
+// fieldsOf returns the fields of struct type t that encode: exported and
+// not tagged "-".
+func fieldsOf(t reflect.Type) []field {
+	if fs, ok := fieldCache.Load(t); ok {
+		return fs.([]field)
+	}
+	var fs []field
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() || f.Tag.Get("json") == "-" {
+			continue
+		}
+		fs = append(fs, field{index: i, anonymous: f.Anonymous, stateDelta: t == actionsType && f.Name == "StateDelta"})
+	}
+	fieldCache.Store(t, fs)
+	return fs
+}
 
 // checkString rejects invalid UTF-8, and NUL unless nul.
 func checkString(s string, nul bool) error {
@@ -146,8 +168,9 @@ type checker struct {
 	// into their own types; an integer reached through an interface reads
 	// back as a float64, so it must be a safe integer.
 	typed bool
-	// skip is a struct field not to walk.
-	skip reflect.StructField
+	// skipStateDelta skips an event's state delta, which checkState checks
+	// with the stricter rules of state.
+	skipStateDelta bool
 }
 
 func (c checker) value(v any, depth int) error {
@@ -245,10 +268,39 @@ var (
 	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
 	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
 	timeType      = reflect.TypeFor[time.Time]()
+	actionsType   = reflect.TypeFor[event.Actions]()
 	// ownFields are the types whose encoders write their fields as they
 	// are: the walk checks the fields rather than the encoding.
 	ownFields = map[reflect.Type]bool{reflect.TypeFor[event.Event](): true, reflect.TypeFor[event.Actions](): true}
 )
+
+// How a type encodes itself, if it does.
+const (
+	noMarshaler = iota + 1
+	byValue     // its value implements json.Marshaler or encoding.TextMarshaler
+	byPointer   // only a pointer to it does
+)
+
+// marshalers caches marshals by type.
+var marshalers sync.Map // reflect.Type -> int
+
+// marshals reports whether values of t encode themselves (not counting the
+// types of ownFields).
+func marshals(t reflect.Type) int {
+	if m, ok := marshalers.Load(t); ok {
+		return m.(int)
+	}
+	m := noMarshaler
+	switch {
+	case ownFields[t] || t.Kind() == reflect.Interface:
+	case t.Implements(jsonMarshaler) || t.Implements(textMarshaler):
+		m = byValue
+	case t.Kind() != reflect.Pointer && (reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler)):
+		m = byPointer
+	}
+	marshalers.Store(t, m)
+	return m
+}
 
 // reflect walks a value of any type as encoding/json would encode it.
 func (c checker) reflect(v reflect.Value, depth int) error {
@@ -262,10 +314,12 @@ func (c checker) reflect(v reflect.Value, depth int) error {
 	if t == timeType {
 		return nil // encodes as an RFC 3339 string, or as seconds in an event
 	}
-	if t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && !ownFields[t] &&
-		(t.Implements(jsonMarshaler) || t.Implements(textMarshaler) ||
-			(v.CanAddr() && (reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler)))) {
-		return c.encoded(v, depth)
+	// Only named types have methods: the common unnamed ones go without a
+	// lookup.
+	if k := t.Kind(); k != reflect.Pointer && k != reflect.Interface && t.PkgPath() != "" {
+		if m := marshals(t); m == byValue || (m == byPointer && v.CanAddr()) {
+			return c.encoded(v, depth)
+		}
 	}
 	switch t.Kind() {
 	case reflect.Bool:
@@ -288,7 +342,7 @@ func (c checker) reflect(v reflect.Value, depth int) error {
 		if v.IsNil() {
 			return nil
 		}
-		if !ownFields[t.Elem()] && (t.Implements(jsonMarshaler) || t.Implements(textMarshaler)) {
+		if t.Elem().PkgPath() != "" && marshals(t.Elem()) != noMarshaler {
 			return c.encoded(v, depth)
 		}
 		return c.reflect(v.Elem(), depth)
@@ -300,16 +354,19 @@ func (c checker) reflect(v reflect.Value, depth int) error {
 		u.typed = false
 		return u.value(v.Interface(), depth)
 	case reflect.Struct:
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() || f.Tag.Get("json") == "-" || (c.skip.Name != "" && f.Name == c.skip.Name && f.Type == c.skip.Type) {
+		for _, f := range fieldsOf(t) {
+			if f.stateDelta && c.skipStateDelta {
 				continue
 			}
+			fv := v.Field(f.index)
+			if fv.IsZero() {
+				continue // nil, false, 0, "": nothing to check
+			}
 			d := depth + 1
-			if f.Anonymous {
+			if f.anonymous {
 				d = depth
 			}
-			if err := c.reflect(v.Field(i), d); err != nil {
+			if err := c.reflect(fv, d); err != nil {
 				return err
 			}
 		}
