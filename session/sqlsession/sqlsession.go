@@ -29,10 +29,15 @@
 //
 // # Consistency
 //
-// An append is one transaction: it inserts the event only if the session's
-// last sequence number is still the one the writer loaded (otherwise
-// session.ErrStale), and applies the state delta. Either all of it is stored
-// or none of it.
+// An append is one transaction: it inserts the event only if the session is
+// still the one the writer loaded (the same creation time: a session
+// deleted and created again is another one) and its last sequence number is
+// still the one the writer loaded (otherwise session.ErrStale), and its id
+// is new in the session (otherwise session.ErrAlreadyExists), and applies
+// the state delta. Either all of it is stored or none of it. Once the
+// statement that commits has been sent, the store waits for its outcome
+// even past the caller's deadline, so that an error means nothing was
+// stored.
 package sqlsession
 
 import (
