@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -167,8 +168,7 @@ func (s *Store) ListSessions(ctx context.Context, app, user string, after sessio
 	keys = keys[i:]
 	if user != "" {
 		// The user's sessions are a contiguous run of the order.
-		n, _ := slices.BinarySearchFunc(keys, session.Key{UserID: user + "\x00"}, cmpKey)
-		keys = keys[:n]
+		keys = keys[:sort.Search(len(keys), func(i int) bool { return keys[i].UserID > user })]
 	}
 	if len(keys) > limit {
 		keys = keys[:limit]
