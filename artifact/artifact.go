@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/genai"
 )
@@ -102,6 +103,9 @@ func (r Ref) key() (Key, error) {
 	if strings.TrimSpace(r.AppName) == "" || strings.TrimSpace(r.UserID) == "" {
 		return Key{}, fmt.Errorf("%w: app name and user id are required", ErrInvalid)
 	}
+	if err := checkIDs(r.AppName, r.UserID, r.SessionID); err != nil {
+		return Key{}, err
+	}
 	if err := ValidateName(r.Name); err != nil {
 		return Key{}, err
 	}
@@ -114,11 +118,23 @@ func (r Ref) key() (Key, error) {
 	return k, nil
 }
 
+// checkIDs rejects ids that no store can keep and give back as they are:
+// invalid UTF-8 or NUL.
+func checkIDs(ids ...string) error {
+	for _, id := range ids {
+		if !utf8.ValidString(id) || strings.IndexByte(id, 0) >= 0 {
+			return fmt.Errorf("%w: id %q is not valid UTF-8 without NUL", ErrInvalid, id)
+		}
+	}
+	return nil
+}
+
 // ValidateName reports whether name is an acceptable artifact name: not
-// empty, at most 512 bytes, no NUL, and not a path that could escape a
-// directory ("..", absolute paths, backslashes).
+// empty, at most 512 bytes of valid UTF-8, no NUL, and not a path that could
+// escape a directory ("..", absolute paths, backslashes). Every name a
+// listing returns can therefore be loaded as it is.
 func ValidateName(name string) error {
-	bad := name == "" || len(name) > 512 || strings.ContainsAny(name, "\x00\\") ||
+	bad := name == "" || len(name) > 512 || !utf8.ValidString(name) || strings.ContainsAny(name, "\x00\\") ||
 		strings.HasPrefix(name, "/") || slices.Contains(strings.Split(name, "/"), "..") ||
 		slices.Contains(strings.Split(name, "/"), ".")
 	if bad {
@@ -136,11 +152,33 @@ func (s *Service) Save(ctx context.Context, ref Ref, part *genai.Part) (int64, e
 	if part == nil || (part.Text == "" && part.InlineData == nil && part.FileData == nil) {
 		return 0, fmt.Errorf("%w: artifact %q has no data", ErrInvalid, ref.Name)
 	}
+	if err := checkPart(part); err != nil {
+		return 0, fmt.Errorf("%w: artifact %q: %w", ErrInvalid, ref.Name, err)
+	}
 	v, err := s.store.Save(ctx, k, part)
 	if err != nil {
 		return 0, fmt.Errorf("artifact: save %s: %w", ref.Name, err)
 	}
 	return v, nil
+}
+
+// checkPart rejects text a store would not give back as it is: strings
+// that are not valid UTF-8 (JSON and text encodings replace their bad
+// bytes). Binary data goes in InlineData.
+func checkPart(p *genai.Part) error {
+	strs := []string{p.Text}
+	if p.InlineData != nil {
+		strs = append(strs, p.InlineData.MIMEType, p.InlineData.DisplayName)
+	}
+	if p.FileData != nil {
+		strs = append(strs, p.FileData.FileURI, p.FileData.MIMEType, p.FileData.DisplayName)
+	}
+	for _, s := range strs {
+		if !utf8.ValidString(s) {
+			return fmt.Errorf("text %q is not valid UTF-8", s)
+		}
+	}
+	return nil
 }
 
 // Load returns a version of an artifact (Latest for the newest).
@@ -161,6 +199,9 @@ func (s *Service) Load(ctx context.Context, ref Ref, version int64) (*genai.Part
 func (s *Service) List(ctx context.Context, app, user, sessionID string) ([]string, error) {
 	if strings.TrimSpace(app) == "" || strings.TrimSpace(user) == "" {
 		return nil, fmt.Errorf("%w: app name and user id are required", ErrInvalid)
+	}
+	if err := checkIDs(app, user, sessionID); err != nil {
+		return nil, err
 	}
 	var names []string
 	if sessionID != "" {

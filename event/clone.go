@@ -119,28 +119,42 @@ func cloneViaJSON[T any](p *T) {
 	}
 }
 
+// maxCloneDepth bounds the recursion of CloneMap and CloneValue: deeper
+// values (which no session stores; see session.MaxValueDepth) are shared, not
+// copied, so that a cyclic value cannot exhaust the stack.
+const maxCloneDepth = 1000
+
 // CloneMap returns a deep copy of a JSON-like map (nested maps and slices are
-// copied; other values are kept). It returns nil for nil.
-func CloneMap(m map[string]any) map[string]any {
+// copied; other values are kept). It returns nil for nil. Maps and slices
+// nested more than a thousand levels deep, or in a cycle, are copied down to
+// that depth and shared below it.
+func CloneMap(m map[string]any) map[string]any { return cloneMap(m, 0) }
+
+func cloneMap(m map[string]any, depth int) map[string]any {
 	if m == nil {
 		return nil
 	}
 	out := make(map[string]any, len(m))
 	for k, v := range m {
-		out[k] = CloneValue(v)
+		out[k] = cloneValue(v, depth+1)
 	}
 	return out
 }
 
-// CloneValue returns a deep copy of a JSON-like value.
-func CloneValue(v any) any {
+// CloneValue returns a deep copy of a JSON-like value, as CloneMap does.
+func CloneValue(v any) any { return cloneValue(v, 0) }
+
+func cloneValue(v any, depth int) any {
+	if depth >= maxCloneDepth {
+		return v
+	}
 	switch x := v.(type) {
 	case map[string]any:
-		return CloneMap(x)
+		return cloneMap(x, depth)
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = CloneValue(e)
+			out[i] = cloneValue(e, depth+1)
 		}
 		return out
 	case []byte:

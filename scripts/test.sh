@@ -25,3 +25,9 @@ export LOOM_MCP_EVERYTHING
 echo "test.sh: MCP server at $LOOM_MCP_EVERYTHING" >&2
 
 go test -race -shuffle=on -timeout 20m "$@" ./...
+
+# A short run of the state fuzz target on the memory and SQLite stores (a
+# fuzz run takes one package at a time).
+for pkg in ./session/memsession/ ./session/sqlsession/; do
+	go test -run '^$' -fuzz FuzzAppendStateDelta -fuzztime 10s "$pkg"
+done

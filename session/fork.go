@@ -28,11 +28,8 @@ import (
 // exists. Events are copied one append at a time; if copying fails, the
 // partial dst is deleted.
 func (s *Service) Fork(ctx context.Context, src Key, upToEventID string, dst Key) (*Session, error) {
-	if err := validate(src.AppName, src.UserID); err != nil {
+	if err := checkKey(src, false); err != nil {
 		return nil, err
-	}
-	if src.SessionID == "" {
-		return nil, fmt.Errorf("%w: source session id is required", ErrInvalid)
 	}
 	if dst.AppName == "" {
 		dst.AppName = src.AppName
@@ -40,7 +37,7 @@ func (s *Service) Fork(ctx context.Context, src Key, upToEventID string, dst Key
 	if dst.UserID == "" {
 		dst.UserID = src.UserID
 	}
-	if err := validate(dst.AppName, dst.UserID); err != nil {
+	if err := checkKey(dst, true); err != nil {
 		return nil, err
 	}
 	if dst.SessionID == "" {
@@ -96,7 +93,7 @@ func (s *Service) Fork(ctx context.Context, src Key, upToEventID string, dst Key
 		// An empty delta: the copied state is already in place, and shared
 		// scopes must not be changed by replaying old events.
 		cp := *e
-		if err := s.store.AppendEvent(ctx, dst, int64(i), &cp, Delta{}); err != nil {
+		if err := s.store.AppendEvent(ctx, dst, now, int64(i), &cp, Delta{}); err != nil {
 			_ = s.store.DeleteSession(context.WithoutCancel(ctx), dst)
 			return nil, fmt.Errorf("session: fork %s: copy event %s: %w", src.SessionID, e.ID, err)
 		}

@@ -23,10 +23,10 @@ package session
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -153,6 +153,14 @@ func (s *Session) LastUpdateTime() time.Time {
 	return s.updated
 }
 
+// CreateTime returns the time the session was created. It also tells a
+// session from one deleted and created again with the same key.
+func (s *Session) CreateTime() time.Time {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.created
+}
+
 // MarshalJSON encodes the session in ADK's wire format:
 // {"id","appName","userId","state","events","lastUpdateTime"}.
 func (s *Session) MarshalJSON() ([]byte, error) {
@@ -207,23 +215,16 @@ func (s *Service) Store() Store { return s.store }
 // Close closes the store.
 func (s *Service) Close() error { return s.store.Close() }
 
-func validate(app, user string) error {
-	if strings.TrimSpace(app) == "" {
-		return fmt.Errorf("%w: app name is required", ErrInvalid)
-	}
-	if strings.TrimSpace(user) == "" {
-		return fmt.Errorf("%w: user id is required", ErrInvalid)
-	}
-	return nil
-}
-
 // Create creates a session. If key.SessionID is empty an id is generated.
 // The initial state is split by scope: app: and user: keys update those
 // scopes, temp: keys are dropped. Creating a session whose id exists fails
 // with an error wrapping ErrAlreadyExists.
 func (s *Service) Create(ctx context.Context, key Key, state map[string]any) (*Session, error) {
-	if err := validate(key.AppName, key.UserID); err != nil {
+	if err := checkKey(key, true); err != nil {
 		return nil, err
+	}
+	if err := checkState(state); err != nil {
+		return nil, fmt.Errorf("session: create: %w", err)
 	}
 	if key.SessionID == "" {
 		key.SessionID = s.newID()
@@ -256,11 +257,8 @@ type GetOptions struct {
 // Get loads a session. It fails with an error wrapping ErrNotFound if the
 // session does not exist. opts may be nil.
 func (s *Service) Get(ctx context.Context, key Key, opts *GetOptions) (*Session, error) {
-	if err := validate(key.AppName, key.UserID); err != nil {
+	if err := checkKey(key, false); err != nil {
 		return nil, err
-	}
-	if key.SessionID == "" {
-		return nil, fmt.Errorf("%w: session id is required", ErrInvalid)
 	}
 	var w Window
 	if opts != nil {
@@ -294,8 +292,13 @@ type ListResult struct {
 // List returns the sessions of a user in an app (of every user when user is
 // ""), without events, one page at a time.
 func (s *Service) List(ctx context.Context, app, user string, opts *ListOptions) (*ListResult, error) {
-	if strings.TrimSpace(app) == "" {
-		return nil, fmt.Errorf("%w: app name is required", ErrInvalid)
+	if err := checkID("app name", app); err != nil {
+		return nil, err
+	}
+	if user != "" {
+		if err := checkID("user id", user); err != nil {
+			return nil, err
+		}
 	}
 	size := 100
 	var after Key
@@ -304,11 +307,10 @@ func (s *Service) List(ctx context.Context, app, user string, opts *ListOptions)
 			size = min(opts.PageSize, 1000)
 		}
 		if opts.PageToken != "" {
-			u, id, ok := strings.Cut(opts.PageToken, "\x00")
-			if !ok {
-				return nil, fmt.Errorf("%w: bad page token", ErrInvalid)
+			var err error
+			if after, err = decodePageToken(app, opts.PageToken); err != nil {
+				return nil, err
 			}
-			after = Key{AppName: app, UserID: u, SessionID: id}
 		}
 	}
 	recs, err := s.store.ListSessions(ctx, app, user, after, size+1)
@@ -319,7 +321,7 @@ func (s *Service) List(ctx context.Context, app, user string, opts *ListOptions)
 	if len(recs) > size {
 		recs = recs[:size]
 		last := recs[size-1].Key
-		res.NextPageToken = last.UserID + "\x00" + last.SessionID
+		res.NextPageToken = encodePageToken(last)
 	}
 	res.Sessions = make([]*Session, len(recs))
 	for i, r := range recs {
@@ -332,7 +334,7 @@ func (s *Service) List(ctx context.Context, app, user string, opts *ListOptions)
 // Delete removes a session and its events. Deleting a missing session is
 // not an error.
 func (s *Service) Delete(ctx context.Context, key Key) error {
-	if err := validate(key.AppName, key.UserID); err != nil {
+	if err := checkKey(key, false); err != nil {
 		return err
 	}
 	if err := s.store.DeleteSession(ctx, key); err != nil {
@@ -348,10 +350,25 @@ func (s *Service) Delete(ctx context.Context, key Key) error {
 // On success ev itself holds the committed form (id, timestamp, delta without
 // temp: keys).
 //
-// A partial event is not stored and changes nothing. If another writer has
-// appended to the session since sess was loaded, AppendEvent fails with an
-// error wrapping ErrStale. On any error, storage, sess and ev are unchanged.
+// Timestamps are kept to the microsecond, the precision of the wire
+// format, and never go back within a session: an event whose timestamp is
+// before that of the session's last event gets the last event's timestamp,
+// so that a window of events after a time holds exactly the events of that
+// time or later.
+//
+// A partial event is not stored and changes nothing. The event and its state
+// delta must hold only values state accepts (see [CheckValue]), its id must
+// be a valid id (see [MaxIDLen]) not yet used in the session, or AppendEvent
+// fails with an error wrapping ErrInvalid (ErrAlreadyExists for a used id).
+// If another writer has appended to the session since sess was loaded, or it
+// was deleted and created again, AppendEvent fails with an error wrapping
+// ErrStale. On any error, storage, sess and ev are unchanged: when a store
+// fails without telling whether it committed (a deadline during the commit),
+// AppendEvent looks the event up before it answers.
 func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Event) error {
+	if sess == nil {
+		return fmt.Errorf("%w: nil session", ErrInvalid)
+	}
 	if ev == nil {
 		return fmt.Errorf("%w: nil event", ErrInvalid)
 	}
@@ -361,14 +378,18 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("session: append event: %w", err)
 	}
+	// Validate before anything is copied or written.
+	if err := checkState(ev.Actions.StateDelta); err != nil {
+		return fmt.Errorf("session: append event %s: %w", ev.ID, err)
+	}
+	if err := checkEvent(ev); err != nil {
+		return fmt.Errorf("session: append event: %w", err)
+	}
 	// Fill in the committed form in place (no copy of the event on this
 	// hot path) and put the caller's values back if the store fails.
 	origID, origTime, fullDelta := ev.ID, ev.Timestamp, ev.Actions.StateDelta
 	if ev.ID == "" {
 		ev.ID = s.newID()
-	}
-	if ev.Timestamp.IsZero() {
-		ev.Timestamp = s.now()
 	}
 	d, stored := splitDelta(fullDelta)
 	ev.Actions.StateDelta = stored
@@ -376,9 +397,21 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	sess.appendMu.Lock()
 	defer sess.appendMu.Unlock()
 	sess.mu.RLock()
-	seq := sess.seq
+	seq, created, last := sess.seq, sess.created, sess.updated
 	sess.mu.RUnlock()
-	if err := s.store.AppendEvent(ctx, sess.key, seq, ev, d); err != nil {
+	if ev.Timestamp.IsZero() {
+		ev.Timestamp = s.now()
+	}
+	// Microseconds are what the wire format and the stores keep.
+	ev.Timestamp = ev.Timestamp.Truncate(time.Microsecond)
+	if seq > 0 && ev.Timestamp.Before(last) {
+		ev.Timestamp = last
+	}
+	err := s.store.AppendEvent(ctx, sess.key, created, seq, ev, d)
+	if err != nil && s.committed(ctx, err, sess.key, created, seq, ev.ID) {
+		err = nil
+	}
+	if err != nil {
 		id := ev.ID
 		ev.ID, ev.Timestamp, ev.Actions.StateDelta = origID, origTime, fullDelta
 		return fmt.Errorf("session: append event %s: %w", id, err)
@@ -394,6 +427,50 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	return nil
 }
 
+// lookupTimeout bounds the read that settles an append of unknown outcome.
+const lookupTimeout = 5 * time.Second
+
+// committed settles an append that failed with err: unless err says the
+// store refused the event (ErrStale, ErrNotFound, ErrInvalid,
+// ErrAlreadyExists), the commit may have happened all the same (a deadline
+// or a broken connection during the commit), so it reads the session after
+// seq, with a fresh context, and reports whether the event with id is the
+// next one of the same session.
+func (s *Service) committed(ctx context.Context, err error, key Key, created time.Time, seq int64, id string) bool {
+	for _, e := range [...]error{ErrStale, ErrNotFound, ErrInvalid, ErrAlreadyExists} {
+		if errors.Is(err, e) {
+			return false
+		}
+	}
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
+	defer cancel()
+	rec, gerr := s.store.GetSession(lctx, key, Window{AfterSeq: seq})
+	if gerr != nil || !rec.CreateTime.Equal(created) || rec.Seq <= seq || len(rec.Events) == 0 {
+		return false
+	}
+	return rec.Events[0].ID == id
+}
+
+// encodePageToken returns the opaque token of a listing that continues
+// after key: the base64 of the JSON array [user id, session id].
+func encodePageToken(key Key) string {
+	b, _ := json.Marshal([2]string{key.UserID, key.SessionID}) // cannot fail: strings
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodePageToken reads a token of encodePageToken.
+func decodePageToken(app, token string) (Key, error) {
+	var ids [2]string
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	if err == nil {
+		err = json.Unmarshal(b, &ids)
+	}
+	if err != nil || ids[1] == "" {
+		return Key{}, fmt.Errorf("%w: bad page token", ErrInvalid)
+	}
+	return Key{AppName: app, UserID: ids[0], SessionID: ids[1]}, nil
+}
+
 // Refresh brings sess up to date with storage: it loads the events other
 // writers appended since sess was loaded (or last refreshed) and replaces its
 // state with the stored merged state, which also discards temp: keys. Its
@@ -402,6 +479,9 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 // invocations. If the session was deleted, Refresh fails with an error
 // wrapping ErrNotFound; if it was recreated, sess is reloaded in full.
 func (s *Service) Refresh(ctx context.Context, sess *Session) error {
+	if sess == nil {
+		return fmt.Errorf("%w: nil session", ErrInvalid)
+	}
 	sess.appendMu.Lock()
 	defer sess.appendMu.Unlock()
 	sess.mu.RLock()

@@ -34,10 +34,16 @@ type Store interface {
 	// session is not an error.
 	DeleteSession(ctx context.Context, key Key) error
 	// AppendEvent appends ev as sequence number seq+1 of the session and
-	// applies d, atomically, provided the session's last sequence number is
-	// still seq; otherwise it returns an error wrapping ErrStale and changes
-	// nothing. The event's timestamp becomes the session's last update time.
-	AppendEvent(ctx context.Context, key Key, seq int64, ev *event.Event, d Delta) error
+	// applies d, atomically, provided the session is still the one created
+	// at created (its CreateTime, which tells a session from one deleted
+	// and created again with the same key) and its last sequence number is
+	// still seq; otherwise it returns an error wrapping ErrStale (or
+	// ErrNotFound if there is no such session) and changes nothing. Event
+	// ids are unique within a session: if the session already holds an
+	// event with ev's id, it returns an error wrapping ErrAlreadyExists and
+	// changes nothing. The event's timestamp becomes the session's last
+	// update time.
+	AppendEvent(ctx context.Context, key Key, created time.Time, seq int64, ev *event.Event, d Delta) error
 	// Close releases the store's resources.
 	Close() error
 }

@@ -64,6 +64,7 @@ func Run(t *testing.T, newStore func(t *testing.T) artifact.Store) {
 		{"ConcurrentSaves", testConcurrentSaves},
 		{"NoSharedMemory", testNoSharedMemory},
 		{"InvalidNames", testInvalid},
+		{"InvalidUTF8", testInvalidUTF8},
 		{"CancelledContext", testCancelled},
 	}
 	for _, tc := range tests {
@@ -693,6 +694,46 @@ func testInvalid(t *testing.T, svc *artifact.Service) {
 	if names := list(t, svc, user, sess1); len(names) != 0 {
 		t.Errorf("invalid saves stored something: %q", names)
 	}
+}
+
+// testInvalidUTF8: names, ids and text that are not valid UTF-8 are refused
+// with ErrInvalid (a store would list or return them changed); every name a
+// listing returns loads, and valid non-ASCII text comes back as it was.
+func testInvalidUTF8(t *testing.T, svc *artifact.Service) {
+	ctx := t.Context()
+	for _, name := range []string{"bad\xff.txt", "\xc3(", "user:\xfe", "dir/\xff/x"} {
+		if _, err := svc.Save(ctx, ref(sess1, name), genai.NewPartFromText("x")); !errors.Is(err, artifact.ErrInvalid) {
+			t.Errorf("Save(%q): err = %v, want artifact.ErrInvalid", name, err)
+		}
+	}
+	for _, r := range []artifact.Ref{
+		{AppName: "a\xff", UserID: user, SessionID: sess1, Name: "f"},
+		{AppName: app, UserID: "u\xff", SessionID: sess1, Name: "f"},
+		{AppName: app, UserID: user, SessionID: "s\x00", Name: "f"},
+	} {
+		if _, err := svc.Save(ctx, r, genai.NewPartFromText("x")); !errors.Is(err, artifact.ErrInvalid) {
+			t.Errorf("Save(%+v): err = %v, want artifact.ErrInvalid", r, err)
+		}
+	}
+	for _, p := range []*genai.Part{
+		genai.NewPartFromText("a\xffb"),
+		{InlineData: &genai.Blob{MIMEType: "text/\xff", Data: []byte{0xff}}},
+		{FileData: &genai.FileData{FileURI: "gs://b/\xff", MIMEType: "text/plain"}},
+	} {
+		if _, err := svc.Save(ctx, ref(sess1, "text.txt"), p); !errors.Is(err, artifact.ErrInvalid) {
+			t.Errorf("Save(%v): err = %v, want artifact.ErrInvalid", p, err)
+		}
+	}
+	save(t, svc, ref(sess1, "ünï 🙂.txt"), genai.NewPartFromText("ünï 🙂 \u2028"))
+	save(t, svc, ref(sess1, "bytes.bin"), &genai.Part{InlineData: &genai.Blob{MIMEType: "application/octet-stream", Data: []byte{0xff, 0}}})
+	names := list(t, svc, user, sess1)
+	if !slices.Equal(names, []string{"bytes.bin", "ünï 🙂.txt"}) {
+		t.Errorf("List = %q, want [bytes.bin ünï 🙂.txt]", names)
+	}
+	for _, n := range names {
+		load(t, svc, ref(sess1, n), artifact.Latest)
+	}
+	wantText(t, load(t, svc, ref(sess1, "ünï 🙂.txt"), artifact.Latest), "ünï 🙂 \u2028")
 }
 
 func testCancelled(t *testing.T, svc *artifact.Service) {

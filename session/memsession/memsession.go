@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -20,13 +21,17 @@ type Store struct {
 	mu       sync.RWMutex
 	closed   bool
 	sessions map[session.Key]*record
-	app      map[string]map[string]any
-	user     map[[2]string]map[string]any
+	// order holds each app's session keys sorted by (UserID, SessionID),
+	// so that a page of a listing costs a binary search and its own size.
+	order map[string][]session.Key
+	app   map[string]map[string]any
+	user  map[[2]string]map[string]any
 }
 
 type record struct {
 	state   map[string]any
 	events  []*event.Event // stored copies; never handed out
+	ids     map[string]struct{}
 	created time.Time
 	updated time.Time
 }
@@ -35,6 +40,7 @@ type record struct {
 func New() *Store {
 	return &Store{
 		sessions: map[session.Key]*record{},
+		order:    map[string][]session.Key{},
 		app:      map[string]map[string]any{},
 		user:     map[[2]string]map[string]any{},
 	}
@@ -64,7 +70,10 @@ func (s *Store) CreateSession(ctx context.Context, rec *session.Record, d sessio
 	}
 	st := map[string]any{}
 	session.ApplyDelta(st, rec.State)
-	s.sessions[rec.Key] = &record{state: st, created: rec.CreateTime, updated: rec.UpdateTime}
+	s.sessions[rec.Key] = &record{state: st, ids: map[string]struct{}{}, created: rec.CreateTime, updated: rec.UpdateTime}
+	keys := s.order[rec.Key.AppName]
+	i, _ := slices.BinarySearchFunc(keys, rec.Key, cmpKey)
+	s.order[rec.Key.AppName] = slices.Insert(keys, i, rec.Key)
 	s.applyShared(rec.Key, d)
 	return nil
 }
@@ -125,8 +134,8 @@ func (s *Store) GetSession(ctx context.Context, key session.Key, w session.Windo
 		lo = max(lo, len(r.events)-w.Recent)
 	}
 	if !w.After.IsZero() {
-		// Events are in commit order, which is timestamp order; scan back
-		// from the end so the cost follows the size of the result.
+		// The service keeps timestamps in commit order; scan back from
+		// the end so the cost follows the size of the result.
 		i := len(r.events)
 		for i > lo && !r.events[i-1].Timestamp.Before(w.After) {
 			i--
@@ -147,17 +156,20 @@ func (s *Store) ListSessions(ctx context.Context, app, user string, after sessio
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	var keys []session.Key
-	for k := range s.sessions {
-		if k.AppName != app || (user != "" && k.UserID != user) {
-			continue
-		}
-		if after.SessionID != "" && cmpKey(k, after) <= 0 {
-			continue
-		}
-		keys = append(keys, k)
+	keys := s.order[app]
+	start := session.Key{AppName: app, UserID: user}
+	if after.SessionID != "" && (user == "" || after.UserID >= user) {
+		start = after
 	}
-	slices.SortFunc(keys, cmpKey)
+	i, found := slices.BinarySearchFunc(keys, start, cmpKey)
+	if found && start.SessionID != "" {
+		i++
+	}
+	keys = keys[i:]
+	if user != "" {
+		// The user's sessions are a contiguous run of the order.
+		keys = keys[:sort.Search(len(keys), func(i int) bool { return keys[i].UserID > user })]
+	}
 	if len(keys) > limit {
 		keys = keys[:limit]
 	}
@@ -179,12 +191,24 @@ func (s *Store) DeleteSession(ctx context.Context, key session.Key) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
+	if _, ok := s.sessions[key]; !ok {
+		return nil
+	}
 	delete(s.sessions, key)
+	keys := s.order[key.AppName]
+	if i, ok := slices.BinarySearchFunc(keys, key, cmpKey); ok {
+		keys = slices.Delete(keys, i, i+1)
+	}
+	if len(keys) == 0 {
+		delete(s.order, key.AppName)
+	} else {
+		s.order[key.AppName] = keys
+	}
 	return nil
 }
 
 // AppendEvent implements session.Store.
-func (s *Store) AppendEvent(ctx context.Context, key session.Key, seq int64, ev *event.Event, d session.Delta) error {
+func (s *Store) AppendEvent(ctx context.Context, key session.Key, created time.Time, seq int64, ev *event.Event, d session.Delta) error {
 	stored := ev.Clone() // outside the lock: it is the costly part
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -195,10 +219,14 @@ func (s *Store) AppendEvent(ctx context.Context, key session.Key, seq int64, ev 
 	if !ok {
 		return session.ErrNotFound
 	}
-	if int64(len(r.events)) != seq {
+	if int64(len(r.events)) != seq || !r.created.Equal(created) {
 		return session.ErrStale
 	}
+	if _, dup := r.ids[ev.ID]; dup {
+		return fmt.Errorf("%w: event %s", session.ErrAlreadyExists, ev.ID)
+	}
 	r.events = append(r.events, stored)
+	r.ids[ev.ID] = struct{}{}
 	session.ApplyDelta(r.state, d.Session)
 	s.applyShared(key, d)
 	r.updated = ev.Timestamp

@@ -107,7 +107,7 @@ func testS10Cancelled(t *testing.T, h *harness) {
 
 	// The store itself must refuse too: a context may be cancelled after the
 	// service checked it.
-	if err := h.store.AppendEvent(ctx, s.Key(), 1, ev, session.Delta{Session: map[string]any{"k": 2}}); err == nil {
+	if err := h.store.AppendEvent(ctx, s.Key(), s.CreateTime(), 1, ev, session.Delta{Session: map[string]any{"k": 2}}); err == nil {
 		t.Error("Store.AppendEvent with cancelled context succeeded")
 	}
 	got := h.get(t, s.Key())

@@ -88,6 +88,16 @@ var cases = []testCase{
 	{"NoSharedMemory", testNoSharedMemory},
 	{"OddKeys", testOddKeys},
 	{"StateValues", testStateValues},
+	{"V1InvalidValues", testV1InvalidValues},
+	{"V1LimitValues", testV1LimitValues},
+	{"V2InvalidEvents", testV2InvalidEvents},
+	{"V3InvalidIDs", testV3InvalidIDs},
+	{"V4NilSession", testV4NilSession},
+	{"V5RecreatedSessionStale", testV5Recreated},
+	{"V6AfterOutOfOrder", testV6AfterOutOfOrder},
+	{"V7DuplicateEventID", testV7DuplicateEventID},
+	{"V8PageTokens", testV8PageTokens},
+	{"V10UnknownOutcome", testV10UnknownOutcome},
 }
 
 // base is the first instant of the deterministic clock.

@@ -29,10 +29,15 @@
 //
 // # Consistency
 //
-// An append is one transaction: it inserts the event only if the session's
-// last sequence number is still the one the writer loaded (otherwise
-// session.ErrStale), and applies the state delta. Either all of it is stored
-// or none of it.
+// An append is one transaction: it inserts the event only if the session is
+// still the one the writer loaded (the same creation time: a session
+// deleted and created again is another one) and its last sequence number is
+// still the one the writer loaded (otherwise session.ErrStale), and its id
+// is new in the session (otherwise session.ErrAlreadyExists), and applies
+// the state delta. Either all of it is stored or none of it. Once the
+// statement that commits has been sent, the store waits for its outcome
+// even past the caller's deadline, so that an error means nothing was
+// stored.
 package sqlsession
 
 import (
@@ -344,7 +349,7 @@ func (s *Store) CreateSession(ctx context.Context, rec *session.Record, d sessio
 // on the session row: the seq check would guard a read-modify-write just as
 // well, but per-key rows make an append cost the same whatever the size of
 // the state.
-func (s *Store) AppendEvent(ctx context.Context, key session.Key, seq int64, ev *event.Event, d session.Delta) error {
+func (s *Store) AppendEvent(ctx context.Context, key session.Key, created time.Time, seq int64, ev *event.Event, d session.Delta) error {
 	data, err := ev.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("%w: encode event: %w", session.ErrInvalid, err)
@@ -354,7 +359,7 @@ func (s *Store) AppendEvent(ctx context.Context, key session.Key, seq int64, ev 
 		return err
 	}
 	if s.db.Dialect == sqldb.Postgres {
-		return s.appendPostgres(ctx, key, seq, ev, data, changes)
+		return s.appendPostgres(ctx, key, created, seq, ev, data, changes)
 	}
 	tx, err := s.beginWrite(ctx)
 	if err != nil {
@@ -362,8 +367,7 @@ func (s *Store) AppendEvent(ctx context.Context, key session.Key, seq int64, ev 
 	}
 	defer tx.end()
 	k := key
-	res, err := tx.exec(wInsertEvent, k.AppName, k.UserID, k.SessionID, seq+1, ev.ID, nanos(ev.Timestamp), ev.InvocationID, ev.Author, data,
-		k.AppName, k.UserID, k.SessionID, k.AppName, k.UserID, k.SessionID, seq)
+	res, err := tx.exec(wInsertEvent, insertEventArgs(k, created, seq, ev, data)...)
 	if err != nil {
 		if e := conflict(err); e != nil {
 			return e
@@ -375,15 +379,7 @@ func (s *Store) AppendEvent(ctx context.Context, key session.Key, seq int64, ev 
 		return fmt.Errorf("sqlsession: insert event: %w", err)
 	}
 	if n == 0 {
-		var one int
-		err := tx.queryRow(wExistsSession, k.AppName, k.UserID, k.SessionID).Scan(&one)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return session.ErrNotFound
-		case err != nil:
-			return fmt.Errorf("sqlsession: read session: %w", err)
-		}
-		return session.ErrStale
+		return whyNotAppended(tx.queryRow(wExistsSession, k.AppName, k.UserID, k.SessionID), created, seq)
 	}
 	if err := applyChanges(&tx, key, changes); err != nil {
 		return err

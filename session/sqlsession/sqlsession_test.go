@@ -32,3 +32,11 @@ func TestConformancePostgres(t *testing.T) {
 	sqldbtest.PostgresServer(t)
 	sessiontest.Run(t, func(t *testing.T) session.Store { return open(t, sqldbtest.PostgresURL(t)) })
 }
+
+func FuzzAppendStateDelta(f *testing.F) {
+	st, err := sqlsession.Open(context.Background(), sqldbtest.SQLiteURL(f), nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	sessiontest.FuzzAppendStateDelta(f, st)
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/internal/sqldb"
@@ -45,9 +46,13 @@ func writeQueries(d sqldb.Dialect) [numWrite]string {
 	q[wInsertEvent] = `INSERT INTO events (app_name, user_id, session_id, seq, id, event_time, invocation_id, author, event)
 		SELECT ` + cast("TEXT") + `, ` + cast("TEXT") + `, ` + cast("TEXT") + `, ` + cast("BIGINT") + `, ` + cast("TEXT") + `, ` +
 		cast("BIGINT") + `, ` + cast("TEXT") + `, ` + cast("TEXT") + `, ` + cast("JSON") + `
-		WHERE EXISTS (SELECT 1 FROM sessions WHERE ` + sessionKey + `)
-		AND coalesce((SELECT max(seq) FROM events WHERE ` + sessionKey + `), 0) = ?`
-	q[wExistsSession] = `SELECT 1 FROM sessions WHERE ` + sessionKey
+		WHERE EXISTS (SELECT 1 FROM sessions WHERE ` + sessionKey + ` AND create_time = ?)
+		AND coalesce((SELECT max(seq) FROM events WHERE ` + sessionKey + `), 0) = ?
+		AND NOT EXISTS (SELECT 1 FROM events WHERE ` + sessionKey + ` AND id = ?)`
+	// Why an append inserted nothing: the session's incarnation and last
+	// sequence number.
+	q[wExistsSession] = `SELECT s.create_time, coalesce((SELECT max(seq) FROM events e WHERE e.app_name = s.app_name
+		AND e.user_id = s.user_id AND e.session_id = s.session_id), 0) FROM sessions s WHERE ` + sessionKey
 	q[wDeleteSession] = `DELETE FROM sessions WHERE ` + sessionKey
 	q[wPutState+scopeSession] = `INSERT INTO session_state (app_name, user_id, session_id, name, value) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (app_name, user_id, session_id, name) DO UPDATE SET value = excluded.value`
@@ -273,7 +278,7 @@ var errClosed = errors.New("store is closed")
 // appendPostgres is AppendEvent on PostgreSQL: one statement, so one round
 // trip and the commit of its implicit transaction. Data-modifying WITH
 // clauses apply the state changes, each only if the event went in.
-func (s *Store) appendPostgres(ctx context.Context, k session.Key, seq int64, ev *event.Event, data []byte, changes []change) error {
+func (s *Store) appendPostgres(ctx context.Context, k session.Key, created time.Time, seq int64, ev *event.Event, data []byte, changes []change) error {
 	// The changes of each scope, in key order: puts and deletes.
 	var (
 		names  [3][2][]string // by scope, then put/delete
@@ -291,8 +296,7 @@ func (s *Store) appendPostgres(ctx context.Context, k session.Key, seq int64, ev
 		shape |= 1 << (2 * c.scope)
 	}
 	args := make([]any, 0, 16+3*4)
-	args = append(args, k.AppName, k.UserID, k.SessionID, seq+1, ev.ID, nanos(ev.Timestamp), ev.InvocationID, ev.Author, data,
-		k.AppName, k.UserID, k.SessionID, k.AppName, k.UserID, k.SessionID, seq)
+	args = append(args, insertEventArgs(k, created, seq, ev, data)...)
 	keyArgs := [3][]any{{k.AppName, k.UserID, k.SessionID}, {k.AppName, k.UserID}, {k.AppName}}
 	for scope := range 3 {
 		if put := names[scope][0]; len(put) > 0 {
@@ -304,8 +308,23 @@ func (s *Store) appendPostgres(ctx context.Context, k session.Key, seq int64, ev
 			args = append(args, del)
 		}
 	}
+	// The caller's context bounds the wait for a connection; once the
+	// statement is sent, the store waits for its outcome (up to
+	// commitGrace), so that an error means nothing was committed: a
+	// statement cut short by the caller's deadline may commit all the same
+	// after the caller has been told it failed.
+	conn, err := s.db.W.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlsession: append: %w", err)
+	}
+	defer conn.Close()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sqlsession: append: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitGrace)
+	defer cancel()
 	var n int
-	if err := s.db.W.QueryRowContext(ctx, s.appendSQL(shape), args...).Scan(&n); err != nil {
+	if err := conn.QueryRowContext(wctx, s.appendSQL(shape), args...).Scan(&n); err != nil {
 		if e := conflict(err); e != nil {
 			return e
 		}
@@ -314,15 +333,35 @@ func (s *Store) appendPostgres(ctx context.Context, k session.Key, seq int64, ev
 	if n > 0 {
 		return nil
 	}
-	var one int
-	err := s.w[wExistsSession].QueryRowContext(ctx, k.AppName, k.UserID, k.SessionID).Scan(&one)
+	return whyNotAppended(conn.QueryRowContext(wctx, s.db.Rebind(writeQueries(sqldb.Postgres)[wExistsSession]), k.AppName, k.UserID, k.SessionID), created, seq)
+}
+
+// commitGrace bounds how long an append waits for the outcome of a
+// statement it has sent, past the caller's deadline.
+const commitGrace = 10 * time.Second
+
+// insertEventArgs are the arguments of wInsertEvent.
+func insertEventArgs(k session.Key, created time.Time, seq int64, ev *event.Event, data []byte) []any {
+	return []any{k.AppName, k.UserID, k.SessionID, seq + 1, ev.ID, nanos(ev.Timestamp), ev.InvocationID, ev.Author, data,
+		k.AppName, k.UserID, k.SessionID, nanos(created), k.AppName, k.UserID, k.SessionID, seq,
+		k.AppName, k.UserID, k.SessionID, ev.ID}
+}
+
+// whyNotAppended reads the row of wExistsSession to tell why an append
+// inserted nothing: no session, another incarnation of it or a later
+// sequence number (a stale writer), or else an event id already used.
+func whyNotAppended(row *sql.Row, created time.Time, seq int64) error {
+	var ct, last int64
+	err := row.Scan(&ct, &last)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return session.ErrNotFound
 	case err != nil:
 		return fmt.Errorf("sqlsession: read session: %w", err)
+	case ct != nanos(created) || last != seq:
+		return session.ErrStale
 	}
-	return session.ErrStale
+	return fmt.Errorf("%w: the session already has an event with this id", session.ErrAlreadyExists)
 }
 
 // appendSQL returns the text of PostgreSQL's append for a shape of state

@@ -1,0 +1,425 @@
+package session
+
+import (
+	"encoding"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/loomkit/loom/event"
+)
+
+// Limits on what the service stores. Every value is checked against them
+// once, in the service, before anything is written or copied, so that every
+// backend stores exactly what it can read back and an invalid value fails
+// with ErrInvalid on all of them alike.
+const (
+	// MaxIDLen is the maximum length in bytes of an app name, a user id,
+	// a session id, an event id and a state key.
+	MaxIDLen = 256
+	// MaxValueDepth is the deepest nesting of maps and slices in a state
+	// value (a scalar has depth 1) and, counted from the event itself, in an
+	// event's other free-form fields.
+	MaxValueDepth = 100
+	// MaxSafeInteger is the largest magnitude of an integer a state value
+	// may hold: stores read numbers back as float64, which holds every
+	// integer up to 2^53 exactly and not all of those above.
+	MaxSafeInteger = 1 << 53
+)
+
+// This file holds the validation rules, once for every backend.
+
+// checkID validates an app name, user id, session id or event id: not blank,
+// at most MaxIDLen bytes, valid UTF-8 without control characters.
+func checkID(what, id string) error {
+	switch {
+	case strings.TrimSpace(id) == "":
+		return fmt.Errorf("%w: %s is required", ErrInvalid, what)
+	case len(id) > MaxIDLen:
+		return fmt.Errorf("%w: %s is longer than %d bytes", ErrInvalid, what, MaxIDLen)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("%w: %s %q is not valid UTF-8", ErrInvalid, what, id)
+	case strings.IndexFunc(id, unicode.IsControl) >= 0:
+		return fmt.Errorf("%w: %s %q has a control character", ErrInvalid, what, id)
+	}
+	return nil
+}
+
+// checkKey validates the app and user ids of key, and its session id unless
+// it may be empty (a session id to generate).
+func checkKey(key Key, sessionOptional bool) error {
+	if err := checkID("app name", key.AppName); err != nil {
+		return err
+	}
+	if err := checkID("user id", key.UserID); err != nil {
+		return err
+	}
+	if sessionOptional && key.SessionID == "" {
+		return nil
+	}
+	return checkID("session id", key.SessionID)
+}
+
+// checkState validates a state delta or initial state: keys of valid UTF-8
+// without NUL, at most MaxIDLen bytes; values as checkValue says.
+func checkState(m map[string]any) error {
+	for k, v := range m {
+		if len(k) > MaxIDLen {
+			return fmt.Errorf("%w: state key %.40q... is longer than %d bytes", ErrInvalid, k, MaxIDLen)
+		}
+		if err := checkString(k, false); err != nil {
+			return fmt.Errorf("%w: state key %q: %w", ErrInvalid, k, err)
+		}
+		if err := (checker{}).value(v, 1); err != nil {
+			return fmt.Errorf("%w: state key %q: %w", ErrInvalid, k, err)
+		}
+	}
+	return nil
+}
+
+// CheckValue reports whether v is a value state can hold, with an error
+// wrapping ErrInvalid if not. A state value is JSON: nil, a bool, a string of
+// valid UTF-8 without NUL, a finite number (integers within
+// ±MaxSafeInteger), or a map with string keys or a slice of such values,
+// nested at most MaxValueDepth deep; other Go values are accepted when they
+// encode to such JSON (structs, typed maps and slices, json.Marshaler).
+// Channels, functions, complex numbers, NaN and infinities are not.
+func CheckValue(v any) error {
+	if err := (checker{}).value(v, 1); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
+}
+
+// checkEvent validates what of an event is stored besides its state delta
+// (which checkState checks): ids and strings, free-form maps and metadata,
+// so that the event encodes and decodes back to itself.
+func checkEvent(ev *event.Event) error {
+	if ev.ID != "" {
+		if err := checkID("event id", ev.ID); err != nil {
+			return err
+		}
+	}
+	for _, f := range [...]struct{ name, s string }{{"author", ev.Author}, {"invocation id", ev.InvocationID}, {"branch", ev.Branch}} {
+		if err := checkString(f.s, false); err != nil {
+			return fmt.Errorf("%w: event %s: %w", ErrInvalid, f.name, err)
+		}
+	}
+	c := checker{nul: true, typed: true, skipStateDelta: true}
+	if err := c.reflect(reflect.ValueOf(ev).Elem(), 1); err != nil {
+		return fmt.Errorf("%w: event %s: %w", ErrInvalid, ev.ID, err)
+	}
+	return nil
+}
+
+// field is a struct field that encoding/json encodes.
+type field struct {
+	index      int
+	anonymous  bool
+	stateDelta bool // event.Actions.StateDelta
+}
+
+// fieldCache caches fieldsOf by type.
+var fieldCache sync.Map // reflect.Type -> []field
+
+// fieldsOf returns the fields of struct type t that encode: exported and
+// not tagged "-".
+func fieldsOf(t reflect.Type) []field {
+	if fs, ok := fieldCache.Load(t); ok {
+		return fs.([]field)
+	}
+	var fs []field
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() || f.Tag.Get("json") == "-" {
+			continue
+		}
+		fs = append(fs, field{index: i, anonymous: f.Anonymous, stateDelta: t == actionsType && f.Name == "StateDelta"})
+	}
+	fieldCache.Store(t, fs)
+	return fs
+}
+
+// checkString rejects invalid UTF-8, and NUL unless nul.
+func checkString(s string, nul bool) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%q is not valid UTF-8", s)
+	}
+	if !nul && strings.IndexByte(s, 0) >= 0 {
+		return fmt.Errorf("%q holds a NUL character", s)
+	}
+	return nil
+}
+
+// checker walks a value. JSON-like values take a fast path; others are
+// walked by reflection.
+type checker struct {
+	// nul allows NUL in strings (event content, stored as JSON text, may
+	// hold it; state, stored as JSONB on PostgreSQL, may not).
+	nul bool
+	// typed is set while the walk is in typed Go fields, which decode back
+	// into their own types; an integer reached through an interface reads
+	// back as a float64, so it must be a safe integer.
+	typed bool
+	// skipStateDelta skips an event's state delta, which checkState checks
+	// with the stricter rules of state.
+	skipStateDelta bool
+}
+
+func (c checker) value(v any, depth int) error {
+	if depth > MaxValueDepth {
+		return fmt.Errorf("nested deeper than %d levels", MaxValueDepth)
+	}
+	switch x := v.(type) {
+	case nil, bool, int8, int16, int32, uint8, uint16, uint32:
+		return nil
+	case string:
+		return checkString(x, c.nul)
+	case float64:
+		return checkFloat(x)
+	case float32:
+		return checkFloat(float64(x))
+	case int:
+		return checkInt(int64(x))
+	case int64:
+		return checkInt(x)
+	case uint:
+		return checkUint(uint64(x))
+	case uint64:
+		return checkUint(x)
+	case json.Number:
+		return checkNumber(x)
+	case map[string]any:
+		for k, e := range x {
+			if err := checkString(k, c.nul); err != nil {
+				return fmt.Errorf("key %w", err)
+			}
+			if err := c.value(e, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	case []any:
+		for _, e := range x {
+			if err := c.value(e, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	case []string:
+		if depth+1 > MaxValueDepth {
+			return fmt.Errorf("nested deeper than %d levels", MaxValueDepth)
+		}
+		for _, s := range x {
+			if err := checkString(s, c.nul); err != nil {
+				return err
+			}
+		}
+		return nil
+	case []byte:
+		return nil
+	}
+	c.typed = false
+	return c.reflect(reflect.ValueOf(v), depth)
+}
+
+func checkFloat(f float64) error {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("number %v is not finite", f)
+	}
+	return nil
+}
+
+func checkInt(i int64) error {
+	if i > MaxSafeInteger || i < -MaxSafeInteger {
+		return fmt.Errorf("integer %d is beyond ±2^53", i)
+	}
+	return nil
+}
+
+func checkUint(u uint64) error {
+	if u > MaxSafeInteger {
+		return fmt.Errorf("integer %d is beyond 2^53", u)
+	}
+	return nil
+}
+
+// checkNumber accepts a json.Number that is a finite float64 and, if an
+// integer literal, a safe integer.
+func checkNumber(n json.Number) error {
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || checkFloat(f) != nil {
+		return fmt.Errorf("number %q is not a finite float64", string(n))
+	}
+	if !strings.ContainsAny(string(n), ".eE") && math.Abs(f) > MaxSafeInteger {
+		return fmt.Errorf("integer %s is beyond ±2^53", string(n))
+	}
+	return nil
+}
+
+var (
+	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+	timeType      = reflect.TypeFor[time.Time]()
+	actionsType   = reflect.TypeFor[event.Actions]()
+	// ownFields are the types whose encoders write their fields as they
+	// are: the walk checks the fields rather than the encoding.
+	ownFields = map[reflect.Type]bool{reflect.TypeFor[event.Event](): true, reflect.TypeFor[event.Actions](): true}
+)
+
+// How a type encodes itself, if it does.
+const (
+	noMarshaler = iota + 1
+	byValue     // its value implements json.Marshaler or encoding.TextMarshaler
+	byPointer   // only a pointer to it does
+)
+
+// marshalers caches marshals by type.
+var marshalers sync.Map // reflect.Type -> int
+
+// marshals reports whether values of t encode themselves (not counting the
+// types of ownFields).
+func marshals(t reflect.Type) int {
+	if m, ok := marshalers.Load(t); ok {
+		return m.(int)
+	}
+	m := noMarshaler
+	switch {
+	case ownFields[t] || t.Kind() == reflect.Interface:
+	case t.Implements(jsonMarshaler) || t.Implements(textMarshaler):
+		m = byValue
+	case t.Kind() != reflect.Pointer && (reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler)):
+		m = byPointer
+	}
+	marshalers.Store(t, m)
+	return m
+}
+
+// reflect walks a value of any type as encoding/json would encode it.
+func (c checker) reflect(v reflect.Value, depth int) error {
+	if depth > MaxValueDepth+16 || (!c.typed && depth > MaxValueDepth) {
+		return fmt.Errorf("nested deeper than %d levels", MaxValueDepth)
+	}
+	if !v.IsValid() {
+		return nil
+	}
+	t := v.Type()
+	if t == timeType {
+		return nil // encodes as an RFC 3339 string, or as seconds in an event
+	}
+	// Only named types have methods: the common unnamed ones go without a
+	// lookup.
+	if k := t.Kind(); k != reflect.Pointer && k != reflect.Interface && t.PkgPath() != "" {
+		if m := marshals(t); m == byValue || (m == byPointer && v.CanAddr()) {
+			return c.encoded(v, depth)
+		}
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if c.typed {
+			return nil
+		}
+		return checkInt(v.Int())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		if c.typed {
+			return nil
+		}
+		return checkUint(v.Uint())
+	case reflect.Float32, reflect.Float64:
+		return checkFloat(v.Float())
+	case reflect.String:
+		return checkString(v.String(), c.nul)
+	case reflect.Pointer:
+		if v.IsNil() {
+			return nil
+		}
+		if t.Elem().PkgPath() != "" && marshals(t.Elem()) != noMarshaler {
+			return c.encoded(v, depth)
+		}
+		return c.reflect(v.Elem(), depth)
+	case reflect.Interface:
+		if v.IsNil() {
+			return nil
+		}
+		u := c
+		u.typed = false
+		return u.value(v.Interface(), depth)
+	case reflect.Struct:
+		for _, f := range fieldsOf(t) {
+			if f.stateDelta && c.skipStateDelta {
+				continue
+			}
+			fv := v.Field(f.index)
+			if fv.IsZero() {
+				continue // nil, false, 0, "": nothing to check
+			}
+			d := depth + 1
+			if f.anonymous {
+				d = depth
+			}
+			if err := c.reflect(fv, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	case reflect.Map:
+		if v.IsNil() {
+			return nil
+		}
+		switch t.Key().Kind() {
+		case reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		default:
+			if !t.Key().Implements(textMarshaler) {
+				return fmt.Errorf("map key type %s does not encode to JSON", t.Key())
+			}
+		}
+		it := v.MapRange()
+		for it.Next() {
+			if k := it.Key(); k.Kind() == reflect.String {
+				if err := checkString(k.String(), c.nul); err != nil {
+					return fmt.Errorf("key %w", err)
+				}
+			}
+			if err := c.reflect(it.Value(), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 && t.Kind() == reflect.Slice {
+			return nil // base64
+		}
+		for i := range v.Len() {
+			if err := c.reflect(v.Index(i), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("a value of type %s does not encode to JSON", t)
+}
+
+// encoded checks a value that encodes itself: its encoding must succeed and
+// decode to a valid value.
+func (c checker) encoded(v reflect.Value, depth int) error {
+	b, err := json.Marshal(v.Interface())
+	if err != nil {
+		return fmt.Errorf("a value of type %s: %w", v.Type(), err)
+	}
+	var x any
+	if err := json.Unmarshal(b, &x); err != nil {
+		return fmt.Errorf("a value of type %s: %w", v.Type(), err)
+	}
+	c.typed = false
+	return c.value(x, depth)
+}
