@@ -166,11 +166,15 @@ func baseURL(addr net.Addr) string {
 // server; this is where the two meet.)
 type traceRoutes struct{ *telemetry.Telemetry }
 
-func (t traceRoutes) SessionSpans(ctx context.Context, sessionID string) ([]server.Span, error) {
-	spans, err := t.Telemetry.SessionSpans(ctx, sessionID)
+func (t traceRoutes) SessionSpans(ctx context.Context, q server.TraceQuery) ([]server.Span, error) {
+	spans, err := t.Telemetry.SessionSpans(ctx, telemetry.Owner(q))
 	out := make([]server.Span, len(spans))
 	for i, s := range spans {
 		out[i] = server.Span(s)
 	}
 	return out, err
+}
+
+func (t traceRoutes) EventAttributes(ctx context.Context, q server.TraceQuery, eventID string) (map[string]any, error) {
+	return t.Telemetry.EventAttributes(ctx, telemetry.Owner(q), eventID)
 }

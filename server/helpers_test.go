@@ -69,6 +69,9 @@ func newFixture(t *testing.T, cfg server.Config) *fixture {
 		t.Fatal(err)
 	}
 	cfg.Apps = append(cfg.Apps, f.runner)
+	if cfg.AllowedHosts == nil {
+		cfg.AllowedHosts = []string{"example.com"} // httptest.NewRequest's host
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -27,6 +27,11 @@ func readBody(r *http.Request) ([]byte, error) {
 		}
 		return nil, badRequest("Cannot read request body: %v", err)
 	}
+	if lb, ok := r.Body.(*limitedBody); ok {
+		if err := checkDepth(b, lb.maxDepth); err != nil {
+			return nil, err
+		}
+	}
 	return b, nil
 }
 

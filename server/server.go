@@ -89,7 +89,28 @@ type Config struct {
 	// Traces answers the debug trace routes; nil answers them with empty
 	// results.
 	Traces TraceSource
+	// AllowedHosts lists the host names ("api.example.com", any port) or
+	// host:port pairs accepted in the Host header besides the loopback
+	// names localhost, 127.0.0.1 and [::1]; "*" accepts every host. Other
+	// hosts get 421, which defeats DNS rebinding. A server reached under
+	// another name or address (listening on 0.0.0.0, behind a proxy) must
+	// list it.
+	AllowedHosts []string
+	// Authenticate, when set, authenticates every request but GET /health
+	// and returns the user it acts for; an error (or an empty user) is
+	// answered with 401. A route naming a user (in its path, a run
+	// request's userId, the user_id query parameter of the trace routes)
+	// must name that user, or gets 403; a run request without userId runs
+	// as that user.
+	Authenticate func(*http.Request) (userID string, err error)
+	// MaxJSONDepth limits the nesting of JSON request bodies (default
+	// DefaultMaxJSONDepth; deeper bodies get 400).
+	MaxJSONDepth int
 }
+
+// DefaultMaxJSONDepth is the nesting limit of JSON request bodies used when
+// Config.MaxJSONDepth is zero.
+const DefaultMaxJSONDepth = 64
 
 // Server serves the ADK HTTP API for a set of applications. It is an
 // http.Handler and is safe for concurrent use.
@@ -130,12 +151,19 @@ func New(cfg Config) (*Server, error) {
 	if s.cfg.Version == "" {
 		s.cfg.Version = "dev"
 	}
+	if s.cfg.MaxJSONDepth <= 0 {
+		s.cfg.MaxJSONDepth = DefaultMaxJSONDepth
+	}
 	s.routes()
-	guard, err := s.originGuard()
+	hosts, err := s.hostGuard()
 	if err != nil {
 		return nil, err
 	}
-	s.handler = chain(http.HandlerFunc(s.serveMux), guard, s.limitBody)
+	origins, err := s.originGuard()
+	if err != nil {
+		return nil, err
+	}
+	s.handler = chain(http.HandlerFunc(s.serveMux), hosts, origins, s.limitBody)
 	return s, nil
 }
 
@@ -159,7 +187,14 @@ type apiFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) handle(pattern string, fn apiFunc) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if err := fn(w, r); err != nil {
+		r, err := s.authenticate(r)
+		if err == nil {
+			err = checkPathIDs(r)
+		}
+		if err == nil {
+			err = fn(w, r)
+		}
+		if err != nil {
 			s.serveError(w, r, err)
 		}
 	})

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"math/rand/v2"
 	"net"
@@ -37,6 +38,10 @@ const (
 	DefaultMaxAttempts = 4
 	DefaultBaseDelay   = 500 * time.Millisecond
 	DefaultMaxDelay    = 30 * time.Second
+	// DefaultTimeout bounds each attempt when Policy.Timeout is zero, so
+	// that a provider that stops answering is given up on (and retried)
+	// instead of holding the call forever.
+	DefaultTimeout = 2 * time.Minute
 )
 
 // Policy says how often and how patiently a model call is repeated. The
@@ -53,8 +58,10 @@ type Policy struct {
 	// the retries: the server asked for more patience than the policy has.
 	// Zero means DefaultMaxDelay.
 	MaxDelay time.Duration
-	// Timeout bounds each attempt, stream included. Zero means no bound
-	// beyond the caller's context.
+	// Timeout bounds each attempt, stream included; an attempt that runs
+	// out of time fails with a retryable TIMEOUT error. Zero means
+	// DefaultTimeout; a negative value means no bound beyond the caller's
+	// context.
 	Timeout time.Duration
 	// Sleep waits for d or until ctx is done. Nil means a real timer; tests
 	// inject a fake to observe waits without sleeping.
@@ -68,6 +75,16 @@ func (p *Policy) maxAttempts() int {
 		return DefaultMaxAttempts
 	}
 	return p.MaxAttempts
+}
+
+func (p *Policy) timeout() time.Duration {
+	switch {
+	case p == nil || p.Timeout == 0:
+		return DefaultTimeout
+	case p.Timeout < 0:
+		return 0
+	}
+	return p.Timeout
 }
 
 func (p *Policy) baseDelay() time.Duration {
@@ -123,10 +140,17 @@ type ExhaustedError struct {
 	Attempts int
 	// Err is the error of the last attempt.
 	Err error
+	// Reason says why no further attempt was made when attempts remained
+	// (the server asked for a longer wait than the policy allows, or the
+	// wait would outlive the caller's deadline); empty when they ran out.
+	Reason string
 }
 
 // Error implements the error interface.
 func (e *ExhaustedError) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("giving up after %d attempts (%s): %v", e.Attempts, e.Reason, e.Err)
+	}
 	return fmt.Sprintf("giving up after %d attempts: %v", e.Attempts, e.Err)
 }
 
@@ -220,6 +244,7 @@ func transient(err error) bool {
 	switch {
 	case errors.As(err, &ne) && ne.Timeout(),
 		errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, io.ErrUnexpectedEOF), // a body cut short
 		errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, syscall.ECONNREFUSED),
 		errors.Is(err, syscall.EPIPE):
@@ -263,7 +288,8 @@ func (p *Policy) Stream(ctx context.Context, provider string, attempt func(ctx c
 			}
 			wait, asked := Delay(err)
 			if asked && wait > p.maxDelay() {
-				yield(nil, &ExhaustedError{Attempts: n, Err: err})
+				yield(nil, &ExhaustedError{Attempts: n, Err: err,
+					Reason: fmt.Sprintf("the server asked to retry after %v, longer than the policy's MaxDelay of %v", wait, p.maxDelay())})
 				return
 			}
 			if !asked {
@@ -272,7 +298,8 @@ func (p *Policy) Stream(ctx context.Context, provider string, attempt func(ctx c
 			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 				// Waiting would outlive the caller: report the real failure
 				// instead of a deadline error.
-				yield(nil, &ExhaustedError{Attempts: n, Err: err})
+				yield(nil, &ExhaustedError{Attempts: n, Err: err,
+					Reason: fmt.Sprintf("the next attempt, in %v, would come after the caller's deadline", wait)})
 				return
 			}
 			if serr := p.sleep(ctx, wait); serr != nil {
@@ -287,15 +314,16 @@ func (p *Policy) Stream(ctx context.Context, provider string, attempt func(ctx c
 // the consumer stopped the iteration, and the attempt's error.
 func (p *Policy) once(ctx context.Context, provider string, attempt func(context.Context) iter.Seq2[*model.Response, error], yield func(*model.Response, error) bool) (yielded, stopped bool, err error) {
 	actx, cancel := ctx, context.CancelFunc(func() {})
-	if p != nil && p.Timeout > 0 {
-		actx, cancel = context.WithTimeout(ctx, p.Timeout)
+	timeout := p.timeout()
+	if timeout > 0 {
+		actx, cancel = context.WithTimeout(ctx, timeout)
 	}
 	defer cancel()
 	for resp, aerr := range attempt(actx) {
 		if aerr != nil {
 			if ctx.Err() == nil && actx.Err() != nil {
 				// Our own per-attempt deadline fired: a timeout, retryable.
-				aerr = &model.Error{Provider: provider, Code: "TIMEOUT", Message: "attempt timed out after " + p.Timeout.String(), Retryable: true}
+				aerr = &model.Error{Provider: provider, Code: "TIMEOUT", Message: "attempt timed out after " + timeout.String(), Retryable: true}
 			}
 			return yielded, false, aerr
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"net/http"
 	"testing"
@@ -252,4 +253,37 @@ func ExamplePolicy_Stream() {
 		fmt.Println(resp.ModelVersion, err, "after", calls, "calls")
 	}
 	// Output: demo-1 <nil> after 2 calls
+}
+
+// TestDefaultTimeout: a policy without a Timeout still bounds each attempt,
+// by DefaultTimeout; a negative Timeout removes the bound.
+func TestDefaultTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		p    *retry.Policy
+		want time.Duration
+	}{{nil, retry.DefaultTimeout}, {&retry.Policy{}, retry.DefaultTimeout}, {&retry.Policy{Timeout: time.Second}, time.Second}, {&retry.Policy{Timeout: -1}, 0}} {
+		var got time.Duration
+		attempt := func(ctx context.Context) iter.Seq2[*model.Response, error] {
+			return func(yield func(*model.Response, error) bool) {
+				if dl, ok := ctx.Deadline(); ok {
+					got = time.Until(dl)
+				}
+				yield(&model.Response{}, nil)
+			}
+		}
+		for range tc.p.Stream(t.Context(), "test", attempt) {
+		}
+		if tc.want == 0 && got != 0 || tc.want != 0 && (got <= tc.want-time.Second || got > tc.want) {
+			t.Errorf("Timeout %v: attempt deadline in %v, want %v", tc.p, got, tc.want)
+		}
+	}
+}
+
+// TestTruncatedBodyIsTransient: a body cut short is a transport failure
+// worth retrying.
+func TestTruncatedBodyIsTransient(t *testing.T) {
+	var me *model.Error
+	if err := retry.TransportError("x", fmt.Errorf("read: %w", io.ErrUnexpectedEOF)); !errors.As(err, &me) || !me.Retryable {
+		t.Errorf("unexpected EOF = %v, want retryable", err)
+	}
 }

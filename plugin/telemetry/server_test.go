@@ -21,7 +21,7 @@ import (
 // event's span attributes, under the /dev/apps and the older paths.
 func TestTraceRoutes(t *testing.T) {
 	f := newFixture(t, telemetry.Config{}, s1Agent(t, s1Model(1, 2)))
-	srv, err := server.New(server.Config{Apps: []*runner.Runner{f.runner}, Traces: traceRoutes{f.tel}})
+	srv, err := server.New(server.Config{Apps: []*runner.Runner{f.runner}, Traces: traceRoutes{f.tel}, AllowedHosts: []string{"example.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestStreamingRun(t *testing.T) {
 			final = ev
 		}
 	}
-	spans, _ := f.tel.SessionSpans(context.Background(), "s")
+	spans, _ := f.tel.SessionSpans(context.Background(), own("s"))
 	var llm int
 	for _, s := range spans {
 		if s.Name == "call_llm" {
@@ -107,7 +107,7 @@ func TestStreamingRun(t *testing.T) {
 	if llm != 2 {
 		t.Fatalf("%d call_llm spans among %v", llm, names(spans))
 	}
-	if attrs, _ := f.tel.EventAttributes(context.Background(), final.ID); attrs["gen_ai.operation.name"] != "generate_content" {
+	if attrs, _ := f.tel.EventAttributes(context.Background(), own(""), final.ID); attrs["gen_ai.operation.name"] != "generate_content" {
 		t.Errorf("final event's span: %v", attrs)
 	}
 }
@@ -149,11 +149,20 @@ func benchS1(b *testing.B, r *runner.Runner) {
 // the cli package does.
 type traceRoutes struct{ *telemetry.Telemetry }
 
-func (t traceRoutes) SessionSpans(ctx context.Context, sessionID string) ([]server.Span, error) {
-	spans, err := t.Telemetry.SessionSpans(ctx, sessionID)
+func (t traceRoutes) SessionSpans(ctx context.Context, q server.TraceQuery) ([]server.Span, error) {
+	spans, err := t.Telemetry.SessionSpans(ctx, telemetry.Owner(q))
 	out := make([]server.Span, len(spans))
 	for i, s := range spans {
 		out[i] = server.Span(s)
 	}
 	return out, err
+}
+
+func (t traceRoutes) EventAttributes(ctx context.Context, q server.TraceQuery, eventID string) (map[string]any, error) {
+	return t.Telemetry.EventAttributes(ctx, telemetry.Owner(q), eventID)
+}
+
+// own names session sid of user "u" of app "app", the fixture's.
+func own(sid string) telemetry.Owner {
+	return telemetry.Owner{AppName: "app", UserID: "u", SessionID: sid}
 }
