@@ -9,14 +9,22 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 )
 
 // limitBody caps the size of request bodies; reading past the limit fails
 // with *http.MaxBytesError, answered with 413.
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil {
-			r.Body = &limitedBody{ReadCloser: http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes), maxDepth: s.cfg.MaxJSONDepth}
+		if r.Body != nil && r.Body != http.NoBody {
+			lb := &limitedBody{ReadCloser: http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes), maxDepth: s.cfg.MaxJSONDepth}
+			if s.cfg.BodyReadTimeout > 0 {
+				// Errors mean the connection has no deadlines (a test
+				// recorder, HTTP/2 without support): nothing to bound.
+				lb.rc = http.NewResponseController(w)
+				_ = lb.rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
+			}
+			r.Body = lb
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -25,7 +33,15 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 // limitedBody is a request body with the limits readBody enforces.
 type limitedBody struct {
 	io.ReadCloser
-	maxDepth int // nesting limit of a JSON body
+	maxDepth int                     // nesting limit of a JSON body
+	rc       *http.ResponseController // set when a read deadline is in force
+}
+
+// done lifts the body's read deadline once it has been read.
+func (b *limitedBody) done() {
+	if b.rc != nil {
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
 }
 
 // checkDepth fails if the JSON text b nests arrays and objects deeper than

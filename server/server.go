@@ -60,6 +60,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/runner"
@@ -106,7 +107,17 @@ type Config struct {
 	// MaxJSONDepth limits the nesting of JSON request bodies (default
 	// DefaultMaxJSONDepth; deeper bodies get 400).
 	MaxJSONDepth int
+	// BodyReadTimeout bounds the reading of a request body (default
+	// DefaultBodyReadTimeout; negative for none): a client that trickles
+	// its body in is cut off with 400. It is a read deadline on the
+	// connection, lifted once the body is read, so responses (event
+	// streams included) may take as long as they need.
+	BodyReadTimeout time.Duration
 }
+
+// DefaultBodyReadTimeout is the body read limit used when
+// Config.BodyReadTimeout is zero.
+const DefaultBodyReadTimeout = time.Minute
 
 // DefaultMaxJSONDepth is the nesting limit of JSON request bodies used when
 // Config.MaxJSONDepth is zero.
@@ -150,6 +161,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.cfg.Version == "" {
 		s.cfg.Version = "dev"
+	}
+	if s.cfg.BodyReadTimeout == 0 {
+		s.cfg.BodyReadTimeout = DefaultBodyReadTimeout
 	}
 	if s.cfg.MaxJSONDepth <= 0 {
 		s.cfg.MaxJSONDepth = DefaultMaxJSONDepth
