@@ -6,6 +6,9 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"time"
+
+	"github.com/loomkit/loom/model/retry"
 )
 
 // Default storage URLs.
@@ -17,7 +20,8 @@ const (
 
 // options are the flags every subcommand shares.
 type options struct {
-	model     string
+	model        string
+	modelTimeout time.Duration
 	sessions  string
 	artifacts string
 	memory    string
@@ -25,6 +29,7 @@ type options struct {
 
 func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.model, "model", "", "model `name` for the applications (default: the provider's default model if an API key is set, else each application's offline model)")
+	fs.DurationVar(&o.modelTimeout, "model-timeout", retry.DefaultTimeout, "time limit of one model call `attempt`; a call that runs out of time is retried (negative: no limit)")
 	fs.StringVar(&o.sessions, "sessions", DefaultSessions, "session storage `URL`: sqlite://FILE, postgres://..., memory://")
 	fs.StringVar(&o.artifacts, "artifacts", DefaultArtifacts, "artifact storage `URL`: file://DIR, memory://")
 	fs.StringVar(&o.memory, "memory", DefaultMemory, "memory service `URL`")
