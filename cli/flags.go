@@ -22,9 +22,9 @@ const (
 type options struct {
 	model        string
 	modelTimeout time.Duration
-	sessions  string
-	artifacts string
-	memory    string
+	sessions     string
+	artifacts    string
+	memory       string
 }
 
 func (o *options) register(fs *flag.FlagSet) {

@@ -320,4 +320,3 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 		t.Errorf("stream end %q", rest)
 	}
 }
-

@@ -33,7 +33,7 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 // limitedBody is a request body with the limits readBody enforces.
 type limitedBody struct {
 	io.ReadCloser
-	maxDepth int                     // nesting limit of a JSON body
+	maxDepth int                      // nesting limit of a JSON body
 	rc       *http.ResponseController // set when a read deadline is in force
 }
 
