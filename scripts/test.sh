@@ -25,3 +25,7 @@ export LOOM_MCP_EVERYTHING
 echo "test.sh: MCP server at $LOOM_MCP_EVERYTHING" >&2
 
 go test -race -shuffle=on -timeout 20m "$@" ./...
+
+# A short fuzzing run over the run request body: whatever the server
+# accepts must leave a readable session.
+go test -run '^$' -fuzz FuzzRunRequest -fuzztime 10s ./server/

@@ -160,6 +160,8 @@ func TestIDLimits(t *testing.T) {
 		{"GET", "/apps/demo/users/u1/sessions/a%01b", ``, 400},
 		{"POST", "/run", runBody(long, "hello", false), 400},
 		{"POST", "/run", strings.Replace(runBody("s1", "hello", false), `"u1"`, `"u\u0007"`, 1), 400},
+		{"POST", "/run", strings.Replace(runBody("s1", "hello", false), `"u1"`, `".."`, 1), 400},
+		{"POST", "/apps/demo/users/u1/sessions", `{"sessionId":"."}`, 400},
 		{"POST", "/apps/demo/users/u1/sessions", `{"sessionId":"` + ok + `"}`, 200},
 		{"POST", "/run", runBody(ok, "hello", false), 200},
 	} {

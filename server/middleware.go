@@ -231,10 +231,14 @@ func checkUser(r *http.Request, user string) error {
 // maxIDBytes bounds app, user and session ids.
 const maxIDBytes = 128
 
-// checkID rejects an id that is too long or holds control characters.
+// checkID rejects an id that is too long or holds control characters, and
+// the ids "." and "..", which no URL path can address.
 func checkID(what, id string) error {
 	if len(id) > maxIDBytes {
 		return badRequest("%s is longer than %d bytes", what, maxIDBytes)
+	}
+	if id == "." || id == ".." {
+		return badRequest("%s %q is not allowed", what, id)
 	}
 	for _, c := range id {
 		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) {
