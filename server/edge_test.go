@@ -1,9 +1,11 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,8 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loomkit/loom/agent/llmagent"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/retry"
+	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/session/memsession"
 )
 
 // TestHostGuard: a request whose Host is not a loopback name or a
@@ -320,5 +327,32 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 	rest, _ := io.ReadAll(rd)
 	if !strings.Contains(string(rest), "Invocation cancelled") {
 		t.Errorf("stream end %q", rest)
+	}
+}
+
+// TestModelRateLimitThroughAgent: a provider's 429, raised by the model of
+// an LLM agent, reaches the client as 429.
+func TestModelRateLimitThroughAgent(t *testing.T) {
+	llm := scripted.New("limited", func(context.Context, *model.Request) (scripted.Turn, error) {
+		return scripted.Turn{}, &retry.ExhaustedError{Attempts: 4, Err: &model.Error{Provider: "gemini", StatusCode: 429, Code: "RESOURCE_EXHAUSTED", Message: "quota", Retryable: true}}
+	})
+	root, err := llmagent.New(llmagent.Config{Name: "root", Model: llm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "demo", Agent: root, Sessions: memsession.NewService(), AutoCreateSession: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Apps: []*runner.Runner{r}, AllowedHosts: []string{"example.com"}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/run", "/run_sse"} {
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, httptest.NewRequest("POST", path, strings.NewReader(runBody("s1", "hi", false))))
+		if w.Code != http.StatusTooManyRequests {
+			t.Errorf("%s: %d %s, want 429", path, w.Code, w.Body)
+		}
 	}
 }

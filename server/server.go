@@ -18,7 +18,24 @@
 // JSON array of events), /run_sse (a text/event-stream), /config/telemetry
 // and the debug trace routes (answered by [Config.Traces], empty without
 // one). Requests accept camelCase and snake_case keys; a JSON null is treated
-// as an absent field. Errors are {"detail": "..."} with a fitting status.
+// as an absent field. Errors are {"detail": "..."} with a fitting status; a
+// model provider's failure gets a gateway's status (429 for its rate limit,
+// 503 when overloaded, 504 on a timeout, 502 otherwise).
+//
+// The trace routes read only the traces of one user's sessions: the user
+// named by the user_id query parameter (or bound by [Config.Authenticate]),
+// in the {app} of the path or the app_name parameter. Without a user the
+// session route answers an empty list and the event route 404, as it does
+// for an event of another user's session.
+//
+// # Exposure
+//
+// The Host header must be a loopback name or one of [Config.AllowedHosts]
+// (else 421), which defeats DNS rebinding; browsers are held to
+// [Config.AllowedOrigins]. [Config.Authenticate] binds each request to a
+// user, who may reach only their own sessions (403 otherwise). Bodies are
+// limited in size, nesting depth and read time, and app, user and session
+// ids to 128 bytes without control characters.
 //
 // Two routes go beyond ADK:
 //
@@ -44,7 +61,9 @@
 // # Cancellation and shutdown
 //
 // An invocation runs under its request's context: a client that disconnects
-// cancels it. The cancel route above cancels it on demand, and [Server.Close]
+// cancels it. The cancel route above cancels it on demand (a /run_sse client
+// then gets a 200 stream ending with the error frame "Invocation
+// cancelled", even before any event; a /run client gets 409), and [Server.Close]
 // cancels every invocation in flight and refuses new ones, which lets
 // [http.Server.Shutdown] finish promptly when open streams would otherwise
 // keep it waiting.
