@@ -278,6 +278,24 @@ func TestCancelBeforeFirstFrame(t *testing.T) {
 	if len(frames) != 1 || frameEvent(t, frames[0])["error"] != "Invocation cancelled" {
 		t.Errorf("frames %q, want one cancellation frame", frames)
 	}
+	wait(t, f.observed, "the agent to observe cancellation")
+
+	// A waiting /run client gets a status it can read: 409.
+	go func() {
+		resp, err := http.Post(ts.URL+"/run", "application/json", strings.NewReader(runBody("s1", "wait", false)))
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		done <- result{resp.StatusCode, string(b), err}
+	}()
+	wait(t, f.started, "the agent to start")
+	f.do(t, "POST", "/apps/demo/users/u1/sessions/s1/cancel", "")
+	if res := wait(t, done, "the run to end"); res.err != nil || res.code != http.StatusConflict || !strings.Contains(res.body, "Invocation cancelled") {
+		t.Errorf("/run cancelled: %d %q %v, want 409", res.code, res.body, res.err)
+	}
 }
 
 // TestSlowBodyIsCutOff: a client trickling its body in is cut off after
