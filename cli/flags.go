@@ -29,7 +29,7 @@ type options struct {
 
 func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.model, "model", "", "model `name` for the applications (default: the provider's default model if an API key is set, else each application's offline model)")
-	fs.DurationVar(&o.modelTimeout, "model-timeout", retry.DefaultTimeout, "time limit of one model call `attempt`; a call that runs out of time is retried (negative: no limit)")
+	fs.DurationVar(&o.modelTimeout, "model-timeout", retry.DefaultTimeout, "how long a model call may wait for a response, or a stream for its next chunk, before the `attempt` is abandoned and retried (negative: no limit)")
 	fs.StringVar(&o.sessions, "sessions", DefaultSessions, "session storage `URL`: sqlite://FILE, postgres://..., memory://")
 	fs.StringVar(&o.artifacts, "artifacts", DefaultArtifacts, "artifact storage `URL`: file://DIR, memory://")
 	fs.StringVar(&o.memory, "memory", DefaultMemory, "memory service `URL`")

@@ -1,8 +1,9 @@
 // Package retry is the one retry policy shared by Loom's model adapters.
 //
 // A [Policy] repeats a model call that failed with a transient error: HTTP
-// 408, 429, 5xx (including Anthropic's 529 "overloaded") and network
-// timeouts. Waits grow exponentially with full jitter, a server's
+// 408, 429, 5xx (including Anthropic's 529 "overloaded"), network
+// failures, bodies cut short, and attempts that waited longer than the
+// policy's Timeout (two minutes by default) for a response. Waits grow exponentially with full jitter, a server's
 // Retry-After is honoured, and the caller's context bounds everything. A
 // streamed call is retried only while nothing has been yielded to the
 // caller: once a chunk is out, an error ends the stream.
@@ -38,9 +39,9 @@ const (
 	DefaultMaxAttempts = 4
 	DefaultBaseDelay   = 500 * time.Millisecond
 	DefaultMaxDelay    = 30 * time.Second
-	// DefaultTimeout bounds each attempt when Policy.Timeout is zero, so
-	// that a provider that stops answering is given up on (and retried)
-	// instead of holding the call forever.
+	// DefaultTimeout bounds the wait for each response of an attempt when
+	// Policy.Timeout is zero, so that a provider that stops answering is
+	// given up on (and retried) instead of holding the call forever.
 	DefaultTimeout = 2 * time.Minute
 )
 
@@ -58,8 +59,11 @@ type Policy struct {
 	// the retries: the server asked for more patience than the policy has.
 	// Zero means DefaultMaxDelay.
 	MaxDelay time.Duration
-	// Timeout bounds each attempt, stream included; an attempt that runs
-	// out of time fails with a retryable TIMEOUT error. Zero means
+	// Timeout bounds the wait for each response of an attempt: the
+	// answer of a call, and for a stream its first chunk and every next
+	// one, so a long stream that keeps coming is never cut. An attempt
+	// that waits longer is cancelled and fails with a retryable TIMEOUT
+	// error (retried while nothing was yielded). Zero means
 	// DefaultTimeout; a negative value means no bound beyond the caller's
 	// context.
 	Timeout time.Duration
@@ -77,7 +81,9 @@ func (p *Policy) maxAttempts() int {
 	return p.MaxAttempts
 }
 
-func (p *Policy) timeout() time.Duration {
+// AttemptTimeout returns the per-attempt timeout in force: Timeout,
+// DefaultTimeout if it is zero, or 0 (none) if it is negative.
+func (p *Policy) AttemptTimeout() time.Duration {
 	switch {
 	case p == nil || p.Timeout == 0:
 		return DefaultTimeout
@@ -313,24 +319,41 @@ func (p *Policy) Stream(ctx context.Context, provider string, attempt func(ctx c
 // once runs one attempt. It reports whether anything was yielded, whether
 // the consumer stopped the iteration, and the attempt's error.
 func (p *Policy) once(ctx context.Context, provider string, attempt func(context.Context) iter.Seq2[*model.Response, error], yield func(*model.Response, error) bool) (yielded, stopped bool, err error) {
-	actx, cancel := ctx, context.CancelFunc(func() {})
-	timeout := p.timeout()
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timeout := p.AttemptTimeout()
+	var timer *time.Timer
 	if timeout > 0 {
-		actx, cancel = context.WithTimeout(ctx, timeout)
+		// The provider has timeout to produce each response; the time the
+		// consumer spends on one is not counted.
+		timer = time.AfterFunc(timeout, func() { cancel(errAttemptTimeout) })
+		defer timer.Stop()
 	}
-	defer cancel()
 	for resp, aerr := range attempt(actx) {
 		if aerr != nil {
-			if ctx.Err() == nil && actx.Err() != nil {
-				// Our own per-attempt deadline fired: a timeout, retryable.
-				aerr = &model.Error{Provider: provider, Code: "TIMEOUT", Message: "attempt timed out after " + timeout.String(), Retryable: true}
+			if ctx.Err() == nil && errors.Is(context.Cause(actx), errAttemptTimeout) {
+				// Our own per-attempt timer fired: a timeout, retryable
+				// while nothing was yielded.
+				aerr = &model.Error{Provider: provider, Code: "TIMEOUT", Message: "no response within " + timeout.String(), Retryable: true}
 			}
 			return yielded, false, aerr
 		}
 		yielded = true
+		if timer != nil && !timer.Stop() {
+			// The timer fired as the response arrived: the attempt's
+			// context is already cancelled, and its next step fails.
+			timer = nil
+		}
 		if !yield(resp, nil) {
 			return true, true, nil
+		}
+		if timer != nil {
+			timer.Reset(timeout)
 		}
 	}
 	return yielded, false, nil
 }
+
+// errAttemptTimeout is the cause of an attempt's context cancelled by the
+// policy's Timeout.
+var errAttemptTimeout = errors.New("attempt timed out")

@@ -262,20 +262,58 @@ func TestDefaultTimeout(t *testing.T) {
 		p    *retry.Policy
 		want time.Duration
 	}{{nil, retry.DefaultTimeout}, {&retry.Policy{}, retry.DefaultTimeout}, {&retry.Policy{Timeout: time.Second}, time.Second}, {&retry.Policy{Timeout: -1}, 0}} {
-		var got time.Duration
-		attempt := func(ctx context.Context) iter.Seq2[*model.Response, error] {
+		if got := tc.p.AttemptTimeout(); got != tc.want {
+			t.Errorf("Timeout %v: attempt timeout %v, want %v", tc.p, got, tc.want)
+		}
+	}
+}
+
+// TestTimeoutIsPerResponse: a stream whose chunks keep coming is not cut
+// by the timeout, however long it lasts in total; one that stalls after
+// its first chunk fails with a TIMEOUT error, not retried.
+func TestTimeoutIsPerResponse(t *testing.T) {
+	var r recorder
+	p := r.policy(3)
+	p.Timeout = 100 * time.Millisecond
+	stream := func(stallAfter int) func(ctx context.Context) iter.Seq2[*model.Response, error] {
+		return func(ctx context.Context) iter.Seq2[*model.Response, error] {
 			return func(yield func(*model.Response, error) bool) {
-				if dl, ok := ctx.Deadline(); ok {
-					got = time.Until(dl)
+				for i := range 6 {
+					if i == stallAfter {
+						<-ctx.Done()
+						yield(nil, ctx.Err())
+						return
+					}
+					select {
+					case <-time.After(50 * time.Millisecond):
+					case <-ctx.Done():
+						yield(nil, ctx.Err())
+						return
+					}
+					if !yield(&model.Response{Partial: true}, nil) {
+						return
+					}
 				}
-				yield(&model.Response{}, nil)
 			}
 		}
-		for range tc.p.Stream(t.Context(), "test", attempt) {
+	}
+	n := 0
+	for _, err := range p.Stream(t.Context(), "test", stream(-1)) {
+		if err != nil {
+			t.Fatalf("a steady 300ms stream failed: %v", err)
 		}
-		if tc.want == 0 && got != 0 || tc.want != 0 && (got <= tc.want-time.Second || got > tc.want) {
-			t.Errorf("Timeout %v: attempt deadline in %v, want %v", tc.p, got, tc.want)
-		}
+		n++
+	}
+	if n != 6 {
+		t.Errorf("%d chunks, want 6", n)
+	}
+	var last error
+	for _, err := range p.Stream(t.Context(), "test", stream(1)) {
+		last = err
+	}
+	var me *model.Error
+	if !errors.As(last, &me) || me.Code != "TIMEOUT" {
+		t.Errorf("stalled stream ended with %v, want a TIMEOUT error", last)
 	}
 }
 
