@@ -3,10 +3,11 @@
 // A [Policy] repeats a model call that failed with a transient error: HTTP
 // 408, 429, 5xx (including Anthropic's 529 "overloaded"), network
 // failures, bodies cut short, and attempts that waited longer than the
-// policy's Timeout (two minutes by default) for a response. Waits grow exponentially with full jitter, a server's
-// Retry-After is honoured, and the caller's context bounds everything. A
-// streamed call is retried only while nothing has been yielded to the
-// caller: once a chunk is out, an error ends the stream.
+// policy's Timeout (two minutes by default) for a response. Waits grow
+// exponentially with full jitter, a server's Retry-After is honoured, and
+// the caller's context bounds everything. A streamed call is retried only
+// while nothing has been yielded to the caller: once a chunk is out, an
+// error ends the stream.
 //
 // Adapters report failures as *model.Error (Retryable set from the status)
 // and attach a server-requested delay with [WithDelay]. When attempts run out
