@@ -222,6 +222,8 @@ func (ts *Toolset) Name() string { return ts.cfg.Name }
 // Tools implements tool.Toolset: it returns the server's tools that pass the
 // filters, connecting first if needed. The list is cached for the session.
 func (ts *Toolset) Tools(ctx context.Context) ([]tool.Tool, error) {
+	ctx, done := ts.callContext(ctx)
+	defer done()
 	var tools []tool.Tool
 	err := ts.do(ctx, func(error) bool { return true }, func(c *conn) error {
 		var err error
@@ -229,6 +231,9 @@ func (ts *Toolset) Tools(ctx context.Context) ([]tool.Tool, error) {
 		return err
 	})
 	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrClosed) && !errors.Is(err, ErrClosed) {
+			err = fmt.Errorf("%w: %w", cause, err)
+		}
 		return nil, fmt.Errorf("mcptool: %s: list tools: %w", ts.cfg.Name, err)
 	}
 	return tools, nil
@@ -286,7 +291,7 @@ func (ts *Toolset) Close() error {
 	return nil
 }
 
-// callContext returns the context of one call: ctx, bounded by
+// callContext returns the context of one call or listing: ctx, bounded by
 // Config.CallTimeout and cancelled by Close.
 func (ts *Toolset) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	timeout := ts.cfg.CallTimeout
