@@ -15,7 +15,8 @@ import (
 // TestRunRejectsMessagesWithoutContent: a message whose parts are missing
 // or empty, or whose role is not the user's, fails with ErrInvalid and
 // stores nothing, so that no turn without contents (or a forged model turn)
-// reaches the history or a model.
+// reaches the history or a model (R3: the user message is stored with role
+// user).
 func TestRunRejectsMessagesWithoutContent(t *testing.T) {
 	ran := false
 	root := custom(t, "root", func(ctx context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) { ran = true })
