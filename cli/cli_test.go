@@ -208,12 +208,20 @@ func TestServeAPIAndUI(t *testing.T) {
 
 func startServer(t *testing.T, cmd string, apps ...cli.App) string {
 	t.Helper()
+	return startServerArgs(t, []string{cmd}, apps...)
+}
+
+// startServerArgs runs "loom <args...>" on a free port with memory storage
+// until the test ends, and returns its base URL.
+func startServerArgs(t *testing.T, args []string, apps ...cli.App) string {
+	t.Helper()
+	cmd := args[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	urls := make(chan string, 1)
 	done := make(chan int, 1)
 	var errb syncBuffer
 	go func() {
-		done <- cli.Run(ctx, []string{cmd, "--port", "0", "--sessions", "memory://", "--artifacts", "memory://"},
+		done <- cli.Run(ctx, append(append([]string(nil), args...), "--port", "0", "--sessions", "memory://", "--artifacts", "memory://"),
 			cli.Env{Stdout: &errb, Stderr: &errb, Getenv: noEnv, Listening: func(u string) { urls <- u }}, apps...)
 	}()
 	t.Cleanup(func() {

@@ -6,6 +6,9 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"time"
+
+	"github.com/loomkit/loom/model/retry"
 )
 
 // Default storage URLs.
@@ -17,14 +20,16 @@ const (
 
 // options are the flags every subcommand shares.
 type options struct {
-	model     string
-	sessions  string
-	artifacts string
-	memory    string
+	model        string
+	modelTimeout time.Duration
+	sessions     string
+	artifacts    string
+	memory       string
 }
 
 func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.model, "model", "", "model `name` for the applications (default: the provider's default model if an API key is set, else each application's offline model)")
+	fs.DurationVar(&o.modelTimeout, "model-timeout", retry.DefaultTimeout, "how long a model call may wait for a response, or a stream for its next chunk, before the `attempt` is abandoned and retried (negative: no limit)")
 	fs.StringVar(&o.sessions, "sessions", DefaultSessions, "session storage `URL`: sqlite://FILE, postgres://..., memory://")
 	fs.StringVar(&o.artifacts, "artifacts", DefaultArtifacts, "artifact storage `URL`: file://DIR, memory://")
 	fs.StringVar(&o.memory, "memory", DefaultMemory, "memory service `URL`")

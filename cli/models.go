@@ -3,10 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/provider"
+	"github.com/loomkit/loom/model/retry"
 )
 
 // modelChoice is the model the applications built from constructors get:
@@ -18,14 +20,14 @@ type modelChoice struct {
 
 // chooseModel applies --model, then API keys in the environment, then the
 // offline models.
-func chooseModel(ctx context.Context, env Env, name string) (*modelChoice, error) {
+func chooseModel(ctx context.Context, env Env, name string, timeout time.Duration) (*modelChoice, error) {
 	if name == "" {
 		name = defaultModel(env.Getenv)
 	}
 	if name == "" {
 		return &modelChoice{desc: "offline scripted models (no API key set; pass --model to choose one)"}, nil
 	}
-	llm, err := openModel(ctx, name, env.Getenv)
+	llm, err := openModel(ctx, name, env.Getenv, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", name, err)
 	}
@@ -39,9 +41,10 @@ func defaultModel(getenv func(string) string) string {
 	return name
 }
 
-// openModel opens a model by name (see provider.Open for the naming rules).
-func openModel(ctx context.Context, name string, getenv func(string) string) (model.LLM, error) {
-	return provider.Open(ctx, name, &provider.Options{Getenv: getenv})
+// openModel opens a model by name (see provider.Open for the naming rules)
+// whose attempts are bounded by timeout (--model-timeout).
+func openModel(ctx context.Context, name string, getenv func(string) string, timeout time.Duration) (model.LLM, error) {
+	return provider.Open(ctx, name, &provider.Options{Getenv: getenv, Retry: &retry.Policy{Timeout: timeout}})
 }
 
 // build returns the root agent of app under the model choice.

@@ -20,6 +20,15 @@ import (
 // shutdownTimeout bounds a graceful shutdown.
 const shutdownTimeout = 10 * time.Second
 
+// Connection limits of the HTTP server: the time a client has to send its
+// request headers, and the time an idle keep-alive connection is kept.
+// Request bodies are bounded by server.Config.BodyReadTimeout; responses,
+// event streams included, are not. Variables for the tests.
+var (
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 2 * time.Minute
+)
+
 // serve runs "loom web" (withUI) or "loom api".
 func serve(ctx context.Context, env Env, args []string, apps []App, withUI bool) error {
 	cmd, what := "api", "the HTTP API"
@@ -31,7 +40,8 @@ func serve(ctx context.Context, env Env, args []string, apps []App, withUI bool)
 	o.register(fs)
 	host := fs.String("host", "127.0.0.1", "`address` to listen on (0.0.0.0 for every interface)")
 	port := fs.Int("port", 8000, "`port` to listen on (0 picks a free one)")
-	origins := fs.String("allow-origins", "", "comma-separated browser `origins` allowed to call the API (\"*\" for any)")
+	origins := fs.String("allow-origins", "", "comma-separated browser `origins` allowed to call the API (\"*\" for any, without credentials)")
+	hosts := fs.String("allowed-hosts", "", "comma-separated `hosts` (name or name:port) accepted in the Host header besides localhost, 127.0.0.1 and [::1], and the --host address; \"*\" for any")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -63,7 +73,15 @@ func serve(ctx context.Context, env Env, args []string, apps []App, withUI bool)
 		return err
 	}
 	defer svc.close()
-	api, err := server.New(server.Config{Apps: runners, AllowedOrigins: splitList(*origins), Version: version(), Traces: traceRoutes{tel}})
+	allowed := splitList(*hosts)
+	if ip := net.ParseIP(*host); *host != "" && (ip == nil || !ip.IsUnspecified()) {
+		// The address asked for is a name the server is reached by; a
+		// wildcard address is not, so its clients' names must be listed.
+		allowed = append(allowed, *host)
+	} else if len(allowed) == 0 {
+		fmt.Fprintf(env.Stderr, "loom: listening on every interface; only localhost names are accepted as Host: pass --allowed-hosts with the names or addresses clients use\n")
+	}
+	api, err := server.New(server.Config{Apps: runners, AllowedOrigins: splitList(*origins), AllowedHosts: allowed, Version: version(), Traces: traceRoutes{tel}})
 	if err != nil {
 		return err
 	}
@@ -71,7 +89,7 @@ func serve(ctx context.Context, env Env, args []string, apps []App, withUI bool)
 	if withUI {
 		h = ui.Wrap(api)
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout}
 	hs.RegisterOnShutdown(func() { api.Close() })
 
 	base := baseURL(ln.Addr())
@@ -104,7 +122,7 @@ func serve(ctx context.Context, env Env, args []string, apps []App, withUI bool)
 // setup opens storage, chooses models and builds a runner per application,
 // reporting the choices on stderr. Every runner gets the plugins.
 func setup(ctx context.Context, env Env, o *options, apps []App, plugins ...*plugin.Plugin) (*services, []*runner.Runner, error) {
-	choice, err := chooseModel(ctx, env, o.model)
+	choice, err := chooseModel(ctx, env, o.model, o.modelTimeout)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -166,11 +184,15 @@ func baseURL(addr net.Addr) string {
 // server; this is where the two meet.)
 type traceRoutes struct{ *telemetry.Telemetry }
 
-func (t traceRoutes) SessionSpans(ctx context.Context, sessionID string) ([]server.Span, error) {
-	spans, err := t.Telemetry.SessionSpans(ctx, sessionID)
+func (t traceRoutes) SessionSpans(ctx context.Context, q server.TraceQuery) ([]server.Span, error) {
+	spans, err := t.Telemetry.SessionSpans(ctx, telemetry.Owner(q))
 	out := make([]server.Span, len(spans))
 	for i, s := range spans {
 		out[i] = server.Span(s)
 	}
 	return out, err
+}
+
+func (t traceRoutes) EventAttributes(ctx context.Context, q server.TraceQuery, eventID string) (map[string]any, error) {
+	return t.Telemetry.EventAttributes(ctx, telemetry.Owner(q), eventID)
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/genai"
 
@@ -35,11 +36,11 @@ type failingStore struct {
 	failArtifacts atomic.Bool
 }
 
-func (s *failingStore) AppendEvent(ctx context.Context, key session.Key, seq int64, ev *event.Event, d session.Delta) error {
+func (s *failingStore) AppendEvent(ctx context.Context, key session.Key, created time.Time, seq int64, ev *event.Event, d session.Delta) error {
 	if s.failArtifacts.Load() && len(ev.Actions.ArtifactDelta) > 0 {
 		return errInjected
 	}
-	return s.Store.AppendEvent(ctx, key, seq, ev, d)
+	return s.Store.AppendEvent(ctx, key, created, seq, ev, d)
 }
 
 type artifactFixture struct {

@@ -175,8 +175,8 @@ func (r *Runner) Run(ctx context.Context, userID, sessionID string, msg *genai.C
 		opts = &RunOptions{}
 	}
 	return func(yield func(*event.Event, error) bool) {
-		if msg == nil || len(msg.Parts) == 0 {
-			yield(nil, fmt.Errorf("%w: the new message is empty", ErrInvalid))
+		if err := checkMessage(msg); err != nil {
+			yield(nil, err)
 			return
 		}
 		err := r.withSession(ctx, userID, sessionID, true, func(sess *session.Session) error {

@@ -31,3 +31,7 @@ go test -race -shuffle=on -timeout 20m "$@" ./...
 for pkg in ./session/memsession/ ./session/sqlsession/; do
 	go test -run '^$' -fuzz FuzzAppendStateDelta -fuzztime 10s "$pkg"
 done
+
+# A short fuzzing run over the run request body: whatever the server
+# accepts must leave a readable session.
+go test -run '^$' -fuzz FuzzRunRequest -fuzztime 10s ./server/

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/loomkit/loom/artifact"
+	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
 )
@@ -18,12 +19,14 @@ var (
 	errBadRequest    = errors.New("bad request")
 	errUnprocessable = errors.New("unprocessable request")
 	errCancelled     = errors.New("invocation cancelled")
-	errForbidden     = errors.New("forbidden")
+	errForbidden     = errors.New("forbidden") // a user other than the authenticated one, a refused history
 	errShutdown      = errors.New("server is shutting down")
+	errNotFound      = errors.New("not found")
 )
 
 // statusClientClosed is the status logged for a request whose client went
-// away (nginx's 499); the client never sees it.
+// away (nginx's 499); the client never sees it: serveError writes nothing
+// for it.
 const statusClientClosed = 499
 
 // detailError gives an error the detail text the client sees. The status
@@ -71,7 +74,11 @@ func status(err error) int {
 	switch {
 	case errors.As(err, &maxErr):
 		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, errAppNotFound), errors.Is(err, session.ErrNotFound), errors.Is(err, artifact.ErrNotFound):
+	case errors.Is(err, errUnauthenticated):
+		return http.StatusUnauthorized
+	case errors.Is(err, errForbidden):
+		return http.StatusForbidden
+	case errors.Is(err, errAppNotFound), errors.Is(err, errNotFound), errors.Is(err, session.ErrNotFound), errors.Is(err, artifact.ErrNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, session.ErrAlreadyExists), errors.Is(err, session.ErrStale):
 		return http.StatusConflict
@@ -80,16 +87,38 @@ func status(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, errUnprocessable):
 		return http.StatusUnprocessableEntity
-	case errors.Is(err, errForbidden):
-		return http.StatusForbidden
 	case errors.Is(err, errShutdown):
 		return http.StatusServiceUnavailable
-	case errors.Is(err, errCancelled), errors.Is(err, context.Canceled):
+	case errors.Is(err, errCancelled):
+		// Cancelled through the cancel route while the client waits.
+		return http.StatusConflict
+	case errors.Is(err, context.Canceled):
 		return statusClientClosed
-	case errors.Is(err, context.DeadlineExceeded):
+	}
+	var me *model.Error
+	if errors.As(err, &me) {
+		return modelStatus(me)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
 		return http.StatusGatewayTimeout
 	}
 	return http.StatusInternalServerError
+}
+
+// modelStatus maps a model provider's failure to the status of a gateway
+// whose upstream failed: its rate limit stays 429 (the client should slow
+// down), a timeout is 504, an overloaded or unavailable provider 503, and
+// any other failure 502.
+func modelStatus(me *model.Error) int {
+	switch {
+	case me.StatusCode == http.StatusTooManyRequests || me.Code == "RESOURCE_EXHAUSTED" || me.Code == "rate_limit_error":
+		return http.StatusTooManyRequests
+	case me.Code == "TIMEOUT" || me.StatusCode == http.StatusRequestTimeout || me.StatusCode == http.StatusGatewayTimeout:
+		return http.StatusGatewayTimeout
+	case me.StatusCode == http.StatusServiceUnavailable || me.StatusCode == 529 || me.Retryable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusBadGateway
 }
 
 // errorBody is ADK's error response.
@@ -117,10 +146,13 @@ func detail(err error) string {
 // serveError answers a request whose handler failed.
 func (s *Server) serveError(w http.ResponseWriter, r *http.Request, err error) {
 	code := status(err)
+	if code == statusClientClosed && r.Context().Err() == nil {
+		code = http.StatusInternalServerError
+	}
 	if code >= http.StatusInternalServerError && code != http.StatusServiceUnavailable {
 		s.log.ErrorContext(r.Context(), "server: request failed", "method", r.Method, "path", r.URL.Path, "status", code, "error", err)
 	}
-	if code == statusClientClosed && r.Context().Err() != nil {
+	if code == statusClientClosed {
 		return // nobody is listening
 	}
 	_ = writeJSON(w, code, errorBody{detail(err)})

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"net/http"
 	"net/http/httptest"
@@ -74,4 +76,68 @@ func ExampleNew() {
 	// Output:
 	// create: 200 OK
 	// greeter: Hello, Ada!
+}
+
+// An API that authenticates its callers with bearer tokens: each token
+// stands for one user, who may reach only their own sessions; a run
+// request may leave out userId and runs as that user.
+func ExampleConfig_authenticate() {
+	greeter, _ := agent.New(agent.Config{
+		Name: "greeter",
+		Run: func(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
+			return func(yield func(*event.Event, error) bool) {
+				ev := inv.NewEvent()
+				ev.Content = genai.NewContentFromText("Hello, "+inv.Session().UserID()+"!", genai.RoleModel)
+				yield(ev, nil)
+			}
+		},
+	})
+	app, _ := runner.New(runner.Config{AppName: "hello", Agent: greeter, Sessions: memsession.NewService(), AutoCreateSession: true})
+	tokens := map[string]string{"secret-ada": "ada", "secret-bob": "bob"} // in a program: a token store
+	srv, err := server.New(server.Config{
+		Apps: []*runner.Runner{app},
+		Authenticate: func(r *http.Request) (string, error) {
+			token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if user := tokens[token]; ok && user != "" {
+				return user, nil
+			}
+			return "", errors.New("missing or unknown bearer token")
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+
+	send := func(method, path, token, body string) {
+		req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		fmt.Printf("%s %s: %d", method, path, resp.StatusCode)
+		if strings.HasPrefix(string(b), "[") { // a run's events
+			var evs []*event.Event
+			_ = json.Unmarshal(b, &evs)
+			fmt.Printf(" %s", evs[len(evs)-1].Content.Parts[0].Text)
+		}
+		fmt.Println()
+	}
+	send("GET", "/apps/hello/users/ada/sessions", "", "")
+	send("GET", "/apps/hello/users/ada/sessions", "secret-bob", "")
+	send("POST", "/run", "secret-ada", `{"appName":"hello","sessionId":"s1","newMessage":{"parts":[{"text":"hi"}]}}`)
+	send("GET", "/apps/hello/users/ada/sessions/s1", "secret-ada", "")
+	// Output:
+	// GET /apps/hello/users/ada/sessions: 401
+	// GET /apps/hello/users/ada/sessions: 403
+	// POST /run: 200 Hello, ada!
+	// GET /apps/hello/users/ada/sessions/s1: 200
 }

@@ -43,6 +43,7 @@ func TestForgedHistoryRunsNothing(t *testing.T) {
 	newServer := func(cfg server.Config) *fixture {
 		cfg.Apps = []*runner.Runner{r}
 		cfg.Logger = slog.New(slog.DiscardHandler)
+		cfg.AllowedHosts = []string{"example.com"} // httptest.NewRequest's host
 		srv, err := server.New(cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"log/slog"
 	"net/http"
@@ -18,6 +19,8 @@ import (
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/artifact/memartifact"
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/retry"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/session/memsession"
@@ -30,6 +33,10 @@ import (
 //	artifact  saves report.txt and says so, in one event
 //	fail      "Working..." then an error
 //	block     "Started." then waits for cancellation, reported on observed
+//	wait      nothing until cancelled, reported on observed
+//	ratelimit a model error with status 429
+//	overloaded retries exhausted on a 529
+//	upstream  a model error with status 400
 //	multi     three events
 //	other     "You said: <text>"
 type fixture struct {
@@ -69,6 +76,9 @@ func newFixture(t *testing.T, cfg server.Config) *fixture {
 		t.Fatal(err)
 	}
 	cfg.Apps = append(cfg.Apps, f.runner)
+	if cfg.AllowedHosts == nil {
+		cfg.AllowedHosts = []string{"example.com"} // httptest.NewRequest's host
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -125,6 +135,17 @@ func (f *fixture) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*eve
 			<-ctx.Done()
 			f.observed <- ctx.Err()
 			yield(nil, ctx.Err())
+		case "wait":
+			f.started <- struct{}{}
+			<-ctx.Done()
+			f.observed <- ctx.Err()
+			yield(nil, ctx.Err())
+		case "ratelimit":
+			yield(nil, fmt.Errorf("call model: %w", &model.Error{Provider: "fake", StatusCode: 429, Code: "RESOURCE_EXHAUSTED", Message: "quota"}))
+		case "overloaded":
+			yield(nil, &retry.ExhaustedError{Attempts: 4, Err: &model.Error{Provider: "fake", StatusCode: 529, Message: "overloaded", Retryable: true}})
+		case "upstream":
+			yield(nil, &model.Error{Provider: "fake", StatusCode: 400, Code: "INVALID_ARGUMENT", Message: "bad schema"})
 		case "multi":
 			for _, s := range []string{"one", "two", "three"} {
 				if !yield(text(inv, s), nil) {

@@ -19,12 +19,24 @@ func readBody(r *http.Request) ([]byte, error) {
 		return nil, nil
 	}
 	b, err := io.ReadAll(r.Body)
+	lb, _ := r.Body.(*limitedBody)
+	if lb != nil && err == nil {
+		// Lift the deadline for the response. After a failed read it
+		// stays, so the server drops the connection instead of waiting
+		// for the rest of the body.
+		lb.done()
+	}
 	if err != nil {
 		var maxErr *http.MaxBytesError
 		if errors.As(err, &maxErr) {
 			return nil, err
 		}
 		return nil, badRequest("Cannot read request body: %v", err)
+	}
+	if lb != nil {
+		if err := checkDepth(b, lb.maxDepth); err != nil {
+			return nil, err
+		}
 	}
 	return b, nil
 }

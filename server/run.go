@@ -50,6 +50,17 @@ func decodeRunRequest(r *http.Request) (*runRequest, error) {
 	if req.NewMessage, err = f.content("newMessage"); err != nil {
 		return nil, err
 	}
+	if bound, ok := authUser(r.Context()); ok && req.UserID == "" {
+		req.UserID = bound
+	}
+	if err := checkUser(r, req.UserID); err != nil {
+		return nil, err
+	}
+	for _, id := range []struct{ what, v string }{{"appName", req.AppName}, {"userId", req.UserID}, {"sessionId", req.SessionID}} {
+		if err := checkID(id.what, id.v); err != nil {
+			return nil, err
+		}
+	}
 	for _, m := range []struct {
 		key     string
 		missing bool
@@ -212,9 +223,11 @@ func (st *sseStream) event(ev *event.Event) bool {
 }
 
 // fail ends the stream with err: as a JSON error response if nothing was
-// sent yet, else as an error frame.
+// sent yet, else as an error frame. A cancellation through the cancel route
+// is not a failure of the request: it always gets a 200 stream that ends
+// with the error frame, as it does after the first event.
 func (st *sseStream) fail(err error, s *Server) error {
-	if !st.started {
+	if !st.started && !errors.Is(err, errCancelled) {
 		return err
 	}
 	if code := status(err); code >= http.StatusInternalServerError && code != http.StatusServiceUnavailable {

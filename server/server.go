@@ -18,7 +18,24 @@
 // JSON array of events), /run_sse (a text/event-stream), /config/telemetry
 // and the debug trace routes (answered by [Config.Traces], empty without
 // one). Requests accept camelCase and snake_case keys; a JSON null is treated
-// as an absent field. Errors are {"detail": "..."} with a fitting status.
+// as an absent field. Errors are {"detail": "..."} with a fitting status; a
+// model provider's failure gets a gateway's status (429 for its rate limit,
+// 503 when overloaded, 504 on a timeout, 502 otherwise).
+//
+// The trace routes read only the traces of one user's sessions: the user
+// named by the user_id query parameter (or bound by [Config.Authenticate]),
+// in the {app} of the path or the app_name parameter. Without a user the
+// session route answers an empty list and the event route 404, as it does
+// for an event of another user's session.
+//
+// # Exposure
+//
+// The Host header must be a loopback name or one of [Config.AllowedHosts]
+// (else 421), which defeats DNS rebinding; browsers are held to
+// [Config.AllowedOrigins]. [Config.Authenticate] binds each request to a
+// user, who may reach only their own sessions (403 otherwise). Bodies are
+// limited in size, nesting depth and read time, and app, user and session
+// ids to 128 bytes without control characters.
 //
 // Two routes go beyond ADK:
 //
@@ -44,7 +61,9 @@
 // # Cancellation and shutdown
 //
 // An invocation runs under its request's context: a client that disconnects
-// cancels it. The cancel route above cancels it on demand, and [Server.Close]
+// cancels it. The cancel route above cancels it on demand (a /run_sse client
+// then gets a 200 stream ending with the error frame "Invocation
+// cancelled", even before any event; a /run client gets 409), and [Server.Close]
 // cancels every invocation in flight and refuses new ones, which lets
 // [http.Server.Shutdown] finish promptly when open streams would otherwise
 // keep it waiting.
@@ -60,6 +79,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/runner"
@@ -94,7 +114,38 @@ type Config struct {
 	// data that can never pause or resume a call (runner.CreateSession);
 	// deployments that have no use for them can refuse them outright.
 	RefuseSessionHistory bool
+	// AllowedHosts lists the host names ("api.example.com", any port) or
+	// host:port pairs accepted in the Host header besides the loopback
+	// names localhost, 127.0.0.1 and [::1]; "*" accepts every host. Other
+	// hosts get 421, which defeats DNS rebinding. A server reached under
+	// another name or address (listening on 0.0.0.0, behind a proxy) must
+	// list it.
+	AllowedHosts []string
+	// Authenticate, when set, authenticates every request but GET /health
+	// and returns the user it acts for; an error (or an empty user) is
+	// answered with 401. A route naming a user (in its path, a run
+	// request's userId, the user_id query parameter of the trace routes)
+	// must name that user, or gets 403; a run request without userId runs
+	// as that user.
+	Authenticate func(*http.Request) (userID string, err error)
+	// MaxJSONDepth limits the nesting of JSON request bodies (default
+	// DefaultMaxJSONDepth; deeper bodies get 400).
+	MaxJSONDepth int
+	// BodyReadTimeout bounds the reading of a request body (default
+	// DefaultBodyReadTimeout; negative for none): a client that trickles
+	// its body in is cut off with 400. It is a read deadline on the
+	// connection, lifted once the body is read, so responses (event
+	// streams included) may take as long as they need.
+	BodyReadTimeout time.Duration
 }
+
+// DefaultBodyReadTimeout is the body read limit used when
+// Config.BodyReadTimeout is zero.
+const DefaultBodyReadTimeout = time.Minute
+
+// DefaultMaxJSONDepth is the nesting limit of JSON request bodies used when
+// Config.MaxJSONDepth is zero.
+const DefaultMaxJSONDepth = 64
 
 // Server serves the ADK HTTP API for a set of applications. It is an
 // http.Handler and is safe for concurrent use.
@@ -135,12 +186,22 @@ func New(cfg Config) (*Server, error) {
 	if s.cfg.Version == "" {
 		s.cfg.Version = "dev"
 	}
+	if s.cfg.BodyReadTimeout == 0 {
+		s.cfg.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if s.cfg.MaxJSONDepth <= 0 {
+		s.cfg.MaxJSONDepth = DefaultMaxJSONDepth
+	}
 	s.routes()
-	guard, err := s.originGuard()
+	hosts, err := s.hostGuard()
 	if err != nil {
 		return nil, err
 	}
-	s.handler = chain(http.HandlerFunc(s.serveMux), guard, s.limitBody)
+	origins, err := s.originGuard()
+	if err != nil {
+		return nil, err
+	}
+	s.handler = chain(http.HandlerFunc(s.serveMux), hosts, origins, s.limitBody)
 	return s, nil
 }
 
@@ -164,7 +225,14 @@ type apiFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) handle(pattern string, fn apiFunc) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if err := fn(w, r); err != nil {
+		r, err := s.authenticate(r)
+		if err == nil {
+			err = checkPathIDs(r)
+		}
+		if err == nil {
+			err = fn(w, r)
+		}
+		if err != nil {
 			s.serveError(w, r, err)
 		}
 	})

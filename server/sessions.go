@@ -34,6 +34,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if key.SessionID, err = f.string("sessionId"); err != nil {
 		return err
 	}
+	if err := checkID("sessionId", key.SessionID); err != nil {
+		return err
+	}
 	state, err := f.object("state")
 	if err != nil {
 		return err

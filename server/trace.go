@@ -17,34 +17,81 @@ type Span struct {
 	ParentSpanID string         `json:"parent_span_id,omitempty"`
 }
 
-// TraceSource answers the debug trace routes from recorded spans.
+// TraceQuery names the traces a debug trace route may read: those of the
+// sessions of one user. UserID is never empty. AppName is empty on the
+// older /debug/trace routes when the request names no app, and then
+// matches every app; SessionID is empty for event lookups.
+type TraceQuery struct {
+	AppName   string
+	UserID    string
+	SessionID string
+}
+
+// TraceSource answers the debug trace routes from recorded spans. It must
+// return only spans of the sessions the query names, so that a user never
+// reads another user's model requests, responses and tool arguments.
 // Implementations must be safe for concurrent use.
 type TraceSource interface {
-	// SessionSpans returns the spans recorded for a session, oldest first.
-	SessionSpans(ctx context.Context, sessionID string) ([]Span, error)
+	// SessionSpans returns the spans recorded for the session q names,
+	// oldest first.
+	SessionSpans(ctx context.Context, q TraceQuery) ([]Span, error)
 	// EventAttributes returns the attributes of the span that produced an
-	// event, or nil if there is none.
-	EventAttributes(ctx context.Context, eventID string) (map[string]any, error)
+	// event of a session of q's user (and app, if set), or nil if there is
+	// none.
+	EventAttributes(ctx context.Context, q TraceQuery, eventID string) (map[string]any, error)
 }
 
-// checkTraceApp rejects an unknown {app} on the /dev/apps/... routes; the
-// older /debug/trace routes have none.
-func (s *Server) checkTraceApp(r *http.Request) error {
+// traceQuery returns the owner a trace route reads for: the {app} of the
+// /dev/apps/... routes (or the app_name query parameter of the older ones)
+// and the user named by the user_id query parameter or bound by
+// Config.Authenticate. ok is false when no user is named: such a request
+// can see no trace.
+func (s *Server) traceQuery(r *http.Request) (q TraceQuery, ok bool, err error) {
 	if app := r.PathValue("app"); app != "" {
-		_, err := s.app(app)
-		return err
+		if _, err := s.app(app); err != nil {
+			return q, false, err
+		}
+		q.AppName = app
+	} else if app := queryParam(r, "appName", "app_name"); app != "" {
+		if _, err := s.app(app); err != nil {
+			return q, false, err
+		}
+		q.AppName = app
 	}
-	return nil
+	q.UserID = queryParam(r, "userId", "user_id")
+	if err := checkUser(r, q.UserID); err != nil {
+		return q, false, err
+	}
+	if bound, authed := authUser(r.Context()); authed {
+		q.UserID = bound
+	}
+	if err := checkID("user id", q.UserID); err != nil {
+		return q, false, err
+	}
+	return q, q.UserID != "", nil
 }
 
-// traceSession serves GET .../debug/trace/session/{sid}.
+// queryParam returns a query parameter given in camelCase or snake_case.
+func queryParam(r *http.Request, camelName, snake string) string {
+	q := r.URL.Query()
+	if v := q.Get(camelName); v != "" {
+		return v
+	}
+	return q.Get(snake)
+}
+
+// traceSession serves GET .../debug/trace/session/{sid}?user_id=U: the
+// spans of U's session {sid}. A request naming no user gets an empty list
+// (what ADK's web UI, which sends none, can display).
 func (s *Server) traceSession(w http.ResponseWriter, r *http.Request) error {
-	if err := s.checkTraceApp(r); err != nil {
+	q, ok, err := s.traceQuery(r)
+	if err != nil {
 		return err
 	}
+	q.SessionID = r.PathValue("sid")
 	spans := []Span{}
-	if s.cfg.Traces != nil {
-		got, err := s.cfg.Traces.SessionSpans(r.Context(), r.PathValue("sid"))
+	if ok && s.cfg.Traces != nil {
+		got, err := s.cfg.Traces.SessionSpans(r.Context(), q)
 		if err != nil {
 			return err
 		}
@@ -53,20 +100,22 @@ func (s *Server) traceSession(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, spans)
 }
 
-// traceEvent serves GET .../debug/trace/{eventID}.
+// traceEvent serves GET .../debug/trace/{eventID}?user_id=U: the
+// attributes of the span that produced the event, which must belong to a
+// session of U; 404 otherwise, or when no user is named.
 func (s *Server) traceEvent(w http.ResponseWriter, r *http.Request) error {
-	if err := s.checkTraceApp(r); err != nil {
+	q, ok, err := s.traceQuery(r)
+	if err != nil {
 		return err
 	}
-	attrs := map[string]any{}
-	if s.cfg.Traces != nil {
-		got, err := s.cfg.Traces.EventAttributes(r.Context(), r.PathValue("eventID"))
-		if err != nil {
+	var attrs map[string]any
+	if ok && s.cfg.Traces != nil {
+		if attrs, err = s.cfg.Traces.EventAttributes(r.Context(), q, r.PathValue("eventID")); err != nil {
 			return err
 		}
-		for k, v := range got {
-			attrs[k] = v
-		}
+	}
+	if attrs == nil {
+		return &detailError{detail: "Trace not found: " + r.PathValue("eventID"), err: errNotFound}
 	}
 	return writeJSON(w, http.StatusOK, attrs)
 }

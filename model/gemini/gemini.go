@@ -26,8 +26,10 @@
 // # Retries
 //
 // genai's own retries stay off (its RetryOptions are cleared); a
-// [retry.Policy] (Options.Retry) retries 408, 429 and 5xx before the first
-// chunk, honouring the server's RetryInfo delay.
+// [retry.Policy] (Options.Retry) retries 408, 429, 5xx, network failures,
+// bodies cut short and attempts that exceed the policy's per-attempt
+// Timeout (retry.DefaultTimeout unless set) before the first chunk,
+// honouring the server's RetryInfo delay or else its Retry-After header.
 package gemini
 
 import (
@@ -36,6 +38,7 @@ import (
 	"iter"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/genai"
@@ -76,9 +79,21 @@ func New(ctx context.Context, modelName string, cc *genai.ClientConfig, opts *Op
 	}
 	// One retry policy only: ours.
 	conf.HTTPOptions.RetryOptions = nil
+	// Retry-After is read from responses by a transport wrapper; genai
+	// reports only the status and body. A caller's client is copied, not
+	// changed; a client genai creates (with credentials) is ours to wrap.
+	own := conf.HTTPClient != nil
+	if own {
+		hc := *conf.HTTPClient
+		hc.Transport = &headerTransport{next: hc.Transport}
+		conf.HTTPClient = &hc
+	}
 	client, err := genai.NewClient(ctx, &conf)
 	if err != nil {
 		return nil, err
+	}
+	if hc := client.ClientConfig().HTTPClient; !own && hc != nil {
+		hc.Transport = &headerTransport{next: hc.Transport}
 	}
 	if opts == nil {
 		opts = &Options{}
@@ -101,18 +116,44 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 	}
 	cfg := config(req.Config)
 	return m.retry.Stream(ctx, provider, func(ctx context.Context) iter.Seq2[*model.Response, error] {
+		ra := new(retryAfter)
+		ctx = context.WithValue(ctx, retryAfterKey{}, ra)
 		if stream {
-			return m.streamOnce(ctx, name, req.Contents, cfg)
+			return m.streamOnce(ctx, name, req.Contents, cfg, ra)
 		}
 		return func(yield func(*model.Response, error) bool) {
 			resp, err := m.client.Models.GenerateContent(ctx, name, req.Contents, cfg)
 			if err != nil {
-				yield(nil, convertError(err))
+				yield(nil, convertError(err, ra))
 				return
 			}
 			yield(fromResponse(resp), nil)
 		}
 	})
+}
+
+// retryAfter holds the wait the last failed response of an attempt asked
+// for in its Retry-After header.
+type retryAfter struct{ d atomic.Int64 }
+
+type retryAfterKey struct{}
+
+// headerTransport records the Retry-After of failed responses in the
+// request context's retryAfter.
+type headerTransport struct{ next http.RoundTripper }
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	next := t.next
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	resp, err := next.RoundTrip(req)
+	if err == nil && resp.StatusCode >= 400 {
+		if ra, ok := req.Context().Value(retryAfterKey{}).(*retryAfter); ok {
+			ra.d.Store(int64(retry.HeaderDelay(resp.Header, time.Now())))
+		}
+	}
+	return resp, err
 }
 
 // config copies the caller's config so that the SDK's defaulting (it fills
@@ -163,7 +204,7 @@ func fromResponse(r *genai.GenerateContentResponse) *model.Response {
 	return resp
 }
 
-func (m *Model) streamOnce(ctx context.Context, name string, contents []*genai.Content, cfg *genai.GenerateContentConfig) iter.Seq2[*model.Response, error] {
+func (m *Model) streamOnce(ctx context.Context, name string, contents []*genai.Content, cfg *genai.GenerateContentConfig, ra *retryAfter) iter.Seq2[*model.Response, error] {
 	return func(yield func(*model.Response, error) bool) {
 		var (
 			agg  adapter.Aggregator
@@ -171,7 +212,7 @@ func (m *Model) streamOnce(ctx context.Context, name string, contents []*genai.C
 		)
 		for chunk, err := range m.client.Models.GenerateContentStream(ctx, name, contents, cfg) {
 			if err != nil {
-				yield(nil, convertError(err))
+				yield(nil, convertError(err, ra))
 				return
 			}
 			r := fromResponse(chunk)
@@ -236,8 +277,9 @@ func merge(dst, r *model.Response) {
 }
 
 // convertError maps genai and transport errors to *model.Error. Google APIs
-// send the wait they want in a google.rpc.RetryInfo detail.
-func convertError(err error) error {
+// send the wait they want in a google.rpc.RetryInfo detail, or else in a
+// Retry-After header (recorded in ra).
+func convertError(err error, ra *retryAfter) error {
 	var apiErr genai.APIError
 	var apiErrPtr *genai.APIError
 	switch {
@@ -270,5 +312,5 @@ func convertError(err error) error {
 			}
 		}
 	}
-	return me
+	return retry.WithDelay(me, time.Duration(ra.d.Load()))
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -330,5 +331,72 @@ func TestStreamBreakEarly(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("got %d responses before break", n)
+	}
+}
+
+// TestHungAttemptIsRetried: an attempt the provider never answers ends at
+// the policy's per-attempt timeout and is retried.
+func TestHungAttemptIsRetried(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		reply := fakeapi.File(t, 200, "testdata/text.json", false)
+		if stream {
+			reply = fakeapi.File(t, 200, "testdata/stream_text.sse", true)
+		}
+		srv := fakeapi.Start(t, fakeapi.Reply{Hang: true}, reply)
+		var clock fakeapi.Clock
+		p := clock.Policy(2)
+		p.Timeout = 100 * time.Millisecond
+		resps, err := fakeapi.Collect(newModel(t, srv, p).Generate(t.Context(), userText("hi"), stream))
+		if err != nil {
+			t.Fatalf("stream=%v: %v", stream, err)
+		}
+		if n := len(srv.Requests()); n != 2 || len(resps) == 0 {
+			t.Errorf("stream=%v: requests = %d, responses = %d", stream, n, len(resps))
+		}
+	}
+}
+
+// TestRetryAfterHeaderIsHonoured: a Retry-After header sets the wait when
+// the error carries no RetryInfo.
+func TestRetryAfterHeaderIsHonoured(t *testing.T) {
+	limited := apiError(429, "RESOURCE_EXHAUSTED", "quota")
+	limited.Header = http.Header{"Retry-After": {"3"}}
+	srv := fakeapi.Start(t, limited, fakeapi.File(t, 200, "testdata/text.json", false))
+	var clock fakeapi.Clock
+	if _, err := fakeapi.Collect(newModel(t, srv, clock.Policy(4)).Generate(t.Context(), userText("hi"), false)); err != nil {
+		t.Fatal(err)
+	}
+	if waits := clock.Waits(); len(waits) != 1 || waits[0] != 3*time.Second {
+		t.Errorf("waits = %v, want [3s]", waits)
+	}
+}
+
+// TestRetryAfterBeyondBudget: a requested wait longer than the policy
+// allows ends the retries with an error that says so.
+func TestRetryAfterBeyondBudget(t *testing.T) {
+	limited := apiError(429, "RESOURCE_EXHAUSTED", "quota")
+	limited.Header = http.Header{"Retry-After": {"60"}}
+	srv := fakeapi.Start(t, limited)
+	var clock fakeapi.Clock
+	_, err := fakeapi.Collect(newModel(t, srv, clock.Policy(4)).Generate(t.Context(), userText("hi"), false))
+	var ex *retry.ExhaustedError
+	if !errors.As(err, &ex) || !strings.Contains(err.Error(), "retry after 1m0s") || !strings.Contains(err.Error(), "MaxDelay") {
+		t.Fatalf("err = %v, want one saying the requested wait exceeds MaxDelay", err)
+	}
+}
+
+// TestTruncatedBodyIsRetried: a non-streaming response cut in the middle
+// of its body is a transport failure, retried.
+func TestTruncatedBodyIsRetried(t *testing.T) {
+	full := fakeapi.File(t, 200, "testdata/text.json", false)
+	cut := fakeapi.Reply{Body: full.Body[:len(full.Body)/2], Cut: true}
+	srv := fakeapi.Start(t, cut, full)
+	var clock fakeapi.Clock
+	resps, err := fakeapi.Collect(newModel(t, srv, clock.Policy(2)).Generate(t.Context(), userText("hi"), false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resps) != 1 || len(srv.Requests()) != 2 {
+		t.Errorf("responses = %d, requests = %d", len(resps), len(srv.Requests()))
 	}
 }

@@ -455,3 +455,25 @@ func TestUnsupportedPart(t *testing.T) {
 		t.Errorf("err = %v, want model.ErrUnsupportedContent", err)
 	}
 }
+
+// TestHungAttemptIsRetried: an attempt the provider never answers ends at
+// the policy's per-attempt timeout and is retried.
+func TestHungAttemptIsRetried(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		reply := fakeapi.File(t, 200, "testdata/text.json", false)
+		if stream {
+			reply = fakeapi.File(t, 200, "testdata/stream_text.sse", true)
+		}
+		srv := fakeapi.Start(t, fakeapi.Reply{Hang: true}, reply)
+		var clock fakeapi.Clock
+		p := clock.Policy(2)
+		p.Timeout = 100 * time.Millisecond
+		resps, err := fakeapi.Collect(newModel(t, srv, p).Generate(t.Context(), &model.Request{Contents: []*genai.Content{genai.NewContentFromText("hi", genai.RoleUser)}}, stream))
+		if err != nil {
+			t.Fatalf("stream=%v: %v", stream, err)
+		}
+		if n := len(srv.Requests()); n != 2 || len(resps) == 0 {
+			t.Errorf("stream=%v: requests = %d, responses = %d", stream, n, len(resps))
+		}
+	}
+}

@@ -1,11 +1,13 @@
 // Package retry is the one retry policy shared by Loom's model adapters.
 //
 // A [Policy] repeats a model call that failed with a transient error: HTTP
-// 408, 429, 5xx (including Anthropic's 529 "overloaded") and network
-// timeouts. Waits grow exponentially with full jitter, a server's
-// Retry-After is honoured, and the caller's context bounds everything. A
-// streamed call is retried only while nothing has been yielded to the
-// caller: once a chunk is out, an error ends the stream.
+// 408, 429, 5xx (including Anthropic's 529 "overloaded"), network
+// failures, bodies cut short, and attempts that waited longer than the
+// policy's Timeout (two minutes by default) for a response. Waits grow
+// exponentially with full jitter, a server's Retry-After is honoured, and
+// the caller's context bounds everything. A streamed call is retried only
+// while nothing has been yielded to the caller: once a chunk is out, an
+// error ends the stream.
 //
 // Adapters report failures as *model.Error (Retryable set from the status)
 // and attach a server-requested delay with [WithDelay]. When attempts run out
@@ -20,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"math/rand/v2"
 	"net"
@@ -37,6 +40,10 @@ const (
 	DefaultMaxAttempts = 4
 	DefaultBaseDelay   = 500 * time.Millisecond
 	DefaultMaxDelay    = 30 * time.Second
+	// DefaultTimeout bounds the wait for each response of an attempt when
+	// Policy.Timeout is zero, so that a provider that stops answering is
+	// given up on (and retried) instead of holding the call forever.
+	DefaultTimeout = 2 * time.Minute
 )
 
 // Policy says how often and how patiently a model call is repeated. The
@@ -53,8 +60,13 @@ type Policy struct {
 	// the retries: the server asked for more patience than the policy has.
 	// Zero means DefaultMaxDelay.
 	MaxDelay time.Duration
-	// Timeout bounds each attempt, stream included. Zero means no bound
-	// beyond the caller's context.
+	// Timeout bounds the wait for each response of an attempt: the
+	// answer of a call, and for a stream its first chunk and every next
+	// one, so a long stream that keeps coming is never cut. An attempt
+	// that waits longer is cancelled and fails with a retryable TIMEOUT
+	// error (retried while nothing was yielded). Zero means
+	// DefaultTimeout; a negative value means no bound beyond the caller's
+	// context.
 	Timeout time.Duration
 	// Sleep waits for d or until ctx is done. Nil means a real timer; tests
 	// inject a fake to observe waits without sleeping.
@@ -68,6 +80,18 @@ func (p *Policy) maxAttempts() int {
 		return DefaultMaxAttempts
 	}
 	return p.MaxAttempts
+}
+
+// AttemptTimeout returns the per-attempt timeout in force: Timeout,
+// DefaultTimeout if it is zero, or 0 (none) if it is negative.
+func (p *Policy) AttemptTimeout() time.Duration {
+	switch {
+	case p == nil || p.Timeout == 0:
+		return DefaultTimeout
+	case p.Timeout < 0:
+		return 0
+	}
+	return p.Timeout
 }
 
 func (p *Policy) baseDelay() time.Duration {
@@ -123,10 +147,17 @@ type ExhaustedError struct {
 	Attempts int
 	// Err is the error of the last attempt.
 	Err error
+	// Reason says why no further attempt was made when attempts remained
+	// (the server asked for a longer wait than the policy allows, or the
+	// wait would outlive the caller's deadline); empty when they ran out.
+	Reason string
 }
 
 // Error implements the error interface.
 func (e *ExhaustedError) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("giving up after %d attempts (%s): %v", e.Attempts, e.Reason, e.Err)
+	}
 	return fmt.Sprintf("giving up after %d attempts: %v", e.Attempts, e.Err)
 }
 
@@ -220,6 +251,7 @@ func transient(err error) bool {
 	switch {
 	case errors.As(err, &ne) && ne.Timeout(),
 		errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, io.ErrUnexpectedEOF), // a body cut short
 		errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, syscall.ECONNREFUSED),
 		errors.Is(err, syscall.EPIPE):
@@ -263,7 +295,8 @@ func (p *Policy) Stream(ctx context.Context, provider string, attempt func(ctx c
 			}
 			wait, asked := Delay(err)
 			if asked && wait > p.maxDelay() {
-				yield(nil, &ExhaustedError{Attempts: n, Err: err})
+				yield(nil, &ExhaustedError{Attempts: n, Err: err,
+					Reason: fmt.Sprintf("the server asked to retry after %v, longer than the policy's MaxDelay of %v", wait, p.maxDelay())})
 				return
 			}
 			if !asked {
@@ -272,7 +305,8 @@ func (p *Policy) Stream(ctx context.Context, provider string, attempt func(ctx c
 			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 				// Waiting would outlive the caller: report the real failure
 				// instead of a deadline error.
-				yield(nil, &ExhaustedError{Attempts: n, Err: err})
+				yield(nil, &ExhaustedError{Attempts: n, Err: err,
+					Reason: fmt.Sprintf("the next attempt, in %v, would come after the caller's deadline", wait)})
 				return
 			}
 			if serr := p.sleep(ctx, wait); serr != nil {
@@ -286,23 +320,41 @@ func (p *Policy) Stream(ctx context.Context, provider string, attempt func(ctx c
 // once runs one attempt. It reports whether anything was yielded, whether
 // the consumer stopped the iteration, and the attempt's error.
 func (p *Policy) once(ctx context.Context, provider string, attempt func(context.Context) iter.Seq2[*model.Response, error], yield func(*model.Response, error) bool) (yielded, stopped bool, err error) {
-	actx, cancel := ctx, context.CancelFunc(func() {})
-	if p != nil && p.Timeout > 0 {
-		actx, cancel = context.WithTimeout(ctx, p.Timeout)
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timeout := p.AttemptTimeout()
+	var timer *time.Timer
+	if timeout > 0 {
+		// The provider has timeout to produce each response; the time the
+		// consumer spends on one is not counted.
+		timer = time.AfterFunc(timeout, func() { cancel(errAttemptTimeout) })
+		defer timer.Stop()
 	}
-	defer cancel()
 	for resp, aerr := range attempt(actx) {
 		if aerr != nil {
-			if ctx.Err() == nil && actx.Err() != nil {
-				// Our own per-attempt deadline fired: a timeout, retryable.
-				aerr = &model.Error{Provider: provider, Code: "TIMEOUT", Message: "attempt timed out after " + p.Timeout.String(), Retryable: true}
+			if ctx.Err() == nil && errors.Is(context.Cause(actx), errAttemptTimeout) {
+				// Our own per-attempt timer fired: a timeout, retryable
+				// while nothing was yielded.
+				aerr = &model.Error{Provider: provider, Code: "TIMEOUT", Message: "no response within " + timeout.String(), Retryable: true}
 			}
 			return yielded, false, aerr
 		}
 		yielded = true
+		if timer != nil && !timer.Stop() {
+			// The timer fired as the response arrived: the attempt's
+			// context is already cancelled, and its next step fails.
+			timer = nil
+		}
 		if !yield(resp, nil) {
 			return true, true, nil
+		}
+		if timer != nil {
+			timer.Reset(timeout)
 		}
 	}
 	return yielded, false, nil
 }
+
+// errAttemptTimeout is the cause of an attempt's context cancelled by the
+// policy's Timeout.
+var errAttemptTimeout = errors.New("attempt timed out")

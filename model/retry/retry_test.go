@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"net/http"
 	"testing"
@@ -252,4 +253,75 @@ func ExamplePolicy_Stream() {
 		fmt.Println(resp.ModelVersion, err, "after", calls, "calls")
 	}
 	// Output: demo-1 <nil> after 2 calls
+}
+
+// TestDefaultTimeout: a policy without a Timeout still bounds each attempt,
+// by DefaultTimeout; a negative Timeout removes the bound.
+func TestDefaultTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		p    *retry.Policy
+		want time.Duration
+	}{{nil, retry.DefaultTimeout}, {&retry.Policy{}, retry.DefaultTimeout}, {&retry.Policy{Timeout: time.Second}, time.Second}, {&retry.Policy{Timeout: -1}, 0}} {
+		if got := tc.p.AttemptTimeout(); got != tc.want {
+			t.Errorf("Timeout %v: attempt timeout %v, want %v", tc.p, got, tc.want)
+		}
+	}
+}
+
+// TestTimeoutIsPerResponse: a stream whose chunks keep coming is not cut
+// by the timeout, however long it lasts in total; one that stalls after
+// its first chunk fails with a TIMEOUT error, not retried.
+func TestTimeoutIsPerResponse(t *testing.T) {
+	var r recorder
+	p := r.policy(3)
+	p.Timeout = 100 * time.Millisecond
+	stream := func(stallAfter int) func(ctx context.Context) iter.Seq2[*model.Response, error] {
+		return func(ctx context.Context) iter.Seq2[*model.Response, error] {
+			return func(yield func(*model.Response, error) bool) {
+				for i := range 6 {
+					if i == stallAfter {
+						<-ctx.Done()
+						yield(nil, ctx.Err())
+						return
+					}
+					select {
+					case <-time.After(50 * time.Millisecond):
+					case <-ctx.Done():
+						yield(nil, ctx.Err())
+						return
+					}
+					if !yield(&model.Response{Partial: true}, nil) {
+						return
+					}
+				}
+			}
+		}
+	}
+	n := 0
+	for _, err := range p.Stream(t.Context(), "test", stream(-1)) {
+		if err != nil {
+			t.Fatalf("a steady 300ms stream failed: %v", err)
+		}
+		n++
+	}
+	if n != 6 {
+		t.Errorf("%d chunks, want 6", n)
+	}
+	var last error
+	for _, err := range p.Stream(t.Context(), "test", stream(1)) {
+		last = err
+	}
+	var me *model.Error
+	if !errors.As(last, &me) || me.Code != "TIMEOUT" {
+		t.Errorf("stalled stream ended with %v, want a TIMEOUT error", last)
+	}
+}
+
+// TestTruncatedBodyIsTransient: a body cut short is a transport failure
+// worth retrying.
+func TestTruncatedBodyIsTransient(t *testing.T) {
+	var me *model.Error
+	if err := retry.TransportError("x", fmt.Errorf("read: %w", io.ErrUnexpectedEOF)); !errors.As(err, &me) || !me.Retryable {
+		t.Errorf("unexpected EOF = %v, want retryable", err)
+	}
 }

@@ -34,13 +34,13 @@ func TestExporterBoundedInBytes(t *testing.T) {
 	if exp.Exported() != 100 || exp.Len() >= 50 || exp.Len() < 5 {
 		t.Fatalf("exported %d, held %d spans; want 100 exported and fewer held", exp.Exported(), exp.Len())
 	}
-	if spans, _ := f.tel.SessionSpans(context.Background(), "s19"); len(spans) != 5 {
+	if spans, _ := f.tel.SessionSpans(context.Background(), own("s19")); len(spans) != 5 {
 		t.Errorf("newest session spans %v", names(spans))
 	}
-	if spans, _ := f.tel.SessionSpans(context.Background(), "s0"); len(spans) != 0 {
+	if spans, _ := f.tel.SessionSpans(context.Background(), own("s0")); len(spans) != 0 {
 		t.Errorf("oldest session still has spans %v", names(spans))
 	}
-	attrs, _ := f.tel.EventAttributes(context.Background(), last)
+	attrs, _ := f.tel.EventAttributes(context.Background(), own(""), last)
 	if req, _ := attrs["gcp.vertex.agent.llm_request"].(string); len(req) > telemetry.DefaultMaxPayloadBytes || !strings.HasSuffix(req, "...(truncated)") {
 		t.Errorf("newest model request recorded as %d bytes, want truncated to %d with a mark", len(req), telemetry.DefaultMaxPayloadBytes)
 	}
@@ -59,13 +59,14 @@ func TestExporterTruncatesAttributes(t *testing.T) {
 	for i := range 2000 {
 		_, s := tr.Start(context.Background(), "op", trace.WithAttributes(
 			attribute.String("gcp.vertex.agent.session_id", fmt.Sprint("s", i)),
+			attribute.String("loom.app_name", "app"), attribute.String("loom.user_id", "u"),
 			attribute.String("long", long),
 			attribute.StringSlice("list", []string{long, "short"}),
 			attribute.Int("n", i)))
 		s.End()
 	}
 	held := int64(heapAlloc()) - int64(before)
-	spans, _ := exp.SessionSpans(context.Background(), "s7")
+	spans, _ := exp.SessionSpans(context.Background(), own("s7"))
 	if len(spans) != 1 {
 		t.Fatalf("session spans %v", spans)
 	}

@@ -45,9 +45,9 @@ func Example() {
 		panic(err)
 	}
 
-	// The same answers GET /dev/apps/demo/debug/trace/session/s1 gives once
-	// the server is configured with server.Config{Traces: tel}.
-	spans, _ := tel.SessionSpans(context.Background(), "s1")
+	// The same answers GET /dev/apps/demo/debug/trace/session/s1 gives to user "user"
+	// once the server's Config.Traces reads tel.
+	spans, _ := tel.SessionSpans(context.Background(), telemetry.Owner{AppName: "demo", UserID: "user", SessionID: "s1"})
 	depth := map[string]int{}
 	for _, s := range spans {
 		if s.ParentSpanID != "" {

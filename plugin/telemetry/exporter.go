@@ -71,10 +71,26 @@ type Exporter struct {
 // record is a finished span as the trace routes report it, with the keys
 // they search by.
 type record struct {
-	span      Span
-	sessionID string
-	eventID   string
-	size      int64 // estimated memory
+	span    Span
+	owner   Owner
+	eventID string
+	size    int64 // estimated memory
+}
+
+// Owner names the session a trace belongs to. In a query, an empty AppName
+// matches every app; UserID and SessionID must match exactly.
+type Owner struct {
+	AppName   string
+	UserID    string
+	SessionID string
+}
+
+// matches reports whether a record's owner o is covered by the query q
+// (q.SessionID is ignored when empty, for event queries).
+func (o Owner) matches(q Owner) bool {
+	return o.UserID != "" && o.UserID == q.UserID &&
+		(q.AppName == "" || o.AppName == q.AppName) &&
+		(q.SessionID == "" || o.SessionID == q.SessionID)
 }
 
 var _ sdktrace.SpanExporter = (*Exporter)(nil)
@@ -164,17 +180,19 @@ func (e *Exporter) each(f func(*record)) {
 	}
 }
 
-// SessionSpans returns every held span of the traces that touched the
-// session, ordered by start time.
-func (e *Exporter) SessionSpans(_ context.Context, sessionID string) ([]Span, error) {
+// SessionSpans returns every held span of the traces of the session of
+// owner (app, user and session; an empty AppName matches any app), ordered
+// by start time. Spans of a session with the same id under another user or
+// app are never returned.
+func (e *Exporter) SessionSpans(_ context.Context, owner Owner) ([]Span, error) {
 	var out []Span
-	if sessionID == "" {
+	if owner.SessionID == "" || owner.UserID == "" {
 		return out, nil
 	}
 	e.mu.Lock()
 	traces := map[string]bool{}
 	e.each(func(r *record) {
-		if r.sessionID == sessionID {
+		if r.owner.matches(owner) {
 			traces[r.span.TraceID] = true
 		}
 	})
@@ -203,15 +221,17 @@ func (e *Exporter) SessionSpans(_ context.Context, sessionID string) ([]Span, er
 }
 
 // EventAttributes returns the attributes of the oldest held span recorded
-// for the event (its model call or tool call), or nil.
-func (e *Exporter) EventAttributes(_ context.Context, eventID string) (map[string]any, error) {
-	if eventID == "" {
+// for the event (its model call or tool call) in a session of the owner's
+// user and app (owner.SessionID, if set, narrows it to that session), or
+// nil: an event of another user is not found.
+func (e *Exporter) EventAttributes(_ context.Context, owner Owner, eventID string) (map[string]any, error) {
+	if eventID == "" || owner.UserID == "" {
 		return nil, nil
 	}
 	e.mu.Lock()
 	var found map[string]any
 	e.each(func(r *record) {
-		if found == nil && r.eventID == eventID {
+		if found == nil && r.eventID == eventID && r.owner.matches(owner) {
 			found = r.span.Attributes
 		}
 	})
@@ -280,7 +300,11 @@ func convert(s sdktrace.ReadOnlySpan, maxAttr int) record {
 		r.span.Attributes[string(kv.Key)] = v
 		switch kv.Key {
 		case keySessionID:
-			r.sessionID = kv.Value.AsString()
+			r.owner.SessionID = kv.Value.AsString()
+		case keyAppName:
+			r.owner.AppName = kv.Value.AsString()
+		case keyUserID:
+			r.owner.UserID = kv.Value.AsString()
 		case keyEventID:
 			r.eventID = kv.Value.AsString()
 		}

@@ -44,6 +44,8 @@ const (
 	keyInvocationID   = "gcp.vertex.agent.invocation_id"
 	keySessionID      = "gcp.vertex.agent.session_id"
 	keyEventID        = "gcp.vertex.agent.event_id"
+	keyAppName        = "loom.app_name"
+	keyUserID         = "loom.user_id"
 	keyBranch         = "gcp.vertex.agent.branch"
 	keyLLMRequest     = "gcp.vertex.agent.llm_request"
 	keyLLMResponse    = "gcp.vertex.agent.llm_response"
@@ -71,6 +73,8 @@ const (
 type invState struct {
 	span      trace.Span
 	start     time.Time
+	appName   string
+	userID    string
 	sessionID string
 	rootAgent string
 
@@ -116,6 +120,9 @@ func (t *Telemetry) begin(ctx context.Context, inv *agent.Invocation) {
 		return
 	}
 	st := &invState{start: time.Now(), sessionID: sessionID(inv), models: map[*agent.CallbackContext]*call{}, tools: map[string]*call{}}
+	if s := inv.Session(); s != nil {
+		st.appName, st.userID = s.AppName(), s.UserID()
+	}
 	if a := inv.Agent(); a != nil {
 		st.rootAgent = a.Name()
 	}
@@ -123,6 +130,8 @@ func (t *Telemetry) begin(ctx context.Context, inv *agent.Invocation) {
 		attribute.String(keyInvocationID, inv.ID()),
 		attribute.String(keySessionID, st.sessionID),
 		attribute.String(keyConversationID, st.sessionID),
+		attribute.String(keyAppName, st.appName),
+		attribute.String(keyUserID, st.userID),
 	))
 	t.invs[inv.ID()] = st
 }
@@ -227,6 +236,8 @@ func (t *Telemetry) beforeModel(ctx context.Context, cc *agent.CallbackContext, 
 		attribute.String(keyRequestModel, req.Model),
 		attribute.String(keyInvocationID, inv.ID()),
 		attribute.String(keySessionID, st.sessionID),
+		attribute.String(keyAppName, st.appName),
+		attribute.String(keyUserID, st.userID),
 	}
 	if cfg := req.Config; cfg != nil {
 		if cfg.TopP != nil {
@@ -406,6 +417,8 @@ func (t *Telemetry) beforeTool(ctx context.Context, tc tool.Context, tl tool.Too
 		attribute.String(keyToolCallID, tc.FunctionCallID()),
 		attribute.String(keyInvocationID, tc.InvocationID()),
 		attribute.String(keySessionID, st.sessionID),
+		attribute.String(keyAppName, st.appName),
+		attribute.String(keyUserID, st.userID),
 	}
 	if t.maxPayload > 0 {
 		attrs = append(attrs, attribute.String(keyToolArgs, t.payload(args)))

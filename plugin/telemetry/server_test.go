@@ -3,6 +3,7 @@ package telemetry_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/plugin"
 	"github.com/loomkit/loom/plugin/telemetry"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/server"
@@ -21,7 +23,7 @@ import (
 // event's span attributes, under the /dev/apps and the older paths.
 func TestTraceRoutes(t *testing.T) {
 	f := newFixture(t, telemetry.Config{}, s1Agent(t, s1Model(1, 2)))
-	srv, err := server.New(server.Config{Apps: []*runner.Runner{f.runner}, Traces: traceRoutes{f.tel}})
+	srv, err := server.New(server.Config{Apps: []*runner.Runner{f.runner}, Traces: traceRoutes{f.tel}, AllowedHosts: []string{"example.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +46,7 @@ func TestTraceRoutes(t *testing.T) {
 		t.Fatalf("run answered %d events, %v: %s", len(evs), err, rec.Body)
 	}
 
-	for _, path := range []string{"/dev/apps/app/debug/trace/session/s1", "/debug/trace/session/s1"} {
+	for _, path := range []string{"/dev/apps/app/debug/trace/session/s1?user_id=u", "/debug/trace/session/s1?user_id=u", "/debug/trace/session/s1?userId=u&app_name=app"} {
 		var spans []map[string]any
 		if err := json.Unmarshal(do("GET", path, "").Body.Bytes(), &spans); err != nil {
 			t.Fatal(err)
@@ -73,13 +75,130 @@ func TestTraceRoutes(t *testing.T) {
 			}
 		}
 	}
-	for _, path := range []string{"/dev/apps/app/debug/trace/" + evs[0].ID, "/debug/trace/" + evs[0].ID} {
+	for _, path := range []string{"/dev/apps/app/debug/trace/" + evs[0].ID + "?user_id=u", "/debug/trace/" + evs[0].ID + "?user_id=u"} {
 		var attrs map[string]any
 		if err := json.Unmarshal(do("GET", path, "").Body.Bytes(), &attrs); err != nil {
 			t.Fatal(err)
 		}
 		if attrs["gcp.vertex.agent.event_id"] != evs[0].ID || attrs["gen_ai.usage.input_tokens"] != float64(10) {
 			t.Errorf("%s: %v", path, attrs)
+		}
+	}
+}
+
+// TestTraceRoutesAreScopedByOwner: two users run a session with the same
+// id; each reads only the spans and event attributes of their own session,
+// a request naming no user sees nothing (an empty list, or 404 for an
+// event), and with Config.Authenticate the bound user is the one read for.
+func TestTraceRoutesAreScopedByOwner(t *testing.T) {
+	f := newFixture(t, telemetry.Config{}, s1Agent(t, s1Model(1, 2)))
+	other, err := runner.New(runner.Config{AppName: "other", Agent: s1Agent(t, s1Model(3, 4)), Sessions: newSessions(),
+		Plugins: []*plugin.Plugin{f.tel.Plugin()}, AutoCreateSession: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	runs := map[string][]*event.Event{}
+	for _, who := range []struct {
+		r    *runner.Runner
+		user string
+	}{{f.runner, "u"}, {f.runner, "v"}, {other, "u"}} {
+		evs, err := who.r.RunSync(ctx, who.user, "s1", genai.NewContentFromText("1+2", genai.RoleUser), nil)
+		if err != nil || len(evs) != 3 {
+			t.Fatalf("run as %s: %d events, %v", who.user, len(evs), err)
+		}
+		runs[who.r.AppName()+"/"+who.user] = evs
+	}
+	auth := func(r *http.Request) (string, error) {
+		user, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			return "", errors.New("no token")
+		}
+		return user, nil
+	}
+	for _, authed := range []bool{false, true} {
+		cfg := server.Config{Apps: []*runner.Runner{f.runner, other}, Traces: traceRoutes{f.tel}, AllowedHosts: []string{"example.com"}}
+		if authed {
+			cfg.Authenticate = auth
+		}
+		srv, err := server.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		get := func(path, user string) (int, []byte) {
+			t.Helper()
+			req := httptest.NewRequest("GET", path, nil)
+			if authed {
+				req.Header.Set("Authorization", "Bearer "+user)
+			} else if user != "" {
+				sep := "?"
+				if strings.Contains(path, "?") {
+					sep = "&"
+				}
+				req.URL.RawQuery = strings.TrimPrefix(req.URL.RawQuery+sep+"user_id="+user, "?")
+			}
+			rec := httptest.NewRecorder()
+			srv.ServeHTTP(rec, req)
+			return rec.Code, rec.Body.Bytes()
+		}
+		spansOf := func(path, user string) map[string]bool {
+			t.Helper()
+			code, body := get(path, user)
+			var spans []server.Span
+			if err := json.Unmarshal(body, &spans); code != http.StatusOK || err != nil {
+				t.Fatalf("authed=%v %s as %q: %d %s", authed, path, user, code, body)
+			}
+			invs := map[string]bool{}
+			for _, s := range spans {
+				if id, ok := s.Attributes["gcp.vertex.agent.invocation_id"].(string); ok {
+					invs[id] = true
+				}
+			}
+			return invs
+		}
+		for key, evs := range runs {
+			app, user, _ := strings.Cut(key, "/")
+			for _, path := range []string{"/dev/apps/" + app + "/debug/trace/session/s1", "/debug/trace/session/s1?app_name=" + app} {
+				invs := spansOf(path, user)
+				if len(invs) != 1 || !invs[evs[0].InvocationID] {
+					t.Errorf("authed=%v %s as %s: invocations %v, want only %s", authed, path, user, invs, evs[0].InvocationID)
+				}
+			}
+			for _, path := range []string{"/dev/apps/" + app + "/debug/trace/" + evs[0].ID, "/debug/trace/" + evs[0].ID} {
+				if code, body := get(path, user); code != http.StatusOK || !strings.Contains(string(body), evs[0].ID) {
+					t.Errorf("authed=%v %s as owner %s: %d %s", authed, path, user, code, body)
+				}
+			}
+		}
+		// Another user's event is not found; neither is one asked for
+		// under another app.
+		uEvent := runs["app/u"][0].ID
+		for _, tc := range []struct{ path, user string }{
+			{"/debug/trace/" + uEvent, "v"},
+			{"/dev/apps/app/debug/trace/" + uEvent, "v"},
+			{"/dev/apps/other/debug/trace/" + uEvent, "u"},
+		} {
+			if code, body := get(tc.path, tc.user); code != http.StatusNotFound {
+				t.Errorf("authed=%v %s as %s: %d %s, want 404", authed, tc.path, tc.user, code, body)
+			}
+		}
+		if authed {
+			// Naming another user than the bound one is refused.
+			req := httptest.NewRequest("GET", "/debug/trace/session/s1?user_id=u", nil)
+			req.Header.Set("Authorization", "Bearer v")
+			rec := httptest.NewRecorder()
+			srv.ServeHTTP(rec, req)
+			if rec.Code != http.StatusForbidden {
+				t.Errorf("v asking for u's trace: %d %s", rec.Code, rec.Body)
+			}
+			continue
+		}
+		// Without a user (what ADK's web UI sends): nothing.
+		if invs := spansOf("/debug/trace/session/s1", ""); len(invs) != 0 {
+			t.Errorf("session trace without a user: %v", invs)
+		}
+		if code, _ := get("/debug/trace/"+uEvent, ""); code != http.StatusNotFound {
+			t.Errorf("event trace without a user: %d", code)
 		}
 	}
 }
@@ -97,7 +216,7 @@ func TestStreamingRun(t *testing.T) {
 			final = ev
 		}
 	}
-	spans, _ := f.tel.SessionSpans(context.Background(), "s")
+	spans, _ := f.tel.SessionSpans(context.Background(), own("s"))
 	var llm int
 	for _, s := range spans {
 		if s.Name == "call_llm" {
@@ -107,7 +226,7 @@ func TestStreamingRun(t *testing.T) {
 	if llm != 2 {
 		t.Fatalf("%d call_llm spans among %v", llm, names(spans))
 	}
-	if attrs, _ := f.tel.EventAttributes(context.Background(), final.ID); attrs["gen_ai.operation.name"] != "generate_content" {
+	if attrs, _ := f.tel.EventAttributes(context.Background(), own(""), final.ID); attrs["gen_ai.operation.name"] != "generate_content" {
 		t.Errorf("final event's span: %v", attrs)
 	}
 }
@@ -149,11 +268,20 @@ func benchS1(b *testing.B, r *runner.Runner) {
 // the cli package does.
 type traceRoutes struct{ *telemetry.Telemetry }
 
-func (t traceRoutes) SessionSpans(ctx context.Context, sessionID string) ([]server.Span, error) {
-	spans, err := t.Telemetry.SessionSpans(ctx, sessionID)
+func (t traceRoutes) SessionSpans(ctx context.Context, q server.TraceQuery) ([]server.Span, error) {
+	spans, err := t.Telemetry.SessionSpans(ctx, telemetry.Owner(q))
 	out := make([]server.Span, len(spans))
 	for i, s := range spans {
 		out[i] = server.Span(s)
 	}
 	return out, err
+}
+
+func (t traceRoutes) EventAttributes(ctx context.Context, q server.TraceQuery, eventID string) (map[string]any, error) {
+	return t.Telemetry.EventAttributes(ctx, telemetry.Owner(q), eventID)
+}
+
+// own names session sid of user "u" of app "app", the fixture's.
+func own(sid string) telemetry.Owner {
+	return telemetry.Owner{AppName: "app", UserID: "u", SessionID: sid}
 }

@@ -5,7 +5,7 @@
 //	tel, err := telemetry.New(telemetry.Config{})
 //	if err != nil { ... }
 //	r, err := runner.New(runner.Config{..., Plugins: []*plugin.Plugin{tel.Plugin()}})
-//	spans, err := tel.SessionSpans(ctx, sessionID) // what the dev UI's trace view shows
+//	spans, err := tel.SessionSpans(ctx, telemetry.Owner{AppName: app, UserID: user, SessionID: sessionID}) // what the dev UI's trace view shows
 //
 // # Spans
 //
@@ -58,7 +58,10 @@
 // [Telemetry.SessionSpans] and [Telemetry.EventAttributes] read it: they
 // answer the HTTP server's debug trace routes (the cli package connects
 // them), giving a session's spans and the attributes of the span that
-// produced an event.
+// produced an event. Both are scoped by an [Owner]: every span of an
+// invocation records its app name and user id (loom.app_name,
+// loom.user_id), and a query sees only the traces of its own user's
+// sessions.
 package telemetry
 
 import (
@@ -177,22 +180,24 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// SessionSpans returns the recorded spans of the session's invocations,
-// ordered by start time.
-func (t *Telemetry) SessionSpans(ctx context.Context, sessionID string) ([]Span, error) {
+// SessionSpans returns the recorded spans of the invocations of the
+// owner's session (app, user and session id; an empty AppName matches any
+// app), ordered by start time.
+func (t *Telemetry) SessionSpans(ctx context.Context, owner Owner) ([]Span, error) {
 	if t.exp == nil {
 		return nil, nil
 	}
-	return t.exp.SessionSpans(ctx, sessionID)
+	return t.exp.SessionSpans(ctx, owner)
 }
 
 // EventAttributes returns the attributes of the span that produced an event
-// (its model call, or its tool call for a function-response event), or nil.
-func (t *Telemetry) EventAttributes(ctx context.Context, eventID string) (map[string]any, error) {
+// (its model call, or its tool call for a function-response event) of the
+// owner's user and app, or nil.
+func (t *Telemetry) EventAttributes(ctx context.Context, owner Owner, eventID string) (map[string]any, error) {
 	if t.exp == nil {
 		return nil, nil
 	}
-	return t.exp.EventAttributes(ctx, eventID)
+	return t.exp.EventAttributes(ctx, owner, eventID)
 }
 
 // newPlugin builds the plugin over t's hooks.

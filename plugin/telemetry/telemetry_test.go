@@ -147,7 +147,7 @@ func TestS1SpanTree(t *testing.T) {
 	if len(evs) != 3 || evs[2].Text() != "3" {
 		t.Fatalf("events: %d, last %q", len(evs), evs[len(evs)-1].Text())
 	}
-	spans, err := f.tel.SessionSpans(context.Background(), "s1")
+	spans, err := f.tel.SessionSpans(context.Background(), own("s1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestEventAttributes(t *testing.T) {
 	evs := f.run(t, context.Background(), "s", "2+2?")
 	ctx := context.Background()
 	for i, want := range []string{"generate_content", "execute_tool", "generate_content"} {
-		attrs, err := f.tel.EventAttributes(ctx, evs[i].ID)
+		attrs, err := f.tel.EventAttributes(ctx, own(""), evs[i].ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,16 +256,16 @@ func TestEventAttributes(t *testing.T) {
 			t.Errorf("event %d: attributes %v, want operation %s", i, attrs, want)
 		}
 	}
-	if attrs, err := f.tel.EventAttributes(ctx, "no-such-event"); err != nil || attrs != nil {
+	if attrs, err := f.tel.EventAttributes(ctx, own(""), "no-such-event"); err != nil || attrs != nil {
 		t.Errorf("unknown event: %v, %v", attrs, err)
 	}
-	if spans, err := f.tel.SessionSpans(ctx, "other"); err != nil || len(spans) != 0 {
+	if spans, err := f.tel.SessionSpans(ctx, own("other")); err != nil || len(spans) != 0 {
 		t.Errorf("other session: %v, %v", names(spans), err)
 	}
 	// The caller may modify what it gets.
-	attrs, _ := f.tel.EventAttributes(ctx, evs[0].ID)
+	attrs, _ := f.tel.EventAttributes(ctx, own(""), evs[0].ID)
 	clear(attrs)
-	if again, _ := f.tel.EventAttributes(ctx, evs[0].ID); len(again) == 0 {
+	if again, _ := f.tel.EventAttributes(ctx, own(""), evs[0].ID); len(again) == 0 {
 		t.Error("modifying a returned map changed the stored span")
 	}
 }
@@ -303,7 +303,7 @@ func TestToolErrorSpan(t *testing.T) {
 		t.Fatal("no tool span")
 	}
 	// A Telemetry with a provider of its own has no exporter to answer from.
-	if spans, _ := f.tel.SessionSpans(context.Background(), "s"); len(spans) != 0 {
+	if spans, _ := f.tel.SessionSpans(context.Background(), own("s")); len(spans) != 0 {
 		t.Errorf("spans without exporter: %v", names(spans))
 	}
 	if f.tel.Exporter() != nil {
@@ -425,13 +425,13 @@ func TestExporterBounded(t *testing.T) {
 		t.Errorf("len %d, exported %d; want %d, 50", exp.Len(), exp.Exported(), max)
 	}
 	// The newest invocation is complete, the oldest gone.
-	if spans, _ := f.tel.SessionSpans(context.Background(), "s9"); len(spans) != 5 {
+	if spans, _ := f.tel.SessionSpans(context.Background(), own("s9")); len(spans) != 5 {
 		t.Errorf("newest session spans %v", names(spans))
 	}
-	if spans, _ := f.tel.SessionSpans(context.Background(), "s0"); len(spans) != 0 {
+	if spans, _ := f.tel.SessionSpans(context.Background(), own("s0")); len(spans) != 0 {
 		t.Errorf("oldest session still has spans %v", names(spans))
 	}
-	if attrs, _ := f.tel.EventAttributes(context.Background(), last[2].ID); attrs == nil {
+	if attrs, _ := f.tel.EventAttributes(context.Background(), own(""), last[2].ID); attrs == nil {
 		t.Error("newest event not found")
 	}
 	if telemetry.NewExporter(0).Cap() != telemetry.DefaultMaxSpans {
@@ -490,7 +490,7 @@ func TestConcurrentInvocations(t *testing.T) {
 	}
 	wg.Wait()
 	for i := range 8 {
-		spans, err := f.tel.SessionSpans(context.Background(), fmt.Sprintf("s%d", i))
+		spans, err := f.tel.SessionSpans(context.Background(), own(fmt.Sprintf("s%d", i)))
 		if err != nil || len(spans) != 15 {
 			t.Fatalf("session s%d: %d spans, %v", i, len(spans), err)
 		}
@@ -517,7 +517,7 @@ func TestParallelToolCalls(t *testing.T) {
 		scripted.Text("done"))
 	f := newFixture(t, telemetry.Config{}, s1Agent(t, m))
 	evs := f.run(t, context.Background(), "s", "two sums")
-	spans, _ := f.tel.SessionSpans(context.Background(), "s")
+	spans, _ := f.tel.SessionSpans(context.Background(), own("s"))
 	var agentID string
 	var tools []telemetry.Span
 	for _, s := range spans {
@@ -560,7 +560,7 @@ func TestTransferNestsAgents(t *testing.T) {
 	if evs[len(evs)-1].Text() != "hello from child" {
 		t.Fatalf("last event %q", evs[len(evs)-1].Text())
 	}
-	spans, _ := f.tel.SessionSpans(context.Background(), "s")
+	spans, _ := f.tel.SessionSpans(context.Background(), own("s"))
 	ids := map[string]telemetry.Span{}
 	for _, s := range spans {
 		ids[s.SpanID] = s

@@ -85,6 +85,12 @@ import (
 // ErrClosed is returned by a toolset, and by its tools, after Close.
 var ErrClosed = errors.New("mcptool: toolset is closed")
 
+// DefaultCallTimeout bounds a tool call when Config.CallTimeout is zero.
+const DefaultCallTimeout = 5 * time.Minute
+
+// defaultShutdownTimeout bounds Close when Config.ShutdownTimeout is zero.
+const defaultShutdownTimeout = 5 * time.Second
+
 // ErrInvalidConfig is returned by New for a configuration it cannot use.
 var ErrInvalidConfig = errors.New("mcptool: invalid config")
 
@@ -106,10 +112,15 @@ type Config struct {
 	Dir string
 	// Stderr receives the command's standard error; nil discards it.
 	Stderr io.Writer
-	// ShutdownTimeout is how long closing a stdio session waits for the
-	// process to exit after its stdin is closed, before signalling it. Zero
-	// means 5 seconds.
+	// ShutdownTimeout bounds Close: calls still in flight are cancelled,
+	// and a session that has not ended after this long is abandoned (a
+	// stdio server process is signalled to stop). Zero means 5 seconds.
 	ShutdownTimeout time.Duration
+	// CallTimeout bounds each tool call, so that a server that stops
+	// answering cannot hold a call (and the invocation making it) forever.
+	// Zero means DefaultCallTimeout; negative means no limit beyond the
+	// caller's context.
+	CallTimeout time.Duration
 
 	// URL is the endpoint of a server spoken to over streamable HTTP.
 	URL string
@@ -144,6 +155,10 @@ type Toolset struct {
 	http   *http.Client // for URL toolsets
 	ownsHC bool         // http was created by New
 
+	// stop is cancelled by Close, which ends the calls in flight.
+	stop       context.Context
+	cancelStop context.CancelFunc
+
 	mu      sync.Mutex
 	current *conn         // live session, or nil
 	dialing chan struct{} // closed when the connection under way settles
@@ -177,7 +192,11 @@ func New(cfg Config) (*Toolset, error) {
 	cfg.Args = slices.Clone(cfg.Args)
 	cfg.Env = slices.Clone(cfg.Env)
 	cfg.ToolNames = slices.Clone(cfg.ToolNames)
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = defaultShutdownTimeout
+	}
 	ts := &Toolset{cfg: cfg}
+	ts.stop, ts.cancelStop = context.WithCancel(context.Background())
 	if cfg.URL != "" {
 		ts.http = cfg.HTTPClient
 		if ts.http == nil {
@@ -203,6 +222,8 @@ func (ts *Toolset) Name() string { return ts.cfg.Name }
 // Tools implements tool.Toolset: it returns the server's tools that pass the
 // filters, connecting first if needed. The list is cached for the session.
 func (ts *Toolset) Tools(ctx context.Context) ([]tool.Tool, error) {
+	ctx, done := ts.callContext(ctx)
+	defer done()
 	var tools []tool.Tool
 	err := ts.do(ctx, func(error) bool { return true }, func(c *conn) error {
 		var err error
@@ -210,14 +231,21 @@ func (ts *Toolset) Tools(ctx context.Context) ([]tool.Tool, error) {
 		return err
 	})
 	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrClosed) && !errors.Is(err, ErrClosed) {
+			err = fmt.Errorf("%w: %w", cause, err)
+		}
 		return nil, fmt.Errorf("mcptool: %s: list tools: %w", ts.cfg.Name, err)
 	}
 	return tools, nil
 }
 
 // Close ends the session, stops the server process of a stdio toolset and
-// waits for the toolset's goroutines. Calls in progress are allowed to
-// finish. Later uses fail with ErrClosed. Close is idempotent.
+// waits for the toolset's goroutines. Calls in progress are cancelled and
+// fail with ErrClosed. Whatever the server does, Close returns within
+// Config.ShutdownTimeout: a session that has not ended by then is
+// abandoned (its closing, and the stopping of a stdio server process,
+// go on in the background) and Close reports an error. Later uses fail
+// with ErrClosed. Close is idempotent.
 func (ts *Toolset) Close() error {
 	ts.mu.Lock()
 	if ts.closed {
@@ -229,14 +257,31 @@ func (ts *Toolset) Close() error {
 	ts.current = nil
 	dialing := ts.dialing
 	ts.mu.Unlock()
+	ts.cancelStop() // ends the calls and the connection in flight
+	deadline := time.NewTimer(ts.cfg.ShutdownTimeout)
+	defer deadline.Stop()
 	if dialing != nil {
-		<-dialing // a connection under way is closed by its dialer
+		select {
+		case <-dialing: // a connection under way is closed by its dialer
+		case <-deadline.C:
+			return fmt.Errorf("mcptool: %s: close: connection still under way after %v", ts.cfg.Name, ts.cfg.ShutdownTimeout)
+		}
 	}
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		if c != nil {
+			err = c.close()
+		}
+		ts.bg.Wait()
+		done <- err
+	}()
 	var err error
-	if c != nil {
-		err = c.close()
+	select {
+	case err = <-done:
+	case <-deadline.C:
+		err = fmt.Errorf("session still open after %v; abandoned", ts.cfg.ShutdownTimeout)
 	}
-	ts.bg.Wait()
 	if ts.ownsHC {
 		ts.http.CloseIdleConnections()
 	}
@@ -244,6 +289,26 @@ func (ts *Toolset) Close() error {
 		return fmt.Errorf("mcptool: %s: close: %w", ts.cfg.Name, err)
 	}
 	return nil
+}
+
+// callContext returns the context of one call or listing: ctx, bounded by
+// Config.CallTimeout and cancelled by Close.
+func (ts *Toolset) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	timeout := ts.cfg.CallTimeout
+	if timeout == 0 {
+		timeout = DefaultCallTimeout
+	}
+	cancelTimeout := context.CancelFunc(func() {})
+	if timeout > 0 {
+		ctx, cancelTimeout = context.WithTimeout(ctx, timeout)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(ts.stop, func() { cancel(ErrClosed) })
+	return ctx, func() {
+		stop()
+		cancel(nil)
+		cancelTimeout()
+	}
 }
 
 // keep reports whether an MCP tool passes the configured filters.

@@ -3,6 +3,7 @@ package mcptool
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -67,6 +68,8 @@ func (t *mcpTool) Run(ctx context.Context, _ tool.Context, args map[string]any) 
 		res *mcp.CallToolResult
 		rec *sendRecord
 	)
+	ctx, done := t.ts.callContext(ctx)
+	defer done()
 	retry := func(err error) bool { return unsent(rec, err) }
 	err := t.ts.do(ctx, retry, func(c *conn) error {
 		callCtx, r := withSendRecord(ctx)
@@ -76,6 +79,11 @@ func (t *mcpTool) Run(ctx context.Context, _ tool.Context, args map[string]any) 
 		return err
 	})
 	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrClosed) {
+			err = fmt.Errorf("%w: %w", cause, err)
+		} else if errors.Is(cause, context.DeadlineExceeded) && !errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: %w", cause, err)
+		}
 		return nil, fmt.Errorf("mcptool: %s: call %s: %w", t.ts.cfg.Name, t.name, err)
 	}
 	if res.IsError {

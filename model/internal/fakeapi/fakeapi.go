@@ -38,6 +38,9 @@ type Reply struct {
 	// Cut aborts the connection after the body, without ending the
 	// chunked response: the client sees a stream cut in the middle.
 	Cut bool
+	// Hang sends nothing until the client gives up on the request: a
+	// provider that stopped answering.
+	Hang bool
 }
 
 // Request is one request the server received.
@@ -101,6 +104,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if !ok {
 		http.Error(w, `{"error":{"message":"unexpected request"}}`, 599)
+		return
+	}
+	if rep.Hang {
+		<-r.Context().Done()
 		return
 	}
 	for k, v := range rep.Header {

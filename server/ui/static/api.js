@@ -69,10 +69,19 @@ export class Client {
     return this.request('GET', path);
   }
 
-  /** The recorded spans of a session: [{name, span_id, parent_span_id, start_time, end_time, attributes}]. */
-  sessionTrace(app, sid) { return this.request('GET', `/dev/apps/${enc(app)}/debug/trace/session/${enc(sid)}`); }
-  /** The attributes of the span that produced an event ({} if none). */
-  eventTrace(app, eventId) { return this.request('GET', `/dev/apps/${enc(app)}/debug/trace/${enc(eventId)}`); }
+  /** The recorded spans of a user's session: [{name, span_id, parent_span_id, start_time, end_time, attributes}]. */
+  sessionTrace(app, user, sid) {
+    return this.request('GET', `/dev/apps/${enc(app)}/debug/trace/session/${enc(sid)}?user_id=${enc(user)}`);
+  }
+  /** The attributes of the span that produced an event of the user ({} if none). */
+  async eventTrace(app, user, eventId) {
+    try {
+      return await this.request('GET', `/dev/apps/${enc(app)}/debug/trace/${enc(eventId)}?user_id=${enc(user)}`);
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 404) return {};
+      throw err;
+    }
+  }
 
   /**
    * Runs the agent through POST /run_sse and yields each event (or

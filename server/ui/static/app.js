@@ -420,7 +420,7 @@ async function downloadArtifact(name, version) {
 async function loadTrace() {
   if (!ui.sid) return renderTrace([]);
   const sid = ui.sid;
-  const spans = await ui.client.sessionTrace(ui.app, sid);
+  const spans = await ui.client.sessionTrace(ui.app, ui.user, sid);
   if (sid === ui.sid) renderTrace(Array.isArray(spans) ? spans : []);
 }
 
@@ -452,7 +452,7 @@ function showEventSpan(e) {
   const box = el('div', { class: 'ev-section ev-trace' }, title, el('p', { class: 'muted small', text: 'Loading…' }));
   const body = details.querySelector('.ev-body');
   body.insertBefore(box, body.querySelector(':scope > .raw'));
-  ui.client.eventTrace(ui.app, id)
+  ui.client.eventTrace(ui.app, ui.user, id)
     .then((attrs) => box.replaceChildren(title, spanAttributes(attrs)))
     .catch((err) => box.replaceChildren(title, el('p', { class: 'error-text', text: err.message || String(err) })));
 }
