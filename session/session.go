@@ -202,6 +202,41 @@ func (s *Service) Store() Store { return s.store }
 // Close closes the store.
 func (s *Service) Close() error { return s.store.Close() }
 
+// Lease makes the caller the only writer of a session across processes, for
+// stores that several processes share (see [Leaser]): it waits, until ctx is
+// done, while another holder has the session, and returns the function that
+// releases it. For a store without leases (a single-process store such as
+// memsession) it returns at once and release does nothing.
+//
+// The runner leases a session for each invocation, before it stores the
+// user message; a caller appending on its own may do the same around a
+// read-modify-append to avoid ErrStale from other processes.
+func (s *Service) Lease(ctx context.Context, key Key) (release func(), err error) {
+	if err := validate(key.AppName, key.UserID); err != nil {
+		return nil, err
+	}
+	if key.SessionID == "" {
+		return nil, fmt.Errorf("%w: session id is required", ErrInvalid)
+	}
+	l, ok := s.store.(Leaser)
+	if !ok {
+		return noRelease, nil
+	}
+	release, err = l.Lease(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("session: lease %s: %w", key.SessionID, err)
+	}
+	return release, nil
+}
+
+// Leases reports whether the service's store has cross-process leases.
+func (s *Service) Leases() bool {
+	_, ok := s.store.(Leaser)
+	return ok
+}
+
+func noRelease() {}
+
 func validate(app, user string) error {
 	if strings.TrimSpace(app) == "" {
 		return fmt.Errorf("%w: app name is required", ErrInvalid)

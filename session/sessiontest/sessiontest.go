@@ -15,6 +15,10 @@
 // behaviour users see (CONFORMANCE S1–S10 and more): state scopes, windows,
 // pagination, optimistic concurrency, refresh, isolation of returned memory
 // and concurrent writers. Subtests are named after the checklist ids.
+//
+// A backend whose stores implement [session.Leaser] (several processes
+// sharing one database) also passes [RunLease], given two stores over one
+// database.
 package sessiontest
 
 import (
@@ -88,6 +92,7 @@ var cases = []testCase{
 	{"NoSharedMemory", testNoSharedMemory},
 	{"OddKeys", testOddKeys},
 	{"StateValues", testStateValues},
+	{"LeaseOneService", testLeaseOneService},
 }
 
 // base is the first instant of the deterministic clock.

@@ -32,3 +32,18 @@ func TestConformancePostgres(t *testing.T) {
 	sqldbtest.PostgresServer(t)
 	sessiontest.Run(t, func(t *testing.T) session.Store { return open(t, sqldbtest.PostgresURL(t)) })
 }
+
+func TestLeaseSQLite(t *testing.T) {
+	sessiontest.RunLease(t, func(t *testing.T) (session.Store, session.Store) {
+		dsn := sqldbtest.SQLiteURL(t)
+		return open(t, dsn), open(t, dsn)
+	})
+}
+
+func TestLeasePostgres(t *testing.T) {
+	sqldbtest.PostgresServer(t)
+	sessiontest.RunLease(t, func(t *testing.T) (session.Store, session.Store) {
+		dsn := sqldbtest.PostgresURL(t)
+		return open(t, dsn), open(t, dsn)
+	})
+}
