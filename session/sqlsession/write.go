@@ -19,7 +19,7 @@ const (
 	wInsertEvent
 	wExistsSession
 	wDeleteSession
-	wPutState                 // + scope
+	wPutState                   // + scope
 	wDelState   = wPutState + 3 // + scope
 	wLeaseTake  = wDelState + 3 // SQLite only, as are the next two
 	wLeaseRenew = wLeaseTake + 1
