@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"sync"
 	"time"
@@ -180,11 +181,13 @@ type Service struct {
 	store Store
 	now   func() time.Time
 	newID func() string
+	gate  gate // contended appends and refreshes (gate.go)
 }
 
 // NewService returns a service over store. opts may be nil.
 func NewService(store Store, opts *Options) *Service {
 	s := &Service{store: store, now: event.Now, newID: event.NewID}
+	s.gate.seed = maphash.MakeSeed()
 	if opts != nil {
 		if opts.Now != nil {
 			s.now = opts.Now
@@ -368,6 +371,7 @@ func (s *Service) Delete(ctx context.Context, key Key) error {
 	if err := s.store.DeleteSession(ctx, key); err != nil {
 		return fmt.Errorf("session: delete %s: %w", key.SessionID, err)
 	}
+	s.gate.forget(key)
 	return nil
 }
 
@@ -406,9 +410,21 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	sess.appendMu.Lock()
 	defer sess.appendMu.Unlock()
 	sess.mu.RLock()
-	seq := sess.seq
+	seq, created := sess.seq, unixNanos(sess.created)
 	sess.mu.RUnlock()
-	if err := s.store.AppendEvent(ctx, sess.key, seq, ev, d); err != nil {
+	// One append of the session at a time from this service, and none
+	// through a copy known to be stale (gate.go).
+	e := s.gate.enter(sess.key)
+	e.mu.Lock()
+	var err error
+	if e.behind(seq, created) {
+		err = ErrStale
+	} else if err = s.store.AppendEvent(ctx, sess.key, seq, ev, d); err == nil {
+		e.committed(seq+1, created)
+	}
+	e.mu.Unlock()
+	s.gate.leave(sess.key, e)
+	if err != nil {
 		id := ev.ID
 		ev.ID, ev.Timestamp, ev.Actions.StateDelta = origID, origTime, fullDelta
 		return fmt.Errorf("session: append event %s: %w", id, err)
@@ -435,7 +451,7 @@ func (s *Service) Refresh(ctx context.Context, sess *Session) error {
 	sess.mu.RLock()
 	seq, created := sess.seq, sess.created
 	sess.mu.RUnlock()
-	rec, err := s.store.GetSession(ctx, sess.key, Window{AfterSeq: seq})
+	rec, evs, err := s.readAfter(ctx, sess.key, seq)
 	if err != nil {
 		return fmt.Errorf("session: refresh %s: %w", sess.key.SessionID, err)
 	}
@@ -447,13 +463,23 @@ func (s *Service) Refresh(ctx context.Context, sess *Session) error {
 		sess.mu.Lock()
 		sess.state, sess.events, sess.seq, sess.updated, sess.created = fresh.state, fresh.events, fresh.seq, fresh.updated, fresh.created
 		sess.mu.Unlock()
+		s.gate.observed(sess.key, rec.Seq, unixNanos(rec.CreateTime))
 		return nil
 	}
+	s.gate.observed(sess.key, rec.Seq, unixNanos(rec.CreateTime))
 	sess.mu.Lock()
 	sess.state = mergeState(rec)
-	sess.events = append(sess.events, rec.Events...)
+	sess.events = append(sess.events, evs...)
 	sess.seq = rec.Seq
 	sess.updated = rec.UpdateTime
 	sess.mu.Unlock()
 	return nil
+}
+
+// unixNanos is t in Unix nanoseconds, 0 for the zero time.
+func unixNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
