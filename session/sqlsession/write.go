@@ -320,24 +320,24 @@ func (s *Store) appendPostgres(ctx context.Context, k session.Key, seq int64, ev
 			args = append(args, del)
 		}
 	}
-	var n int
-	if err := s.db.W.QueryRowContext(ctx, s.appendSQL(shape), args...).Scan(&n); err != nil {
+	args = append(args, k.AppName, k.UserID, k.SessionID)
+	var (
+		n      int
+		exists bool
+	)
+	if err := s.db.W.QueryRowContext(ctx, s.appendSQL(shape), args...).Scan(&n, &exists); err != nil {
 		if e := conflict(err); e != nil {
 			return e
 		}
 		return fmt.Errorf("sqlsession: append: %w", err)
 	}
-	if n > 0 {
-		return nil
-	}
-	var one int
-	err := s.w[wExistsSession].QueryRowContext(ctx, k.AppName, k.UserID, k.SessionID).Scan(&one)
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
+	case n > 0:
+		return nil
+	case !exists:
 		return session.ErrNotFound
-	case err != nil:
-		return fmt.Errorf("sqlsession: read session: %w", err)
 	}
+	// A stale append costs this one round trip, like a successful one.
 	return session.ErrStale
 }
 
@@ -366,7 +366,7 @@ func (s *Store) appendSQL(shape int) string {
 				scope, tables[scope], keyCols[scope], keyParams[scope])
 		}
 	}
-	b.WriteString(" SELECT count(*) FROM ev")
+	b.WriteString(" SELECT count(*), EXISTS (SELECT 1 FROM sessions WHERE " + sessionKey + ") FROM ev")
 	q := s.db.Rebind(b.String())
 	s.pgAppend[shape].Store(&q)
 	return q
