@@ -44,7 +44,7 @@ type gateShard struct {
 // of the session's creation, which tells a recreated session apart) are
 // the last commit through this Service; seq 0 means unknown.
 type gateEntry struct {
-	mu      sync.Mutex // held during a store append
+	turn    chan struct{} // held during a store append
 	refs    int        // guarded by the shard's mu
 	seq     atomic.Int64
 	created atomic.Int64
@@ -55,7 +55,9 @@ type gateEntry struct {
 	slot    chan struct{}
 }
 
-var entryPool = sync.Pool{New: func() any { return &gateEntry{slot: make(chan struct{}, 1)} }}
+var entryPool = sync.Pool{New: func() any {
+	return &gateEntry{turn: make(chan struct{}, 1), slot: make(chan struct{}, 1)}
+}}
 
 func (g *gate) shard(k Key) *gateShard {
 	var h maphash.Hash

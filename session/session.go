@@ -415,14 +415,18 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	// One append of the session at a time from this service, and none
 	// through a copy known to be stale (gate.go).
 	e := s.gate.enter(sess.key)
-	e.mu.Lock()
 	var err error
-	if e.behind(seq, created) {
-		err = ErrStale
-	} else if err = s.store.AppendEvent(ctx, sess.key, seq, ev, d); err == nil {
-		e.committed(seq+1, created)
+	select {
+	case e.turn <- struct{}{}:
+		if e.behind(seq, created) {
+			err = ErrStale
+		} else if err = s.store.AppendEvent(ctx, sess.key, seq, ev, d); err == nil {
+			e.committed(seq+1, created)
+		}
+		<-e.turn
+	case <-ctx.Done():
+		err = ctx.Err()
 	}
-	e.mu.Unlock()
 	s.gate.leave(sess.key, e)
 	if err != nil {
 		id := ev.ID
