@@ -162,10 +162,10 @@ func replicaBackends(t *testing.T, run func(t *testing.T, dsn string)) {
 
 // TestReplicasShareSession checks CONFORMANCE S7 (concurrent appends through
 // the runner to one session never interleave or get lost) across processes:
-// three replica processes run turns on one
-// session concurrently. Every turn succeeds (no ErrStale reaches a
-// caller), and the log is whole turns, one after the other: each question
-// followed by its call, result and answer, each question exactly once.
+// three replica processes run turns on one session concurrently. Every turn
+// succeeds (no ErrStale reaches a caller), and the log is whole turns, one
+// after the other: each question followed by its call, result and answer,
+// each question exactly once.
 func TestReplicasShareSession(t *testing.T) {
 	replicaBackends(t, func(t *testing.T, dsn string) {
 		var wg sync.WaitGroup

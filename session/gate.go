@@ -45,7 +45,7 @@ type gateShard struct {
 // the last commit through this Service; seq 0 means unknown.
 type gateEntry struct {
 	turn    chan struct{} // held during a store append
-	refs    int        // guarded by the shard's mu
+	refs    int           // guarded by the shard's mu
 	seq     atomic.Int64
 	created atomic.Int64
 
