@@ -65,8 +65,8 @@ type leases struct {
 		gen    int
 		schema string
 	}
-	// renewals are the SQLite renewal goroutines, stopped by done and
-	// waited for on close.
+	// renewals are the SQLite goroutines that renew and drop leases,
+	// waited for on close (renewals stop on done).
 	renewals sync.WaitGroup
 	done     chan struct{}
 }
@@ -101,6 +101,7 @@ func (l *leases) close() {
 		close(l.done)
 	}
 	l.mu.Unlock()
+	l.renewals.Wait() // leases being dropped still have the database
 	l.pg.Lock()
 	if l.pg.conn != nil {
 		l.pg.conn.Close()
@@ -165,11 +166,34 @@ func (s *Store) Lease(ctx context.Context, key session.Key) (release func(), err
 		l.unlockLocal(key, ll)
 		return nil, fmt.Errorf("sqlsession: lease: %w", err)
 	}
+	done := func() {
+		drop()
+		l.unlockLocal(key, ll)
+	}
 	var once sync.Once
+	if s.db.Dialect == sqldb.Postgres {
+		return func() { once.Do(done) }, nil
+	}
+	// A SQLite lease is dropped off the caller's path: the write
+	// transaction is not part of the invocation's latency. Until it has
+	// committed, a waiter in this process still waits (the in-process
+	// semaphore goes last) and one in another process still polls.
 	return func() {
 		once.Do(func() {
-			drop()
-			l.unlockLocal(key, ll)
+			l.mu.Lock()
+			closed := l.closed
+			if !closed {
+				l.renewals.Add(1)
+			}
+			l.mu.Unlock()
+			if closed {
+				done()
+				return
+			}
+			go func() {
+				defer l.renewals.Done()
+				done()
+			}()
 		})
 	}, nil
 }
@@ -284,7 +308,15 @@ func (s *Store) takeSQLite(ctx context.Context, key session.Key) (func(), error)
 		return nil, err
 	}
 	stop := make(chan struct{})
-	l.renewals.Add(1)
+	l.mu.Lock()
+	closed := l.closed
+	if !closed {
+		l.renewals.Add(1)
+	}
+	l.mu.Unlock()
+	if closed {
+		return nil, errClosed
+	}
 	go func() {
 		defer l.renewals.Done()
 		t := time.NewTicker(l.ttl / 3)
