@@ -65,7 +65,7 @@ type leases struct {
 		gen    int
 		schema string
 	}
-	// renewals are the SQLite goroutines that renew and drop leases,
+	// renewals are the goroutines that renew (SQLite) and drop leases,
 	// waited for on close (renewals stop on done).
 	renewals sync.WaitGroup
 	done     chan struct{}
@@ -171,12 +171,9 @@ func (s *Store) Lease(ctx context.Context, key session.Key) (release func(), err
 		l.unlockLocal(key, ll)
 	}
 	var once sync.Once
-	if s.db.Dialect == sqldb.Postgres {
-		return func() { once.Do(done) }, nil
-	}
-	// A SQLite lease is dropped off the caller's path: the write
-	// transaction is not part of the invocation's latency. Until it has
-	// committed, a waiter in this process still waits (the in-process
+	// A lease is dropped off the caller's path: the unlock or the write
+	// transaction is not part of the invocation's latency. Until it is
+	// done, a waiter in this process still waits (the in-process
 	// semaphore goes last) and one in another process still polls.
 	return func() {
 		once.Do(func() {
