@@ -33,6 +33,13 @@
 // last sequence number is still the one the writer loaded (otherwise
 // session.ErrStale), and applies the state delta. Either all of it is stored
 // or none of it.
+//
+// # Leases
+//
+// Store implements session.Leaser, so that processes sharing the database
+// take turns on a session instead of failing with ErrStale: a
+// session-level advisory lock on PostgreSQL, an expiring, renewed lease row
+// on SQLite (see lease.go and Options.LeaseTTL).
 package sqlsession
 
 import (
