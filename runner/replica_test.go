@@ -113,7 +113,9 @@ func replicaRunner(ctx context.Context, dsn string, block bool) (*runner.Runner,
 // turns on the shared session, two goroutines at a time; in mode "hold" it
 // starts one turn and hangs inside it, holding the session, until killed.
 func replicaMain(mode, dsn, proc string) error {
-	ctx := context.Background()
+	// A replica never outlives a test that went wrong by long.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	r, store, err := replicaRunner(ctx, dsn, mode == "hold")
 	if err != nil {
 		return err
@@ -279,6 +281,11 @@ func TestReplicaCrashHoldingLease(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		// However the test ends, the holder does not outlive it.
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+		})
 		held := make(chan bool, 1)
 		go func() {
 			sc := bufio.NewScanner(stdout)
@@ -292,12 +299,9 @@ func TestReplicaCrashHoldingLease(t *testing.T) {
 		select {
 		case ok := <-held:
 			if !ok {
-				cmd.Wait()
 				t.Fatalf("the holder exited: %s", stderr.String())
 			}
 		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			cmd.Wait()
 			t.Fatalf("the holder never got into its turn: %s", stderr.String())
 		}
 
@@ -318,7 +322,9 @@ func TestReplicaCrashHoldingLease(t *testing.T) {
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		cmd.Wait()
+		if err := cmd.Wait(); err == nil {
+			t.Fatal("the holder exited normally, want killed")
+		}
 		start := time.Now()
 		done, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
