@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"google.golang.org/genai"
 
@@ -355,7 +356,7 @@ func killApp(t testing.TB, dir string, m1, m2 *scripted.Model) (*runner.Runner, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := sqlsession.Open(context.Background(), "sqlite://"+filepath.Join(dir, "sessions.db"), nil)
+	store, err := sqlsession.Open(context.Background(), "sqlite://"+filepath.Join(dir, "sessions.db"), &sqlsession.Options{LeaseTTL: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,9 @@
 //
 // Invocations of one session are serialized within a runner: a second Run
 // on a session waits until the first has finished (or its context is done).
-// Runs on different sessions proceed concurrently.
+// Runs on different sessions proceed concurrently. With a session store
+// that several processes share (sqlsession), invocations of one session are
+// serialized across processes too, by the session's lease.
 package runner
 
 import (
@@ -194,8 +196,13 @@ func (r *Runner) Run(ctx context.Context, userID, sessionID string, msg *genai.C
 }
 
 // withSession runs fn on the live session of (userID, sessionID) while
-// holding the session's invocation lock. A missing session is created only
-// when create is set and the runner auto-creates sessions.
+// holding the session's invocation lock and, for a store that processes
+// share, its lease (session.Service.Lease): invocations on other replicas
+// wait for this one instead of failing with session.ErrStale. Both are
+// taken before anything is stored and released on every way out, panics
+// included; the live session is refreshed under them, so that the
+// invocation sees what other replicas appended. A missing session is
+// created only when create is set and the runner auto-creates sessions.
 func (r *Runner) withSession(ctx context.Context, userID, sessionID string, create bool, fn func(*session.Session) error) error {
 	key := session.Key{AppName: r.cfg.AppName, UserID: userID, SessionID: sessionID}
 	ls, err := r.acquire(ctx, key)
@@ -203,6 +210,11 @@ func (r *Runner) withSession(ctx context.Context, userID, sessionID string, crea
 		return err
 	}
 	defer r.release(ls)
+	unlease, err := r.cfg.Sessions.Lease(ctx, key)
+	if err != nil {
+		return fmt.Errorf("runner: waiting for session %s: %w", sessionID, err)
+	}
+	defer unlease()
 	sess, err := r.load(ctx, ls, create && r.cfg.AutoCreateSession)
 	if err != nil {
 		return err

@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"time"
 
@@ -193,11 +194,13 @@ type Service struct {
 	store Store
 	now   func() time.Time
 	newID func() string
+	gate  gate // contended appends and refreshes (gate.go)
 }
 
 // NewService returns a service over store. opts may be nil.
 func NewService(store Store, opts *Options) *Service {
 	s := &Service{store: store, now: event.Now, newID: event.NewID}
+	s.gate.seed = maphash.MakeSeed()
 	if opts != nil {
 		if opts.Now != nil {
 			s.now = opts.Now
@@ -214,6 +217,38 @@ func (s *Service) Store() Store { return s.store }
 
 // Close closes the store.
 func (s *Service) Close() error { return s.store.Close() }
+
+// Lease makes the caller the only writer of a session across processes, for
+// stores that several processes share (see [Leaser]): it waits, until ctx is
+// done, while another holder has the session, and returns the function that
+// releases it. For a store without leases (a single-process store such as
+// memsession) it returns at once and release does nothing.
+//
+// The runner leases a session for each invocation, before it stores the
+// user message; a caller appending on its own may do the same around a
+// read-modify-append to avoid ErrStale from other processes.
+func (s *Service) Lease(ctx context.Context, key Key) (release func(), err error) {
+	if err := checkKey(key, false); err != nil {
+		return nil, err
+	}
+	l, ok := s.store.(Leaser)
+	if !ok {
+		return noRelease, nil
+	}
+	release, err = l.Lease(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("session: lease %s: %w", key.SessionID, err)
+	}
+	return release, nil
+}
+
+// Leases reports whether the service's store has cross-process leases.
+func (s *Service) Leases() bool {
+	_, ok := s.store.(Leaser)
+	return ok
+}
+
+func noRelease() {}
 
 // Create creates a session. If key.SessionID is empty an id is generated.
 // The initial state is split by scope: app: and user: keys update those
@@ -340,6 +375,7 @@ func (s *Service) Delete(ctx context.Context, key Key) error {
 	if err := s.store.DeleteSession(ctx, key); err != nil {
 		return fmt.Errorf("session: delete %s: %w", key.SessionID, err)
 	}
+	s.gate.forget(key)
 	return nil
 }
 
@@ -407,10 +443,28 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	if seq > 0 && ev.Timestamp.Before(last) {
 		ev.Timestamp = last
 	}
-	err := s.store.AppendEvent(ctx, sess.key, created, seq, ev, d)
-	if err != nil && s.committed(ctx, err, sess.key, created, seq, ev.ID) {
-		err = nil
+	// One append of the session at a time from this service, and none
+	// through a copy known to be stale (gate.go).
+	e := s.gate.enter(sess.key)
+	var err error
+	select {
+	case e.turn <- struct{}{}:
+		if e.behind(seq, unixNanos(created)) {
+			err = ErrStale
+		} else {
+			err = s.store.AppendEvent(ctx, sess.key, created, seq, ev, d)
+			if err != nil && s.committed(ctx, err, sess.key, created, seq, ev.ID) {
+				err = nil // the commit's outcome was unknown, and it happened
+			}
+			if err == nil {
+				e.committed(seq+1, unixNanos(created))
+			}
+		}
+		<-e.turn
+	case <-ctx.Done():
+		err = ctx.Err()
 	}
+	s.gate.leave(sess.key, e)
 	if err != nil {
 		id := ev.ID
 		ev.ID, ev.Timestamp, ev.Actions.StateDelta = origID, origTime, fullDelta
@@ -487,7 +541,7 @@ func (s *Service) Refresh(ctx context.Context, sess *Session) error {
 	sess.mu.RLock()
 	seq, created := sess.seq, sess.created
 	sess.mu.RUnlock()
-	rec, err := s.store.GetSession(ctx, sess.key, Window{AfterSeq: seq})
+	rec, evs, err := s.readAfter(ctx, sess.key, seq)
 	if err != nil {
 		return fmt.Errorf("session: refresh %s: %w", sess.key.SessionID, err)
 	}
@@ -500,17 +554,27 @@ func (s *Service) Refresh(ctx context.Context, sess *Session) error {
 		sess.state, sess.events, sess.seq, sess.updated, sess.created = fresh.state, fresh.events, fresh.seq, fresh.updated, fresh.created
 		sess.evBytes, sess.stateBytes = fresh.evBytes, fresh.stateBytes
 		sess.mu.Unlock()
+		s.gate.observed(sess.key, rec.Seq, unixNanos(rec.CreateTime))
 		return nil
 	}
-	state, added := mergeState(rec), eventsSize(rec.Events)
+	s.gate.observed(sess.key, rec.Seq, unixNanos(rec.CreateTime))
+	state, added := mergeState(rec), eventsSize(evs)
 	stateBytes := stateSize(state)
 	sess.mu.Lock()
 	sess.state = state
 	sess.stateBytes = stateBytes
 	sess.evBytes += added
-	sess.events = append(sess.events, rec.Events...)
+	sess.events = append(sess.events, evs...)
 	sess.seq = rec.Seq
 	sess.updated = rec.UpdateTime
 	sess.mu.Unlock()
 	return nil
+}
+
+// unixNanos is t in Unix nanoseconds, 0 for the zero time.
+func unixNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }

@@ -98,3 +98,28 @@ type Window struct {
 	// greater (used to load what was appended since a known point).
 	AfterSeq int64
 }
+
+// Leaser is an optional interface of a Store whose sessions several
+// processes may write: server replicas sharing one database. A lease makes
+// a holder the session's only writer until it releases it, so that an
+// invocation on one replica never races an invocation on another (which
+// would otherwise fail with ErrStale half-way through a turn).
+//
+// Lease waits while another holder, in this process or another, has the
+// lease of key, until ctx is done (then it returns an error wrapping
+// ctx.Err() and holds nothing). The key need not name an existing session.
+// On success it returns the function that releases the lease: it may be
+// called more than once and from any goroutine, and it works even when ctx
+// has been cancelled since. Each call of Lease is a holder of its own:
+// leases are not reentrant, a second Lease of a key held by the same caller
+// waits for the first to be released.
+//
+// A lease of a process that dies, or loses its connection to the database,
+// while holding it, is recovered by the store (when the database session
+// ends, or when the lease expires without being renewed), so a crash
+// blocks the session for a bounded time only. The sequence check of
+// AppendEvent stays the guard of consistency: a holder that lost its lease
+// that way gets ErrStale rather than overwriting anything.
+type Leaser interface {
+	Lease(ctx context.Context, key Key) (release func(), err error)
+}

@@ -15,6 +15,10 @@
 // behaviour users see (CONFORMANCE S1–S10 and more): state scopes, windows,
 // pagination, optimistic concurrency, refresh, isolation of returned memory
 // and concurrent writers. Subtests are named after the checklist ids.
+//
+// A backend whose stores implement [session.Leaser] (several processes
+// sharing one database) also passes [RunLease], given two stores over one
+// database.
 package sessiontest
 
 import (
@@ -98,6 +102,7 @@ var cases = []testCase{
 	{"V7DuplicateEventID", testV7DuplicateEventID},
 	{"V8PageTokens", testV8PageTokens},
 	{"V10UnknownOutcome", testV10UnknownOutcome},
+	{"LeaseOneService", testLeaseOneService},
 }
 
 // base is the first instant of the deterministic clock.

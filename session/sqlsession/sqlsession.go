@@ -38,6 +38,13 @@
 // statement that commits has been sent, the store waits for its outcome
 // even past the caller's deadline, so that an error means nothing was
 // stored.
+//
+// # Leases
+//
+// Store implements session.Leaser, so that processes sharing the database
+// take turns on a session instead of failing with ErrStale: a
+// session-level advisory lock on PostgreSQL, an expiring, renewed lease row
+// on SQLite (see lease.go and Options.LeaseTTL).
 package sqlsession
 
 import (
@@ -70,6 +77,12 @@ type Options struct {
 	// PostgreSQL, for reads and writes). Zero means a default suited to the
 	// database.
 	MaxOpenConns int
+	// LeaseTTL is how long a SQLite session lease (see Store.Lease) lasts
+	// without being renewed: the time after which the lease of a process
+	// that died holding it is taken over. The holder renews it every
+	// third of it. Zero means 10 seconds. PostgreSQL leases end with the
+	// holder's database session instead, and ignore it.
+	LeaseTTL time.Duration
 }
 
 // Store is a session.Store on a SQL database. It is safe for concurrent use,
@@ -83,6 +96,8 @@ type Store struct {
 	stmts statements
 	// pgAppend caches the texts of PostgreSQL's append, by shape.
 	pgAppend [1 << 6]atomic.Pointer[string]
+	// leases are the session leases (lease.go).
+	leases leases
 }
 
 // statements are the read statements, prepared once per store; database/sql
@@ -161,6 +176,14 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlsession: %w", err)
 	}
 	s := &Store{db: db}
+	var ttl time.Duration
+	if opts != nil {
+		ttl = opts.LeaseTTL
+	}
+	if err := s.leases.init(ctx, db, ttl); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlsession: %w", err)
+	}
 	if err := s.prepare(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlsession: %w", err)
@@ -193,7 +216,9 @@ func (s *Store) prepare(ctx context.Context) error {
 	}
 	if s.pin == nil {
 		for i, q := range writeQueries(s.db.Dialect) {
-			s.w[i] = p(w, q)
+			if q != "" {
+				s.w[i] = p(w, q)
+			}
 		}
 	}
 	st := &s.stmts
@@ -215,6 +240,7 @@ func (s *Store) prepare(ctx context.Context) error {
 
 // Close implements session.Store.
 func (s *Store) Close() error {
+	s.leases.close()
 	if s.pin != nil {
 		s.pin.close()
 	}

@@ -40,3 +40,18 @@ func FuzzAppendStateDelta(f *testing.F) {
 	}
 	sessiontest.FuzzAppendStateDelta(f, st)
 }
+
+func TestLeaseSQLite(t *testing.T) {
+	sessiontest.RunLease(t, func(t *testing.T) (session.Store, session.Store) {
+		dsn := sqldbtest.SQLiteURL(t)
+		return open(t, dsn), open(t, dsn)
+	})
+}
+
+func TestLeasePostgres(t *testing.T) {
+	sqldbtest.PostgresServer(t)
+	sessiontest.RunLease(t, func(t *testing.T) (session.Store, session.Store) {
+		dsn := sqldbtest.PostgresURL(t)
+		return open(t, dsn), open(t, dsn)
+	})
+}

@@ -20,9 +20,12 @@ const (
 	wInsertEvent
 	wExistsSession
 	wDeleteSession
-	wPutState                 // + scope
-	wDelState = wPutState + 3 // + scope
-	numWrite  = wDelState + 3
+	wPutState                   // + scope
+	wDelState   = wPutState + 3 // + scope
+	wLeaseTake  = wDelState + 3 // SQLite only, as are the next two
+	wLeaseRenew = wLeaseTake + 1
+	wLeaseDrop  = wLeaseRenew + 1
+	numWrite    = wLeaseDrop + 1
 )
 
 // writeQueries returns the write statements for a dialect.
@@ -63,6 +66,16 @@ func writeQueries(d sqldb.Dialect) [numWrite]string {
 	q[wPutState+scopeApp] = `INSERT INTO app_state (app_name, name, value) VALUES (?, ?, ?)
 		ON CONFLICT (app_name, name) DO UPDATE SET value = excluded.value`
 	q[wDelState+scopeApp] = `DELETE FROM app_state WHERE app_name = ? AND name = ?`
+	if d == sqldb.SQLite {
+		// A lease is taken if free or expired (the row changed), renewed
+		// and dropped only by its owner. PostgreSQL leases are advisory
+		// locks instead (lease.go).
+		q[wLeaseTake] = `INSERT INTO session_leases (app_name, user_id, session_id, owner, expires) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (app_name, user_id, session_id) DO UPDATE SET owner = excluded.owner, expires = excluded.expires
+			WHERE session_leases.expires <= ?`
+		q[wLeaseRenew] = `UPDATE session_leases SET expires = ? WHERE ` + sessionKey + ` AND owner = ?`
+		q[wLeaseDrop] = `DELETE FROM session_leases WHERE ` + sessionKey + ` AND owner = ?`
+	}
 	return q
 }
 
@@ -122,6 +135,9 @@ func (p *pinned) open(ctx context.Context) error {
 	queries := writeQueries(p.db.Dialect)
 	prep := func(q string) (*sql.Stmt, error) { return conn.PrepareContext(ctx, q) }
 	for i, q := range queries {
+		if q == "" {
+			continue
+		}
 		if p.stmts[i], err = prep(q); err != nil {
 			return fmt.Errorf("prepare %q: %w", q, err)
 		}
