@@ -254,7 +254,7 @@ function notSent(content, draft, err) {
   const notice = { error: `Message not sent (${why}). It is still in the input box.`, retry: content, timestamp: Date.now() / 1000 };
   ui.transient = [notice];
   renderAll();
-  setStatus('Not sent: the server cannot be reached', 'error');
+  setStatus(err instanceof ApiError ? 'Not sent: the server refused the message' : 'Not sent: the server cannot be reached', 'error');
 }
 
 // send runs content. draft is the typed text it came from: it stays in the

@@ -131,7 +131,10 @@ export function summarize(ev) {
   if (!isEmpty(a.stateDelta)) return { kind: 'state', label: Object.keys(a.stateDelta).join(', ') };
   if (!isEmpty(a.artifactDelta)) return { kind: 'artifact', label: Object.keys(a.artifactDelta).join(', ') };
   if (a.endOfAgent) return { kind: 'end', label: `end of agent ${ev.author || ''}`.trim() };
-  if (!isEmpty(a.agentState)) return { kind: 'checkpoint', label: `checkpoint ${compactJSON(a.agentState)}` };
+  if (!isEmpty(a.agentState)) {
+    const kv = Object.entries(a.agentState).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(', ');
+    return { kind: 'checkpoint', label: clip(`checkpoint of ${ev.author || 'agent'}: ${kv}`, 110) };
+  }
   return { kind: 'event', label: '' };
 }
 
