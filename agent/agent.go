@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"reflect"
 	"slices"
 
 	"google.golang.org/genai"
@@ -71,9 +72,10 @@ type Tree struct {
 }
 
 // NewTree indexes the tree under root. Agent names must be unique and not
-// "user".
+// "user". A nil agent, including an interface holding a nil pointer, is an
+// error.
 func NewTree(root Agent) (*Tree, error) {
-	if root == nil {
+	if isNil(root) {
 		return nil, errors.New("agent: nil root agent")
 	}
 	t := &Tree{root: root, byName: map[string]Agent{}, parent: map[string]Agent{}}
@@ -91,7 +93,7 @@ func NewTree(root Agent) (*Tree, error) {
 			t.parent[name] = parent
 		}
 		for _, sub := range SubAgents(a) {
-			if sub == nil {
+			if isNil(sub) {
 				return fmt.Errorf("agent: %s has a nil sub-agent", name)
 			}
 			if err := walk(sub, a); err != nil {
@@ -104,6 +106,20 @@ func NewTree(root Agent) (*Tree, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// isNil reports whether a is nil or an interface holding a nil pointer (or
+// another nil value of a kind that can be nil), on which the Agent methods
+// would typically panic.
+func isNil(a Agent) bool {
+	if a == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(a); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }
 
 // Root returns the root agent.

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 
 	"google.golang.org/genai"
@@ -23,16 +25,17 @@ const confirmationName = "adk_request_confirmation"
 
 // chat runs "loom run APP": a conversation in the terminal.
 func chat(ctx context.Context, env Env, args []string, apps []App) error {
-	fs := newFlagSet("run", "run [flags] APP\n\nChats with APP in the terminal: each line read is a message; the answer streams as it is generated. EOF (Ctrl-D) ends.", env.Stderr)
+	fs := newFlagSet("run", "run [flags] APP [flags]\n\nChats with APP in the terminal: each line read is a message; the answer streams as it is generated. EOF (Ctrl-D) ends; EOF while a tool call awaits approval leaves it pending and exits with status 1. With --session, the session's earlier conversation is shown first (on stderr) and an approval it left pending is asked again.", env.Stderr)
 	var o options
 	o.register(fs)
 	sid := fs.String("session", "", "continue the session with this `id` (created if missing; default: a new session)")
 	user := fs.String("user", "user", "user `id`")
 	noStream := fs.Bool("no-stream", false, "print answers only when complete")
-	if err := parse(fs, args); err != nil {
+	positional, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	app, err := pickApp(fs.Args(), apps)
+	app, err := pickApp(positional, apps)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "loom run: %v\n", err)
 		fs.Usage()
@@ -48,23 +51,46 @@ func chat(ctx context.Context, env Env, args []string, apps []App) error {
 	key := session.Key{AppName: app.Name, UserID: *user, SessionID: *sid}
 	var sess *session.Session
 	if key.SessionID != "" {
-		sess, err = r.Sessions().Get(ctx, key, &session.GetOptions{NoEvents: true})
+		sess, err = r.Sessions().Get(ctx, key, nil)
 		if err != nil && !errors.Is(err, session.ErrNotFound) {
 			return err
 		}
 	}
+	c := &chatter{env: env, r: r, key: key, app: app.Name, streaming: !*noStream, tty: isTerminal(env.Stdin)}
 	if sess != nil {
 		fmt.Fprintf(env.Stderr, "loom: continuing session %s\n", sess.ID())
+		c.history(sess.Events())
 	} else {
 		if sess, err = r.Sessions().Create(ctx, key, nil); err != nil {
 			return err
 		}
 		fmt.Fprintf(env.Stderr, "loom: new session %s (continue it with --session %s)\n", sess.ID(), sess.ID())
 	}
-	key.SessionID = sess.ID()
-
-	c := &chatter{env: env, r: r, key: key, streaming: !*noStream, lines: readLines(ctx, env.Stdin), tty: isTerminal(env.Stdin)}
+	c.key.SessionID = sess.ID()
+	c.lines = readLines(ctx, env.Stdin)
 	return c.loop(ctx)
+}
+
+// parseInterspersed parses args with fs, accepting flags before and after
+// the positional arguments (loom run APP --session ID as well as loom run
+// --session ID APP), and returns the positional arguments. After "--"
+// everything is positional.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := parse(fs, args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
 }
 
 func pickApp(args []string, apps []App) (App, error) {
@@ -93,6 +119,7 @@ type chatter struct {
 	env       Env
 	r         *runner.Runner
 	key       session.Key
+	app       string
 	streaming bool
 	tty       bool
 	lines     <-chan string
@@ -108,25 +135,129 @@ func (c *chatter) loop(ctx context.Context) error {
 		fmt.Fprintln(c.env.Stderr, "loom: type a message and press Enter; Ctrl-D quits.")
 	}
 	for {
+		msg, err := c.next(ctx)
+		if err != nil || msg == nil {
+			return err
+		}
+		c.turn(ctx, msg)
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// next returns the next message to send: the answers to the pending
+// confirmation requests if there are any, else the next non-empty input
+// line. It returns nil at EOF or when ctx is done, and an error at EOF
+// while an approval is pending, which would otherwise wait unnoticed.
+func (c *chatter) next(ctx context.Context) (*genai.Content, error) {
+	if len(c.pending) > 0 {
+		msg, ok := c.confirm(ctx)
+		if !ok && ctx.Err() == nil {
+			return nil, c.pendingError()
+		}
+		return msg, nil
+	}
+	for {
 		c.prompt("> ")
 		line, ok := c.read(ctx)
 		if !ok {
-			return nil
+			return nil, nil
 		}
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		msg := genai.NewContentFromText(line, genai.RoleUser)
-		for msg != nil {
-			c.turn(ctx, msg)
-			if ctx.Err() != nil {
-				return nil
-			}
-			if msg, ok = c.confirm(ctx); !ok {
-				return nil
-			}
+		if strings.TrimSpace(line) != "" {
+			return genai.NewContentFromText(line, genai.RoleUser), nil
 		}
 	}
+}
+
+// pendingError describes the approvals left unanswered at EOF.
+func (c *chatter) pendingError() error {
+	calls := make([]string, len(c.pending))
+	for i, fc := range c.pending {
+		_, calls[i] = describeConfirmation(fc)
+	}
+	return fmt.Errorf("an approval is still pending: %s; the call waits until it is answered (loom run --session %s %s)",
+		strings.Join(calls, ", "), c.key.SessionID, c.app)
+}
+
+// historyLimit bounds the earlier events shown when a session continues.
+const historyLimit = 40
+
+// history prints the earlier conversation of a continued session on stderr,
+// compactly (the last historyLimit events), and takes over the
+// confirmation requests it left unanswered, so that they are asked again.
+func (c *chatter) history(events []*event.Event) {
+	open := map[string]*genai.FunctionCall{}
+	var order []string
+	shown := 0
+	w := &chatter{env: c.env}
+	w.env.Stdout = c.env.Stderr
+	if skipped := len(events) - historyLimit; skipped > 0 {
+		fmt.Fprintf(c.env.Stderr, "  (%d earlier events not shown)\n", skipped)
+	}
+	for i, ev := range events {
+		if ev == nil || ev.Partial {
+			continue
+		}
+		show := i >= len(events)-historyLimit
+		if ev.Author == event.AuthorUser {
+			for _, fr := range ev.FunctionResponses() {
+				delete(open, fr.ID)
+			}
+			if text := visibleText(ev); text != "" && show {
+				fmt.Fprintf(c.env.Stderr, "> %s\n", shorten(text))
+				shown++
+			}
+			continue
+		}
+		long := map[string]bool{}
+		for _, id := range ev.LongRunningToolIDs {
+			long[id] = true
+		}
+		for _, fc := range ev.FunctionCalls() {
+			if fc.Name == confirmationName && long[fc.ID] {
+				open[fc.ID] = fc
+				order = append(order, fc.ID)
+			}
+		}
+		if show {
+			w.print(ev)
+			shown++
+		}
+	}
+	if shown > 0 {
+		fmt.Fprintln(c.env.Stderr, "  (end of the earlier conversation)")
+	}
+	for _, id := range order {
+		if fc, ok := open[id]; ok {
+			c.pending = append(c.pending, fc)
+			delete(open, id)
+		}
+	}
+}
+
+// stateLine shows a state delta as "key=value, ...", keys sorted, values
+// as compact JSON.
+func stateLine(delta map[string]any) string {
+	keys := make([]string, 0, len(delta))
+	for k := range delta {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + compact(delta[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// shorten cuts a long text for the history.
+func shorten(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 200 {
+		return string(r[:197]) + "..."
+	}
+	return s
 }
 
 // read returns the next input line; false at EOF or when ctx is done.
@@ -195,6 +326,9 @@ func (c *chatter) print(ev *event.Event) {
 	c.close()
 	if text != "" {
 		fmt.Fprintf(out, "%s: %s\n", ev.Author, text)
+	}
+	if ev.Content == nil && len(ev.Actions.StateDelta) > 0 && ev.Actions.AgentState == nil && !ev.Actions.EndOfAgent {
+		fmt.Fprintf(out, "  [%s] state updated: %s\n", ev.Author, stateLine(ev.Actions.StateDelta))
 	}
 	long := map[string]bool{}
 	for _, id := range ev.LongRunningToolIDs {

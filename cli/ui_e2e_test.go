@@ -218,7 +218,7 @@ func TestDevUIEndToEnd(t *testing.T) {
 	do("approve", chromedp.Click("#messages .confirm button.primary"))
 	waitFor("approved answer", `[...document.querySelectorAll("#messages .msg.agent .bubble")].some(b => b.textContent === "Approved: the files are gone.")`)
 	waitFor("card answered", `document.querySelector("#messages .confirm .note")?.textContent === "Approved"`)
-	waitFor("response in the timeline", `[...document.querySelectorAll("#timeline .ev .label")].some(n => n.textContent === "adk_request_confirmation")`)
+	waitFor("response in the timeline", `[...document.querySelectorAll("#timeline .ev.kind-approval .label")].some(n => n.textContent === "approved (adk_request_confirmation)")`)
 	screenshot("approved")
 
 	// A long-running call pauses the invocation; the chat says so.

@@ -59,6 +59,9 @@ func (s Seconds) MarshalJSON() ([]byte, error) {
 	if t.IsZero() {
 		return []byte("0"), nil
 	}
+	if !inRange(t) {
+		return nil, fmt.Errorf("event: timestamp %v: %w", t, errTimestampRange)
+	}
 	us := t.UnixMicro()
 	sign := ""
 	if us < 0 { // before 1970: format the magnitude, then the sign
@@ -72,7 +75,9 @@ func (s Seconds) MarshalJSON() ([]byte, error) {
 	return bytes.TrimRight(b, "0"), nil
 }
 
-// UnmarshalJSON decodes float seconds. It also accepts an RFC 3339 string.
+// UnmarshalJSON decodes float seconds. It also accepts an RFC 3339 string,
+// and epoch milliseconds: a number whose magnitude is at least 1e11 (beyond
+// the year 5138 as seconds) can only be milliseconds and is read as such.
 func (s *Seconds) UnmarshalJSON(data []byte) error {
 	if string(data) == "null" {
 		*s = Seconds{}
@@ -82,6 +87,9 @@ func (s *Seconds) UnmarshalJSON(data []byte) error {
 		var t time.Time
 		if err := t.UnmarshalJSON(data); err != nil {
 			return fmt.Errorf("event: timestamp: %w", err)
+		}
+		if !inRange(t) {
+			return fmt.Errorf("event: timestamp %s: %w", data, errTimestampRange)
 		}
 		*s = Seconds(t)
 		return nil
@@ -94,6 +102,9 @@ func (s *Seconds) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return fmt.Errorf("event: timestamp: %w", err)
 	}
+	if math.Abs(f) >= minMillis {
+		f /= 1000
+	}
 	if math.Abs(f) >= maxSeconds {
 		return fmt.Errorf("event: timestamp %s: %w", data, errTimestampRange)
 	}
@@ -101,17 +112,30 @@ func (s *Seconds) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// maxSeconds bounds the timestamps the codec accepts: the end of year 9999,
-// the range of RFC 3339, well inside what microseconds in an int64 can hold.
-const maxSeconds = 253402300800
+// maxSeconds bounds the timestamps the codec reads and writes: 1e11 seconds,
+// in the year 5138, well inside what microseconds in an int64 can hold. A
+// number of at least maxSeconds on the wire is read as milliseconds (1e11
+// milliseconds is in 1973; writers that use epoch milliseconds have
+// timestamps far above it), so a time past the bound has no encoding.
+const maxSeconds = 1e11
+
+// minMillis is the smallest magnitude read as milliseconds rather than
+// seconds.
+const minMillis = maxSeconds
 
 var errTimestampRange = errors.New("out of range")
+
+// inRange reports whether t is within maxSeconds of the epoch.
+func inRange(t time.Time) bool {
+	sec := t.Unix()
+	return sec > -maxSeconds && sec < maxSeconds
+}
 
 // parseDecimalSeconds parses a plain decimal number of seconds
 // (-?digits[.digits]) exactly, rounding to the microsecond, so that a
 // timestamp read from the wire encodes back to the same text whatever its
-// size. It reports false for other forms (exponents), which go through
-// float64.
+// size; a number of at least minMillis is milliseconds. It reports false for
+// other forms (exponents) and out-of-range values, which go through float64.
 func parseDecimalSeconds(data []byte) (time.Time, bool) {
 	s := string(data)
 	neg := strings.HasPrefix(s, "-")
@@ -119,24 +143,33 @@ func parseDecimalSeconds(data []byte) (time.Time, bool) {
 		s = s[1:]
 	}
 	ip, fp, _ := strings.Cut(s, ".")
-	if ip == "" || len(ip) > 12 || !allDigits(ip) || !allDigits(fp) {
+	if ip == "" || len(ip) > 15 || !allDigits(ip) || !allDigits(fp) {
 		return time.Time{}, false
 	}
-	sec, err := strconv.ParseInt(ip, 10, 64)
-	if err != nil || sec >= maxSeconds {
+	n, err := strconv.ParseInt(ip, 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	// digits is the number of fraction digits down to the microsecond,
+	// perUnit the microseconds in one unit of n.
+	digits, perUnit := 6, int64(1e6)
+	if n >= minMillis {
+		digits, perUnit = 3, 1e3
+	}
+	if n >= maxSeconds*1e6/perUnit {
 		return time.Time{}, false
 	}
 	var us int64
-	for i := range 6 {
+	for i := range digits {
 		us *= 10
 		if i < len(fp) {
 			us += int64(fp[i] - '0')
 		}
 	}
-	if len(fp) > 6 && fp[6] >= '5' {
+	if len(fp) > digits && fp[digits] >= '5' {
 		us++
 	}
-	us += sec * 1e6
+	us += n * perUnit
 	if neg {
 		us = -us
 	}

@@ -360,3 +360,59 @@ func TestE4UnmarshalContent(t *testing.T) {
 		t.Fatal("a string decoded as content")
 	}
 }
+
+// TestE4MillisecondTimestamps decodes an event as ADK for JavaScript writes
+// it, with its timestamp in epoch milliseconds (E4): a number that is
+// beyond the year 5138 as seconds can only be milliseconds. Both decoders
+// read it, and the event encodes back in float seconds.
+func TestE4MillisecondTimestamps(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "interop", "adkjs_event.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := time.UnixMilli(1763856000123)
+	var std event.Event
+	if err := json.Unmarshal(b, &std); err != nil {
+		t.Fatalf("json.Unmarshal: %v", err)
+	}
+	var fast event.Event
+	if err := new(event.Decoder).Decode(b, &fast); err != nil {
+		t.Fatalf("Decoder: %v", err)
+	}
+	for name, ev := range map[string]*event.Event{"json.Unmarshal": &std, "Decoder": &fast} {
+		if !ev.Timestamp.Equal(want) {
+			t.Errorf("%s: timestamp %v, want %v", name, ev.Timestamp.UTC(), want.UTC())
+		}
+		if ev.Author != "weather_agent" || ev.Text() != "It is sunny in Lisbon." || ev.Actions.StateDelta["last_city"] != "Lisbon" {
+			t.Errorf("%s: decoded %+v", name, ev)
+		}
+		out, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(out), `"timestamp":1763856000.123`) {
+			t.Errorf("%s: encoded %s, want float seconds 1763856000.123", name, out)
+		}
+	}
+	for in, want := range map[string]time.Time{
+		"1763856000123":     time.UnixMilli(1763856000123),
+		"1763856000123.5":   time.UnixMicro(1763856000123500),
+		"1.763856000123e12": time.UnixMilli(1763856000123),
+		"100000000000":      time.UnixMilli(100000000000), // 1e11: milliseconds (1973)
+		"99999999999":       time.Unix(99999999999, 0),    // below: still seconds (year 5138)
+		"1763856000.123":    time.UnixMilli(1763856000123),
+	} {
+		var s event.Seconds
+		if err := s.UnmarshalJSON([]byte(in)); err != nil {
+			t.Errorf("%s: %v", in, err)
+			continue
+		}
+		if !time.Time(s).Equal(want) {
+			t.Errorf("%s: %v, want %v", in, time.Time(s).UTC(), want.UTC())
+		}
+	}
+	var s event.Seconds
+	if err := s.UnmarshalJSON([]byte("253402300800000")); err == nil {
+		t.Errorf("milliseconds beyond the year 9999 accepted: %v", time.Time(s))
+	}
+}

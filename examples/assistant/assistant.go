@@ -1,14 +1,17 @@
 // Package assistant is an example Loom application: a helpful assistant
 // that uses function tools.
 //
-// The agent has three tools: get_weather reports (made-up, deterministic)
+// The agent has four tools: get_weather reports (made-up, deterministic)
 // weather for a city and remembers the city in session state, add adds two
-// numbers, and save_note stores a note as a text artifact. [New] builds the
+// numbers, save_note stores a note as a text artifact, and send_email
+// (pretends to) send an email, only once the user approves the call. [New]
+// builds the
 // agent around any model; [Offline] returns a scripted model that plays the
 // part of a real one without a network, so the example runs anywhere:
 //
 //	go run ./cmd/loom run assistant
 //	> What's the weather in Lisbon?
+//	> email bob@example.com: lunch at noon
 package assistant
 
 import (
@@ -33,12 +36,13 @@ import (
 const Name = "assistant"
 
 // Description describes the application.
-const Description = "A helpful assistant with weather, arithmetic and note-taking tools."
+const Description = "A helpful assistant with weather, arithmetic, note-taking and email tools."
 
 const instruction = `You are a friendly, concise assistant.
 Use the get_weather tool for questions about the weather, the add tool for
-additions, and the save_note tool when the user asks you to remember or save
-something. Answer in one or two sentences.`
+additions, the save_note tool when the user asks you to remember or save
+something, and the send_email tool to send an email (the user approves each
+email before it is sent). Answer in one or two sentences.`
 
 // WeatherArgs are the arguments of get_weather.
 type WeatherArgs struct {
@@ -73,6 +77,18 @@ type NoteArgs struct {
 type SavedNote struct {
 	Artifact string `json:"artifact"`
 	Version  int64  `json:"version"`
+}
+
+// EmailArgs are the arguments of send_email.
+type EmailArgs struct {
+	To   string `json:"to" jsonschema:"the recipient's email address"`
+	Text string `json:"text" jsonschema:"the message"`
+}
+
+// SentEmail is the result of send_email.
+type SentEmail struct {
+	Status string `json:"status"`
+	To     string `json:"to"`
 }
 
 var conditions = []string{"sunny", "partly cloudy", "cloudy", "rainy", "windy", "foggy"}
@@ -127,10 +143,29 @@ func NoteTool() (tool.Tool, error) {
 	})
 }
 
-// Tools returns the assistant's tools: get_weather, add and save_note.
+// EmailTool returns the send_email tool. It requires the user's approval
+// of every call: the runtime asks for it (adk_request_confirmation) and
+// runs the tool only once the call is approved. Nothing is really sent: the
+// tool records the recipient in the session state key "last_email_to".
+func EmailTool() (tool.Tool, error) {
+	return functiontool.New(functiontool.Config{
+		Name:                "send_email",
+		Description:         "Sends an email. The user approves every email before it is sent.",
+		RequireConfirmation: true,
+	}, func(_ context.Context, tc tool.Context, args EmailArgs) (SentEmail, error) {
+		if !strings.Contains(args.To, "@") {
+			return SentEmail{}, fmt.Errorf("%q is not an email address", args.To)
+		}
+		tc.State().Set("last_email_to", args.To)
+		return SentEmail{Status: "sent", To: args.To}, nil
+	})
+}
+
+// Tools returns the assistant's tools: get_weather, add, save_note and
+// send_email.
 func Tools() ([]tool.Tool, error) {
 	var tools []tool.Tool
-	for _, newTool := range []func() (tool.Tool, error){WeatherTool, AddTool, NoteTool} {
+	for _, newTool := range []func() (tool.Tool, error){WeatherTool, AddTool, NoteTool, EmailTool} {
 		t, err := newTool()
 		if err != nil {
 			return nil, err
@@ -157,14 +192,18 @@ func New(llm model.LLM) (agent.Agent, error) {
 
 // Offline returns a scripted model that makes the assistant work without a
 // network: it calls get_weather when asked about the weather in a city, add
-// when asked to add two numbers, save_note when asked to save a note, and
-// answers from the tool results. It is deterministic and safe for
+// when asked to add two numbers, save_note when asked to save a note,
+// send_email when asked to email an address ("email bob@example.com: lunch
+// at noon"), and answers from the tool results. It is deterministic and safe for
 // concurrent use.
 func Offline() model.LLM {
 	return scripted.New("offline-assistant", respond)
 }
 
-var noteRE = regexp.MustCompile(`(?is)\bnote\b[^:]*:\s*(.+)`)
+var (
+	noteRE  = regexp.MustCompile(`(?is)\bnote\b[^:]*:\s*(.+)`)
+	emailRE = regexp.MustCompile(`[\w.+-]+@[\w-]+(?:\.[\w-]+)+`)
+)
 
 func respond(_ context.Context, req *model.Request) (scripted.Turn, error) {
 	if results := scripted.LastFunctionResponse(req); len(results) > 0 {
@@ -174,6 +213,16 @@ func respond(_ context.Context, req *model.Request) (scripted.Turn, error) {
 	switch {
 	case offline.HasWord(text, "weather", "temperature", "forecast", "sunny", "raining"):
 		return scripted.Call("get_weather", map[string]any{"city": offline.City(text, "Paris")}), nil
+	case offline.HasWord(text, "email", "mail", "e-mail"):
+		to := emailRE.FindString(text)
+		if to == "" {
+			return scripted.Text("Whom should I email? For example: email bob@example.com: lunch at noon."), nil
+		}
+		body := strings.TrimSpace(text)
+		if _, after, ok := strings.Cut(text, ":"); ok && strings.TrimSpace(after) != "" {
+			body = strings.TrimSpace(after)
+		}
+		return scripted.Call("send_email", map[string]any{"to": to, "text": body}), nil
 	case offline.HasWord(text, "note", "remember", "save"):
 		body := strings.TrimSpace(text)
 		if m := noteRE.FindStringSubmatch(text); m != nil {
@@ -186,15 +235,19 @@ func respond(_ context.Context, req *model.Request) (scripted.Turn, error) {
 		}
 		return scripted.Text("Which two numbers should I add? For example: add 2 and 3."), nil
 	case offline.HasWord(text, "hi", "hello", "hey"):
-		return scripted.Text("Hello! I can tell you the weather in a city, add two numbers, or save a note for you."), nil
+		return scripted.Text("Hello! I can tell you the weather in a city, add two numbers, save a note or send an email for you."), nil
 	}
-	return scripted.Text(`I'm the offline demo assistant. Try "What's the weather in Paris?", "add 2 and 3" or "save a note: buy milk".`), nil
+	return scripted.Text(`I'm the offline demo assistant. Try "What's the weather in Paris?", "add 2 and 3", "save a note: buy milk" or "email bob@example.com: lunch at noon".`), nil
 }
 
 func answer(results []*genai.FunctionResponse) string {
 	var parts []string
 	for _, r := range results {
 		resp := r.Response
+		if e, ok := resp["error"]; ok && r.Name == "send_email" && strings.Contains(fmt.Sprint(e), "rejected") {
+			parts = append(parts, "OK, I did not send the email.")
+			continue
+		}
 		if e, ok := resp["error"]; ok {
 			parts = append(parts, fmt.Sprintf("Sorry, %s failed: %v.", r.Name, e))
 			continue
@@ -204,6 +257,8 @@ func answer(results []*genai.FunctionResponse) string {
 			parts = append(parts, fmt.Sprintf("It is %v°C and %v in %v.", resp["temperature_c"], resp["conditions"], resp["city"]))
 		case "add":
 			parts = append(parts, fmt.Sprintf("The sum is %v.", resp["sum"]))
+		case "send_email":
+			parts = append(parts, fmt.Sprintf("Sent the email to %v.", resp["to"]))
 		case "save_note":
 			parts = append(parts, fmt.Sprintf("Saved your note as %v (version %v).", resp["artifact"], resp["version"]))
 		default:

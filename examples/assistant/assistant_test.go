@@ -3,6 +3,7 @@ package assistant_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -159,4 +160,83 @@ func Example() {
 	// assistant calls get_weather(Paris)
 	// get_weather returns rainy
 	// It is 8°C and rainy in Paris.
+}
+
+// TestEmailNeedsApproval drives the approval flow end to end through the
+// runner, offline: "email ..." makes the model call send_email, which
+// requires confirmation, so the run pauses on adk_request_confirmation
+// without sending; an approval runs the tool once and the model reports it,
+// a rejection does not run it.
+func TestEmailNeedsApproval(t *testing.T) {
+	ctx := context.Background()
+	for _, approve := range []bool{true, false} {
+		r := newRunner(t)
+		sid := fmt.Sprint("approve-", approve)
+		events, err := r.RunSync(ctx, "u", sid, genai.NewContentFromText("email bob@example.com: lunch at noon", genai.RoleUser), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var request *genai.FunctionCall
+		for _, ev := range events {
+			for _, fc := range ev.FunctionCalls() {
+				if fc.Name == "adk_request_confirmation" && slices.Contains(ev.LongRunningToolIDs, fc.ID) {
+					request = fc
+				}
+			}
+			for _, fr := range ev.FunctionResponses() {
+				if fr.Name == "send_email" {
+					t.Fatalf("send_email ran before approval: %v", fr.Response)
+				}
+			}
+		}
+		if request == nil {
+			t.Fatalf("no confirmation request among %d events", len(events))
+		}
+		orig, _ := request.Args["originalFunctionCall"].(map[string]any)
+		args, _ := orig["args"].(map[string]any)
+		if orig["name"] != "send_email" || args["to"] != "bob@example.com" || args["text"] != "lunch at noon" {
+			t.Errorf("confirmation asks about %v", orig)
+		}
+
+		answer := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{
+			ID: request.ID, Name: "adk_request_confirmation", Response: map[string]any{"confirmed": approve},
+		}}}}
+		events, err = r.RunSync(ctx, "u", sid, answer, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sent []map[string]any
+		for _, ev := range events {
+			for _, fr := range ev.FunctionResponses() {
+				if fr.Name == "send_email" {
+					sent = append(sent, fr.Response)
+				}
+			}
+		}
+		sess, err := r.Sessions().Get(ctx, session.Key{AppName: "assistant", UserID: "u", SessionID: sid}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if approve {
+			if len(sent) != 1 || sent[0]["status"] != "sent" {
+				t.Errorf("approved: send_email responses %v, want one sent", sent)
+			}
+			if got := finalText(events); got != "Sent the email to bob@example.com." {
+				t.Errorf("approved: answer %q", got)
+			}
+			if sess.State()["last_email_to"] != "bob@example.com" {
+				t.Errorf("approved: state %v", sess.State())
+			}
+		} else {
+			if len(sent) != 1 || sent[0]["status"] == "sent" {
+				t.Errorf("rejected: send_email responses %v, want one rejection", sent)
+			}
+			if got := finalText(events); got != "OK, I did not send the email." {
+				t.Errorf("rejected: answer %q", got)
+			}
+			if _, ok := sess.State()["last_email_to"]; ok {
+				t.Errorf("rejected: the tool ran: state %v", sess.State())
+			}
+		}
+	}
 }

@@ -172,6 +172,7 @@ function handlers() {
     answered: (id) => (answers.has(id) ? answers.get(id) : null),
     responded: (id) => responded.has(id),
     confirm: (fc, ok) => send({ role: 'user', parts: [{ functionResponse: { id: fc.id, name: CONFIRMATION, response: { confirmed: ok } } }] }),
+    retry: (content) => send(content, draftOf(content)),
   };
 }
 
@@ -238,7 +239,28 @@ function scrollDown(force = false) {
 
 // ---------- running ----------
 
-async function send(content) {
+// draftOf returns the text of a typed message, or null for other content.
+function draftOf(content) {
+  const ps = (content && content.parts) || [];
+  return ps.length === 1 && typeof ps[0].text === 'string' ? ps[0].text : null;
+}
+
+// notSent reports a message the server never received: the text stays in
+// the input (or is put back), and the error offers to retry.
+function notSent(content, draft, err) {
+  const box = $('message');
+  if (draft !== null && box.value.trim() === '') box.value = draft;
+  const why = err instanceof ApiError ? `${err.status}: ${err.message}` : (err && err.message) || String(err);
+  const notice = { error: `Message not sent (${why}). It is still in the input box.`, retry: content, timestamp: Date.now() / 1000 };
+  ui.transient = [notice];
+  renderAll();
+  setStatus(err instanceof ApiError ? 'Not sent: the server refused the message' : 'Not sent: the server cannot be reached', 'error');
+}
+
+// send runs content. draft is the typed text it came from: it stays in the
+// input until the server has taken the message, so nothing typed is lost
+// when the server cannot be reached.
+async function send(content, draft = null) {
   if (ui.running || !ui.app) return;
   try {
     if (!ui.sid) {
@@ -250,11 +272,17 @@ async function send(content) {
       loadSessions().catch(report);
     }
   } catch (err) {
-    report(err);
+    console.error(err);
+    notSent(content, draft, err);
     return;
   }
   ui.transient = [];
-  appendEvent({ author: 'user', content, timestamp: Date.now() / 1000, local: true });
+  const local = { author: 'user', content, timestamp: Date.now() / 1000, local: true };
+  appendEvent(local);
+  const taken = () => {
+    if (draft !== null && $('message').value === draft) $('message').value = '';
+    draft = null;
+  };
   const controller = new AbortController();
   ui.running = controller;
   setRunning(true);
@@ -262,8 +290,14 @@ async function send(content) {
     appName: ui.app, userId: ui.user, sessionId: ui.sid, newMessage: content, streaming: $('streaming').checked,
   };
   let failed = false;
+  let received = false;
+  let lost = null; // the error by which the message never reached the server
   try {
     for await (const frame of ui.client.run(request, controller.signal)) {
+      if (!received) {
+        received = true;
+        taken();
+      }
       if (frame.error && !frame.author) {
         failed = true;
         ui.transient.push({ error: frame.error, timestamp: Date.now() / 1000 });
@@ -279,6 +313,8 @@ async function send(content) {
     failed = true;
     if (err.name === 'AbortError') {
       ui.transient.push({ error: 'Stopped.', timestamp: Date.now() / 1000 });
+    } else if (!received) {
+      lost = err;
     } else {
       ui.transient.push({ error: err.message || String(err), timestamp: Date.now() / 1000 });
       report(err);
@@ -287,7 +323,18 @@ async function send(content) {
     ui.running = null;
     setRunning(false);
   }
-  if (!failed) setStatus('Ready', 'ok');
+  if (lost) {
+    // Nothing was stored: take the message back out of the chat.
+    const i = ui.events.indexOf(local);
+    if (i >= 0) ui.events.splice(i, 1);
+    console.error(lost);
+    notSent(content, draft, lost);
+    return;
+  }
+  if (!failed) {
+    taken();
+    setStatus('Ready', 'ok');
+  }
   await refresh();
 }
 
@@ -433,10 +480,13 @@ function renderTrace(spans) {
 function showSpan(span, row) {
   for (const r of document.querySelectorAll('#trace-view .span-row.selected')) r.classList.remove('selected');
   row.classList.add('selected');
-  $('span-detail').replaceChildren(
-    el('div', { class: 'artifact-head' }, el('strong', { class: 'mono', text: span.name }),
+  const detail = $('span-detail');
+  detail.replaceChildren(
+    el('div', { class: 'artifact-head' }, el('strong', { class: 'mono span-title', text: span.name }),
       el('span', { class: 'muted small', text: formatDuration(span.end_time - span.start_time) })),
     spanAttributes(span.attributes));
+  // The details sit below the span list: bring them into view.
+  detail.scrollIntoView({ block: 'start', behavior: 'instant' });
 }
 
 // showEventSpan adds, when a timeline event is first opened, the attributes
@@ -495,8 +545,8 @@ function wire() {
     const box = $('message');
     const text = box.value.trim();
     if (!text || ui.running) return;
-    box.value = '';
-    send({ role: 'user', parts: [{ text }] });
+    // The text stays in the box until the server has taken the message.
+    send({ role: 'user', parts: [{ text }] }, box.value);
   });
   $('message').addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
@@ -516,6 +566,10 @@ function wire() {
       if (tab.dataset.tab === 'trace') loadTrace().catch(report);
     });
   }
+  const bookkeeping = $('show-bookkeeping');
+  const showBookkeeping = () => $('timeline').classList.toggle('show-bookkeeping', bookkeeping.checked);
+  bookkeeping.addEventListener('change', showBookkeeping);
+  showBookkeeping();
   // toggle does not bubble: listen in the capture phase.
   $('timeline').addEventListener('toggle', showEventSpan, true);
 }

@@ -85,14 +85,43 @@ function compactJSON(v) {
   return clip(JSON.stringify(v) ?? 'null', 110);
 }
 
+// responseOf is a function response's result as the server meant it: the
+// wire omits an empty response object, which is {} (as the terminal shows),
+// not null.
+export const responseOf = (fr) => fr.response ?? {};
+
+// approvalCall describes the tool call a confirmation request is about.
+function approvalCall(fc) {
+  const original = (fc.args || {}).originalFunctionCall || {};
+  return `${original.name || 'tool'}${callArgs(original.args)}`;
+}
+
+/**
+ * Whether an event is runtime bookkeeping: a workflow checkpoint
+ * (actions.agentState) or an end-of-agent marker, with no content and no
+ * state or artifact change. The timeline hides them unless asked.
+ */
+export function isBookkeeping(ev) {
+  const a = ev.actions || {};
+  if (ev.error || ev.errorCode || ev.errorMessage || parts(ev).length) return false;
+  if (!isEmpty(a.stateDelta) || !isEmpty(a.artifactDelta) || a.transferToAgent || a.escalate) return false;
+  return !isEmpty(a.agentState) || !!a.endOfAgent;
+}
+
 /** A one-line summary of an event for the timeline: {kind, label}. */
 export function summarize(ev) {
   const a = ev.actions || {};
   if (ev.error) return { kind: 'error', label: ev.error };
   if (ev.errorCode || ev.errorMessage) return { kind: 'error', label: [ev.errorCode, ev.errorMessage].filter(Boolean).join(': ') };
   const calls = functionCalls(ev);
+  if (calls.length && calls.every((c) => c.name === CONFIRMATION)) {
+    return { kind: 'approval', label: calls.map((c) => `asks for approval: ${approvalCall(c)}`).join('; ') };
+  }
   if (calls.length) return { kind: 'call', label: calls.map((c) => c.name).join(', ') };
   const responses = functionResponses(ev);
+  if (responses.length && responses.every((r) => r.name === CONFIRMATION)) {
+    return { kind: 'approval', label: responses.map((r) => (responseOf(r).confirmed === true ? 'approved' : 'rejected')).join(', ') + ` (${CONFIRMATION})` };
+  }
   if (responses.length) return { kind: 'response', label: responses.map((r) => r.name).join(', ') };
   const text = textOf(ev);
   if (text) return { kind: 'text', label: text.length > 80 ? `${text.slice(0, 77)}…` : text };
@@ -101,7 +130,11 @@ export function summarize(ev) {
   if (a.escalate) return { kind: 'escalate', label: 'escalate' };
   if (!isEmpty(a.stateDelta)) return { kind: 'state', label: Object.keys(a.stateDelta).join(', ') };
   if (!isEmpty(a.artifactDelta)) return { kind: 'artifact', label: Object.keys(a.artifactDelta).join(', ') };
-  if (a.endOfAgent) return { kind: 'end', label: 'end of agent' };
+  if (a.endOfAgent) return { kind: 'end', label: `end of agent ${ev.author || ''}`.trim() };
+  if (!isEmpty(a.agentState)) {
+    const kv = Object.entries(a.agentState).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(', ');
+    return { kind: 'checkpoint', label: clip(`checkpoint of ${ev.author || 'agent'}: ${kv}`, 110) };
+  }
   return { kind: 'event', label: '' };
 }
 
@@ -122,10 +155,11 @@ export function timelineItem(ev, index) {
     body.append(section(`Function call · ${fc.name}`, el('div', { class: 'mono small muted', text: fc.id ? `id ${fc.id}` : '' }), json(fc.args || {})));
   }
   for (const fr of functionResponses(ev)) {
-    body.append(section(`Function response · ${fr.name}`, el('div', { class: 'mono small muted', text: fr.id ? `id ${fr.id}` : '' }), json(fr.response ?? null)));
+    body.append(section(`Function response · ${fr.name}`, el('div', { class: 'mono small muted', text: fr.id ? `id ${fr.id}` : '' }), json(responseOf(fr))));
   }
   if (!isEmpty(a.stateDelta)) body.append(section('State delta', json(a.stateDelta)));
   if (!isEmpty(a.artifactDelta)) body.append(section('Artifact delta', json(a.artifactDelta)));
+  if (!isEmpty(a.agentState)) body.append(section('Agent state (checkpoint)', json(a.agentState)));
   const flags = [];
   if (a.transferToAgent) flags.push(`transfer to ${a.transferToAgent}`);
   if (a.escalate) flags.push('escalate');
@@ -144,13 +178,13 @@ export function timelineItem(ev, index) {
   if (meta.length) body.append(el('div', { class: 'ev-meta mono small muted', text: meta.join(' · ') }));
   body.append(el('details', { class: 'raw' }, el('summary', { text: 'Raw JSON' }), json(ev)));
 
-  return el('li', { class: `ev kind-${kind}`, dataset: { id: ev.id || '' } },
+  return el('li', { class: `ev kind-${kind}${isBookkeeping(ev) ? ' bookkeeping' : ''}`, dataset: { id: ev.id || '' } },
     el('details', {},
       el('summary', {},
         el('span', { class: 'idx', text: `${index + 1}` }),
         authorBadge(ev.author || (ev.error ? 'error' : '?')),
         el('span', { class: `kind kind-${kind}`, text: kind }),
-        el('span', { class: 'label', text: label }),
+        el('span', { class: 'label', text: label, title: label }),
         el('time', { text: formatTime(ev.timestamp) })),
       body));
 }
@@ -164,7 +198,10 @@ export function chatItems(ev, handlers) {
   const author = ev.author || '';
   const a = ev.actions || {};
   if (ev.error) {
-    out.push(el('div', { class: 'msg error' }, el('strong', { text: 'Error: ' }), ev.error));
+    const retry = ev.retry && handlers.retry
+      ? el('button', { class: 'btn small retry', type: 'button', text: 'Retry', onclick: () => handlers.retry(ev.retry) })
+      : null;
+    out.push(el('div', { class: 'msg error' }, el('strong', { text: 'Error: ' }), ev.error, retry ? ' ' : null, retry));
     return out;
   }
   const longRunning = new Set(ev.longRunningToolIds || []);
@@ -177,7 +214,7 @@ export function chatItems(ev, handlers) {
         out.push(el('div', { class: `note ${ok ? 'ok' : 'warn'}`, text: ok ? '✓ You approved the tool call.' : '✗ You rejected the tool call.' }));
       } else {
         out.push(el('div', { class: 'tool response' }, el('span', { class: 'tool-icon', text: '←' }),
-          el('span', { class: 'mono', text: `${fr.name} ← ${compactJSON(fr.response)}` })));
+          el('span', { class: 'mono', text: `${fr.name} ← ${compactJSON(responseOf(fr))}` })));
       }
     }
     return out;
@@ -210,7 +247,12 @@ export function chatItems(ev, handlers) {
   for (const fr of functionResponses(ev)) {
     if (fr.name === 'transfer_to_agent') continue;
     out.push(el('div', { class: 'tool response' }, el('span', { class: 'tool-icon', text: '←' }),
-      el('span', { class: 'mono', text: `${fr.name} ${compactJSON(fr.response)}` })));
+      el('span', { class: 'mono', text: `${fr.name} ${compactJSON(responseOf(fr))}` })));
+  }
+  if (!parts(ev).length && !isEmpty(a.stateDelta)) {
+    // A reply that only changed state: say what changed.
+    const kv = Object.entries(a.stateDelta).map(([k, v]) => `${k}=${typeof v === 'string' ? v : compactJSON(v)}`).join(', ');
+    out.push(el('div', { class: 'note state-note' }, authorBadge(author), ` state updated: ${clip(kv, 200)}`));
   }
   if (a.transferToAgent) out.push(el('div', { class: 'note', text: `${author} transferred the conversation to ${a.transferToAgent}` }));
   if (a.escalate) out.push(el('div', { class: 'note', text: `${author} escalated` }));
@@ -310,7 +352,7 @@ export function traceTree(spans, onSelect) {
         class: `span-row span-${spanKind(s.name)}`, tabindex: 0, title: s.name,
         dataset: { spanId: s.span_id, name: s.name },
       },
-      el('span', { class: 'span-name', style: `padding-left:${depth * 14}px`, text: s.name }),
+      el('span', { class: 'span-name', style: `padding-left:${depth * 14}px`, text: s.name, title: s.name }),
       el('span', { class: 'span-track' }, el('span', { class: 'span-bar', style: `left:${left}%;width:${Math.min(width, 100 - left)}%` })),
       el('span', { class: 'span-dur', text: formatDuration(s.end_time - s.start_time) }));
       row.addEventListener('click', () => onSelect(s, row));

@@ -1,0 +1,79 @@
+package cli_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunFlagsAfterApp accepts flags after the application's name as well
+// as before it.
+func TestRunFlagsAfterApp(t *testing.T) {
+	code, out, errOut := run(t, "hi\n", "run", "assistant", "--sessions", "memory://", "--artifacts", "memory://", "--session", "late-flags", "--user", "ada")
+	if code != 0 || !strings.Contains(errOut, "new session late-flags") || !strings.HasPrefix(out, "assistant: Hello!") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, _, errOut = run(t, "", "run", "--sessions", "memory://", "assistant", "--user", "ada", "other")
+	if code != 2 || !strings.Contains(errOut, `expected one application, got ["assistant" "other"]`) {
+		t.Errorf("two apps: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestRunShowsHistory continues a session with --session: its earlier
+// conversation is printed (on stderr, so stdout holds only this run's
+// answers) before the new turn.
+func TestRunShowsHistory(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "s.db")
+	code, _, errOut := run(t, "What's the weather in Oslo?\nadd 1 and 2\n", "run", "--sessions", db, "--artifacts", "memory://", "--session", "h1", "assistant")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	code, out, errOut := run(t, "hello\n", "run", "--sessions", db, "--artifacts", "memory://", "--session", "h1", "assistant")
+	if code != 0 || !strings.HasPrefix(out, "assistant: Hello!") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	_, history, _ := strings.Cut(errOut, "continuing session h1\n")
+	for _, want := range []string{
+		"> What's the weather in Oslo?\n",
+		`  [assistant] → get_weather({"city":"Oslo"})` + "\n",
+		"assistant: It is ",
+		"> add 1 and 2\n",
+		`  [assistant] ← add: {"sum":3}` + "\n",
+		"assistant: The sum is 3.\n",
+		"(end of the earlier conversation)",
+	} {
+		if !strings.Contains(history, want) {
+			t.Errorf("history lacks %q:\n%s", want, errOut)
+		}
+	}
+	if strings.Index(history, "Oslo?") > strings.Index(history, "add 1 and 2") {
+		t.Errorf("history out of order:\n%s", history)
+	}
+}
+
+// TestRunPendingApprovalAtEOF: input that ends while a tool call awaits
+// approval exits non-zero and says so; continuing the session asks again,
+// and the approval runs the tool.
+func TestRunPendingApprovalAtEOF(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "s.db")
+	args := []string{"run", "--sessions", db, "--artifacts", "memory://", "--session", "p1", "assistant"}
+	code, out, errOut := run(t, "email bob@example.com: lunch at noon\n", args...)
+	if code != 1 || !strings.Contains(errOut, `an approval is still pending: send_email({"text":"lunch at noon","to":"bob@example.com"})`) ||
+		!strings.Contains(errOut, "loom run --session p1 assistant") {
+		t.Errorf("EOF at approval: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if !strings.Contains(out, "confirmation needed:") {
+		t.Errorf("no confirmation asked: %q", out)
+	}
+
+	code, out, errOut = run(t, "y\n", args...)
+	if code != 0 || !strings.Contains(out, "confirmation needed:") || !strings.Contains(out, "assistant: Sent the email to bob@example.com.\n") {
+		t.Errorf("continued: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+
+	// Answered in the same run: exit 0.
+	code, out, errOut = run(t, "email ann@example.com: hi\nn\n", "run", "--sessions", "memory://", "--artifacts", "memory://", "assistant")
+	if code != 0 || !strings.Contains(out, "assistant: OK, I did not send the email.\n") {
+		t.Errorf("rejected: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
