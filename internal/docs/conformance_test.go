@@ -2,8 +2,9 @@
 //
 // TestConformanceIDs keeps docs/CONFORMANCE.md and the tests in step: every
 // behaviour id a test cites is in the checklist, every id of the checklist
-// is cited by at least one test, and every test the checklist names exists
-// and cites the id it is listed under.
+// is cited by at least one test, every test the checklist names exists and
+// cites the id it is listed under, and every test that cites an id is named
+// under it.
 package docs
 
 import (
@@ -29,6 +30,8 @@ var (
 	// nameRE matches a test function named after ids: TestT3..., TestT2T3...,
 	// and the lower-case test functions of the conformance suites.
 	nameRE = regexp.MustCompile(`^(?:Test|test)((?:[ESRAT][0-9]+)+)(?:[A-Z_]|$)`)
+	// oneIDRE splits the ids of a test name ("T2T3").
+	oneIDRE = regexp.MustCompile(`[ESRAT][0-9]+`)
 	// docIDRE matches the line that defines an id in CONFORMANCE.md.
 	docIDRE = regexp.MustCompile(`^([ESRAT][0-9]+)\. `)
 	// docTestRE matches one test named on a "Tests:" line: `dir.Func`.
@@ -61,6 +64,15 @@ func ids(s string) []string {
 		}
 	}
 	return out
+}
+
+// nameIDs returns the ids a test function's name starts with.
+func nameIDs(name string) []string {
+	m := nameRE.FindStringSubmatch(name)
+	if m == nil {
+		return nil
+	}
+	return oneIDRE.FindAllString(m[1], -1)
 }
 
 // isTestCode reports whether a file holds test code: a _test.go file, or a
@@ -105,8 +117,8 @@ func scan(t *testing.T) ([]citation, map[string]bool) {
 			}
 			where := dir + "." + fn.Name.Name
 			funcs[where] = true
-			if m := nameRE.FindStringSubmatch(fn.Name.Name); m != nil && notCitations[where] == "" {
-				for _, id := range ids(m[1]) {
+			for _, id := range nameIDs(fn.Name.Name) {
+				if notCitations[where] == "" {
 					cites = append(cites, citation{id, where})
 				}
 			}
@@ -175,7 +187,7 @@ func checklist(t *testing.T) ([]string, map[string][]string) {
 }
 
 // TestConformanceIDs checks that the checklist and the tests cite the same
-// ids, and that the tests the checklist lists exist and cite their id.
+// ids, and that the checklist names exactly the tests that cite each id.
 func TestConformanceIDs(t *testing.T) {
 	cites, funcs := scan(t)
 	order, listed := checklist(t)
@@ -209,6 +221,14 @@ func TestConformanceIDs(t *testing.T) {
 	}
 
 	for _, id := range order {
+		for _, where := range citedBy[id] {
+			if !strings.HasSuffix(where, ".go") && !slices.Contains(listed[id], where) {
+				t.Errorf("%s cites %s, but docs/CONFORMANCE.md does not name it under %s", where, id, id)
+			}
+		}
+	}
+
+	for _, id := range order {
 		if len(listed[id]) == 0 {
 			t.Errorf("%s: docs/CONFORMANCE.md names no test for it", id)
 		}
@@ -237,19 +257,16 @@ func TestIDs(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]string{
-		"TestT2T3AnswerRunsOnce": "T2T3",
+		"TestT2T3AnswerRunsOnce": "T2 T3",
 		"testS1TempKeys":         "S1",
 		"TestE4":                 "E4",
 		"TestTranscript":         "",
 		"TestS10x":               "",
 		"TestA1OutputKey":        "A1",
+		"TestS10ClosedStore":     "S10",
 	} {
-		got := ""
-		if m := nameRE.FindStringSubmatch(name); m != nil {
-			got = m[1]
-		}
-		if got != want {
-			t.Errorf("nameRE(%q) = %q, want %q", name, got, want)
+		if got := strings.Join(nameIDs(name), " "); got != want {
+			t.Errorf("nameIDs(%q) = %q, want %q", name, got, want)
 		}
 	}
 }
