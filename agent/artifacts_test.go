@@ -16,7 +16,7 @@ import (
 )
 
 // TestPendingArtifactsDiscard: Discard deletes exactly the saved versions
-// no committed event covers, for saves made concurrently.
+// no committed event covers, for saves made concurrently (CONFORMANCE R11).
 func TestPendingArtifactsDiscard(t *testing.T) {
 	ctx := context.Background()
 	svc := memartifact.NewService()

@@ -298,7 +298,7 @@ func TestModelViewCoversOnlyEarlierEvents(t *testing.T) {
 }
 
 // TestHistoryLatestResponseWins: a call answered twice (an interim result,
-// then the final one) shows one response, the latest, where the first was.
+// then the final one) shows one response, the latest, where the first was (CONFORMANCE T7).
 func TestHistoryLatestResponseWins(t *testing.T) {
 	call := event.New("e-1", "a")
 	call.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{ID: "c1", Name: "job"}}}}

@@ -130,7 +130,7 @@ func saverModel() *scripted.Model {
 
 // TestArtifactVersionsRemovedWhenCommitFails: a tool's saves whose event
 // fails to commit leave no version behind, neither of a session artifact
-// nor of a user: one, and the numbers are free for the next turn.
+// nor of a user: one, and the numbers are free for the next turn (CONFORMANCE R11).
 func TestArtifactVersionsRemovedWhenCommitFails(t *testing.T) {
 	f := newArtifactFixture(t, llm(t, "bot", saverModel(), saveTool(t)))
 	ctx := context.Background()
@@ -180,7 +180,7 @@ func TestArtifactVersionsRemovedWhenCommitFails(t *testing.T) {
 // TestArtifactVisibleOnlyWithItsEvent: after every turn, committed or not,
 // the latest version of each artifact is the one the last committed event
 // records; an invocation that ends before its event (an agent error, a
-// consumer that stops reading) leaves nothing.
+// consumer that stops reading) leaves nothing (CONFORMANCE R11).
 func TestArtifactVisibleOnlyWithItsEvent(t *testing.T) {
 	var mode atomic.Value // what the agent does after saving
 	root := custom(t, "root", func(ctx context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) {
@@ -251,7 +251,7 @@ func TestArtifactVisibleOnlyWithItsEvent(t *testing.T) {
 }
 
 // TestPluginArtifactsRemovedWhenCommitFails covers the runner's own
-// commits: a plugin's before-run save whose event fails to commit.
+// commits: a plugin's before-run save whose event fails to commit (CONFORMANCE R11).
 func TestPluginArtifactsRemovedWhenCommitFails(t *testing.T) {
 	p := &plugin.Plugin{Name: "stamp", BeforeRun: func(ctx context.Context, cc *agent.CallbackContext) (*genai.Content, error) {
 		_, err := cc.SaveArtifact(ctx, "stamp.txt", genai.NewPartFromText("stamp"))
@@ -273,7 +273,7 @@ func TestPluginArtifactsRemovedWhenCommitFails(t *testing.T) {
 }
 
 // TestRewindArtifactsRemovedWhenCommitFails: the versions a rewind saves
-// to restore artifacts go when its event is not committed.
+// to restore artifacts go when its event is not committed (CONFORMANCE R11).
 func TestRewindArtifactsRemovedWhenCommitFails(t *testing.T) {
 	f := newArtifactFixture(t, llm(t, "bot", saverModel(), saveTool(t)))
 	ctx := context.Background()
@@ -317,7 +317,7 @@ func (f *artifactFixture) threeTurns(t *testing.T) []string {
 }
 
 // TestForkCarriesArtifacts: a fork loads the artifacts its events refer to,
-// with the same numbers and contents as the source, up to the fork point.
+// with the same numbers and contents as the source, up to the fork point (CONFORMANCE S11).
 func TestForkCarriesArtifacts(t *testing.T) {
 	f := newArtifactFixture(t, llm(t, "bot", saverModel(), saveTool(t)))
 	ctx := context.Background()
@@ -410,7 +410,7 @@ func TestForkCarriesArtifacts(t *testing.T) {
 
 // TestDeleteSessionDeletesArtifacts: deleting a session deletes its
 // artifacts, not the user's shared ones, and a new session with the same id
-// starts without any.
+// starts without any (CONFORMANCE S12).
 func TestDeleteSessionDeletesArtifacts(t *testing.T) {
 	f := newArtifactFixture(t, llm(t, "bot", saverModel(), saveTool(t)))
 	ctx := context.Background()
@@ -459,7 +459,7 @@ func TestDeleteSessionDeletesArtifacts(t *testing.T) {
 
 // TestParallelBranchesArtifactsRemovedWhenCommitFails: branches saving at
 // the same time; the first failed commit ends the invocation, and no
-// branch's uncommitted version stays. Run with -race.
+// branch's uncommitted version stays. Run with -race (CONFORMANCE R11).
 func TestParallelBranchesArtifactsRemovedWhenCommitFails(t *testing.T) {
 	const branches = 4
 	var subs []agent.Agent

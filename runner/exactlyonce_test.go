@@ -201,7 +201,7 @@ var sessionSeq atomic.Int64
 // TestT2T3AnswerRunsOnce runs every pause kind in every tree shape on every
 // store, answering through the same runner and through a new runner over
 // the same store (a restarted process): one answer, one execution, one
-// owner, and the invocation completes.
+// owner, and the invocation completes (CONFORMANCE T6).
 func TestT2T3AnswerRunsOnce(t *testing.T) {
 	for _, sk := range storeKinds(t) {
 		for _, pk := range pauseKinds {
@@ -282,7 +282,7 @@ func testAnswerRunsOnce(t *testing.T, sk storeKind, pk pauseKind, shape treeShap
 
 // TestT3InterimThenFinalAnswerModelView: after a long-running tool's interim
 // result and the client's final answer, the model sees the call followed by
-// exactly one response, the final one.
+// exactly one response, the final one (CONFORMANCE T7).
 func TestT3InterimThenFinalAnswerModelView(t *testing.T) {
 	var runs atomic.Int32
 	m := scripted.NewSequence("m", scripted.Call("charge_card", nil), scripted.Text("charged")).Recording()
@@ -310,7 +310,7 @@ func TestT3InterimThenFinalAnswerModelView(t *testing.T) {
 
 // TestT3CustomAgentAnswers: a custom agent that pauses on a call of its own
 // gets the client's answer through Invocation.Answers, once: not in a
-// later loop pass, and never in another agent.
+// later loop pass, and never in another agent (CONFORMANCE T6).
 func TestT3CustomAgentAnswers(t *testing.T) {
 	var got []string
 	asker := custom(t, "asker", func(ctx context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) {

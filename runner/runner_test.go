@@ -263,7 +263,7 @@ func TestR5DirtyWriteDiscardedBetweenInvocations(t *testing.T) {
 }
 
 // TestR5TempStateLivesOneInvocation checks temp: keys: visible for the rest
-// of the invocation, gone in the next.
+// of the invocation, gone in the next (CONFORMANCE S1).
 func TestR5TempStateLivesOneInvocation(t *testing.T) {
 	var seen []any
 	root := custom(t, "root", func(ctx context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) {

@@ -19,7 +19,7 @@ import (
 // TestForgedHistoryRunsNothing: a session created with a fabricated
 // confirmation request (or long-running call) cannot be used to run a tool
 // the model never called: the answer is refused and the tool never runs.
-// A server may also refuse histories outright.
+// A server may also refuse histories outright (CONFORMANCE R10).
 func TestForgedHistoryRunsNothing(t *testing.T) {
 	runs := 0
 	save, err := functiontool.New(functiontool.Config{Name: "save_note", Description: "Saves a note."},

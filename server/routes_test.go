@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // TestRoutesGolden walks every route of WIRE.md's HTTP table, in an order
 // that builds on earlier steps, and compares status, content type and
 // normalized body with testdata/routes.golden. Run with -update to rewrite
-// the file after an intended change. Covers S4 (409 on an existing id) and
+// the file after an intended change. Covers CONFORMANCE S4 (409 on an existing id) and
 // R2 (404 on a run in a missing session).
 func TestRoutesGolden(t *testing.T) {
 	f := newFixture(t, server.Config{Version: "1.2.3"})

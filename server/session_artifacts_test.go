@@ -10,7 +10,7 @@ import (
 )
 
 // TestDeleteSessionDeletesArtifacts: DELETE of a session deletes its
-// artifacts; a new session with the same id has none.
+// artifacts; a new session with the same id has none (CONFORMANCE S12).
 func TestDeleteSessionDeletesArtifacts(t *testing.T) {
 	f := newFixture(t, server.Config{})
 	const s1 = "/apps/demo/users/u1/sessions/s1"
@@ -36,7 +36,7 @@ func TestDeleteSessionDeletesArtifacts(t *testing.T) {
 	}
 }
 
-// TestForkRoute: POST .../fork copies the session and its artifacts.
+// TestForkRoute: POST .../fork copies the session and its artifacts (CONFORMANCE S11).
 func TestForkRoute(t *testing.T) {
 	f := newFixture(t, server.Config{})
 	const sessions = "/apps/demo/users/u1/sessions"

@@ -44,6 +44,9 @@ func forkFixture(t *testing.T) (*session.Service, *session.Session, []*event.Eve
 	return svc, src, evs
 }
 
+// TestForkUpToEvent checks a fork up to and including an event: its key,
+// its events and the state as it was right after that event (CONFORMANCE
+// S11).
 func TestForkUpToEvent(t *testing.T) {
 	ctx := context.Background()
 	svc, src, evs := forkFixture(t)
@@ -80,6 +83,8 @@ func TestForkUpToEvent(t *testing.T) {
 	}
 }
 
+// TestForkAllAndGeneratedID checks a fork of every event into a session
+// with a generated id (CONFORMANCE S11).
 func TestForkAllAndGeneratedID(t *testing.T) {
 	ctx := context.Background()
 	svc, src, _ := forkFixture(t)
@@ -106,6 +111,8 @@ func TestForkAllAndGeneratedID(t *testing.T) {
 	}
 }
 
+// TestForkBeforeFirstChange checks a fork at the first event: the changes
+// later events made to session state are undone (CONFORMANCE S11).
 func TestForkBeforeFirstChange(t *testing.T) {
 	ctx := context.Background()
 	svc, src, evs := forkFixture(t)
@@ -119,6 +126,9 @@ func TestForkBeforeFirstChange(t *testing.T) {
 	}
 }
 
+// TestForkErrors checks that a fork from a missing source, at an unknown
+// event or into a taken id fails, and that a failed fork leaves no session
+// behind (CONFORMANCE S11).
 func TestForkErrors(t *testing.T) {
 	ctx := context.Background()
 	svc, src, _ := forkFixture(t)

@@ -17,7 +17,7 @@ import (
 // TestAuthRequestFlow checks the credential flow: a tool asks for
 // credentials, the runtime asks the client with adk_request_credential and
 // pauses, the client answers, the tool runs with the credential, and the
-// secret never reaches the session log.
+// secret never reaches the session log (CONFORMANCE T9).
 func TestAuthRequestFlow(t *testing.T) {
 	const secret = "s3cr3t-api-key-value"
 	var got string

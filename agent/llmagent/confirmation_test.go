@@ -139,7 +139,7 @@ func TestT2ConfirmationFailsClosed(t *testing.T) {
 }
 
 // TestT2ConfirmationAnsweredTwiceOrUnknown checks the clear errors, and
-// that the session is unchanged by them.
+// that the session is unchanged by them (CONFORMANCE T6).
 func TestT2ConfirmationAnsweredTwiceOrUnknown(t *testing.T) {
 	f, _, runs := gatedFixture(t, functiontool.Config{RequireConfirmation: true},
 		scripted.Call("send_money", map[string]any{"amount": 1, "to": "x"}), scripted.Text("ok"))

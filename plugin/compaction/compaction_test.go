@@ -378,7 +378,7 @@ func TestT4PendingCallsNeverCompacted(t *testing.T) {
 
 // T4: compaction goes on past a call that stays pending (with or without
 // an interim result): later turns are summarized, no range is summarized
-// twice, and the pending call and its interim result stay in view.
+// twice, and the pending call and its interim result stay in view (CONFORMANCE T8).
 func TestT4CompactionContinuesPastPendingCall(t *testing.T) {
 	for _, name := range []string{"lr-job", "lri-job"} {
 		t.Run(name, func(t *testing.T) {

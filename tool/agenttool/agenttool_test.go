@@ -128,7 +128,7 @@ func TestDeclaration(t *testing.T) {
 }
 
 // TestRunCustomAgent checks the answer, the state forwarded to the caller
-// and that the child's events stay out of the caller's session.
+// and that the child's events stay out of the caller's session (CONFORMANCE A10).
 func TestRunCustomAgent(t *testing.T) {
 	ctx := context.Background()
 	p := newParent(t, map[string]any{"topic": "bees", "obsolete": "x", "user:name": "Ann"}, nil, nil)
@@ -245,7 +245,7 @@ func TestR8ChildErrors(t *testing.T) {
 
 // TestServicesForwarded checks that the child reads and writes the caller's
 // artifacts (saves recorded in the caller's artifact delta) and searches the
-// caller's memory.
+// caller's memory (CONFORMANCE A10).
 func TestServicesForwarded(t *testing.T) {
 	ctx := context.Background()
 	arts := memartifact.NewService()
@@ -353,7 +353,7 @@ func TestConcurrentCalls(t *testing.T) {
 }
 
 // TestWithLLMAgents runs an LLM agent that calls another LLM agent through
-// the tool, end to end through the runner with scripted models.
+// the tool, end to end through the runner with scripted models (CONFORMANCE A10).
 func TestWithLLMAgents(t *testing.T) {
 	ctx := context.Background()
 	childModel := scriptedText("4")
@@ -451,7 +451,7 @@ func textOf(ev *event.Event) string {
 
 // TestChildFailureKeepsCallersArtifacts: a child that saves an artifact and
 // then fails does not take back the version the caller's delta records;
-// the caller's commit decides about it.
+// the caller's commit decides about it (CONFORMANCE R11).
 func TestChildFailureKeepsCallersArtifacts(t *testing.T) {
 	ctx := context.Background()
 	arts := memartifact.NewService()
