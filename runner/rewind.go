@@ -57,7 +57,7 @@ func (r *Runner) Rewind(ctx context.Context, userID, sessionID, beforeInvocation
 
 		ev = event.New(event.NewInvocationID(), event.AuthorUser)
 		ev.Actions.RewindBeforeInvocationID = beforeInvocationID
-		ev.Actions.StateDelta = rewindState(before, since)
+		ev.Actions.StateDelta = session.RewindDelta(before, since)
 		// The restored versions are saved before the event that records
 		// them, and removed if it is not committed.
 		pending := &agent.PendingArtifacts{}
@@ -85,36 +85,6 @@ func (r *Runner) Rewind(ctx context.Context, userID, sessionID, beforeInvocation
 		return nil
 	})
 	return ev, err
-}
-
-// rewindState returns the state delta that gives every session-scoped key
-// changed in since the value the events in before left it with.
-func rewindState(before, since []*event.Event) map[string]any {
-	var delta map[string]any
-	for _, e := range since {
-		for k := range e.Actions.StateDelta {
-			if sharedOrTemp(k) {
-				continue
-			}
-			if delta == nil {
-				delta = map[string]any{}
-			}
-			delta[k] = nil
-		}
-	}
-	for _, e := range before {
-		for k, v := range e.Actions.StateDelta {
-			if _, ok := delta[k]; ok {
-				delta[k] = event.CloneValue(v)
-			}
-		}
-	}
-	return delta
-}
-
-func sharedOrTemp(key string) bool {
-	return strings.HasPrefix(key, session.PrefixApp) || strings.HasPrefix(key, session.PrefixUser) ||
-		strings.HasPrefix(key, session.PrefixTemp)
 }
 
 // rewindArtifacts saves again the versions that session artifacts changed

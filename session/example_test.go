@@ -109,3 +109,16 @@ func ExampleService_Refresh() {
 	// true
 	// 1 <nil>
 }
+
+// ExampleScopeOf shows how a state key's prefix decides its scope.
+func ExampleScopeOf() {
+	for _, k := range []string{"app:theme", "user:name", "temp:draft", "count"} {
+		scope, name := session.ScopeOf(k)
+		fmt.Println(scope == session.ScopeSession, name)
+	}
+	// Output:
+	// false theme
+	// false name
+	// false draft
+	// true count
+}

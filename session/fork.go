@@ -3,7 +3,8 @@ package session
 import (
 	"context"
 	"fmt"
-	"strings"
+
+	"github.com/loomkit/loom/event"
 )
 
 // Fork creates the session dst as a copy of the session src up to and
@@ -101,8 +102,35 @@ func (s *Service) Fork(ctx context.Context, src Key, upToEventID string, dst Key
 	return s.Get(ctx, dst, nil)
 }
 
-// sessionScoped reports whether a state key lives with the session (it has
-// no app:, user: or temp: prefix).
+// sessionScoped reports whether a state key lives with the session.
 func sessionScoped(key string) bool {
-	return !strings.HasPrefix(key, PrefixApp) && !strings.HasPrefix(key, PrefixUser) && !strings.HasPrefix(key, PrefixTemp)
+	scope, _ := ScopeOf(key)
+	return scope == ScopeSession
+}
+
+// RewindDelta returns the state delta that takes a session back to before
+// the events since: every session-scoped key they changed gets the value
+// the events before left it with, or nil (removed) if they never set it.
+// Shared (app:, user:) and temp: keys are left alone. Rewind commits it.
+func RewindDelta(before, since []*event.Event) map[string]any {
+	var delta map[string]any
+	for _, e := range since {
+		for k := range e.Actions.StateDelta {
+			if !sessionScoped(k) {
+				continue
+			}
+			if delta == nil {
+				delta = map[string]any{}
+			}
+			delta[k] = nil
+		}
+	}
+	for _, e := range before {
+		for k, v := range e.Actions.StateDelta {
+			if _, ok := delta[k]; ok {
+				delta[k] = event.CloneValue(v)
+			}
+		}
+	}
+	return delta
 }

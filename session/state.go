@@ -21,21 +21,51 @@ const (
 
 // This file holds the state-scope rules, once for every backend.
 
+// Scope says where a state key lives and who sees it.
+type Scope uint8
+
+// The scopes of state keys.
+const (
+	// ScopeSession keys (no prefix) live with their session.
+	ScopeSession Scope = iota
+	// ScopeApp keys (PrefixApp) are shared by every session of the app.
+	ScopeApp
+	// ScopeUser keys (PrefixUser) are shared by the sessions of one user.
+	ScopeUser
+	// ScopeTemp keys (PrefixTemp) live for one invocation and are never
+	// stored.
+	ScopeTemp
+)
+
+// ScopeOf returns the scope of a state key and its name within that scope
+// (the key without its prefix). It is the one place that reads prefixes.
+func ScopeOf(key string) (Scope, string) {
+	switch {
+	case strings.HasPrefix(key, PrefixApp):
+		return ScopeApp, key[len(PrefixApp):]
+	case strings.HasPrefix(key, PrefixUser):
+		return ScopeUser, key[len(PrefixUser):]
+	case strings.HasPrefix(key, PrefixTemp):
+		return ScopeTemp, key[len(PrefixTemp):]
+	}
+	return ScopeSession, key
+}
+
 // splitDelta splits a state delta by scope, dropping temp keys. It also
 // returns the delta to store with the event: delta itself when it has no temp
 // keys, else a copy without them.
 func splitDelta(delta map[string]any) (d Delta, stored map[string]any) {
 	stored = delta
 	for k, v := range delta {
-		switch {
-		case strings.HasPrefix(k, PrefixTemp):
+		switch scope, name := ScopeOf(k); scope {
+		case ScopeTemp:
 			if len(stored) == len(delta) {
 				stored = withoutTemp(delta)
 			}
-		case strings.HasPrefix(k, PrefixApp):
-			d.App = put(d.App, k[len(PrefixApp):], v)
-		case strings.HasPrefix(k, PrefixUser):
-			d.User = put(d.User, k[len(PrefixUser):], v)
+		case ScopeApp:
+			d.App = put(d.App, name, v)
+		case ScopeUser:
+			d.User = put(d.User, name, v)
 		default:
 			d.Session = put(d.Session, k, v)
 		}
@@ -46,7 +76,7 @@ func splitDelta(delta map[string]any) (d Delta, stored map[string]any) {
 func withoutTemp(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
-		if !strings.HasPrefix(k, PrefixTemp) {
+		if scope, _ := ScopeOf(k); scope != ScopeTemp {
 			out[k] = v
 		}
 	}

@@ -270,12 +270,8 @@ func InjectState(ctx context.Context, template string, inv *agent.Invocation) (s
 }
 
 func validStateKey(key string) bool {
-	for _, p := range []string{session.PrefixApp, session.PrefixUser, session.PrefixTemp} {
-		if rest, ok := strings.CutPrefix(key, p); ok {
-			return identifier.MatchString(rest)
-		}
-	}
-	return identifier.MatchString(key)
+	_, name := session.ScopeOf(key)
+	return identifier.MatchString(name)
 }
 
 func formatValue(v any) string {

@@ -42,6 +42,7 @@ import (
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/memory"
 	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
 	"github.com/loomkit/loom/tool"
 )
@@ -206,7 +207,7 @@ func forwardState(tc tool.Context, seed, changes map[string]any) {
 	slices.Sort(keys) // deterministic staging order
 	for _, k := range keys {
 		v := changes[k]
-		if strings.HasPrefix(k, "temp:") {
+		if scope, _ := session.ScopeOf(k); scope == session.ScopeTemp {
 			continue
 		}
 		old, had := seed[k]
