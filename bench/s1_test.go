@@ -100,6 +100,46 @@ func BenchmarkS1(b *testing.B) {
 			b.Fatalf("invocation yielded %d events, want 3", n)
 		}
 	}
+	b.StopTimer()
+	checkS1Sessions(b, svc, ids, b.N)
+}
+
+// checkS1Sessions fails b unless n invocations, round-robin over the
+// sessions ids, each stored exactly the four S1 events: at -benchtime=2000x
+// over 100 sessions every session holds 80 events.
+func checkS1Sessions(b *testing.B, svc *session.Service, ids []string, n int) {
+	b.Helper()
+	for j, id := range ids {
+		want := n / len(ids)
+		if j < n%len(ids) {
+			want++
+		}
+		sess, err := svc.Get(context.Background(), session.Key{AppName: "bench", UserID: "user", SessionID: id}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		checkS1Events(b, sess, want)
+	}
+}
+
+// checkS1Events fails b unless sess holds exactly invocations groups of the
+// four S1 events: the user message, the call add{a:1,b:2}, its response and
+// the final text "3".
+func checkS1Events(b *testing.B, sess *session.Session, invocations int) {
+	b.Helper()
+	if sess.Len() != 4*invocations {
+		b.Fatalf("session %s holds %d events after %d invocations, want %d", sess.ID(), sess.Len(), invocations, 4*invocations)
+	}
+	for i := 0; i < sess.Len(); i += 4 {
+		user, call, resp, final := sess.At(i), sess.At(i+1), sess.At(i+2), sess.At(i+3)
+		ok := user.Author == "user" && user.Content != nil &&
+			len(call.FunctionCalls()) == 1 && call.FunctionCalls()[0].Name == "add" &&
+			len(resp.FunctionResponses()) == 1 && resp.FunctionResponses()[0].Name == "add" &&
+			final.IsFinalResponse() && final.Content != nil && len(final.Content.Parts) == 1 && final.Content.Parts[0].Text == "3"
+		if !ok {
+			b.Fatalf("session %s: events %d-%d are not user, call, response, final", sess.ID(), i, i+3)
+		}
+	}
 }
 
 // BenchmarkS1FreshSession is S1 with a new session per invocation.
@@ -113,7 +153,17 @@ func BenchmarkS1FreshSession(b *testing.B) {
 		if _, err := svc.Create(context.Background(), session.Key{AppName: "bench", UserID: "user", SessionID: id}, nil); err != nil {
 			b.Fatal(err)
 		}
-		invoke(b, r, id)
+		if n := invoke(b, r, id); n != 3 {
+			b.Fatalf("invocation yielded %d events, want 3", n)
+		}
+	}
+	b.StopTimer()
+	for i := range b.N {
+		sess, err := svc.Get(context.Background(), session.Key{AppName: "bench", UserID: "user", SessionID: fmt.Sprint("fresh", i)}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		checkS1Events(b, sess, 1)
 	}
 }
 
