@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,11 +75,13 @@ func invoke(tb testing.TB, r *runner.Runner, sessionID string) int {
 	return n
 }
 
-func createSessions(tb testing.TB, svc *session.Service, n int) []string {
+// createSessions creates n sessions and returns their ids, "s000" and on,
+// each after an optional prefix.
+func createSessions(tb testing.TB, svc *session.Service, n int, prefix ...string) []string {
 	tb.Helper()
 	ids := make([]string, n)
 	for i := range ids {
-		ids[i] = fmt.Sprintf("s%03d", i)
+		ids[i] = fmt.Sprintf("%ss%03d", strings.Join(prefix, ""), i)
 		if _, err := svc.Create(context.Background(), session.Key{AppName: "bench", UserID: "user", SessionID: ids[i]}, nil); err != nil {
 			tb.Fatal(err)
 		}
