@@ -27,6 +27,15 @@ import (
 // invocation with add{a:1,b:2} and the second with the text "3".
 func newS1Agent(tb testing.TB) agent.Agent {
 	tb.Helper()
+	root, err := s1Agent()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return root
+}
+
+// s1Agent builds the S1 agent (see newS1Agent).
+func s1Agent() (agent.Agent, error) {
 	type addArgs struct {
 		A int `json:"a"`
 		B int `json:"b"`
@@ -34,7 +43,7 @@ func newS1Agent(tb testing.TB) agent.Agent {
 	add, err := functiontool.New(functiontool.Config{Name: "add", Description: "Adds two integers."},
 		func(ctx context.Context, tc tool.Context, args addArgs) (int, error) { return args.A + args.B, nil })
 	if err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	llm := scripted.New("s1-model", func(ctx context.Context, req *model.Request) (scripted.Turn, error) {
 		if len(scripted.LastFunctionResponse(req)) > 0 {
@@ -42,11 +51,7 @@ func newS1Agent(tb testing.TB) agent.Agent {
 		}
 		return scripted.Call("add", map[string]any{"a": 1, "b": 2}), nil
 	})
-	root, err := llmagent.New(llmagent.Config{Name: "calculator", Model: llm, Instruction: "Add numbers with the add tool.", Tools: []tool.Tool{add}})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return root
+	return llmagent.New(llmagent.Config{Name: "calculator", Model: llm, Instruction: "Add numbers with the add tool.", Tools: []tool.Tool{add}})
 }
 
 func newRunner(tb testing.TB, root agent.Agent, svc *session.Service) *runner.Runner {
