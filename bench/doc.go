@@ -1,7 +1,10 @@
 // Package bench holds Loom's fixed benchmark scenarios S1 to S5 as Go
-// benchmarks (in its test files), using only the public API:
+// benchmarks (in its test files), using only the public API, and
+// BenchmarkS1Floor, a hand-written loop of S1's essential work with no
+// framework, against which S1 is reported as a ratio:
 //
 //	go test ./bench -run '^$' -bench 'S1$' -benchtime 2000x -count 6
 //
+// startup.sh times the loom command from start to its first served request.
 // See the README for each scenario's command line.
 package bench

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +27,15 @@ import (
 // invocation with add{a:1,b:2} and the second with the text "3".
 func newS1Agent(tb testing.TB) agent.Agent {
 	tb.Helper()
+	root, err := s1Agent()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return root
+}
+
+// s1Agent builds the S1 agent (see newS1Agent).
+func s1Agent() (agent.Agent, error) {
 	type addArgs struct {
 		A int `json:"a"`
 		B int `json:"b"`
@@ -33,7 +43,7 @@ func newS1Agent(tb testing.TB) agent.Agent {
 	add, err := functiontool.New(functiontool.Config{Name: "add", Description: "Adds two integers."},
 		func(ctx context.Context, tc tool.Context, args addArgs) (int, error) { return args.A + args.B, nil })
 	if err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	llm := scripted.New("s1-model", func(ctx context.Context, req *model.Request) (scripted.Turn, error) {
 		if len(scripted.LastFunctionResponse(req)) > 0 {
@@ -41,11 +51,7 @@ func newS1Agent(tb testing.TB) agent.Agent {
 		}
 		return scripted.Call("add", map[string]any{"a": 1, "b": 2}), nil
 	})
-	root, err := llmagent.New(llmagent.Config{Name: "calculator", Model: llm, Instruction: "Add numbers with the add tool.", Tools: []tool.Tool{add}})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return root
+	return llmagent.New(llmagent.Config{Name: "calculator", Model: llm, Instruction: "Add numbers with the add tool.", Tools: []tool.Tool{add}})
 }
 
 func newRunner(tb testing.TB, root agent.Agent, svc *session.Service) *runner.Runner {
@@ -74,11 +80,13 @@ func invoke(tb testing.TB, r *runner.Runner, sessionID string) int {
 	return n
 }
 
-func createSessions(tb testing.TB, svc *session.Service, n int) []string {
+// createSessions creates n sessions and returns their ids, "s000" and on,
+// each after an optional prefix.
+func createSessions(tb testing.TB, svc *session.Service, n int, prefix ...string) []string {
 	tb.Helper()
 	ids := make([]string, n)
 	for i := range ids {
-		ids[i] = fmt.Sprintf("s%03d", i)
+		ids[i] = fmt.Sprintf("%ss%03d", strings.Join(prefix, ""), i)
 		if _, err := svc.Create(context.Background(), session.Key{AppName: "bench", UserID: "user", SessionID: ids[i]}, nil); err != nil {
 			tb.Fatal(err)
 		}
@@ -100,6 +108,46 @@ func BenchmarkS1(b *testing.B) {
 			b.Fatalf("invocation yielded %d events, want 3", n)
 		}
 	}
+	b.StopTimer()
+	checkS1Sessions(b, svc, ids, b.N)
+}
+
+// checkS1Sessions fails b unless n invocations, round-robin over the
+// sessions ids, each stored exactly the four S1 events: at -benchtime=2000x
+// over 100 sessions every session holds 80 events.
+func checkS1Sessions(b *testing.B, svc *session.Service, ids []string, n int) {
+	b.Helper()
+	for j, id := range ids {
+		want := n / len(ids)
+		if j < n%len(ids) {
+			want++
+		}
+		sess, err := svc.Get(context.Background(), session.Key{AppName: "bench", UserID: "user", SessionID: id}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		checkS1Events(b, sess, want)
+	}
+}
+
+// checkS1Events fails b unless sess holds exactly invocations groups of the
+// four S1 events: the user message, the call add{a:1,b:2}, its response and
+// the final text "3".
+func checkS1Events(b *testing.B, sess *session.Session, invocations int) {
+	b.Helper()
+	if sess.Len() != 4*invocations {
+		b.Fatalf("session %s holds %d events after %d invocations, want %d", sess.ID(), sess.Len(), invocations, 4*invocations)
+	}
+	for i := 0; i < sess.Len(); i += 4 {
+		user, call, resp, final := sess.At(i), sess.At(i+1), sess.At(i+2), sess.At(i+3)
+		ok := user.Author == "user" && user.Content != nil &&
+			len(call.FunctionCalls()) == 1 && call.FunctionCalls()[0].Name == "add" &&
+			len(resp.FunctionResponses()) == 1 && resp.FunctionResponses()[0].Name == "add" &&
+			final.IsFinalResponse() && final.Content != nil && len(final.Content.Parts) == 1 && final.Content.Parts[0].Text == "3"
+		if !ok {
+			b.Fatalf("session %s: events %d-%d are not user, call, response, final", sess.ID(), i, i+3)
+		}
+	}
 }
 
 // BenchmarkS1FreshSession is S1 with a new session per invocation.
@@ -113,7 +161,17 @@ func BenchmarkS1FreshSession(b *testing.B) {
 		if _, err := svc.Create(context.Background(), session.Key{AppName: "bench", UserID: "user", SessionID: id}, nil); err != nil {
 			b.Fatal(err)
 		}
-		invoke(b, r, id)
+		if n := invoke(b, r, id); n != 3 {
+			b.Fatalf("invocation yielded %d events, want 3", n)
+		}
+	}
+	b.StopTimer()
+	for i := range b.N {
+		sess, err := svc.Get(context.Background(), session.Key{AppName: "bench", UserID: "user", SessionID: fmt.Sprint("fresh", i)}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		checkS1Events(b, sess, 1)
 	}
 }
 

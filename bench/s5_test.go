@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,37 +27,188 @@ import (
 	"github.com/loomkit/loom/session/memsession"
 )
 
-// s5Clients is the number of concurrent load clients (BENCHMARKS.md S5).
-const s5Clients = 16
+const (
+	// s5Clients is the number of concurrent load clients.
+	s5Clients = 16
+	// s5MaxRequests bounds the requests of one measured round.
+	s5MaxRequests = 2_000_000
+	// s5ServerEnv, set in the environment of the test binary, makes it the
+	// S5 server instead of running tests (see TestMain).
+	s5ServerEnv = "LOOM_BENCH_S5_SERVER"
+	// s5ClockTicks is the kernel's USER_HZ, the unit of the CPU times in
+	// /proc/PID/stat (100 on every Linux architecture Go supports).
+	s5ClockTicks = 100
+)
 
-// BenchmarkS5 measures the HTTP server: a real listener on 127.0.0.1
-// serving the S1 agent (an LLM agent with the function tool add(a, b) on a
-// scripted model that calls add{a:1,b:2}, then answers "3"), loaded by 16
-// concurrent clients posting /run_sse. b.N requests are spread over the
-// clients; run it as
-//
-//	go test ./bench -run '^$' -bench BenchmarkS5 -benchtime 10s
-//
-// so that the measured round lasts about 10 s. In "fresh" mode a request is
-// a session create followed by one run in it; in "reuse" mode each client
-// keeps one session for all its requests.
-//
-// Metrics: req/s, p50-ms and p99-ms latency of a request, cpu-us/req
-// (process CPU time per request, from getrusage) and peak-RSS-MB (VmHWM).
-// The load client runs in the same process as the server, so CPU and RSS
-// include the client's share.
-func BenchmarkS5(b *testing.B) {
-	b.Run("fresh", func(b *testing.B) { benchS5(b, true) })
-	b.Run("reuse", func(b *testing.B) { benchS5(b, false) })
+// TestMain runs the S5 server when s5ServerEnv is set, and the tests and
+// benchmarks otherwise.
+func TestMain(m *testing.M) {
+	if os.Getenv(s5ServerEnv) != "" {
+		if err := s5Serve(); err != nil {
+			fmt.Fprintln(os.Stderr, "s5 server:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
 }
 
-func s5App(b *testing.B) *runner.Runner {
+// s5Serve is the S5 server process: the HTTP API serving the S1 agent with
+// in-memory sessions, as "loom api" serves its apps, on 127.0.0.1 at a port
+// the kernel picks. It prints "port N" on stdout and serves until its stdin
+// closes or it is signalled.
+func s5Serve() error {
+	root, err := s1Agent()
+	if err != nil {
+		return err
+	}
+	app, err := runner.New(runner.Config{AppName: "s1", Agent: root, Sessions: memsession.NewService()})
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Config{Apps: []*runner.Runner{app}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs.RegisterOnShutdown(func() { srv.Close() })
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		stop()
+	}()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	fmt.Printf("port %d\n", ln.Addr().(*net.TCPAddr).Port)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return hs.Shutdown(sctx)
+}
+
+// s5Server is the server child process.
+type s5Server struct {
+	cmd   *exec.Cmd
+	stdin io.Closer
+	base  string
+}
+
+// startS5Server starts the test binary again as the S5 server and waits
+// for its port; the process ends when b does.
+func startS5Server(b *testing.B) *s5Server {
 	b.Helper()
-	app, err := runner.New(runner.Config{AppName: "s1", Agent: newS1Agent(b), Sessions: memsession.NewService()})
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), s5ServerEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
 	}
-	return app
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	s := &s5Server{cmd: cmd, stdin: stdin}
+	b.Cleanup(func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	port, ok := strings.CutPrefix(strings.TrimSpace(line), "port ")
+	if err != nil || !ok {
+		b.Fatalf("S5 server did not report its port: %q, %v", line, err)
+	}
+	s.base = "http://127.0.0.1:" + port
+	return s
+}
+
+// cpuTime returns the user plus system CPU time of the server process so far.
+func (s *s5Server) cpuTime() (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces;
+	// utime and stime are fields 14 and 15, the 12th and 13th after it.
+	i := bytes.LastIndexByte(data, ')')
+	fields := strings.Fields(string(data[i+1:]))
+	if i < 0 || len(fields) < 13 {
+		return 0, fmt.Errorf("unexpected /proc/PID/stat: %q", data)
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("unexpected /proc/PID/stat: %q", data)
+	}
+	return time.Duration(utime+stime) * time.Second / s5ClockTicks, nil
+}
+
+// peakRSS returns the server process's peak resident set size (VmHWM) in bytes.
+func (s *s5Server) peakRSS() (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, io.ErrUnexpectedEOF
+}
+
+// s5Duration reads a duration from the environment variable name, or
+// returns def.
+func s5Duration(b *testing.B, name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		b.Fatalf("%s: %v", name, err)
+	}
+	return d
+}
+
+// BenchmarkS5 is scenario S5: the HTTP API serving the S1 agent with
+// in-memory sessions runs in a process of its own (this test binary started
+// again, see TestMain) on 127.0.0.1; 16 concurrent clients in the benchmark
+// process POST /run_sse for 10 s after a 2 s warm-up. In "fresh" mode a
+// request is a session create followed by one run in it; in "reuse" mode
+// each client keeps one session for all its requests. Each mode has a
+// server of its own. Run it once per mode:
+//
+//	go test ./bench -run '^$' -bench S5 -benchtime 1x
+//
+// LOOM_BENCH_S5_DURATION and LOOM_BENCH_S5_WARMUP (Go durations) shorten
+// the round for a quick check. Metrics: req/s, p50-ms and p99-ms latency of
+// a request, server-peak-RSS-MB (the server's VmHWM) and server-cpu-us/req
+// (the server's user plus system CPU time over the measured window, divided
+// by the requests); ns/op is the whole round.
+func BenchmarkS5(b *testing.B) {
+	b.Run("fresh", func(b *testing.B) { benchS5(b, true) })
+	b.Run("reuse", func(b *testing.B) { benchS5(b, false) })
 }
 
 // s5Client is one load client.
@@ -105,30 +258,31 @@ func (c *s5Client) run(session string) error {
 	return nil
 }
 
+// request is one S5 request of c: in fresh mode a session create and a run
+// in it, in reuse mode a run in c's session.
+func (c *s5Client) request(fresh bool) error {
+	id := c.session
+	if fresh {
+		var err error
+		if id, err = c.createSession(); err != nil {
+			return err
+		}
+	}
+	return c.run(id)
+}
+
 func benchS5(b *testing.B, fresh bool) {
-	srv, err := server.New(server.Config{Apps: []*runner.Runner{s5App(b)}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	hs.RegisterOnShutdown(func() { srv.Close() })
-	go hs.Serve(ln)
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		hs.Shutdown(ctx)
-	}()
+	duration := s5Duration(b, "LOOM_BENCH_S5_DURATION", 10*time.Second)
+	warmup := s5Duration(b, "LOOM_BENCH_S5_WARMUP", 2*time.Second)
+	srv := startS5Server(b)
 
 	transport := &http.Transport{MaxIdleConnsPerHost: s5Clients, MaxConnsPerHost: s5Clients, DisableCompression: true}
 	defer transport.CloseIdleConnections()
 	clients := make([]*s5Client, s5Clients)
 	for i := range clients {
-		c := &s5Client{http: &http.Client{Transport: transport}, base: "http://" + ln.Addr().String(), user: "user" + strconv.Itoa(i)}
+		c := &s5Client{http: &http.Client{Transport: transport, Timeout: 30 * time.Second}, base: srv.base, user: "user" + strconv.Itoa(i)}
 		if !fresh {
+			var err error
 			if c.session, err = c.createSession(); err != nil {
 				b.Fatal(err)
 			}
@@ -136,53 +290,67 @@ func benchS5(b *testing.B, fresh bool) {
 		clients[i] = c
 	}
 
-	var remaining atomic.Int64
-	remaining.Store(int64(b.N))
+	// The clients run from the start of the warm-up to its end plus the
+	// measured window; only requests that start inside the window count.
+	var measuring atomic.Bool
+	var sent atomic.Int64
+	stopAt := time.Now().Add(warmup + duration)
 	latencies := make([][]time.Duration, s5Clients)
 	errs := make(chan error, s5Clients)
 	var wg sync.WaitGroup
-	cpu0 := s5CPUTime()
-	b.ResetTimer()
-	start := time.Now()
 	for i, c := range clients {
 		wg.Go(func() {
-			for remaining.Add(-1) >= 0 {
-				t0 := time.Now()
-				id := c.session
-				if fresh {
-					var err error
-					if id, err = c.createSession(); err != nil {
-						errs <- err
-						return
-					}
+			for time.Now().Before(stopAt) {
+				counted := measuring.Load()
+				if counted && sent.Add(1) > s5MaxRequests {
+					return
 				}
-				if err := c.run(id); err != nil {
+				t0 := time.Now()
+				if err := c.request(fresh); err != nil {
 					errs <- err
 					return
 				}
-				latencies[i] = append(latencies[i], time.Since(t0))
+				if counted {
+					latencies[i] = append(latencies[i], time.Since(t0))
+				}
 			}
 		})
 	}
+	time.Sleep(warmup)
+	cpu0, err := srv.cpuTime()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	measuring.Store(true)
 	wg.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
-	cpu := s5CPUTime() - cpu0
+	cpu1, err := srv.cpuTime()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rss, err := srv.peakRSS()
+	if err != nil {
+		b.Fatal(err)
+	}
 	close(errs)
 	for err := range errs {
 		b.Fatal(err)
 	}
 
 	all := slices.Concat(latencies...)
+	if len(all) == 0 {
+		b.Fatal("no request completed in the measured window")
+	}
 	slices.Sort(all)
 	n := float64(len(all))
 	b.ReportMetric(n/elapsed.Seconds(), "req/s")
 	b.ReportMetric(float64(s5Percentile(all, 0.50))/1e6, "p50-ms")
 	b.ReportMetric(float64(s5Percentile(all, 0.99))/1e6, "p99-ms")
-	b.ReportMetric(float64(cpu.Microseconds())/n, "cpu-us/req")
-	if rss, err := s5PeakRSS(); err == nil {
-		b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MB")
-	}
+	b.ReportMetric(float64((cpu1-cpu0).Microseconds())/n, "server-cpu-us/req")
+	b.ReportMetric(float64(rss)/(1<<20), "server-peak-RSS-MB")
 }
 
 func s5Percentile(sorted []time.Duration, q float64) time.Duration {
@@ -190,30 +358,4 @@ func s5Percentile(sorted []time.Duration, q float64) time.Duration {
 		return 0
 	}
 	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
-}
-
-// s5CPUTime returns the user plus system CPU time of the process.
-func s5CPUTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// s5PeakRSS returns the process's peak resident set size (VmHWM) in bytes.
-func s5PeakRSS() (int64, error) {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, io.ErrUnexpectedEOF
 }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"google.golang.org/genai"
 
@@ -107,15 +108,19 @@ func HasWord(text string, words ...string) bool {
 	return false
 }
 
+// The expressions are compiled when first used, not when a program that
+// links this package starts.
 var (
-	numberRE = regexp.MustCompile(`-?\d+(?:\.\d+)?`)
-	cityRE   = regexp.MustCompile(`(?i)\b(?:in|at|for)\s+([\p{L}][\p{L} .'-]*)`)
+	numberRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-?\d+(?:\.\d+)?`) })
+	cityRE   = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(?:in|at|for)\s+([\p{L}][\p{L} .'-]*)`)
+	})
 )
 
 // Numbers returns up to n numbers written in text, in order.
 func Numbers(text string, n int) []float64 {
 	var out []float64
-	for _, s := range numberRE.FindAllString(text, n) {
+	for _, s := range numberRE().FindAllString(text, n) {
 		if f, err := strconv.ParseFloat(s, 64); err == nil {
 			out = append(out, f)
 		}
@@ -126,7 +131,7 @@ func Numbers(text string, n int) []float64 {
 // City returns the city a weather question names ("weather in new york
 // today?" → "New York"), or fallback.
 func City(text, fallback string) string {
-	m := cityRE.FindStringSubmatch(text)
+	m := cityRE().FindStringSubmatch(text)
 	if m == nil {
 		return fallback
 	}

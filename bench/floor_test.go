@@ -1,0 +1,100 @@
+package bench_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/session/memsession"
+)
+
+// floorEvent is the floor's event record: what an S1 event must hold.
+type floorEvent struct {
+	ID           string
+	InvocationID string
+	Author       string
+	Timestamp    time.Time
+	Content      *genai.Content
+	StateDelta   map[string]any
+}
+
+// floorSession is the floor's in-memory session.
+type floorSession struct {
+	events []floorEvent
+	state  map[string]any
+}
+
+// floorInvoke is one S1 invocation done by hand, with no framework: four
+// event records appended to the session (user, call, response, final), one
+// JSON decode of the model's function-call arguments, and one fold of the
+// new events' state deltas into the session state.
+func floorInvoke(s *floorSession, seq int, msg *genai.Content, rawArgs []byte) error {
+	inv := "inv-" + fmt.Sprint(seq)
+	start := len(s.events)
+	now := time.Now()
+	s.events = append(s.events, floorEvent{ID: inv + "-0", InvocationID: inv, Author: "user", Timestamp: now, Content: msg})
+
+	var args struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}
+	if err := json.Unmarshal(rawArgs, &args); err != nil {
+		return err
+	}
+	call := &genai.FunctionCall{ID: inv + "-call", Name: "add", Args: map[string]any{"a": args.A, "b": args.B}}
+	s.events = append(s.events, floorEvent{ID: inv + "-1", InvocationID: inv, Author: "calculator", Timestamp: now,
+		Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: call}}}})
+	resp := &genai.FunctionResponse{ID: call.ID, Name: "add", Response: map[string]any{"result": args.A + args.B}}
+	s.events = append(s.events, floorEvent{ID: inv + "-2", InvocationID: inv, Author: "calculator", Timestamp: now,
+		Content: &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: resp}}}})
+	s.events = append(s.events, floorEvent{ID: inv + "-3", InvocationID: inv, Author: "calculator", Timestamp: now,
+		Content: genai.NewContentFromText("3", genai.RoleModel)})
+
+	for _, ev := range s.events[start:] {
+		for k, v := range ev.StateDelta {
+			s.state[k] = v
+		}
+	}
+	return nil
+}
+
+// BenchmarkS1Floor is the floor under S1: the same essential work as one S1
+// invocation (see floorInvoke), round-robin over 100 sessions, with no
+// framework. After the floor it times 2,000 S1 invocations in the same
+// process and reports S1's cost as a multiple of the floor (S1/floor).
+func BenchmarkS1Floor(b *testing.B) {
+	sessions := make([]*floorSession, 100)
+	for i := range sessions {
+		sessions[i] = &floorSession{state: map[string]any{}}
+	}
+	rawArgs := []byte(`{"a":1,"b":2}`)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if err := floorInvoke(sessions[i%len(sessions)], i, s1Message, rawArgs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	floor := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	for i, s := range sessions {
+		if want := 4 * (b.N/len(sessions) + min(1, max(0, b.N%len(sessions)-i))); len(s.events) != want {
+			b.Fatalf("floor session %d holds %d events, want %d", i, len(s.events), want)
+		}
+	}
+
+	// S1 itself, 2,000 invocations over 100 sessions, for the ratio.
+	const invocations = 2000
+	svc := memsession.NewService()
+	r := newRunner(b, newS1Agent(b), svc)
+	ids := createSessions(b, svc, len(sessions))
+	start := time.Now()
+	for i := range invocations {
+		invoke(b, r, ids[i%len(ids)])
+	}
+	s1 := float64(time.Since(start).Nanoseconds()) / invocations
+	checkS1Sessions(b, svc, ids, invocations)
+	b.ReportMetric(s1/floor, "S1/floor")
+	b.Logf("floor %.0f ns/inv, S1 %.0f ns/inv: S1 = %.1f x floor", floor, s1, s1/floor)
+}
