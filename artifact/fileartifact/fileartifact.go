@@ -382,9 +382,6 @@ func (s *Store) DeleteSession(ctx context.Context, app, user, session string) er
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	if session == "" {
-		return fmt.Errorf("%w: session id is required", artifact.ErrInvalid)
-	}
 	dir, err := s.scopeDir(app, user, session)
 	if err != nil {
 		return err

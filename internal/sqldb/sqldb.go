@@ -255,14 +255,24 @@ func (db *DB) BeginRead(ctx context.Context) (*sql.Tx, error) {
 // migrations of every Loom component in a database.
 const migrationLockID = 0x4c6f6f6d // "Loom"
 
-// OpenMigrated opens the database at dsn and applies the migrations of
-// component found in migrations (see Migrate). On error nothing stays open.
-func OpenMigrated(ctx context.Context, dsn string, opts *Options, component string, migrations fs.FS) (*DB, error) {
+// OpenMigrated opens the database at dsn, applies the migrations of
+// component found under the directory "migrations" of fsys (see Migrate),
+// then runs setup, which prepares the store over the database. On any error
+// nothing stays open. It is the one body of the SQL stores' Open functions.
+func OpenMigrated(ctx context.Context, dsn string, opts *Options, component string, fsys fs.FS, setup func(*DB) error) (*DB, error) {
+	migrations, err := fs.Sub(fsys, "migrations")
+	if err != nil {
+		return nil, err
+	}
 	db, err := Open(ctx, dsn, opts)
 	if err != nil {
 		return nil, err
 	}
 	if err := db.Migrate(ctx, component, migrations); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := setup(db); err != nil {
 		db.Close()
 		return nil, err
 	}

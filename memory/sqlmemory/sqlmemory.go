@@ -19,7 +19,6 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 	"time"
@@ -51,18 +50,15 @@ type Store struct {
 // Open opens (and creates or upgrades if needed) the memory store at dsn.
 // opts may be nil.
 func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
-	var o sqldb.Options
-	if opts != nil {
-		o.MaxOpenConns = opts.MaxOpenConns
+	if opts == nil {
+		opts = &Options{}
 	}
-	sub, _ := fs.Sub(migrations, "migrations") // cannot fail: a valid path
-	db, err := sqldb.OpenMigrated(ctx, dsn, &o, "memory", sub)
+	s := &Store{}
+	_, err := sqldb.OpenMigrated(ctx, dsn, &sqldb.Options{MaxOpenConns: opts.MaxOpenConns}, "memory", migrations, func(db *sqldb.DB) error {
+		s.db = db
+		return s.prepare(ctx)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlmemory: %w", err)
-	}
-	s := &Store{db: db}
-	if err := s.prepare(ctx); err != nil {
-		db.Close()
 		return nil, fmt.Errorf("sqlmemory: %w", err)
 	}
 	return s, nil

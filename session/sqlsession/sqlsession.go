@@ -55,7 +55,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"slices"
 	"sync/atomic"
@@ -166,26 +165,18 @@ const (
 // Open opens (and creates or upgrades if needed) the session store at dsn.
 // opts may be nil.
 func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
-	var o sqldb.Options
-	if opts != nil {
-		o.MaxOpenConns = opts.MaxOpenConns
+	if opts == nil {
+		opts = &Options{}
 	}
-	sub, _ := fs.Sub(migrations, "migrations") // cannot fail: a valid path
-	db, err := sqldb.OpenMigrated(ctx, dsn, &o, "session", sub)
+	s := &Store{}
+	_, err := sqldb.OpenMigrated(ctx, dsn, &sqldb.Options{MaxOpenConns: opts.MaxOpenConns}, "session", migrations, func(db *sqldb.DB) error {
+		s.db = db
+		if err := s.leases.init(ctx, db, opts.LeaseTTL); err != nil {
+			return err
+		}
+		return s.prepare(ctx)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlsession: %w", err)
-	}
-	s := &Store{db: db}
-	var ttl time.Duration
-	if opts != nil {
-		ttl = opts.LeaseTTL
-	}
-	if err := s.leases.init(ctx, db, ttl); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlsession: %w", err)
-	}
-	if err := s.prepare(ctx); err != nil {
-		db.Close()
 		return nil, fmt.Errorf("sqlsession: %w", err)
 	}
 	return s, nil
