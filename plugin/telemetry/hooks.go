@@ -268,20 +268,14 @@ func (t *Telemetry) beforeModel(ctx context.Context, cc *agent.CallbackContext, 
 // configuration and the names of the declared functions; all of it
 // truncated to the budget.
 func (t *Telemetry) requestPayload(req *model.Request) string {
-	var contents [][]byte
+	contents := make([][]byte, 0, 32)
 	used := 0
 	for i := len(req.Contents) - 1; i >= 0 && used < t.maxPayload/2; i-- {
 		c := req.Contents[i]
 		if c == nil {
 			continue
 		}
-		cc := &genai.Content{Role: c.Role, Parts: make([]*genai.Part, 0, len(c.Parts))}
-		for _, p := range c.Parts {
-			if p != nil && p.InlineData == nil {
-				cc.Parts = append(cc.Parts, p)
-			}
-		}
-		b, err := json.Marshal(cc)
+		b, err := t.contents.encode(c)
 		if err != nil {
 			continue
 		}
@@ -289,6 +283,7 @@ func (t *Telemetry) requestPayload(req *model.Request) string {
 		used += len(b) + 1
 	}
 	var buf bytes.Buffer
+	buf.Grow(used + 1024) // the contents, the model and most configurations
 	buf.WriteString(`{"model":`)
 	buf.WriteString(quote(req.Model))
 	if omitted := len(req.Contents) - len(contents); omitted > 0 {

@@ -120,6 +120,7 @@ type Telemetry struct {
 	exp        *Exporter
 	m          instruments
 	maxPayload int
+	contents   contentCache // encoded history contents (contentjson.go)
 	plugin     *plugin.Plugin
 
 	mu   sync.Mutex

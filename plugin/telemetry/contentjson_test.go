@@ -1,0 +1,49 @@
+package telemetry
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"google.golang.org/genai"
+)
+
+// TestContentCache: a cached encoding is the content's JSON without inline
+// data, computed once per content, and the cache stays within its bound.
+func TestContentCache(t *testing.T) {
+	var cc contentCache
+	c := &genai.Content{Role: "user", Parts: []*genai.Part{
+		{Text: "hello"},
+		{InlineData: &genai.Blob{MIMEType: "image/png", Data: []byte{1, 2, 3}}},
+	}}
+	got, err := cc.encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(&genai.Content{Role: "user", Parts: []*genai.Part{{Text: "hello"}}})
+	if string(got) != string(want) {
+		t.Fatalf("encode = %s, want %s", got, want)
+	}
+	again, _ := cc.encode(c)
+	if &again[0] != &got[0] {
+		t.Error("the second encoding of one content was not taken from the cache")
+	}
+	other := &genai.Content{Role: "user", Parts: []*genai.Part{{Text: "hello"}}}
+	if b, _ := cc.encode(other); &b[0] == &got[0] {
+		t.Error("an equal but distinct content shares a cache entry")
+	}
+	big := strings.Repeat("x", 64<<10)
+	keep := make([]*genai.Content, 0, 400)
+	for i := range 400 { // 400 × 64 KiB is more than the bound
+		k := &genai.Content{Role: "user", Parts: []*genai.Part{{Text: fmt.Sprint(i, big)}}}
+		keep = append(keep, k)
+		if _, err := cc.encode(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cc.bytes > maxCachedJSON || len(cc.m) != len(cc.queue) {
+		t.Fatalf("cache holds %d bytes in %d entries (queue %d), bound %d", cc.bytes, len(cc.m), len(cc.queue), maxCachedJSON)
+	}
+	_ = keep
+}
