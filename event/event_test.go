@@ -302,3 +302,23 @@ func TestE3WireKeys(t *testing.T) {
 		t.Errorf("unexpected nulls in %s", s)
 	}
 }
+
+// TestE1NewIDsAllocateOnce: an event id and an invocation id are each built
+// in a single allocation, and invocation ids are canonical "e-" + UUID v4.
+func TestE1NewIDsAllocateOnce(t *testing.T) {
+	if !raceEnabled { // the race detector's instrumentation allocates
+		if n := testing.AllocsPerRun(100, func() { _ = event.NewID() }); n != 1 {
+			t.Errorf("NewID allocates %v times, want 1", n)
+		}
+		if n := testing.AllocsPerRun(100, func() { _ = event.NewInvocationID() }); n != 1 {
+			t.Errorf("NewInvocationID allocates %v times, want 1", n)
+		}
+	}
+	for range 100 {
+		inv := event.NewInvocationID()
+		u, err := uuid.Parse(strings.TrimPrefix(inv, "e-"))
+		if err != nil || !strings.HasPrefix(inv, "e-") || u.Version() != 4 || u.Variant() != uuid.RFC4122 || "e-"+u.String() != inv {
+			t.Fatalf("invocation id %q is not e- + a canonical UUID v4 (%v)", inv, err)
+		}
+	}
+}
