@@ -108,6 +108,7 @@ type Tool[Args, Result any] struct {
 	fn          Func[Args, Result]
 	schema      *jsonschema.Schema
 	resolved    *jsonschema.Resolved
+	flat        *flatSchema // nil unless the schema has the flat shape
 	hasDefaults bool
 	response    *jsonschema.Schema
 }
@@ -172,6 +173,7 @@ func New[Args, Result any](cfg Config, fn Func[Args, Result]) (*Tool[Args, Resul
 		fn:          fn,
 		schema:      schema,
 		resolved:    resolved,
+		flat:        newFlatSchema(schema),
 		hasDefaults: hasDefaults(schema),
 		response:    response,
 	}, nil
@@ -315,12 +317,16 @@ func (t *Tool[Args, Result]) decode(args map[string]any) (Args, error) {
 		}
 		args = cp
 	}
-	if err := t.resolved.Validate(args); err != nil {
-		field, reason, ok := explain(t.schema, args, "")
-		if !ok {
-			field, reason = "", err.Error()
+	// Arguments the flat check accepts, the general validator accepts too;
+	// it alone rejects and explains.
+	if !t.flat.valid(args) {
+		if err := t.resolved.Validate(args); err != nil {
+			field, reason, ok := explain(t.schema, args, "")
+			if !ok {
+				field, reason = "", err.Error()
+			}
+			return in, t.argumentError(field, reason, err)
 		}
-		return in, t.argumentError(field, reason, err)
 	}
 	b, err := json.Marshal(args)
 	if err != nil {

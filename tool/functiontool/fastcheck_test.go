@@ -1,0 +1,127 @@
+package functiontool
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/loomkit/loom/tool"
+)
+
+// TestFlatSchemaShapes: only schemas whose every keyword the flat check
+// understands get the fast path.
+func TestFlatSchemaShapes(t *testing.T) {
+	type args struct {
+		A int     `json:"a"`
+		S string  `json:"s,omitempty"`
+		F float64 `json:"f,omitempty"`
+		B bool    `json:"b,omitempty"`
+	}
+	inferred, err := jsonschema.For[args](nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if newFlatSchema(inferred) == nil {
+		t.Errorf("the inferred schema of a struct of scalars is not flat")
+	}
+	min := 0.0
+	notFlat := map[string]*jsonschema.Schema{
+		"minimum":          {Type: "object", Properties: map[string]*jsonschema.Schema{"a": {Type: "integer", Minimum: &min}}},
+		"enum":             {Type: "object", Properties: map[string]*jsonschema.Schema{"a": {Type: "string", Enum: []any{"x"}}}},
+		"nested object":    {Type: "object", Properties: map[string]*jsonschema.Schema{"a": {Type: "object"}}},
+		"array":            {Type: "object", Properties: map[string]*jsonschema.Schema{"a": {Type: "array"}}},
+		"type list":        {Type: "object", Properties: map[string]*jsonschema.Schema{"a": {Types: []string{"null", "integer"}}}},
+		"untyped property": {Type: "object", Properties: map[string]*jsonschema.Schema{"a": {}}},
+		"default":          {Type: "object", Properties: map[string]*jsonschema.Schema{"a": {Type: "integer", Default: json.RawMessage("1")}}},
+		"additional true":  {Type: "object", AdditionalProperties: &jsonschema.Schema{}},
+		"maxProperties":    {Type: "object", MaxProperties: new(1)},
+		"not an object":    {Type: "string"},
+		"ref":              {Type: "object", Ref: "#"},
+	}
+	for name, s := range notFlat {
+		if newFlatSchema(s) != nil {
+			t.Errorf("%s: schema %+v taken as flat", name, s)
+		}
+	}
+}
+
+// TestFlatSchemaAgreesWithValidator: whatever arguments the flat check
+// accepts, the general validator accepts too, over random arguments built
+// from values of every JSON type and edge numbers.
+func TestFlatSchemaAgreesWithValidator(t *testing.T) {
+	schema := &jsonschema.Schema{
+		Type: "object",
+		Properties: map[string]*jsonschema.Schema{
+			"i": {Type: "integer"}, "n": {Type: "number", Description: "a number"},
+			"s": {Type: "string"}, "b": {Type: "boolean"},
+		},
+		Required:             []string{"i", "s"},
+		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
+	}
+	flat := newFlatSchema(schema)
+	if flat == nil {
+		t.Fatal("schema not flat")
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := []any{nil, 0.0, 1.0, -3.0, 1.5, 1e300, math.NaN(), math.Inf(1), math.Copysign(0, -1),
+		7, int64(-2), int32(4), uint(3), "x", "", json.Number("1"), true, false,
+		[]any{1.0}, map[string]any{"i": 1.0}, struct{}{}}
+	names := []string{"i", "n", "s", "b", "extra"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	accepted := 0
+	for range 20000 {
+		args := map[string]any{}
+		for _, name := range names {
+			if rng.IntN(3) > 0 {
+				args[name] = values[rng.IntN(len(values))]
+			}
+		}
+		if flat.valid(args) {
+			accepted++
+			if err := resolved.Validate(args); err != nil {
+				t.Fatalf("flat check accepts %v, validator rejects it: %v", args, err)
+			}
+		}
+	}
+	if accepted == 0 {
+		t.Fatal("the flat check accepted nothing")
+	}
+}
+
+// TestFlatSchemaSavesValidation: valid arguments of the flat shape are
+// validated and decoded without the general validator's allocations.
+func TestFlatSchemaSavesValidation(t *testing.T) {
+	type addArgs struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}
+	tl, err := New(Config{Name: "add"}, func(_ context.Context, _ tool.Context, a addArgs) (int, error) { return a.A + a.B, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := map[string]any{"a": 1.0, "b": 2.0}
+	fast := testing.AllocsPerRun(100, func() { _, _ = tl.decode(args) })
+	slow := testing.AllocsPerRun(100, func() { _ = tl.resolved.Validate(args) })
+	if got, err := tl.decode(args); err != nil || got != (addArgs{1, 2}) {
+		t.Fatalf("decode = %+v, %v", got, err)
+	}
+	if _, err := tl.decode(map[string]any{"a": 1.5, "b": 2.0}); err == nil {
+		t.Errorf("decode accepts a fractional integer")
+	}
+	if _, err := tl.decode(map[string]any{"a": 1.0}); err == nil {
+		t.Errorf("decode accepts a missing required argument")
+	}
+	if _, err := tl.decode(map[string]any{"a": 1.0, "b": 2.0, "c": 3.0}); err == nil {
+		t.Errorf("decode accepts an unknown argument")
+	}
+	if fast >= slow {
+		t.Errorf("decode allocates %v times, validation alone %v", fast, slow)
+	}
+}
