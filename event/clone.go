@@ -14,8 +14,20 @@ func (e *Event) Clone() *Event {
 	if e == nil {
 		return nil
 	}
-	c := *e
-	c.Content = CloneContent(e.Content)
+	var c *Event
+	if e.Content != nil && len(e.Content.Parts) == 1 {
+		// The usual event: one allocation for it and its content.
+		b := &struct {
+			ev Event
+			cb contentBlock
+		}{ev: *e}
+		c = &b.ev
+		c.Content = b.cb.fill(e.Content)
+	} else {
+		cp := *e
+		c = &cp
+		c.Content = CloneContent(e.Content)
+	}
 	c.CustomMetadata = CloneMap(e.CustomMetadata)
 	c.LongRunningToolIDs = slices.Clone(e.LongRunningToolIDs)
 	if e.GroundingMetadata != nil || e.CitationMetadata != nil || e.UsageMetadata != nil ||
@@ -28,7 +40,7 @@ func (e *Event) Clone() *Event {
 		cloneViaJSON(&c.OutputTranscription)
 	}
 	c.Actions = e.Actions.Clone()
-	return &c
+	return c
 }
 
 // Clone returns a deep copy of the actions.
@@ -58,6 +70,9 @@ func CloneContent(c *genai.Content) *genai.Content {
 	if c == nil {
 		return nil
 	}
+	if len(c.Parts) == 1 {
+		return new(contentBlock).fill(c)
+	}
 	out := &genai.Content{Role: c.Role, Parts: make([]*genai.Part, len(c.Parts))}
 	for i, p := range c.Parts {
 		out.Parts[i] = clonePart(p)
@@ -65,11 +80,39 @@ func CloneContent(c *genai.Content) *genai.Content {
 	return out
 }
 
+// contentBlock holds a content of one part and its part, so that their copy
+// takes one allocation.
+type contentBlock struct {
+	content genai.Content
+	parts   [1]*genai.Part
+	part    genai.Part
+}
+
+// fill makes the block a deep copy of c, which has exactly one part, and
+// returns the block's content.
+func (b *contentBlock) fill(c *genai.Content) *genai.Content {
+	b.content.Role = c.Role
+	if p := c.Parts[0]; p != nil {
+		clonePartInto(&b.part, p)
+		b.parts[0] = &b.part
+	}
+	b.content.Parts = b.parts[:]
+	return &b.content
+}
+
 func clonePart(p *genai.Part) *genai.Part {
 	if p == nil {
 		return nil
 	}
-	c := *p
+	c := new(genai.Part)
+	clonePartInto(c, p)
+	return c
+}
+
+// clonePartInto makes *dst a deep copy of *p.
+func clonePartInto(dst, p *genai.Part) {
+	*dst = *p
+	c := dst
 	if p.FunctionCall != nil {
 		fc := *p.FunctionCall
 		fc.Args = CloneMap(fc.Args)
@@ -102,7 +145,6 @@ func clonePart(p *genai.Part) *genai.Part {
 		cloneViaJSON(&c.SpeechMetadata)
 		cloneViaJSON(&c.MediaResolution)
 	}
-	return &c
 }
 
 // cloneViaJSON replaces *p with a deep copy made by a JSON round trip. It is
