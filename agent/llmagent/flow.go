@@ -161,48 +161,69 @@ func (a *Agent) callModel(ctx context.Context, inv *agent.Invocation, cc *agent.
 		yield(nil, err)
 		return nil, false
 	}
-	var final *model.Response
-	var agg *aggregator
+	// The loop body sets only st and leaves by break: every variable it
+	// captured or returned from would take an allocation of its own.
+	var st struct {
+		final *model.Response
+		agg   *aggregator
+		done  bool // the body decided the outcome: out and ok
+		out   *model.Response
+		ok    bool
+	}
 	for resp, err := range a.cfg.Model.Generate(ctx, req, inv.RunConfig().Streaming) {
 		if err != nil {
-			for _, cb := range chain(inv.Callbacks().OnModelError, a.cfg.OnModelError) {
-				r, cbErr := cb(ctx, cc, req, err)
-				if cbErr != nil {
-					yield(nil, fmt.Errorf("llmagent: %s: model-error callback: %w", a.Name(), cbErr))
-					return nil, false
-				}
-				if r != nil {
-					return a.afterModel(ctx, inv, cc, r, yield)
-				}
-			}
-			yield(nil, fmt.Errorf("llmagent: %s: model %s: %w", a.Name(), a.cfg.Model.Name(), err))
-			return nil, false
+			st.out, st.ok = a.modelError(ctx, inv, cc, req, err, yield)
+			st.done = true
+			break
 		}
 		if resp == nil {
 			continue
 		}
 		if resp.Partial {
-			if agg == nil {
-				agg = &aggregator{}
+			if st.agg == nil {
+				st.agg = &aggregator{}
 			}
-			agg.add(resp)
+			st.agg.add(resp)
 			pe := inv.NewEvent()
 			pe.Response = *resp
 			if !yield(pe, nil) {
-				return nil, false
+				st.done = true // out, ok = nil, false
+				break
 			}
 			continue
 		}
-		final = resp
+		st.final = resp
 	}
-	if final == nil && agg != nil {
-		final = agg.response()
+	if st.done {
+		return st.out, st.ok
+	}
+	final := st.final
+	if final == nil && st.agg != nil {
+		final = st.agg.response()
 	}
 	if final == nil {
 		yield(nil, fmt.Errorf("llmagent: %s: %w", a.Name(), model.ErrNoResponse))
 		return nil, false
 	}
 	return a.afterModel(ctx, inv, cc, final, yield)
+}
+
+// modelError runs the model-error callbacks on err: the first response one
+// returns replaces the model's; without one, err ends the step.
+func (a *Agent) modelError(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, req *model.Request, err error,
+	yield func(*event.Event, error) bool) (*model.Response, bool) {
+	for _, cb := range chain(inv.Callbacks().OnModelError, a.cfg.OnModelError) {
+		r, cbErr := cb(ctx, cc, req, err)
+		if cbErr != nil {
+			yield(nil, fmt.Errorf("llmagent: %s: model-error callback: %w", a.Name(), cbErr))
+			return nil, false
+		}
+		if r != nil {
+			return a.afterModel(ctx, inv, cc, r, yield)
+		}
+	}
+	yield(nil, fmt.Errorf("llmagent: %s: model %s: %w", a.Name(), a.cfg.Model.Name(), err))
+	return nil, false
 }
 
 func (a *Agent) afterModel(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, resp *model.Response, yield func(*event.Event, error) bool) (*model.Response, bool) {
