@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -124,4 +125,45 @@ func TestFlatSchemaSavesValidation(t *testing.T) {
 	if fast >= slow {
 		t.Errorf("decode allocates %v times, validation alone %v", fast, slow)
 	}
+}
+
+// TestScalarResultMatchesRoundTrip: a scalar result becomes exactly what
+// its JSON round trip makes of it, and values the round trip would change
+// or reject (and named types, which may marshal themselves) take it.
+func TestScalarResultMatchesRoundTrip(t *testing.T) {
+	type celsius int
+	values := []any{0, 3, -7, math.MaxInt64, math.MinInt64, int64(1<<53 + 1), int32(-5), uint(7), uint64(math.MaxUint64), uint32(9),
+		0.0, math.Copysign(0, -1), 1.5, 1e300, 5e-324, 1e21, 123456789.125, true, false,
+		"", "x", "<a&b>", "line\u2028sep", "é\u00a0\n\t\"\\"}
+	for _, v := range values {
+		got, ok := scalarResult(v)
+		if !ok {
+			t.Errorf("%T %v: no fast path", v, v)
+			continue
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want any
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) || math.Signbit(toFloat(got)) != math.Signbit(toFloat(want)) {
+			t.Errorf("%T %v: fast path %#v, round trip %#v", v, v, got, want)
+		}
+	}
+	for _, v := range []any{math.NaN(), math.Inf(-1), "\xff", celsius(3), float32(0.1), int8(1), []int{1}, struct{}{}} {
+		if _, ok := scalarResult(v); ok {
+			t.Errorf("%T %v: fast path taken", v, v)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = encodeResult(3) }); n > 3 && !raceEnabled {
+		t.Errorf("encoding an int result allocates %v times", n)
+	}
+}
+
+func toFloat(v any) float64 {
+	f, _ := v.(float64)
+	return f
 }

@@ -46,8 +46,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"runtime/debug"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"google.golang.org/genai"
@@ -359,6 +361,40 @@ func jsonCopy(m map[string]any) (map[string]any, error) {
 	return out, nil
 }
 
+// scalarResult returns what the JSON round trip of encodeResult makes of a
+// value of a predeclared integer, float64, bool or valid UTF-8 string type,
+// without the round trip (a named type may marshal itself otherwise, and is
+// not one of these).
+func scalarResult(v any) (any, bool) {
+	switch x := v.(type) {
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case uint:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	case uint32:
+		return float64(x), true
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, false // JSON has no such number: the round trip fails
+		}
+		return x, true
+	case bool:
+		return x, true
+	case string:
+		if !utf8.ValidString(x) {
+			return nil, false // the round trip replaces invalid bytes
+		}
+		return x, true
+	}
+	return nil, false
+}
+
 // encodeResult converts a function result to the function response.
 func encodeResult(v any) (map[string]any, error) {
 	switch x := v.(type) {
@@ -366,6 +402,9 @@ func encodeResult(v any) (map[string]any, error) {
 		return nil, nil
 	case map[string]any:
 		return x, nil
+	}
+	if r, ok := scalarResult(v); ok {
+		return map[string]any{"result": r}, nil
 	}
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
