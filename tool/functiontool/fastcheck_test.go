@@ -167,3 +167,23 @@ func toFloat(v any) float64 {
 	f, _ := v.(float64)
 	return f
 }
+
+// TestConfirmationHint: the hint is the configured one or, by default, names
+// the tool.
+func TestConfirmationHint(t *testing.T) {
+	fn := func(context.Context, tool.Context, struct{}) (int, error) { return 0, nil }
+	def, err := New(Config{Name: "add", RequireConfirmation: true}, fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req, hint := def.ConfirmationRequired(context.Background(), nil); !req || hint != "Please approve or reject the call to add." {
+		t.Errorf("ConfirmationRequired = %v, %q", req, hint)
+	}
+	own, err := New(Config{Name: "add", ConfirmationHint: "Sure?"}, fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req, hint := own.ConfirmationRequired(context.Background(), nil); req || hint != "Sure?" {
+		t.Errorf("ConfirmationRequired = %v, %q", req, hint)
+	}
+}

@@ -111,6 +111,7 @@ type Tool[Args, Result any] struct {
 	schema      *jsonschema.Schema
 	resolved    *jsonschema.Resolved
 	flat        *flatSchema // nil unless the schema has the flat shape
+	hint        string      // the confirmation hint
 	hasDefaults bool
 	response    *jsonschema.Schema
 }
@@ -170,8 +171,13 @@ func New[Args, Result any](cfg Config, fn Func[Args, Result]) (*Tool[Args, Resul
 	if response == nil {
 		response = responseSchema[Result]()
 	}
+	hint := cfg.ConfirmationHint
+	if hint == "" {
+		hint = "Please approve or reject the call to " + cfg.Name + "."
+	}
 	return &Tool[Args, Result]{
 		cfg:         cfg,
+		hint:        hint,
 		fn:          fn,
 		schema:      schema,
 		resolved:    resolved,
@@ -243,11 +249,7 @@ func (t *Tool[Args, Result]) ConfirmationRequired(_ context.Context, args map[st
 	if t.cfg.ConfirmationFunc != nil {
 		required = t.cfg.ConfirmationFunc(args)
 	}
-	hint := t.cfg.ConfirmationHint
-	if hint == "" {
-		hint = fmt.Sprintf("Please approve or reject the call to %s.", t.cfg.Name)
-	}
-	return required, hint
+	return required, t.hint
 }
 
 // IsLongRunning implements tool.LongRunning.
