@@ -2,7 +2,11 @@ package functiontool
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
+	"slices"
+	"strconv"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -14,6 +18,7 @@ import (
 // says that they are invalid (the general validator decides, and explains).
 type flatSchema struct {
 	types    map[string]string // property name -> "integer", "number", "string" or "boolean"
+	names    []string          // the property names, sorted
 	required []string
 }
 
@@ -78,6 +83,7 @@ func newFlatSchema(s *jsonschema.Schema) *flatSchema {
 			return nil
 		}
 	}
+	f.names = sortedKeys(f.types)
 	return f
 }
 
@@ -123,4 +129,88 @@ func hasType(v any, typ string) bool {
 		return typ == "boolean"
 	}
 	return false
+}
+
+func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
+
+// jsonBuffers holds the buffers appendJSON writes into.
+var jsonBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// putJSONBuffer returns a buffer to jsonBuffers unless it grew large.
+func putJSONBuffer(b *[]byte) {
+	if cap(*b) <= 64<<10 {
+		jsonBuffers.Put(b)
+	}
+}
+
+// appendJSON appends to b the bytes json.Marshal makes of args, which valid
+// accepted (object keys sorted, numbers and strings written as
+// encoding/json writes them). It reports false, and the caller marshals
+// args itself, for a string that would need escaping.
+func (f *flatSchema) appendJSON(b []byte, args map[string]any) ([]byte, bool) {
+	b = append(b, '{')
+	first := true
+	for _, name := range f.names {
+		v, ok := args[name]
+		if !ok {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		if b, ok = appendPlainString(b, name); !ok {
+			return b, false
+		}
+		b = append(b, ':')
+		switch x := v.(type) {
+		case float64:
+			b = appendFloat(b, x)
+		case int:
+			b = strconv.AppendInt(b, int64(x), 10)
+		case int64:
+			b = strconv.AppendInt(b, x, 10)
+		case bool:
+			b = strconv.AppendBool(b, x)
+		case string:
+			if b, ok = appendPlainString(b, x); !ok {
+				return b, false
+			}
+		default:
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendPlainString appends s quoted if no byte of it needs escaping in
+// JSON as encoding/json writes it (controls, quote, backslash, HTML
+// characters, non-ASCII), and reports whether it did.
+func appendPlainString(b []byte, s string) ([]byte, bool) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return b, false
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), true
+}
+
+// appendFloat appends a finite f as encoding/json writes a float64: the
+// shortest representation, in exponent form below 1e-6 and from 1e21 on,
+// with a one-digit negative exponent not padded.
+func appendFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }

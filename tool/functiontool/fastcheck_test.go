@@ -187,3 +187,50 @@ func TestConfirmationHint(t *testing.T) {
 		t.Errorf("ConfirmationRequired = %v, %q", req, hint)
 	}
 }
+
+// TestFlatSchemaJSONMatchesMarshal: arguments the flat check accepts are
+// written exactly as json.Marshal writes them, or left to it.
+func TestFlatSchemaJSONMatchesMarshal(t *testing.T) {
+	schema := &jsonschema.Schema{
+		Type: "object",
+		Properties: map[string]*jsonschema.Schema{
+			"i": {Type: "integer"}, "n": {Type: "number"}, "s": {Type: "string"}, "b": {Type: "boolean"}, "A": {Type: "integer"},
+		},
+	}
+	flat := newFlatSchema(schema)
+	values := map[string][]any{
+		"i": {0.0, math.Copysign(0, -1), 3.0, -7.0, 1e20, 1e21, 1e300, -1e22, 7, int64(math.MinInt64), int64(1) << 60},
+		"A": {1.0, 2},
+		"n": {0.5, 1e-6, 1e-7, 9.999e-7, 123456.789, -2.5e-300, 5e-324, math.MaxFloat64, 1e21, 0.1 + 0.2},
+		"s": {"", "x", "hello world", "<tag>", "a&b", "quote\"", "back\\slash", "tab\t", "é", "\u2028", "~"},
+		"b": {true, false},
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	fast := 0
+	for range 5000 {
+		args := map[string]any{}
+		for name, vs := range values {
+			if rng.IntN(2) == 0 {
+				args[name] = vs[rng.IntN(len(vs))]
+			}
+		}
+		if !flat.valid(args) {
+			t.Fatalf("flat check rejects %v", args)
+		}
+		want, err := json.Marshal(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := flat.appendJSON(nil, args)
+		if !ok {
+			continue
+		}
+		fast++
+		if string(got) != string(want) {
+			t.Fatalf("appendJSON(%v) = %s, json.Marshal %s", args, got, want)
+		}
+	}
+	if fast < 1000 {
+		t.Errorf("only %d of 5000 written without encoding/json", fast)
+	}
+}

@@ -322,19 +322,28 @@ func (t *Tool[Args, Result]) decode(args map[string]any) (Args, error) {
 		args = cp
 	}
 	// Arguments the flat check accepts, the general validator accepts too;
-	// it alone rejects and explains.
-	if !t.flat.valid(args) {
-		if err := t.resolved.Validate(args); err != nil {
-			field, reason, ok := explain(t.schema, args, "")
-			if !ok {
-				field, reason = "", err.Error()
-			}
-			return in, t.argumentError(field, reason, err)
+	// it alone rejects and explains. The flat ones are also written as JSON
+	// without encoding/json's reflection.
+	var b []byte
+	if t.flat.valid(args) {
+		buf := jsonBuffers.Get().(*[]byte)
+		defer putJSONBuffer(buf)
+		var ok bool
+		if *buf, ok = t.flat.appendJSON((*buf)[:0], args); ok {
+			b = *buf
 		}
+	} else if err := t.resolved.Validate(args); err != nil {
+		field, reason, ok := explain(t.schema, args, "")
+		if !ok {
+			field, reason = "", err.Error()
+		}
+		return in, t.argumentError(field, reason, err)
 	}
-	b, err := json.Marshal(args)
-	if err != nil {
-		return in, t.argumentError("", err.Error(), err)
+	if b == nil {
+		var err error
+		if b, err = json.Marshal(args); err != nil {
+			return in, t.argumentError("", err.Error(), err)
+		}
 	}
 	if err := json.Unmarshal(b, &in); err != nil {
 		field := ""
