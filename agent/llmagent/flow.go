@@ -320,24 +320,33 @@ type callResult struct {
 // order. It returns nil when no call produced a response (long-running tools
 // that returned nothing).
 func (a *Agent) runCalls(ctx context.Context, inv *agent.Invocation, calls []*genai.FunctionCall, answers []agent.ToolResume, tools map[string]tool.Tool) *event.Event {
-	answer := func(i int) agent.ToolResume {
-		if answers == nil {
-			return agent.ToolResume{}
-		}
-		return answers[i]
-	}
-	results := make([]callResult, len(calls))
+	// One call (the usual case) runs without the goroutine, whose captures
+	// would move the result and its slice to the heap.
+	var one [1]callResult
+	var results []callResult
 	if len(calls) == 1 {
-		results[0] = a.runCall(ctx, inv, calls[0], answer(0), tools)
+		one[0] = a.runCall(ctx, inv, calls[0], answerAt(answers, 0), tools)
+		results = one[:]
 	} else {
+		many := make([]callResult, len(calls))
 		var wg sync.WaitGroup
 		for i, fc := range calls {
-			wg.Go(func() { results[i] = a.runCall(ctx, inv, fc, answer(i), tools) })
+			wg.Go(func() { many[i] = a.runCall(ctx, inv, fc, answerAt(answers, i), tools) })
 		}
 		wg.Wait()
+		results = many
 	}
 	ev := inv.NewEvent()
-	ev.Content = &genai.Content{Role: genai.RoleUser}
+	if len(results) == 1 {
+		c := &struct {
+			content genai.Content
+			parts   [1]*genai.Part
+		}{content: genai.Content{Role: genai.RoleUser}}
+		c.content.Parts = c.parts[:0]
+		ev.Content = &c.content
+	} else {
+		ev.Content = &genai.Content{Role: genai.RoleUser}
+	}
 	for _, r := range results {
 		if r.part != nil {
 			ev.Content.Parts = append(ev.Content.Parts, r.part)
@@ -351,6 +360,14 @@ func (a *Agent) runCalls(ctx context.Context, inv *agent.Invocation, calls []*ge
 		ev.Content = nil
 	}
 	return ev
+}
+
+// answerAt returns the answer to call i, if there are answers.
+func answerAt(answers []agent.ToolResume, i int) agent.ToolResume {
+	if answers == nil {
+		return agent.ToolResume{}
+	}
+	return answers[i]
 }
 
 // RejectedMessage is the error a model receives for a tool call a person
