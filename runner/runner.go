@@ -399,16 +399,19 @@ func (r *Runner) commit(ctx context.Context, sess *session.Session, ev *event.Ev
 // discardArtifacts deletes the pending artifact versions no committed event
 // covers. It runs even when ctx is done, which is often why a commit failed.
 func (r *Runner) discardArtifacts(ctx context.Context, pending *agent.PendingArtifacts) error {
-	return pending.Discard(context.WithoutCancel(ctx), r.cfg.Artifacts)
+	return pending.Discard(ctx, r.cfg.Artifacts)
 }
 
 // beforeRun runs the plugins' before-run hooks. It returns an event to
 // commit instead of running the agents, or nil.
 func (r *Runner) beforeRun(ctx context.Context, inv *agent.Invocation, pending *agent.PendingArtifacts) (*event.Event, error) {
-	cc := agent.NewCallbackContext(inv)
+	var cc *agent.CallbackContext // made for the first plugin with the hook
 	for _, p := range r.cfg.Plugins {
 		if p.BeforeRun == nil {
 			continue
+		}
+		if cc == nil {
+			cc = agent.NewCallbackContext(inv)
 		}
 		c, err := p.BeforeRun(ctx, cc)
 		if err != nil {
@@ -420,7 +423,7 @@ func (r *Runner) beforeRun(ctx context.Context, inv *agent.Invocation, pending *
 			return ev, nil
 		}
 	}
-	if cc.HasActions() {
+	if cc != nil && cc.HasActions() {
 		// Staged state without an early answer: commit it before the agents run.
 		if err := r.commit(ctx, inv.Session(), cc.Event(), pending); err != nil {
 			return nil, fmt.Errorf("runner: commit before-run state: %w", err)

@@ -211,20 +211,28 @@ func (h *history) update(sess *session.Session, opts event.HistoryOptions) []*ge
 	if h.n == 0 && n > 0 {
 		h.first = sess.At(0)
 	}
-	tail := sess.EventsFrom(h.n)
+	// The new events are read in place (At), not copied out: this runs on
+	// every model call.
 	rebuild := false
-	for _, e := range tail {
-		if e.Actions.Compaction != nil || e.Actions.RewindBeforeInvocationID != "" {
+	for i := h.n; i < n; i++ {
+		if e := sess.At(i); e != nil && (e.Actions.Compaction != nil || e.Actions.RewindBeforeInvocationID != "") {
 			rebuild = true
 			break
 		}
 	}
 	if rebuild {
 		h.b = event.NewHistoryBuilder(opts)
-		tail = event.ModelView(sess.Events())
-	}
-	for _, e := range tail {
-		h.b.Add(e)
+		for _, e := range event.ModelView(sess.Events()) {
+			h.b.Add(e)
+		}
+	} else {
+		for i := h.n; i < n; i++ {
+			e := sess.At(i)
+			if e == nil {
+				break
+			}
+			h.b.Add(e)
+		}
 	}
 	h.n = n
 	return h.b.Contents()
