@@ -41,6 +41,8 @@ func TestCloneSharesNothing(t *testing.T) {
 	}
 	for name, parts := range map[string][]*genai.Part{
 		"none": {}, "one": {call()}, "nil": {nil}, "two": {genai.NewPartFromText("x"), call()},
+		"response": {genai.NewPartFromFunctionResponse("add", map[string]any{"a": 1.0})},
+		"text":     {genai.NewPartFromText("x")},
 	} {
 		e := &event.Event{ID: "e1", Author: "a"}
 		e.Content = &genai.Content{Role: genai.RoleModel, Parts: parts}
@@ -64,6 +66,10 @@ func TestCloneSharesNothing(t *testing.T) {
 				if p != nil && p.FunctionCall != nil {
 					p.FunctionCall.Args["a"] = 2.0
 				}
+				if p != nil && p.FunctionResponse != nil {
+					p.FunctionResponse.Response["a"] = 2.0
+					p.FunctionResponse.Name = "changed"
+				}
 			}
 		}
 		if e.Content.Role != genai.RoleModel || len(e.Content.Parts) != len(parts) {
@@ -72,6 +78,9 @@ func TestCloneSharesNothing(t *testing.T) {
 		for _, p := range e.Content.Parts {
 			if p != nil && p.FunctionCall != nil && p.FunctionCall.Args["a"] != 1.0 {
 				t.Fatalf("%s: changing the clone's arguments changed the original", name)
+			}
+			if p != nil && p.FunctionResponse != nil && (p.FunctionResponse.Response["a"] != 1.0 || p.FunctionResponse.Name != "add") {
+				t.Fatalf("%s: changing the clone's response changed the original", name)
 			}
 		}
 	}
