@@ -110,6 +110,10 @@ func NewID() string { return newUUID("") }
 // NewInvocationID returns a new invocation id: "e-" followed by a UUID v4.
 func NewInvocationID() string { return newUUID("e-") }
 
+// NewCallID returns a new id for a function call that came without one:
+// GeneratedCallIDPrefix followed by a UUID v4.
+func NewCallID() string { return newUUID(GeneratedCallIDPrefix) }
+
 // newUUID returns prefix followed by a random UUID v4 in its canonical
 // form, built in a single allocation (ids are made on every event).
 func newUUID(prefix string) string {
@@ -120,7 +124,7 @@ func newUUID(prefix string) string {
 	u[6] = u[6]&0x0f | 0x40 // version 4
 	u[8] = u[8]&0x3f | 0x80 // variant RFC 4122
 	const hexDigits = "0123456789abcdef"
-	var buf [2 + 36]byte
+	var buf [len(GeneratedCallIDPrefix) + 36]byte // the longest prefix
 	n := copy(buf[:], prefix)
 	for i, b := range u {
 		if i == 4 || i == 6 || i == 8 || i == 10 {

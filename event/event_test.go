@@ -303,8 +303,9 @@ func TestE3WireKeys(t *testing.T) {
 	}
 }
 
-// TestE1NewIDsAllocateOnce: an event id and an invocation id are each built
-// in a single allocation, and invocation ids are canonical "e-" + UUID v4.
+// TestE1NewIDsAllocateOnce: event, invocation and generated call ids are
+// each built in a single allocation, and are their prefix + a canonical
+// UUID v4.
 func TestE1NewIDsAllocateOnce(t *testing.T) {
 	if !raceEnabled { // the race detector's instrumentation allocates
 		if n := testing.AllocsPerRun(100, func() { _ = event.NewID() }); n != 1 {
@@ -313,6 +314,19 @@ func TestE1NewIDsAllocateOnce(t *testing.T) {
 		if n := testing.AllocsPerRun(100, func() { _ = event.NewInvocationID() }); n != 1 {
 			t.Errorf("NewInvocationID allocates %v times, want 1", n)
 		}
+		if n := testing.AllocsPerRun(100, func() { _ = event.NewCallID() }); n != 1 {
+			t.Errorf("NewCallID allocates %v times, want 1", n)
+		}
+	}
+	seen := map[string]bool{}
+	for range 100 {
+		id := event.NewCallID()
+		u, err := uuid.Parse(strings.TrimPrefix(id, event.GeneratedCallIDPrefix))
+		if err != nil || !strings.HasPrefix(id, event.GeneratedCallIDPrefix) || u.Version() != 4 || u.Variant() != uuid.RFC4122 ||
+			event.GeneratedCallIDPrefix+u.String() != id || seen[id] {
+			t.Fatalf("call id %q is not a new %s + canonical UUID v4 (%v)", id, event.GeneratedCallIDPrefix, err)
+		}
+		seen[id] = true
 	}
 	for range 100 {
 		inv := event.NewInvocationID()

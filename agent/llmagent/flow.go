@@ -80,7 +80,7 @@ func (a *Agent) step(ctx context.Context, inv *agent.Invocation, yield func(*eve
 	calls := ev.FunctionCalls()
 	for _, fc := range calls {
 		if fc.ID == "" {
-			fc.ID = event.GeneratedCallIDPrefix + event.NewID()
+			fc.ID = event.NewCallID()
 		}
 		if t, ok := tools[fc.Name]; ok {
 			if lr, ok := t.(tool.LongRunning); ok && lr.IsLongRunning() {
@@ -387,10 +387,12 @@ func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.Fu
 		args = map[string]any{}
 	}
 	respond := func(result map[string]any) callResult {
-		return callResult{
-			part:    &genai.Part{FunctionResponse: &genai.FunctionResponse{ID: fc.ID, Name: fc.Name, Response: result}},
-			actions: tc.TakeActions(),
-		}
+		p := &struct { // one allocation for the part and its response
+			part genai.Part
+			resp genai.FunctionResponse
+		}{resp: genai.FunctionResponse{ID: fc.ID, Name: fc.Name, Response: result}}
+		p.part.FunctionResponse = &p.resp
+		return callResult{part: &p.part, actions: tc.TakeActions()}
 	}
 	t, ok := tools[fc.Name]
 	if !ok {
@@ -496,7 +498,7 @@ func clientRequests(inv *agent.Invocation, calls []*genai.FunctionCall, actions 
 	ev := inv.NewEvent()
 	ev.Content = &genai.Content{Role: genai.RoleModel}
 	add := func(name string, args map[string]any) {
-		id := event.GeneratedCallIDPrefix + event.NewID()
+		id := event.NewCallID()
 		ev.Content.Parts = append(ev.Content.Parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: id, Name: name, Args: args}})
 		ev.LongRunningToolIDs = append(ev.LongRunningToolIDs, id)
 	}
