@@ -83,7 +83,8 @@ func (p *PendingArtifacts) Committed(key session.Key, delta map[string]int64) {
 // Discard deletes, through svc, every saved version that no committed event
 // covers, and forgets them. Call it once nothing more will be committed for
 // the saves recorded so far: after a failed commit, or when the invocation
-// ends. It tries every version and returns the errors joined.
+// ends. It tries every version, even once ctx is canceled (the deletions
+// clean up after it), and returns the errors joined.
 func (p *PendingArtifacts) Discard(ctx context.Context, svc *artifact.Service) error {
 	if p == nil {
 		return nil
@@ -97,9 +98,10 @@ func (p *PendingArtifacts) Discard(ctx context.Context, svc *artifact.Service) e
 	}
 	p.saved = nil
 	p.mu.Unlock()
-	if svc == nil {
+	if svc == nil || len(drop) == 0 {
 		return nil
 	}
+	ctx = context.WithoutCancel(ctx)
 	var errs []error
 	for _, s := range drop {
 		if err := svc.DeleteVersion(ctx, s.ref, s.version); err != nil {

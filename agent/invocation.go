@@ -88,7 +88,13 @@ func NewInvocation(cfg InvocationConfig) *Invocation {
 	if cfg.Tree != nil {
 		root = cfg.Tree.Root()
 	}
-	return &Invocation{agent: root, shared: &shared{cfg: cfg}}
+	// One allocation for the invocation and what its copies share.
+	b := &struct {
+		inv Invocation
+		sh  shared
+	}{sh: shared{cfg: cfg}}
+	b.inv = Invocation{agent: root, shared: &b.sh}
+	return &b.inv
 }
 
 // For returns the invocation as seen by agent a, on the same branch.

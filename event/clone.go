@@ -14,8 +14,40 @@ func (e *Event) Clone() *Event {
 	if e == nil {
 		return nil
 	}
-	c := *e
-	c.Content = CloneContent(e.Content)
+	var c *Event
+	if e.Content != nil && len(e.Content.Parts) == 1 {
+		// The usual event: one allocation for it and its content, with its
+		// function call or response.
+		switch p := e.Content.Parts[0]; {
+		case p != nil && p.FunctionCall != nil:
+			b := &struct {
+				ev Event
+				cb contentBlock
+				fc genai.FunctionCall
+			}{ev: *e}
+			c = &b.ev
+			c.Content = b.cb.fill(e.Content, &b.fc, nil)
+		case p != nil && p.FunctionResponse != nil:
+			b := &struct {
+				ev Event
+				cb contentBlock
+				fr genai.FunctionResponse
+			}{ev: *e}
+			c = &b.ev
+			c.Content = b.cb.fill(e.Content, nil, &b.fr)
+		default:
+			b := &struct {
+				ev Event
+				cb contentBlock
+			}{ev: *e}
+			c = &b.ev
+			c.Content = b.cb.fill(e.Content, nil, nil)
+		}
+	} else {
+		cp := *e
+		c = &cp
+		c.Content = CloneContent(e.Content)
+	}
 	c.CustomMetadata = CloneMap(e.CustomMetadata)
 	c.LongRunningToolIDs = slices.Clone(e.LongRunningToolIDs)
 	if e.GroundingMetadata != nil || e.CitationMetadata != nil || e.UsageMetadata != nil ||
@@ -28,7 +60,7 @@ func (e *Event) Clone() *Event {
 		cloneViaJSON(&c.OutputTranscription)
 	}
 	c.Actions = e.Actions.Clone()
-	return &c
+	return c
 }
 
 // Clone returns a deep copy of the actions.
@@ -58,6 +90,9 @@ func CloneContent(c *genai.Content) *genai.Content {
 	if c == nil {
 		return nil
 	}
+	if len(c.Parts) == 1 {
+		return new(contentBlock).fill(c, nil, nil)
+	}
 	out := &genai.Content{Role: c.Role, Parts: make([]*genai.Part, len(c.Parts))}
 	for i, p := range c.Parts {
 		out.Parts[i] = clonePart(p)
@@ -65,23 +100,59 @@ func CloneContent(c *genai.Content) *genai.Content {
 	return out
 }
 
+// contentBlock holds a content of one part and its part, so that their copy
+// takes one allocation.
+type contentBlock struct {
+	content genai.Content
+	parts   [1]*genai.Part
+	part    genai.Part
+}
+
+// fill makes the block a deep copy of c, which has exactly one part, and
+// returns the block's content. fc and fr, if not nil, hold the copy of the
+// part's function call and response.
+func (b *contentBlock) fill(c *genai.Content, fc *genai.FunctionCall, fr *genai.FunctionResponse) *genai.Content {
+	b.content.Role = c.Role
+	if p := c.Parts[0]; p != nil {
+		clonePartInto(&b.part, p, fc, fr)
+		b.parts[0] = &b.part
+	}
+	b.content.Parts = b.parts[:]
+	return &b.content
+}
+
 func clonePart(p *genai.Part) *genai.Part {
 	if p == nil {
 		return nil
 	}
-	c := *p
+	c := new(genai.Part)
+	clonePartInto(c, p, nil, nil)
+	return c
+}
+
+// clonePartInto makes *dst a deep copy of *p. The copy of its function
+// call and response go to fc and fr, or to new memory where they are nil.
+func clonePartInto(dst, p *genai.Part, fc *genai.FunctionCall, fr *genai.FunctionResponse) {
+	*dst = *p
+	c := dst
 	if p.FunctionCall != nil {
-		fc := *p.FunctionCall
+		if fc == nil {
+			fc = new(genai.FunctionCall)
+		}
+		*fc = *p.FunctionCall
 		fc.Args = CloneMap(fc.Args)
-		c.FunctionCall = &fc
+		c.FunctionCall = fc
 	}
 	if p.FunctionResponse != nil {
-		fr := *p.FunctionResponse
+		if fr == nil {
+			fr = new(genai.FunctionResponse)
+		}
+		*fr = *p.FunctionResponse
 		fr.Response = CloneMap(fr.Response)
 		if fr.Parts != nil {
 			cloneViaJSON(&fr.Parts)
 		}
-		c.FunctionResponse = &fr
+		c.FunctionResponse = fr
 	}
 	if p.InlineData != nil {
 		b := *p.InlineData
@@ -102,7 +173,6 @@ func clonePart(p *genai.Part) *genai.Part {
 		cloneViaJSON(&c.SpeechMetadata)
 		cloneViaJSON(&c.MediaResolution)
 	}
-	return &c
 }
 
 // cloneViaJSON replaces *p with a deep copy made by a JSON round trip. It is

@@ -20,6 +20,7 @@
 package event
 
 import (
+	"crypto/rand"
 	"time"
 
 	"github.com/google/uuid"
@@ -104,10 +105,37 @@ type Compaction struct {
 const AuthorUser = "user"
 
 // NewID returns a new event id: a random UUID v4 string.
-func NewID() string { return uuid.NewString() }
+func NewID() string { return newUUID("") }
 
 // NewInvocationID returns a new invocation id: "e-" followed by a UUID v4.
-func NewInvocationID() string { return "e-" + uuid.NewString() }
+func NewInvocationID() string { return newUUID("e-") }
+
+// NewCallID returns a new id for a function call that came without one:
+// GeneratedCallIDPrefix followed by a UUID v4.
+func NewCallID() string { return newUUID(GeneratedCallIDPrefix) }
+
+// newUUID returns prefix followed by a random UUID v4 in its canonical
+// form, built in a single allocation (ids are made on every event).
+func newUUID(prefix string) string {
+	var u uuid.UUID
+	if _, err := rand.Read(u[:]); err != nil {
+		panic(err) // as uuid.NewString does: crypto/rand never fails
+	}
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // variant RFC 4122
+	const hexDigits = "0123456789abcdef"
+	var buf [len(GeneratedCallIDPrefix) + 36]byte // the longest prefix
+	n := copy(buf[:], prefix)
+	for i, b := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			buf[n] = '-'
+			n++
+		}
+		buf[n], buf[n+1] = hexDigits[b>>4], hexDigits[b&0x0f]
+		n += 2
+	}
+	return string(buf[:n])
+}
 
 // Now returns the current time truncated to microseconds, the precision that
 // survives the float-seconds wire encoding unchanged.

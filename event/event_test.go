@@ -302,3 +302,37 @@ func TestE3WireKeys(t *testing.T) {
 		t.Errorf("unexpected nulls in %s", s)
 	}
 }
+
+// TestE1NewIDsAllocateOnce: event, invocation and generated call ids are
+// each built in a single allocation, and are their prefix + a canonical
+// UUID v4.
+func TestE1NewIDsAllocateOnce(t *testing.T) {
+	if !raceEnabled { // the race detector's instrumentation allocates
+		if n := testing.AllocsPerRun(100, func() { _ = event.NewID() }); n != 1 {
+			t.Errorf("NewID allocates %v times, want 1", n)
+		}
+		if n := testing.AllocsPerRun(100, func() { _ = event.NewInvocationID() }); n != 1 {
+			t.Errorf("NewInvocationID allocates %v times, want 1", n)
+		}
+		if n := testing.AllocsPerRun(100, func() { _ = event.NewCallID() }); n != 1 {
+			t.Errorf("NewCallID allocates %v times, want 1", n)
+		}
+	}
+	seen := map[string]bool{}
+	for range 100 {
+		id := event.NewCallID()
+		u, err := uuid.Parse(strings.TrimPrefix(id, event.GeneratedCallIDPrefix))
+		if err != nil || !strings.HasPrefix(id, event.GeneratedCallIDPrefix) || u.Version() != 4 || u.Variant() != uuid.RFC4122 ||
+			event.GeneratedCallIDPrefix+u.String() != id || seen[id] {
+			t.Fatalf("call id %q is not a new %s + canonical UUID v4 (%v)", id, event.GeneratedCallIDPrefix, err)
+		}
+		seen[id] = true
+	}
+	for range 100 {
+		inv := event.NewInvocationID()
+		u, err := uuid.Parse(strings.TrimPrefix(inv, "e-"))
+		if err != nil || !strings.HasPrefix(inv, "e-") || u.Version() != 4 || u.Variant() != uuid.RFC4122 || "e-"+u.String() != inv {
+			t.Fatalf("invocation id %q is not e- + a canonical UUID v4 (%v)", inv, err)
+		}
+	}
+}

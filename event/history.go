@@ -258,7 +258,14 @@ func (e *Event) ContentFor(agent, branch string) *genai.Content {
 	if !InBranch(branch, e.Branch) {
 		return nil
 	}
-	parts := make([]*genai.Part, 0, len(e.Content.Parts))
+	var parts []*genai.Part
+	var one *historyContent // a one-part content and its part list, allocated together
+	if len(e.Content.Parts) == 1 {
+		one = new(historyContent)
+		parts = one.parts[:0]
+	} else {
+		parts = make([]*genai.Part, 0, len(e.Content.Parts))
+	}
 	for _, p := range e.Content.Parts {
 		switch {
 		case p == nil:
@@ -283,7 +290,17 @@ func (e *Event) ContentFor(agent, branch string) *genai.Content {
 			role = genai.RoleUser
 		}
 	}
+	if one != nil {
+		one.content = genai.Content{Role: role, Parts: parts}
+		return &one.content
+	}
 	return &genai.Content{Role: role, Parts: parts}
+}
+
+// historyContent is a history content of one part with its part list.
+type historyContent struct {
+	content genai.Content
+	parts   [1]*genai.Part
 }
 
 // InBranch reports whether an event on eventBranch is visible to an agent on
@@ -301,15 +318,21 @@ func isRuntimeCall(name string) bool {
 func stripGeneratedID(p *genai.Part) *genai.Part {
 	switch {
 	case p.FunctionCall != nil && strings.HasPrefix(p.FunctionCall.ID, GeneratedCallIDPrefix):
-		c, fc := *p, *p.FunctionCall
-		fc.ID = ""
-		c.FunctionCall = &fc
-		return &c
+		c := &struct {
+			part genai.Part
+			call genai.FunctionCall
+		}{*p, *p.FunctionCall}
+		c.call.ID = ""
+		c.part.FunctionCall = &c.call
+		return &c.part
 	case p.FunctionResponse != nil && strings.HasPrefix(p.FunctionResponse.ID, GeneratedCallIDPrefix):
-		c, fr := *p, *p.FunctionResponse
-		fr.ID = ""
-		c.FunctionResponse = &fr
-		return &c
+		c := &struct {
+			part genai.Part
+			resp genai.FunctionResponse
+		}{*p, *p.FunctionResponse}
+		c.resp.ID = ""
+		c.part.FunctionResponse = &c.resp
+		return &c.part
 	}
 	return p
 }

@@ -258,7 +258,7 @@ func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.C
 	inv = agent.NewInvocation(cfg)
 	if msg != nil {
 		var err error
-		if inv, err = r.storeUserMessage(ctx, cfg, opts, res); err != nil {
+		if inv, err = r.storeUserMessage(ctx, inv, cfg, opts, res); err != nil {
 			yield(nil, err)
 			return
 		}
@@ -286,13 +286,16 @@ func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.C
 
 // storeUserMessage lets the plugins see (and replace) the user message,
 // then commits it with the request's state delta and what the plugins
-// staged. It returns the invocation, which carries the message as stored.
-func (r *Runner) storeUserMessage(ctx context.Context, cfg agent.InvocationConfig, opts *RunOptions, res *resumption) (*agent.Invocation, error) {
-	inv := agent.NewInvocation(cfg)
-	cc := agent.NewCallbackContext(inv)
+// staged. inv is the invocation built from cfg. It returns the invocation,
+// which carries the message as stored.
+func (r *Runner) storeUserMessage(ctx context.Context, inv *agent.Invocation, cfg agent.InvocationConfig, opts *RunOptions, res *resumption) (*agent.Invocation, error) {
+	var cc *agent.CallbackContext // made for the first plugin that sees the message
 	for _, p := range r.cfg.Plugins {
 		if p.OnUserMessage == nil {
 			continue
+		}
+		if cc == nil {
+			cc = agent.NewCallbackContext(inv)
 		}
 		c, err := p.OnUserMessage(ctx, cc, cfg.UserContent)
 		if err != nil {
@@ -311,8 +314,10 @@ func (r *Runner) storeUserMessage(ctx context.Context, cfg agent.InvocationConfi
 		user.Content.Role = genai.RoleUser
 	}
 	user.Actions = event.Actions{StateDelta: event.CloneMap(opts.StateDelta)}
-	staged := cc.TakeActions() // the plugins' writes win over the request's delta
-	user.Actions.Merge(&staged)
+	if cc != nil {
+		staged := cc.TakeActions() // the plugins' writes win over the request's delta
+		user.Actions.Merge(&staged)
+	}
 	if err := r.commit(ctx, inv.Session(), user, cfg.PendingArtifacts); err != nil {
 		return nil, fmt.Errorf("runner: store user message: %w", err)
 	}
@@ -394,16 +399,19 @@ func (r *Runner) commit(ctx context.Context, sess *session.Session, ev *event.Ev
 // discardArtifacts deletes the pending artifact versions no committed event
 // covers. It runs even when ctx is done, which is often why a commit failed.
 func (r *Runner) discardArtifacts(ctx context.Context, pending *agent.PendingArtifacts) error {
-	return pending.Discard(context.WithoutCancel(ctx), r.cfg.Artifacts)
+	return pending.Discard(ctx, r.cfg.Artifacts)
 }
 
 // beforeRun runs the plugins' before-run hooks. It returns an event to
 // commit instead of running the agents, or nil.
 func (r *Runner) beforeRun(ctx context.Context, inv *agent.Invocation, pending *agent.PendingArtifacts) (*event.Event, error) {
-	cc := agent.NewCallbackContext(inv)
+	var cc *agent.CallbackContext // made for the first plugin with the hook
 	for _, p := range r.cfg.Plugins {
 		if p.BeforeRun == nil {
 			continue
+		}
+		if cc == nil {
+			cc = agent.NewCallbackContext(inv)
 		}
 		c, err := p.BeforeRun(ctx, cc)
 		if err != nil {
@@ -415,7 +423,7 @@ func (r *Runner) beforeRun(ctx context.Context, inv *agent.Invocation, pending *
 			return ev, nil
 		}
 	}
-	if cc.HasActions() {
+	if cc != nil && cc.HasActions() {
 		// Staged state without an early answer: commit it before the agents run.
 		if err := r.commit(ctx, inv.Session(), cc.Event(), pending); err != nil {
 			return nil, fmt.Errorf("runner: commit before-run state: %w", err)

@@ -265,10 +265,11 @@ func checkNumber(n json.Number) error {
 }
 
 var (
-	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
-	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
-	timeType      = reflect.TypeFor[time.Time]()
-	actionsType   = reflect.TypeFor[event.Actions]()
+	jsonMarshaler    = reflect.TypeFor[json.Marshaler]()
+	textMarshaler    = reflect.TypeFor[encoding.TextMarshaler]()
+	timeType         = reflect.TypeFor[time.Time]()
+	mapStringAnyType = reflect.TypeFor[map[string]any]()
+	actionsType      = reflect.TypeFor[event.Actions]()
 	// ownFields are the types whose encoders write their fields as they
 	// are: the walk checks the fields rather than the encoding.
 	ownFields = map[reflect.Type]bool{reflect.TypeFor[event.Event](): true, reflect.TypeFor[event.Actions](): true}
@@ -383,6 +384,20 @@ func (c checker) reflect(v reflect.Value, depth int) error {
 				return fmt.Errorf("map key type %s does not encode to JSON", t.Key())
 			}
 		}
+		if t == mapStringAnyType && v.CanInterface() {
+			// The usual map of typed fields (function call arguments and
+			// responses), walked as below without reflection's copy of
+			// each key and value.
+			for k, e := range v.Interface().(map[string]any) {
+				if err := checkString(k, c.nul); err != nil {
+					return fmt.Errorf("key %w", err)
+				}
+				if err := c.mapValue(e, depth+1); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		it := v.MapRange()
 		for it.Next() {
 			if k := it.Key(); k.Kind() == reflect.String {
@@ -407,6 +422,19 @@ func (c checker) reflect(v reflect.Value, depth int) error {
 		return nil
 	}
 	return fmt.Errorf("a value of type %s does not encode to JSON", t)
+}
+
+// mapValue checks the value e of a map[string]any entry at depth as
+// reflect does a map value: it is an interface.
+func (c checker) mapValue(e any, depth int) error {
+	if depth > MaxValueDepth+16 || (!c.typed && depth > MaxValueDepth) {
+		return fmt.Errorf("nested deeper than %d levels", MaxValueDepth)
+	}
+	if e == nil {
+		return nil
+	}
+	c.typed = false
+	return c.value(e, depth)
 }
 
 // encoded checks a value that encodes itself: its encoding must succeed and

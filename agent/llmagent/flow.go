@@ -80,7 +80,7 @@ func (a *Agent) step(ctx context.Context, inv *agent.Invocation, yield func(*eve
 	calls := ev.FunctionCalls()
 	for _, fc := range calls {
 		if fc.ID == "" {
-			fc.ID = event.GeneratedCallIDPrefix + event.NewID()
+			fc.ID = event.NewCallID()
 		}
 		if t, ok := tools[fc.Name]; ok {
 			if lr, ok := t.(tool.LongRunning); ok && lr.IsLongRunning() {
@@ -161,48 +161,69 @@ func (a *Agent) callModel(ctx context.Context, inv *agent.Invocation, cc *agent.
 		yield(nil, err)
 		return nil, false
 	}
-	var final *model.Response
-	var agg *aggregator
+	// The loop body sets only st and leaves by break: every variable it
+	// captured or returned from would take an allocation of its own.
+	var st struct {
+		final *model.Response
+		agg   *aggregator
+		done  bool // the body decided the outcome: out and ok
+		out   *model.Response
+		ok    bool
+	}
 	for resp, err := range a.cfg.Model.Generate(ctx, req, inv.RunConfig().Streaming) {
 		if err != nil {
-			for _, cb := range chain(inv.Callbacks().OnModelError, a.cfg.OnModelError) {
-				r, cbErr := cb(ctx, cc, req, err)
-				if cbErr != nil {
-					yield(nil, fmt.Errorf("llmagent: %s: model-error callback: %w", a.Name(), cbErr))
-					return nil, false
-				}
-				if r != nil {
-					return a.afterModel(ctx, inv, cc, r, yield)
-				}
-			}
-			yield(nil, fmt.Errorf("llmagent: %s: model %s: %w", a.Name(), a.cfg.Model.Name(), err))
-			return nil, false
+			st.out, st.ok = a.modelError(ctx, inv, cc, req, err, yield)
+			st.done = true
+			break
 		}
 		if resp == nil {
 			continue
 		}
 		if resp.Partial {
-			if agg == nil {
-				agg = &aggregator{}
+			if st.agg == nil {
+				st.agg = &aggregator{}
 			}
-			agg.add(resp)
+			st.agg.add(resp)
 			pe := inv.NewEvent()
 			pe.Response = *resp
 			if !yield(pe, nil) {
-				return nil, false
+				st.done = true // out, ok = nil, false
+				break
 			}
 			continue
 		}
-		final = resp
+		st.final = resp
 	}
-	if final == nil && agg != nil {
-		final = agg.response()
+	if st.done {
+		return st.out, st.ok
+	}
+	final := st.final
+	if final == nil && st.agg != nil {
+		final = st.agg.response()
 	}
 	if final == nil {
 		yield(nil, fmt.Errorf("llmagent: %s: %w", a.Name(), model.ErrNoResponse))
 		return nil, false
 	}
 	return a.afterModel(ctx, inv, cc, final, yield)
+}
+
+// modelError runs the model-error callbacks on err: the first response one
+// returns replaces the model's; without one, err ends the step.
+func (a *Agent) modelError(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, req *model.Request, err error,
+	yield func(*event.Event, error) bool) (*model.Response, bool) {
+	for _, cb := range chain(inv.Callbacks().OnModelError, a.cfg.OnModelError) {
+		r, cbErr := cb(ctx, cc, req, err)
+		if cbErr != nil {
+			yield(nil, fmt.Errorf("llmagent: %s: model-error callback: %w", a.Name(), cbErr))
+			return nil, false
+		}
+		if r != nil {
+			return a.afterModel(ctx, inv, cc, r, yield)
+		}
+	}
+	yield(nil, fmt.Errorf("llmagent: %s: model %s: %w", a.Name(), a.cfg.Model.Name(), err))
+	return nil, false
 }
 
 func (a *Agent) afterModel(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, resp *model.Response, yield func(*event.Event, error) bool) (*model.Response, bool) {
@@ -299,24 +320,33 @@ type callResult struct {
 // order. It returns nil when no call produced a response (long-running tools
 // that returned nothing).
 func (a *Agent) runCalls(ctx context.Context, inv *agent.Invocation, calls []*genai.FunctionCall, answers []agent.ToolResume, tools map[string]tool.Tool) *event.Event {
-	answer := func(i int) agent.ToolResume {
-		if answers == nil {
-			return agent.ToolResume{}
-		}
-		return answers[i]
-	}
-	results := make([]callResult, len(calls))
+	// One call (the usual case) runs without the goroutine, whose captures
+	// would move the result and its slice to the heap.
+	var one [1]callResult
+	var results []callResult
 	if len(calls) == 1 {
-		results[0] = a.runCall(ctx, inv, calls[0], answer(0), tools)
+		one[0] = a.runCall(ctx, inv, calls[0], answerAt(answers, 0), tools)
+		results = one[:]
 	} else {
+		many := make([]callResult, len(calls))
 		var wg sync.WaitGroup
 		for i, fc := range calls {
-			wg.Go(func() { results[i] = a.runCall(ctx, inv, fc, answer(i), tools) })
+			wg.Go(func() { many[i] = a.runCall(ctx, inv, fc, answerAt(answers, i), tools) })
 		}
 		wg.Wait()
+		results = many
 	}
 	ev := inv.NewEvent()
-	ev.Content = &genai.Content{Role: genai.RoleUser}
+	if len(results) == 1 {
+		c := &struct {
+			content genai.Content
+			parts   [1]*genai.Part
+		}{content: genai.Content{Role: genai.RoleUser}}
+		c.content.Parts = c.parts[:0]
+		ev.Content = &c.content
+	} else {
+		ev.Content = &genai.Content{Role: genai.RoleUser}
+	}
 	for _, r := range results {
 		if r.part != nil {
 			ev.Content.Parts = append(ev.Content.Parts, r.part)
@@ -330,6 +360,14 @@ func (a *Agent) runCalls(ctx context.Context, inv *agent.Invocation, calls []*ge
 		ev.Content = nil
 	}
 	return ev
+}
+
+// answerAt returns the answer to call i, if there are answers.
+func answerAt(answers []agent.ToolResume, i int) agent.ToolResume {
+	if answers == nil {
+		return agent.ToolResume{}
+	}
+	return answers[i]
 }
 
 // RejectedMessage is the error a model receives for a tool call a person
@@ -349,10 +387,12 @@ func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.Fu
 		args = map[string]any{}
 	}
 	respond := func(result map[string]any) callResult {
-		return callResult{
-			part:    &genai.Part{FunctionResponse: &genai.FunctionResponse{ID: fc.ID, Name: fc.Name, Response: result}},
-			actions: tc.TakeActions(),
-		}
+		p := &struct { // one allocation for the part and its response
+			part genai.Part
+			resp genai.FunctionResponse
+		}{resp: genai.FunctionResponse{ID: fc.ID, Name: fc.Name, Response: result}}
+		p.part.FunctionResponse = &p.resp
+		return callResult{part: &p.part, actions: tc.TakeActions()}
 	}
 	t, ok := tools[fc.Name]
 	if !ok {
@@ -458,7 +498,7 @@ func clientRequests(inv *agent.Invocation, calls []*genai.FunctionCall, actions 
 	ev := inv.NewEvent()
 	ev.Content = &genai.Content{Role: genai.RoleModel}
 	add := func(name string, args map[string]any) {
-		id := event.GeneratedCallIDPrefix + event.NewID()
+		id := event.NewCallID()
 		ev.Content.Parts = append(ev.Content.Parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: id, Name: name, Args: args}})
 		ev.LongRunningToolIDs = append(ev.LongRunningToolIDs, id)
 	}

@@ -93,6 +93,7 @@ type Agent struct {
 	tools  map[string]tool.Tool
 	decls  []*genai.FunctionDeclaration // of tools, sorted by name
 	schema *jsonschema.Resolved
+	body   func(context.Context, *agent.Invocation) iter.Seq2[*event.Event, error] // a.run, bound once
 
 	histories sync.Map // historyKey → *history
 }
@@ -112,6 +113,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("llmagent: %s: model is required", cfg.Name)
 	}
 	a := &Agent{cfg: cfg, tools: map[string]tool.Tool{}}
+	a.body = a.run
 	for _, t := range cfg.Tools {
 		if t == nil {
 			return nil, fmt.Errorf("llmagent: %s: nil tool", cfg.Name)
@@ -155,5 +157,5 @@ func (a *Agent) Tools() []tool.Tool { return a.cfg.Tools }
 
 // Run implements agent.Agent.
 func (a *Agent) Run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
-	return agent.RunWithCallbacks(ctx, inv, a.cfg.BeforeAgent, a.cfg.AfterAgent, a.run)
+	return agent.RunWithCallbacks(ctx, inv, a.cfg.BeforeAgent, a.cfg.AfterAgent, a.body)
 }

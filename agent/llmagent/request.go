@@ -49,13 +49,15 @@ func (a *Agent) resolveTools(ctx context.Context, inv *agent.Invocation) (map[st
 
 // buildRequest assembles the model request of one step.
 func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, tools map[string]tool.Tool) (*model.Request, error) {
-	cfg := &genai.GenerateContentConfig{}
+	// The request's parts are owned by it (callbacks may change them) and
+	// allocated together.
+	m := &requestMemory{}
+	cfg := &m.cfg
 	if a.cfg.GenerateConfig != nil {
-		c := *a.cfg.GenerateConfig
-		cfg = &c
-		cfg.Tools = slices.Clone(c.Tools)
-		if c.SystemInstruction != nil {
-			cfg.SystemInstruction = event.CloneContent(c.SystemInstruction)
+		*cfg = *a.cfg.GenerateConfig
+		cfg.Tools = slices.Clone(cfg.Tools)
+		if cfg.SystemInstruction != nil {
+			cfg.SystemInstruction = event.CloneContent(cfg.SystemInstruction)
 		}
 	}
 	instr, err := a.instruction(ctx, inv, cc)
@@ -67,22 +69,49 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 	}
 	if instr != "" {
 		if cfg.SystemInstruction == nil {
-			cfg.SystemInstruction = &genai.Content{Role: genai.RoleUser}
+			m.system.Role = genai.RoleUser
+			cfg.SystemInstruction = &m.system
 		}
-		cfg.SystemInstruction.Parts = append(cfg.SystemInstruction.Parts, &genai.Part{Text: instr})
+		m.instr.Text = instr
+		if len(cfg.SystemInstruction.Parts) == 0 {
+			m.instrParts[0] = &m.instr
+			cfg.SystemInstruction.Parts = m.instrParts[:]
+		} else {
+			cfg.SystemInstruction.Parts = append(cfg.SystemInstruction.Parts, &m.instr)
+		}
 	}
 	decls := a.decls // the static tools' declarations, computed once
 	if len(tools) != len(a.tools) {
 		decls = declarations(tools)
 	}
 	if len(decls) > 0 {
-		cfg.Tools = append(cfg.Tools, &genai.Tool{FunctionDeclarations: decls})
+		m.tool.FunctionDeclarations = decls
+		if len(cfg.Tools) == 0 {
+			m.tools[0] = &m.tool
+			cfg.Tools = m.tools[:]
+		} else {
+			cfg.Tools = append(cfg.Tools, &m.tool)
+		}
 	}
 	if a.cfg.OutputSchema != nil {
 		cfg.ResponseMIMEType = "application/json"
 		cfg.ResponseJsonSchema = a.cfg.OutputSchema
 	}
-	return &model.Request{Model: a.cfg.Model.Name(), Contents: a.contents(inv), Config: cfg}, nil
+	m.req = model.Request{Model: a.cfg.Model.Name(), Contents: a.contents(inv), Config: cfg}
+	return &m.req, nil
+}
+
+// requestMemory holds a request and the parts buildRequest adds to it, so
+// that they take one allocation. Slices of one element have capacity one:
+// appending to them copies.
+type requestMemory struct {
+	req        model.Request
+	cfg        genai.GenerateContentConfig
+	system     genai.Content
+	instr      genai.Part
+	instrParts [1]*genai.Part
+	tool       genai.Tool
+	tools      [1]*genai.Tool
 }
 
 // declarations returns the function declarations of tools, sorted by name.
@@ -182,20 +211,28 @@ func (h *history) update(sess *session.Session, opts event.HistoryOptions) []*ge
 	if h.n == 0 && n > 0 {
 		h.first = sess.At(0)
 	}
-	tail := sess.EventsFrom(h.n)
+	// The new events are read in place (At), not copied out: this runs on
+	// every model call.
 	rebuild := false
-	for _, e := range tail {
-		if e.Actions.Compaction != nil || e.Actions.RewindBeforeInvocationID != "" {
+	for i := h.n; i < n; i++ {
+		if e := sess.At(i); e != nil && (e.Actions.Compaction != nil || e.Actions.RewindBeforeInvocationID != "") {
 			rebuild = true
 			break
 		}
 	}
 	if rebuild {
 		h.b = event.NewHistoryBuilder(opts)
-		tail = event.ModelView(sess.Events())
-	}
-	for _, e := range tail {
-		h.b.Add(e)
+		for _, e := range event.ModelView(sess.Events()) {
+			h.b.Add(e)
+		}
+	} else {
+		for i := h.n; i < n; i++ {
+			e := sess.At(i)
+			if e == nil {
+				break
+			}
+			h.b.Add(e)
+		}
 	}
 	h.n = n
 	return h.b.Contents()

@@ -142,6 +142,9 @@ func (t Turn) chunks() []string {
 }
 
 func (t Turn) response() *model.Response {
+	if n := len(t.Calls); n+btoi(t.Text != "")+btoi(t.Thought != "") == 1 && (n == 0 || t.Calls[0] != nil) {
+		return t.onePart()
+	}
 	c := &genai.Content{Role: genai.RoleModel}
 	if t.Thought != "" {
 		c.Parts = append(c.Parts, &genai.Part{Text: t.Thought, Thought: true})
@@ -158,6 +161,38 @@ func (t Turn) response() *model.Response {
 		r.Content = nil
 	}
 	return r
+}
+
+// onePart is response for a turn of exactly one text, thought or call: the
+// response, its content and part take one allocation.
+func (t Turn) onePart() *model.Response {
+	b := &struct {
+		resp  model.Response
+		c     genai.Content
+		parts [1]*genai.Part
+		part  genai.Part
+		call  genai.FunctionCall
+	}{}
+	switch {
+	case len(t.Calls) == 1:
+		b.call = *t.Calls[0]
+		b.part.FunctionCall = &b.call
+	case t.Thought != "":
+		b.part = genai.Part{Text: t.Thought, Thought: true}
+	default:
+		b.part.Text = t.Text
+	}
+	b.parts[0] = &b.part
+	b.c = genai.Content{Role: genai.RoleModel, Parts: b.parts[:]}
+	b.resp = model.Response{Content: &b.c, UsageMetadata: t.Usage, FinishReason: genai.FinishReasonStop, TurnComplete: true}
+	return &b.resp
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Text returns a turn answering with text.

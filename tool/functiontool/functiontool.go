@@ -46,8 +46,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"runtime/debug"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"google.golang.org/genai"
@@ -108,6 +110,8 @@ type Tool[Args, Result any] struct {
 	fn          Func[Args, Result]
 	schema      *jsonschema.Schema
 	resolved    *jsonschema.Resolved
+	flat        *flatSchema // nil unless the schema has the flat shape
+	hint        string      // the confirmation hint
 	hasDefaults bool
 	response    *jsonschema.Schema
 }
@@ -167,11 +171,17 @@ func New[Args, Result any](cfg Config, fn Func[Args, Result]) (*Tool[Args, Resul
 	if response == nil {
 		response = responseSchema[Result]()
 	}
+	hint := cfg.ConfirmationHint
+	if hint == "" {
+		hint = "Please approve or reject the call to " + cfg.Name + "."
+	}
 	return &Tool[Args, Result]{
 		cfg:         cfg,
+		hint:        hint,
 		fn:          fn,
 		schema:      schema,
 		resolved:    resolved,
+		flat:        newFlatSchema(schema),
 		hasDefaults: hasDefaults(schema),
 		response:    response,
 	}, nil
@@ -239,11 +249,7 @@ func (t *Tool[Args, Result]) ConfirmationRequired(_ context.Context, args map[st
 	if t.cfg.ConfirmationFunc != nil {
 		required = t.cfg.ConfirmationFunc(args)
 	}
-	hint := t.cfg.ConfirmationHint
-	if hint == "" {
-		hint = fmt.Sprintf("Please approve or reject the call to %s.", t.cfg.Name)
-	}
-	return required, hint
+	return required, t.hint
 }
 
 // IsLongRunning implements tool.LongRunning.
@@ -315,16 +321,29 @@ func (t *Tool[Args, Result]) decode(args map[string]any) (Args, error) {
 		}
 		args = cp
 	}
-	if err := t.resolved.Validate(args); err != nil {
+	// Arguments the flat check accepts, the general validator accepts too;
+	// it alone rejects and explains. The flat ones are also written as JSON
+	// without encoding/json's reflection.
+	var b []byte
+	if t.flat.valid(args) {
+		buf := jsonBuffers.Get().(*[]byte)
+		defer putJSONBuffer(buf)
+		var ok bool
+		if *buf, ok = t.flat.appendJSON((*buf)[:0], args); ok {
+			b = *buf
+		}
+	} else if err := t.resolved.Validate(args); err != nil {
 		field, reason, ok := explain(t.schema, args, "")
 		if !ok {
 			field, reason = "", err.Error()
 		}
 		return in, t.argumentError(field, reason, err)
 	}
-	b, err := json.Marshal(args)
-	if err != nil {
-		return in, t.argumentError("", err.Error(), err)
+	if b == nil {
+		var err error
+		if b, err = json.Marshal(args); err != nil {
+			return in, t.argumentError("", err.Error(), err)
+		}
 	}
 	if err := json.Unmarshal(b, &in); err != nil {
 		field := ""
@@ -353,6 +372,40 @@ func jsonCopy(m map[string]any) (map[string]any, error) {
 	return out, nil
 }
 
+// scalarResult returns what the JSON round trip of encodeResult makes of a
+// value of a predeclared integer, float64, bool or valid UTF-8 string type,
+// without the round trip (a named type may marshal itself otherwise, and is
+// not one of these).
+func scalarResult(v any) (any, bool) {
+	switch x := v.(type) {
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case uint:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	case uint32:
+		return float64(x), true
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, false // JSON has no such number: the round trip fails
+		}
+		return x, true
+	case bool:
+		return x, true
+	case string:
+		if !utf8.ValidString(x) {
+			return nil, false // the round trip replaces invalid bytes
+		}
+		return x, true
+	}
+	return nil, false
+}
+
 // encodeResult converts a function result to the function response.
 func encodeResult(v any) (map[string]any, error) {
 	switch x := v.(type) {
@@ -360,6 +413,9 @@ func encodeResult(v any) (map[string]any, error) {
 		return nil, nil
 	case map[string]any:
 		return x, nil
+	}
+	if r, ok := scalarResult(v); ok {
+		return map[string]any{"result": r}, nil
 	}
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
