@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"gocloud.dev/blob"
+
 	"github.com/loomkit/loom/artifact"
 	"github.com/loomkit/loom/memory"
 	"github.com/loomkit/loom/session"
@@ -39,12 +41,26 @@ func openServices(ctx context.Context, o *options) (_ *services, err error) {
 		return nil, fmt.Errorf("%s: %w", redact(o.sessions), err)
 	}
 	if s.artifacts, err = storage.OpenArtifacts(ctx, o.artifacts); err != nil {
-		return nil, fmt.Errorf("%s: %w", redact(o.artifacts), err)
+		return nil, fmt.Errorf("%s: %w%s", redact(o.artifacts), err, cloudHint(o.artifacts))
 	}
 	if s.memory, err = storage.OpenMemory(ctx, o.memory); err != nil {
 		return nil, fmt.Errorf("%s: %w", redact(o.memory), err)
 	}
 	return s, nil
+}
+
+// cloudHint explains a cloud bucket URL whose driver this binary lacks:
+// the loom command links the S3, GCS and Azure drivers only when built
+// with the cloud build tag.
+func cloudHint(url string) string {
+	scheme, _, _ := strings.Cut(url, "://")
+	switch scheme {
+	case "s3", "gs", "azblob":
+		if !blob.DefaultURLMux().ValidBucketScheme(scheme) {
+			return " (this binary has no " + scheme + ":// driver: build loom with -tags cloud, or import the driver in your own program)"
+		}
+	}
+	return ""
 }
 
 func (s *services) close() error {
