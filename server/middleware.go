@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/loomkit/loom/session"
 )
 
 // limitBody caps the size of request bodies; reading past the limit fails
@@ -227,21 +229,20 @@ func checkUser(r *http.Request, user string) error {
 // maxIDBytes bounds app, user and session ids.
 const maxIDBytes = 128
 
-// checkID rejects an id that is too long or holds control characters, and
-// the ids "." and "..", which no URL path can address.
+// checkID rejects, with 400, an id the session service would refuse
+// (session.CheckID), one longer than the server's own bound, and the ids
+// "." and "..", which no URL path can address. An empty id is left to the
+// route (absent, or one to generate).
 func checkID(what, id string) error {
-	if len(id) > maxIDBytes {
+	switch {
+	case id == "":
+		return nil
+	case len(id) > maxIDBytes:
 		return badRequest("%s is longer than %d bytes", what, maxIDBytes)
-	}
-	if id == "." || id == ".." {
+	case id == "." || id == "..":
 		return badRequest("%s %q is not allowed", what, id)
 	}
-	for _, c := range id {
-		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) {
-			return badRequest("%s contains a control character", what)
-		}
-	}
-	return nil
+	return session.CheckID(what, id)
 }
 
 // checkPathIDs checks the ids a route's path names.

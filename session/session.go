@@ -327,11 +327,11 @@ type ListResult struct {
 // List returns the sessions of a user in an app (of every user when user is
 // ""), without events, one page at a time.
 func (s *Service) List(ctx context.Context, app, user string, opts *ListOptions) (*ListResult, error) {
-	if err := checkID("app name", app); err != nil {
+	if err := CheckID("app name", app); err != nil {
 		return nil, err
 	}
 	if user != "" {
-		if err := checkID("user id", user); err != nil {
+		if err := CheckID("user id", user); err != nil {
 			return nil, err
 		}
 	}

@@ -36,9 +36,12 @@ const (
 
 // This file holds the validation rules, once for every backend.
 
-// checkID validates an app name, user id, session id or event id: not blank,
-// at most MaxIDLen bytes, valid UTF-8 without control characters.
-func checkID(what, id string) error {
+// CheckID reports, with an error wrapping ErrInvalid, why id (named what in
+// the message) cannot be an app name, user id or session id: blank, longer
+// than MaxIDLen, not valid UTF-8, or holding a control character. The
+// service checks every id with it; edges such as the HTTP server use it to
+// refuse a bad id early.
+func CheckID(what, id string) error {
 	switch {
 	case strings.TrimSpace(id) == "":
 		return fmt.Errorf("%w: %s is required", ErrInvalid, what)
@@ -55,16 +58,16 @@ func checkID(what, id string) error {
 // checkKey validates the app and user ids of key, and its session id unless
 // it may be empty (a session id to generate).
 func checkKey(key Key, sessionOptional bool) error {
-	if err := checkID("app name", key.AppName); err != nil {
+	if err := CheckID("app name", key.AppName); err != nil {
 		return err
 	}
-	if err := checkID("user id", key.UserID); err != nil {
+	if err := CheckID("user id", key.UserID); err != nil {
 		return err
 	}
 	if sessionOptional && key.SessionID == "" {
 		return nil
 	}
-	return checkID("session id", key.SessionID)
+	return CheckID("session id", key.SessionID)
 }
 
 // checkState validates a state delta or initial state: keys of valid UTF-8
@@ -103,7 +106,7 @@ func CheckValue(v any) error {
 // so that the event encodes and decodes back to itself.
 func checkEvent(ev *event.Event) error {
 	if ev.ID != "" {
-		if err := checkID("event id", ev.ID); err != nil {
+		if err := CheckID("event id", ev.ID); err != nil {
 			return err
 		}
 	}
