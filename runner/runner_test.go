@@ -15,6 +15,7 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/plugin"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
@@ -491,5 +492,44 @@ func TestRunRejectsEmptyMessage(t *testing.T) {
 	}
 	if stored(t, svc, key).Len() != 0 {
 		t.Fatal("a rejected run changed the session")
+	}
+}
+
+// TestAfterAgentsEventsCommittedByRunner: an event a plugin returns from
+// AfterAgents is committed by the runner as part of the invocation and not
+// sent to the caller; the hook does not run after an agent error.
+func TestAfterAgentsEventsCommittedByRunner(t *testing.T) {
+	calls := 0
+	p := &plugin.Plugin{Name: "notes", AfterAgents: func(ctx context.Context, inv *agent.Invocation) (*event.Event, error) {
+		calls++
+		ev := event.New(inv.ID(), "root")
+		ev.Actions.StateDelta = map[string]any{"noted": calls}
+		return ev, nil
+	}}
+	root := custom(t, "root", func(ctx context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) {
+		if inv.UserContent().Parts[0].Text == "fail" {
+			yield(nil, errors.New("agent failed"))
+			return
+		}
+		ev := inv.NewEvent()
+		ev.Content = genai.NewContentFromText("hi", genai.RoleModel)
+		yield(ev, nil)
+	})
+	r, svc, key := setup(t, root, runner.Config{Plugins: []*plugin.Plugin{p}})
+	ctx := context.Background()
+	evs, err := r.RunSync(ctx, user, key.SessionID, userText("hello"), nil)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("run: %d events, %v; want the agent's one event", len(evs), err)
+	}
+	s := stored(t, svc, key)
+	last := s.At(s.Len() - 1)
+	if last.InvocationID != evs[0].InvocationID || last.Actions.StateDelta["noted"] == nil {
+		t.Fatalf("the plugin's event was not committed in the invocation: %+v", last)
+	}
+	if _, err := r.RunSync(ctx, user, key.SessionID, userText("fail"), nil); err == nil {
+		t.Fatal("the agent's error was not reported")
+	}
+	if calls != 1 {
+		t.Fatalf("AfterAgents ran %d times, want once (not after the failed run)", calls)
 	}
 }
