@@ -111,15 +111,21 @@ func completes(k PauseKind, ev *event.Event) bool {
 // no call of the log, a call that does not pause, or one that is no longer
 // pending; and when two responses of the message answer the same call.
 func Pending(sess *session.Session, msg *genai.Content) ([]PendingCall, error) {
-	var ids []string
+	var ids []string          // in message order
+	var wanted map[string]bool // the same, as a set: a message may hold many parts
 	for _, p := range msg.Parts {
 		if p == nil || p.FunctionResponse == nil || p.FunctionResponse.ID == "" {
 			continue
 		}
-		if slices.Contains(ids, p.FunctionResponse.ID) {
-			return nil, fmt.Errorf("%w: the message answers call %q twice", ErrNotPending, p.FunctionResponse.ID)
+		id := p.FunctionResponse.ID
+		if wanted[id] {
+			return nil, fmt.Errorf("%w: the message answers call %q twice", ErrNotPending, id)
 		}
-		ids = append(ids, p.FunctionResponse.ID)
+		if wanted == nil {
+			wanted = map[string]bool{}
+		}
+		wanted[id] = true
+		ids = append(ids, id)
 	}
 	if len(ids) == 0 {
 		return nil, nil
@@ -131,7 +137,7 @@ func Pending(sess *session.Session, msg *genai.Content) ([]PendingCall, error) {
 	for i := sess.Len() - 1; i >= 0 && left > 0; i-- {
 		ev := sess.At(i)
 		for _, fc := range ev.FunctionCalls() {
-			if !slices.Contains(ids, fc.ID) {
+			if !wanted[fc.ID] {
 				continue
 			}
 			if _, dup := found[fc.ID]; dup {
