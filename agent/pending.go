@@ -111,7 +111,7 @@ func completes(k PauseKind, ev *event.Event) bool {
 // no call of the log, a call that does not pause, or one that is no longer
 // pending; and when two responses of the message answer the same call.
 func Pending(sess *session.Session, msg *genai.Content) ([]PendingCall, error) {
-	var ids []string          // in message order
+	var ids []string           // in message order
 	var wanted map[string]bool // the same, as a set: a message may hold many parts
 	for _, p := range msg.Parts {
 		if p == nil || p.FunctionResponse == nil || p.FunctionResponse.ID == "" {
