@@ -1,6 +1,12 @@
 // Package memsession is an in-memory session store. It keeps everything in
 // process memory and loses it on exit; use it for tests, examples and
 // short-lived programs.
+//
+// Events are kept encoded, in the JSON the SQL stores write: one
+// pointer-free byte slice per event, a fraction of the size of the decoded
+// event, which the garbage collector does not scan. A read decodes the
+// events it returns, so what a reader gets back is what a SQL store would
+// give it (numbers in the state deltas of events read back are float64).
 package memsession
 
 import (
@@ -30,7 +36,8 @@ type Store struct {
 
 type record struct {
 	state   map[string]any
-	events  []*event.Event // stored copies; never handed out
+	events  [][]byte // the encoded events, in order
+	times   []int64  // their timestamps (Unix nanoseconds), for time windows
 	ids     map[string]struct{}
 	created time.Time
 	updated time.Time
@@ -136,17 +143,33 @@ func (s *Store) GetSession(ctx context.Context, key session.Key, w session.Windo
 	if !w.After.IsZero() {
 		// The service keeps timestamps in commit order; scan back from
 		// the end so the cost follows the size of the result.
-		i := len(r.events)
-		for i > lo && !r.events[i-1].Timestamp.Before(w.After) {
+		after := w.After.UnixNano()
+		i := len(r.times)
+		for i > lo && r.times[i-1] >= after {
 			i--
 		}
 		lo = i
 	}
-	out.Events = make([]*event.Event, 0, len(r.events)-lo)
-	for _, e := range r.events[lo:] {
-		out.Events = append(out.Events, e.Clone())
+	evs, err := decode(r.events[lo:])
+	if err != nil {
+		return nil, err
 	}
+	out.Events = evs
 	return out, nil
+}
+
+// decode decodes stored events, all in one allocation.
+func decode(data [][]byte) ([]*event.Event, error) {
+	var dec event.Decoder
+	store := make([]event.Event, len(data))
+	evs := make([]*event.Event, len(data))
+	for i, b := range data {
+		if err := dec.Decode(b, &store[i]); err != nil {
+			return nil, fmt.Errorf("memsession: decode event: %w", err)
+		}
+		evs[i] = &store[i]
+	}
+	return evs, nil
 }
 
 // ListSessions implements session.Store.
@@ -209,7 +232,10 @@ func (s *Store) DeleteSession(ctx context.Context, key session.Key) error {
 
 // AppendEvent implements session.Store.
 func (s *Store) AppendEvent(ctx context.Context, key session.Key, created time.Time, seq int64, ev *event.Event, d session.Delta) error {
-	stored := ev.Clone() // outside the lock: it is the costly part
+	stored, err := ev.MarshalJSON() // outside the lock: it is the costly part
+	if err != nil {
+		return fmt.Errorf("%w: encode event: %w", session.ErrInvalid, err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(ctx); err != nil {
@@ -226,6 +252,7 @@ func (s *Store) AppendEvent(ctx context.Context, key session.Key, created time.T
 		return fmt.Errorf("%w: event %s", session.ErrAlreadyExists, ev.ID)
 	}
 	r.events = append(r.events, stored)
+	r.times = append(r.times, ev.Timestamp.UnixNano())
 	r.ids[ev.ID] = struct{}{}
 	session.ApplyDelta(r.state, d.Session)
 	s.applyShared(key, d)
