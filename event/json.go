@@ -9,6 +9,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/genai"
@@ -62,17 +63,7 @@ func (s Seconds) MarshalJSON() ([]byte, error) {
 	if !inRange(t) {
 		return nil, fmt.Errorf("event: timestamp %v: %w", t, errTimestampRange)
 	}
-	us := t.UnixMicro()
-	sign := ""
-	if us < 0 { // before 1970: format the magnitude, then the sign
-		sign, us = "-", -us
-	}
-	sec, frac := us/1e6, us%1e6
-	if frac == 0 {
-		return fmt.Appendf(nil, "%s%d", sign, sec), nil
-	}
-	b := fmt.Appendf(nil, "%s%d.%06d", sign, sec, frac)
-	return bytes.TrimRight(b, "0"), nil
+	return appendSeconds(make([]byte, 0, 24), t.UnixMicro()), nil
 }
 
 // UnmarshalJSON decodes float seconds. It also accepts an RFC 3339 string,
@@ -211,6 +202,31 @@ func ToSeconds(t time.Time) float64 {
 
 // MarshalJSON encodes the event in ADK's wire format.
 func (e *Event) MarshalJSON() ([]byte, error) {
+	buf := encodeBuffers.Get().(*[]byte)
+	b, ok := appendEventJSON((*buf)[:0], e)
+	var out []byte
+	if ok {
+		out = append([]byte(nil), b...) // exactly its size: stores keep it
+	}
+	if cap(b) <= maxPooledBuffer {
+		*buf = b
+		encodeBuffers.Put(buf)
+	}
+	if ok {
+		return out, nil
+	}
+	return e.marshalWire()
+}
+
+// encodeBuffers are the scratch buffers of MarshalJSON's fast path.
+var encodeBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxPooledBuffer bounds the buffers kept for reuse.
+const maxPooledBuffer = 64 << 10
+
+// marshalWire encodes the event with encoding/json: the general path, which
+// the fast path's output must always equal.
+func (e *Event) marshalWire() ([]byte, error) {
 	w := wireEvent{
 		Response:           e.Response,
 		InvocationID:       e.InvocationID,

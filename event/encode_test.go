@@ -1,0 +1,155 @@
+package event
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+
+	"google.golang.org/genai"
+)
+
+// encodeCorpus are events the fast encoder covers, and some it must leave
+// to encoding/json.
+func encodeCorpus() []*Event {
+	ts := time.Unix(1795424477, 612258000)
+	text := NewModelText("inv-1", "agent", "3")
+	text.Timestamp = ts
+	user := NewUserText("inv-1", "What is <1> & \"2\"?\n\t\b\f\x01 \u2028\u2029 é 日本 \xff")
+	user.Timestamp = ts.Add(-time.Microsecond * 120)
+	call := New("inv-1", "calc")
+	call.Timestamp = ts.Add(time.Second)
+	call.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{
+		{FunctionCall: &genai.FunctionCall{ID: "adk-1", Name: "add", Args: map[string]any{"a": 1, "b": 2.5, "c": "x", "z": nil,
+			"n": map[string]any{"deep": []any{1.0, true, false, "s", nil, map[string]any{}}}, "big": 1e21, "small": 1e-7, "neg": -0.000001,
+			"f32": float32(3.14), "i64": int64(-9007199254740993), "u": uint64(18446744073709551615), "i32": int32(7)}}},
+		{Text: "thinking", Thought: true},
+	}}
+	call.LongRunningToolIDs = []string{"adk-1", "x\"y"}
+	resp := New("inv-1", "calc")
+	resp.Timestamp = ts.Add(2 * time.Second)
+	resp.Branch = "root.calc"
+	resp.Content = &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{
+		{FunctionResponse: &genai.FunctionResponse{ID: "adk-1", Name: "add", Response: map[string]any{"result": 3}}},
+		{FunctionResponse: &genai.FunctionResponse{Name: "noid"}},
+		{FunctionCall: &genai.FunctionCall{}},
+		{},
+	}}
+	resp.Actions = Actions{StateDelta: map[string]any{"k": 1, "app:x": []any{}, "user:y": map[string]any{"a": nil}},
+		ArtifactDelta: map[string]int64{"b.txt": 2, "a.txt": 0}, TransferToAgent: "other", Escalate: true,
+		SkipSummarization: true, EndOfAgent: true, AgentState: map[string]any{"step": 2}, RewindBeforeInvocationID: "inv-0"}
+	flags := New("inv-2", "agent")
+	flags.Timestamp = time.Unix(-5, -300000)
+	flags.Response.Partial, flags.Response.TurnComplete, flags.Response.Interrupted = true, true, true
+	flags.Response.ModelVersion, flags.Response.FinishReason = "m-1", genai.FinishReasonStop
+	flags.Response.ErrorCode, flags.Response.ErrorMessage = "E", "bad <thing>"
+	flags.Content = &genai.Content{Role: "model"}
+	zero := &Event{}
+	// Left to encoding/json:
+	usage := NewModelText("inv", "a", "x")
+	usage.UsageMetadata = &genai.GenerateContentResponseUsageMetadata{TotalTokenCount: 3}
+	blob := NewModelText("inv", "a", "x")
+	blob.Content.Parts = append(blob.Content.Parts, &genai.Part{InlineData: &genai.Blob{MIMEType: "text/plain", Data: []byte("hi")}})
+	number := NewModelText("inv", "a", "x")
+	number.Actions.StateDelta = map[string]any{"n": json.Number("12")}
+	typed := NewModelText("inv", "a", "x")
+	typed.Actions.StateDelta = map[string]any{"s": []string{"a"}, "t": struct{ A int }{1}}
+	confirm := NewModelText("inv", "a", "x")
+	confirm.Actions.RequestedToolConfirmations = map[string]ToolConfirmation{"c": {Hint: "ok?"}}
+	return []*Event{text, user, call, resp, flags, zero, usage, blob, number, typed, confirm}
+}
+
+// TestEncodeFastMatches checks that the fast path of MarshalJSON writes
+// exactly the bytes of encoding/json for every event it covers, and that
+// it covers the common ones.
+func TestEncodeFastMatches(t *testing.T) {
+	covered := 0
+	for i, ev := range encodeCorpus() {
+		want, err := ev.marshalWire()
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		got, ok := appendEventJSON(nil, ev)
+		if !ok {
+			continue
+		}
+		covered++
+		if !bytes.Equal(got, want) {
+			t.Errorf("event %d:\nfast %s\nwire %s", i, got, want)
+		}
+		if viaMethod, err := ev.MarshalJSON(); err != nil || !bytes.Equal(viaMethod, want) {
+			t.Errorf("event %d: MarshalJSON = %s, %v", i, viaMethod, err)
+		}
+	}
+	if covered != 6 {
+		t.Errorf("fast path covered %d events of the corpus, want 6", covered)
+	}
+}
+
+// TestEncodeFastFloats checks number formatting against encoding/json
+// across magnitudes and the exponent cut-offs.
+func TestEncodeFastFloats(t *testing.T) {
+	values := []any{0.0, math.Copysign(0, -1), 1.0, -1.5, 1e-6, 9.99e-7, 1e20, 1e21, 123456789.125, 5e-324, math.MaxFloat64,
+		float32(1e-6), float32(9.99e-7), float32(1e20), float32(1e21), float32(0.1), int(-3), int64(math.MinInt64)}
+	for _, v := range values {
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc := encoder{ok: true}
+		enc.value(v)
+		if !enc.ok || string(enc.buf) != string(want) {
+			t.Errorf("%T %v: fast %s (ok %v), want %s", v, v, enc.buf, enc.ok, want)
+		}
+	}
+	for _, v := range []any{math.NaN(), math.Inf(1)} {
+		enc := encoder{ok: true}
+		if enc.value(v); enc.ok {
+			t.Errorf("%v: fast path encoded a value encoding/json refuses", v)
+		}
+	}
+}
+
+// TestEncodeFastDeep leaves values nested beyond the fast path's depth to
+// encoding/json.
+func TestEncodeFastDeep(t *testing.T) {
+	var v any = "leaf"
+	for range maxFastDepth + 5 {
+		v = []any{v}
+	}
+	ev := NewModelText("inv", "a", "x")
+	ev.Actions.StateDelta = map[string]any{"deep": v}
+	if _, ok := appendEventJSON(nil, ev); ok {
+		t.Fatal("fast path encoded a value nested beyond maxFastDepth")
+	}
+	got, err := ev.MarshalJSON()
+	want, _ := ev.marshalWire()
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("MarshalJSON = %s, %v; want %s", got, err, want)
+	}
+}
+
+// FuzzEncodeFast compares the fast path with encoding/json on arbitrary
+// text, state values and timestamps.
+func FuzzEncodeFast(f *testing.F) {
+	f.Add("hello", "key", 1.5, int64(1795424477612258))
+	f.Add("<a href=\"x\">&\u2028\xff\x00", "\x7f", -1e-7, int64(-1))
+	f.Add("", "", 0.0, int64(0))
+	f.Fuzz(func(t *testing.T, text, key string, num float64, us int64) {
+		ev := NewModelText("inv", "agent", text)
+		ev.Timestamp = time.UnixMicro(us % (maxSeconds * 1e6))
+		ev.Actions.StateDelta = map[string]any{key: num, key + "s": text, "list": []any{num, text}}
+		want, werr := ev.marshalWire()
+		got, ok := appendEventJSON(nil, ev)
+		if werr != nil {
+			if ok {
+				t.Fatalf("fast path encoded an event encoding/json refuses (%v): %s", werr, got)
+			}
+			return
+		}
+		if ok && !bytes.Equal(got, want) {
+			t.Fatalf("fast %s\nwire %s", got, want)
+		}
+	})
+}
