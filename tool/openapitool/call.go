@@ -145,28 +145,29 @@ func (t *opTool) request(ctx context.Context, args map[string]any, auth authoriz
 		if !ok || v == nil {
 			continue
 		}
-		var err error
-		switch p.in {
-		case inPath:
+		err := checkKind(v, p.kind)
+		switch {
+		case err != nil:
+		case p.in == inPath:
 			var s string
 			if s, err = paramText(v, p, ","); err == nil {
 				path = strings.ReplaceAll(path, "{"+p.name+"}", url.PathEscape(s))
 			}
-		case inQuery:
+		case p.in == inQuery:
 			err = addQuery(query, v, p)
-		case inHeader:
+		case p.in == inHeader:
 			var s string
 			if s, err = paramText(v, p, ","); err == nil {
 				header.Set(p.name, s)
 			}
-		case inCookie:
+		case p.in == inCookie:
 			var s string
 			if s, err = paramText(v, p, ","); err == nil {
 				cookies = append(cookies, p.name+"="+cookieValue(s))
 			}
-		case inBodyProp:
+		case p.in == inBodyProp:
 			bodyProps[p.name] = v
-		case inBody:
+		case p.in == inBody:
 			whole, hasWhole = v, true
 		}
 		if err != nil {
@@ -333,6 +334,30 @@ func redactURL(u *url.URL) string {
 	c := *u
 	c.User, c.RawQuery, c.Fragment = nil, "", ""
 	return c.String()
+}
+
+// checkKind rejects an array or object given for a parameter whose schema
+// is a scalar.
+func checkKind(v any, kind string) error {
+	switch kind {
+	case openapi3.TypeString, openapi3.TypeInteger, openapi3.TypeNumber, openapi3.TypeBoolean:
+		switch v.(type) {
+		case []any, map[string]any:
+			return fmt.Errorf("want a %s, got %s", kind, jsonKind(v))
+		}
+	}
+	return nil
+}
+
+// jsonKind names the JSON kind of a value.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 // scalarText formats a scalar argument value.

@@ -45,6 +45,7 @@ type param struct {
 	explode  bool // query arrays and objects: one pair per item
 	style    string
 	asJSON   bool // a parameter given by content: sent as JSON text
+	kind     string // the schema's single type, if it has one
 }
 
 // body describes the request body of an operation.
@@ -147,6 +148,9 @@ func (ts *Toolset) newTool(info Operation, item *openapi3.PathItem, op *openapi3
 				schemaRef, p.asJSON = mt.Schema, true
 				break
 			}
+		}
+		if s := schemaOf(schemaRef); s != nil && s.Type.IsSingle() {
+			p.kind = s.Type.Slice()[0]
 		}
 		add(p, jsonSchema(schemaRef, pr.Description, false))
 	}
