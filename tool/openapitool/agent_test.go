@@ -3,8 +3,12 @@ package openapitool_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"google.golang.org/genai"
@@ -258,4 +262,97 @@ func credentialRequest(t *testing.T, evs []*event.Event) *genai.FunctionCall {
 		t.Fatalf("want one adk_request_credential call, got %+v", last.Content)
 	}
 	return calls[0]
+}
+
+// TestRejectedCredentialIsForgotten checks that a credential the API
+// rejects with 401 is dropped, so the next call asks the client again, and
+// that a flat {"apiKey": ...} answer is accepted.
+func TestRejectedCredentialIsForgotten(t *testing.T) {
+	var mu sync.Mutex
+	valid, seen := "k1", []string{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, r.Header.Get("X-Key"))
+		if r.Header.Get("X-Key") != valid {
+			http.Error(w, "unknown key", http.StatusUnauthorized)
+			return
+		}
+		_, _ = w.Write([]byte(`{"user":"ann"}`))
+	}))
+	defer srv.Close()
+	spec := `{"openapi": "3.0.3", "info": {"title": "me", "version": "1"},
+	  "components": {"securitySchemes": {"key": {"type": "apiKey", "in": "header", "name": "X-Key"}}},
+	  "security": [{"key": []}],
+	  "paths": {"/me": {"get": {"operationId": "whoAmI", "responses": {"200": {"description": "ok"}}}}}}`
+	ts, err := openapitool.New(context.Background(), openapitool.Config{Spec: []byte(spec), BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAgentRun(t, ts,
+		scripted.Call("who_am_i", nil), scripted.Text("You are ann."),
+		scripted.Call("who_am_i", nil), scripted.Call("who_am_i", nil), scripted.Text("Still ann."))
+	answer := func(id, key string) *genai.Content {
+		return &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{
+			ID: id, Name: event.FunctionRequestCredential, Response: map[string]any{"apiKey": key}}}}}
+	}
+	req := credentialRequest(t, a.send(t, "s1", genai.NewContentFromText("who am I?", genai.RoleUser)))
+	if evs := a.send(t, "s1", answer(req.ID, "k1")); evs[len(evs)-1].Text() != "You are ann." {
+		t.Fatalf("final text %q", evs[len(evs)-1].Text())
+	}
+	mu.Lock()
+	valid = "k2"
+	mu.Unlock()
+	req = credentialRequest(t, a.send(t, "s1", genai.NewContentFromText("and now?", genai.RoleUser)))
+	if evs := a.send(t, "s1", answer(req.ID, "k2")); evs[len(evs)-1].Text() != "Still ann." {
+		t.Fatalf("final text %q", evs[len(evs)-1].Text())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(seen, ",") != "k1,k1,k2" {
+		t.Fatalf("keys sent: %v", seen)
+	}
+	resps := a.functionResponses()
+	want := []map[string]any{{"user": "ann"}, {"error": "who_am_i: GET /me: HTTP 401 Unauthorized: unknown key"}, {"user": "ann"}}
+	if !jsonEqual(t, resps, want) {
+		t.Fatalf("function responses %v", resps)
+	}
+	if stored := a.storedJSON(t, "s1"); strings.Contains(stored, `"k1"`) || strings.Contains(stored, `"k2"`) {
+		t.Fatal("a key was written to the session log")
+	}
+}
+
+// TestConcurrentCalls runs calls of several tools at once (under -race).
+func TestConcurrentCalls(t *testing.T) {
+	srv := newPetServer(t)
+	tools := toolsByName(t, newToolset(t, srv, openapitool.Config{Credentials: map[string]openapitool.Credential{
+		"apiKeyHeader": {APIKey: headerKey}, "apiKeyQuery": {APIKey: queryKey}}}))
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for i := range 20 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			res, err := tools["get_pet_by_id"].Run(context.Background(), nil, map[string]any{"pet_id": 1 + i%3})
+			if err == nil && res["id"] != float64(1+i%3) {
+				err = fmt.Errorf("pet %v, want %d", res["id"], 1+i%3)
+			}
+			errs <- err
+		}()
+		go func() {
+			defer wg.Done()
+			_, err := tools["stores_store_id_inventory_get"].Run(context.Background(), nil, map[string]any{"store_id": fmt.Sprint(i)})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if n := len(srv.requests()); n != 40 {
+		t.Fatalf("%d requests, want 40", n)
+	}
 }
