@@ -44,7 +44,7 @@ type param struct {
 	required bool
 	explode  bool // query arrays and objects: one pair per item
 	style    string
-	asJSON   bool // a parameter given by content: sent as JSON text
+	asJSON   bool   // a parameter given by content: sent as JSON text
 	kind     string // the schema's single type, if it has one
 }
 
