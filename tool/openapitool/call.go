@@ -291,7 +291,10 @@ func decodeResponse(status int, contentType string, data []byte) map[string]any 
 		return map[string]any{"status_code": status}
 	}
 	ct := mediaBase(contentType)
-	if isJSON(ct) || ct == "" || ct == "text/plain" {
+	trimmed := bytes.TrimSpace(data)
+	// Servers often label JSON as text/plain; an object or array there is
+	// taken as JSON, other text stays text.
+	if isJSON(ct) || ct == "" || ct == "text/plain" && (trimmed[0] == '{' || trimmed[0] == '[') {
 		var v any
 		if err := json.Unmarshal(data, &v); err == nil {
 			if m, ok := v.(map[string]any); ok {

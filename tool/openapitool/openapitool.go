@@ -24,8 +24,8 @@
 // A call builds the HTTP request from the arguments: path parameters are
 // escaped into the path, query parameters are added to the query string
 // (arrays repeated, or joined with commas when explode is false), header and
-// cookie parameters are set, and the body is sent as JSON (or as a form or
-// text, when that is the only media type the operation accepts). A missing
+// cookie parameters are set, and the body is sent as JSON (or, when the
+// operation accepts no JSON, as a form, as text or as it is). A missing
 // required argument or an argument the operation does not have is an error
 // the model can read, and no request is sent.
 //
@@ -104,7 +104,7 @@ type Config struct {
 	// operation path is appended to it.
 	BaseURL string
 	// HTTPClient makes the requests; nil means a client of the toolset's
-	// own.
+	// own, which follows redirects only within the same host.
 	HTTPClient *http.Client
 	// Headers are added to every API request (not to the fetching of the
 	// spec).
@@ -207,7 +207,7 @@ func New(ctx context.Context, cfg Config) (*Toolset, error) {
 	cfg.Tags = slices.Clone(cfg.Tags)
 	ts := &Toolset{cfg: cfg, http: cfg.HTTPClient, creds: newCredentialCache(maxCachedCredentials)}
 	if ts.http == nil {
-		ts.http = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		ts.http = defaultClient()
 	}
 	data, base, err := ts.readSpec(ctx)
 	if err != nil {
@@ -293,10 +293,37 @@ func parseSpec(ctx context.Context, data []byte) (*openapi3.T, error) {
 	if !strings.HasPrefix(doc.OpenAPI, "3.") {
 		return nil, fmt.Errorf("%w: openapi version %q is not 3.x", ErrInvalidSpec, doc.OpenAPI)
 	}
-	if err := doc.Validate(ctx, openapi3.DisableExamplesValidation(), openapi3.DisableSchemaDefaultsValidation()); err != nil {
+	// Examples, defaults and patterns are not checked: they do not change
+	// the tools, and many published documents get them slightly wrong (or
+	// use regular expression features Go lacks).
+	err = doc.Validate(ctx, openapi3.DisableExamplesValidation(), openapi3.DisableSchemaDefaultsValidation(),
+		openapi3.DisableSchemaPatternValidation())
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}
 	return doc, nil
+}
+
+// maxRedirects bounds the redirects the default client follows.
+const maxRedirects = 10
+
+// defaultClient returns the client of a toolset without Config.HTTPClient.
+// It follows redirects only within the same scheme and host, so that a
+// credential sent in a header or the query never reaches another server.
+func defaultClient() *http.Client {
+	rt := http.DefaultTransport
+	if t, ok := rt.(*http.Transport); ok {
+		rt = t.Clone()
+	}
+	return &http.Client{Transport: rt, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		if req.URL.Scheme != via[0].URL.Scheme || req.URL.Host != via[0].URL.Host {
+			return http.ErrUseLastResponse // answered as a 3xx error: credentials stay home
+		}
+		return nil
+	}}
 }
 
 // readLimited reads r whole, failing when it holds more than limit bytes.

@@ -476,3 +476,54 @@ func TestBadSpecs(t *testing.T) {
 		})
 	}
 }
+
+// TestRedirects checks that the default client follows a redirect within
+// the API's host but not to another host, where the API key would go.
+func TestRedirects(t *testing.T) {
+	var otherSaw []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		otherSaw = append(otherSaw, r.Header.Get("X-API-Key"))
+	}))
+	defer other.Close()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/health":
+			http.Redirect(w, r, "/v1/pets?x_request_id=r", http.StatusFound)
+		case "/v1/pets/1":
+			http.Redirect(w, r, other.URL+"/steal", http.StatusFound)
+		case "/v1/pets":
+			_, _ = w.Write([]byte(`{"moved": true}`))
+		}
+	}))
+	defer api.Close()
+	tools := toolsByName(t, newToolset(t, &petServer{Server: api}, openapitool.Config{Credentials: creds}))
+	if res, err := tools["health"].Run(context.Background(), nil, nil); err != nil || res["moved"] != true {
+		t.Fatalf("same-host redirect: %v, %v", res, err)
+	}
+	_, err := tools["get_pet_by_id"].Run(context.Background(), nil, map[string]any{"pet_id": 1})
+	var he *openapitool.HTTPError
+	if !errors.As(err, &he) || he.StatusCode != http.StatusFound {
+		t.Fatalf("cross-host redirect: %v", err)
+	}
+	if len(otherSaw) != 0 {
+		t.Fatalf("the other host was called: %q", otherSaw)
+	}
+}
+
+// TestLenientValidation checks that parts of a document that do not change
+// the tools (a pattern Go cannot compile, an example of the wrong type) do
+// not make it unusable.
+func TestLenientValidation(t *testing.T) {
+	spec := `{"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "servers": [{"url": "http://api.example"}],
+	  "paths": {"/users/{name}": {"get": {"operationId": "getUser",
+	    "parameters": [{"name": "name", "in": "path", "required": true,
+	      "schema": {"type": "string", "pattern": "^(?!admin)[a-z]+$", "example": 7}}],
+	    "responses": {"200": {"description": "ok"}}}}}}`
+	ts, err := openapitool.New(context.Background(), openapitool.Config{Spec: []byte(spec)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(t, ts); len(got) != 1 || got[0] != "get_user" {
+		t.Fatalf("tools %v", got)
+	}
+}
