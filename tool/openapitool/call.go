@@ -150,19 +150,19 @@ func (t *opTool) request(ctx context.Context, args map[string]any, auth authoriz
 		case err != nil:
 		case p.in == inPath:
 			var s string
-			if s, err = paramText(v, p, ","); err == nil {
-				path = strings.ReplaceAll(path, "{"+p.name+"}", url.PathEscape(s))
+			if s, err = paramText(v, p, ",", url.PathEscape); err == nil {
+				path = strings.ReplaceAll(path, "{"+p.name+"}", s)
 			}
 		case p.in == inQuery:
 			err = addQuery(query, v, p)
 		case p.in == inHeader:
 			var s string
-			if s, err = paramText(v, p, ","); err == nil {
+			if s, err = paramText(v, p, ",", nil); err == nil {
 				header.Set(p.name, s)
 			}
 		case p.in == inCookie:
 			var s string
-			if s, err = paramText(v, p, ","); err == nil {
+			if s, err = paramText(v, p, ",", nil); err == nil {
 				cookies = append(cookies, p.name+"="+cookieValue(s))
 			}
 		case p.in == inBodyProp:
@@ -385,11 +385,15 @@ func scalarText(v any) (string, error) {
 }
 
 // paramText formats a path, header or cookie value: a scalar, or the items
-// of an array (or the keys and values of an object) joined with sep.
-func paramText(v any, p param, sep string) (string, error) {
+// of an array (or the keys and values of an object) joined with sep. esc,
+// if not nil, escapes each part.
+func paramText(v any, p param, sep string, esc func(string) string) (string, error) {
+	if esc == nil {
+		esc = func(s string) string { return s }
+	}
 	if p.asJSON {
 		b, err := json.Marshal(v)
-		return string(b), err
+		return esc(string(b)), err
 	}
 	switch x := v.(type) {
 	case []any:
@@ -399,7 +403,7 @@ func paramText(v any, p param, sep string) (string, error) {
 			if err != nil {
 				return "", fmt.Errorf("item %d: %w", i, err)
 			}
-			parts[i] = s
+			parts[i] = esc(s)
 		}
 		return strings.Join(parts, sep), nil
 	case map[string]any:
@@ -410,14 +414,15 @@ func paramText(v any, p param, sep string) (string, error) {
 				return "", fmt.Errorf("field %q: %w", k, err)
 			}
 			if p.explode {
-				parts = append(parts, k+"="+s)
+				parts = append(parts, esc(k)+"="+esc(s))
 			} else {
-				parts = append(parts, k, s)
+				parts = append(parts, esc(k), esc(s))
 			}
 		}
 		return strings.Join(parts, sep), nil
 	}
-	return scalarText(v)
+	s, err := scalarText(v)
+	return esc(s), err
 }
 
 // addQuery adds a query (or form) parameter following its style.
@@ -449,7 +454,7 @@ func addQuery(q url.Values, v any, p param) error {
 		case "pipeDelimited":
 			sep = "|"
 		}
-		s, err := paramText(x, p, sep)
+		s, err := paramText(x, p, sep, nil)
 		if err != nil {
 			return err
 		}
@@ -470,7 +475,7 @@ func addQuery(q url.Values, v any, p param) error {
 			}
 			return nil
 		}
-		s, err := paramText(x, p, ",")
+		s, err := paramText(x, p, ",", nil)
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -525,5 +526,85 @@ func TestLenientValidation(t *testing.T) {
 	}
 	if got := names(t, ts); len(got) != 1 || got[0] != "get_user" {
 		t.Fatalf("tools %v", got)
+	}
+}
+
+// TestParameterStyles checks how arguments are serialized: query styles
+// (exploded and joined arrays, deepObject, form objects), a parameter given
+// by content (JSON text), a form body, a text body and colliding names.
+func TestParameterStyles(t *testing.T) {
+	spec := `
+openapi: 3.0.3
+info: {title: styles, version: "1"}
+servers: [{url: "http://api.example"}]
+paths:
+  /search/{id}:
+    post:
+      operationId: search
+      parameters:
+        - {name: id, in: path, required: true, schema: {type: array, items: {type: integer}}}
+        - {name: ids, in: query, explode: false, schema: {type: array, items: {type: integer}}}
+        - {name: kinds, in: query, style: pipeDelimited, schema: {type: array, items: {type: string}}}
+        - {name: filter, in: query, style: deepObject, schema: {type: object}}
+        - {name: page, in: query, schema: {type: object}}
+        - {name: where, in: query, content: {application/json: {schema: {type: object}}}}
+        - {name: X-Tags, in: header, schema: {type: array, items: {type: string}}}
+        - {name: pref, in: cookie, schema: {type: string}}
+      requestBody:
+        content:
+          application/x-www-form-urlencoded:
+            schema:
+              type: object
+              properties:
+                id: {type: string}
+                tags: {type: array, items: {type: string}}
+      responses: {"200": {description: ok}}
+  /notes:
+    put:
+      operationId: putNote
+      requestBody:
+        required: true
+        content:
+          text/plain:
+            schema: {type: string}
+      responses: {"204": {description: ok}}
+`
+	var got []string
+	hc := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		b, _ := io.ReadAll(r.Body)
+		got = append(got, r.Method+" "+r.URL.String()+" | "+r.Header.Get("X-Tags")+" | "+r.Header.Get("Cookie")+" | "+
+			r.Header.Get("Content-Type")+" | "+string(b))
+		return &http.Response{StatusCode: 204, Status: "204 No Content", Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+	})}
+	ts, err := openapitool.New(context.Background(), openapitool.Config{Spec: []byte(spec), HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := toolsByName(t, ts)
+	decl, _ := json.Marshal(tools["search"].Declaration().ParametersJsonSchema)
+	for _, arg := range []string{`"id"`, `"id_0"`, `"ids"`, `"kinds"`, `"filter"`, `"page"`, `"where"`, `"x_tags"`, `"pref"`, `"tags"`} {
+		if !strings.Contains(string(decl), arg) {
+			t.Errorf("declaration lacks %s: %s", arg, decl)
+		}
+	}
+	_, err = tools["search"].Run(context.Background(), nil, map[string]any{
+		"id": []any{1, 2}, "ids": []any{3, 4}, "kinds": []any{"a", "b"},
+		"filter": map[string]any{"age": 3, "name": "x y"}, "page": map[string]any{"size": 10},
+		"where": map[string]any{"k": "v"}, "x_tags": []any{"t1", "t2"}, "pref": "dark mode",
+		"id_0": "form id", "tags": []any{"f1", "f2"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tools["put_note"].Run(context.Background(), nil, map[string]any{"body": "remember the milk"}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"POST http://api.example/search/1,2?filter%5Bage%5D=3&filter%5Bname%5D=x+y&ids=3%2C4&kinds=a%7Cb&size=10&where=%7B%22k%22%3A%22v%22%7D" +
+			" | t1,t2 | pref=dark+mode | application/x-www-form-urlencoded | id=form+id&tags=f1&tags=f2",
+		"PUT http://api.example/notes |  |  | text/plain | remember the milk",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
