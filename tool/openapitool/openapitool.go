@@ -75,6 +75,9 @@ const DefaultTimeout = 30 * time.Second
 // Config.MaxResponseBytes is zero.
 const DefaultMaxResponseBytes = 1 << 20
 
+// maxResponseBytes is the largest Config.MaxResponseBytes.
+const maxResponseBytes = 1 << 40
+
 // maxSpecBytes bounds the size of a spec read from a file or URL.
 const maxSpecBytes = 16 << 20
 
@@ -191,8 +194,8 @@ func New(ctx context.Context, cfg Config) (*Toolset, error) {
 	if n != 1 {
 		return nil, fmt.Errorf("%w: exactly one of Spec, SpecFile and SpecURL must be set", ErrInvalidConfig)
 	}
-	if cfg.MaxResponseBytes < 0 {
-		return nil, fmt.Errorf("%w: MaxResponseBytes is negative", ErrInvalidConfig)
+	if cfg.MaxResponseBytes < 0 || cfg.MaxResponseBytes > maxResponseBytes {
+		return nil, fmt.Errorf("%w: MaxResponseBytes %d is not between 0 and %d", ErrInvalidConfig, cfg.MaxResponseBytes, int64(maxResponseBytes))
 	}
 	if cfg.Name == "" {
 		cfg.Name = "openapi"
@@ -228,7 +231,8 @@ func New(ctx context.Context, cfg Config) (*Toolset, error) {
 func (ts *Toolset) Name() string { return ts.cfg.Name }
 
 // Tools implements tool.Toolset: the tools of the operations that pass the
-// filters, in the document's path order and then method order.
+// filters, by path (sorted) and then by method (GET, POST, PUT, DELETE,
+// PATCH, HEAD, OPTIONS, TRACE). They are made once, by New.
 func (ts *Toolset) Tools(context.Context) ([]tool.Tool, error) {
 	return slices.Clone(ts.tools), nil
 }

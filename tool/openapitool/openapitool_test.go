@@ -449,6 +449,7 @@ func TestBadSpecs(t *testing.T) {
 	}{
 		{"no source", openapitool.Config{}, openapitool.ErrInvalidConfig, "exactly one of Spec"},
 		{"two sources", openapitool.Config{Spec: []byte(petSpec), SpecFile: "x.yaml"}, openapitool.ErrInvalidConfig, "exactly one of Spec"},
+		{"negative limit", openapitool.Config{Spec: []byte(petSpec), MaxResponseBytes: -1}, openapitool.ErrInvalidConfig, "MaxResponseBytes -1"},
 		{"not a document", openapitool.Config{Spec: []byte("{{{ not yaml")}, openapitool.ErrInvalidSpec, ""},
 		{"swagger 2", openapitool.Config{Spec: []byte(`{"swagger": "2.0", "info": {"title": "t", "version": "1"}, "paths": {}}`)},
 			openapitool.ErrInvalidSpec, "not 3.x"},
