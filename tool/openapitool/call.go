@@ -39,6 +39,7 @@ type HTTPError struct {
 	Body string
 }
 
+// Error implements error: "GET /pets/42: HTTP 404 Not Found: <body excerpt>".
 func (e *HTTPError) Error() string {
 	msg := fmt.Sprintf("%s %s: HTTP %s", e.Method, e.Path, e.Status)
 	if e.Body != "" {

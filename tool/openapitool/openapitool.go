@@ -15,9 +15,9 @@
 // snake_case and carrying the parameter's schema and description. A request
 // body whose schema is an object with properties contributes one property
 // per body property; an array body is the argument "array"; any other body
-// is the argument "body". Names that collide get a suffix (_0, _1, ...).
-// Required parameters, and the required properties of a required body, are
-// listed as required.
+// is the argument "body". Read-only body properties are left out. Names
+// that collide get a suffix (_0, _1, ...). Required parameters, and the
+// required properties of a required body, are listed as required.
 //
 // # Calls
 //
@@ -41,13 +41,16 @@
 // The security requirements of each operation (or of the document) are
 // honoured for apiKey schemes (header, query or cookie) and for http bearer
 // and basic schemes; oauth2 and openIdConnect schemes take an access token
-// sent as a bearer token. Credentials come from [Config.Credentials], keyed
-// by security scheme name. When a call needs a credential that is not
+// sent as a bearer token. A call uses the first requirement it has every
+// credential for. Credentials come from [Config.Credentials], keyed by
+// security scheme name. When a call needs a credential that is not
 // configured, the tool asks the client through Loom's credential flow
-// (adk_request_credential, see tool.Context.RequestCredential) and runs
-// again with the answer; the answer is kept in the toolset's memory for the
-// rest of the session (dropped on a 401 response), never in events or
-// state.
+// (adk_request_credential, see tool.Context.RequestCredential, with the
+// scheme under "authScheme") and runs again with the answer. The client
+// answers with {"apiKey": ...}, {"token": ...}, {"username": ...,
+// "password": ...} or ADK's auth config holding an exchangedAuthCredential.
+// The answer is kept in the toolset's memory for the rest of the session
+// (and dropped on a 401 response), never in events or state.
 package openapitool
 
 import (

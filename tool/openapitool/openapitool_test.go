@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -607,5 +608,25 @@ paths:
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestNaming checks how operation ids become valid, unique function names.
+func TestNaming(t *testing.T) {
+	long := strings.Repeat("veryLong", 10)
+	ops := []string{"getPet", "get_pet", "pets.list-all", "HTTPServerStatus", "2fa/verify", long}
+	var paths strings.Builder
+	for i, id := range ops {
+		fmt.Fprintf(&paths, "  /p%d:\n    get:\n      operationId: %q\n      responses: {'200': {description: ok}}\n", i, id)
+	}
+	spec := "openapi: 3.0.3\ninfo: {title: t, version: '1'}\nservers: [{url: 'http://api.example'}]\npaths:\n" + paths.String()
+	ts, err := openapitool.New(context.Background(), openapitool.Config{Spec: []byte(spec)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"get_pet", "get_pet_2", "pets_list_all", "http_server_status", "op_2fa_verify",
+		strings.Repeat("very_long", 10)[:60]}
+	if got := names(t, ts); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("names %v\nwant %v", got, want)
 	}
 }

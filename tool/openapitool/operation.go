@@ -333,7 +333,7 @@ func toolName(operationID, path, method string) string {
 		name = "op_" + name
 	}
 	if len(name) > maxNameLen {
-		name = strings.TrimRight(name[:maxNameLen], "_")
+		name = name[:maxNameLen]
 	}
 	return name
 }
