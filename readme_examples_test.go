@@ -42,6 +42,7 @@ import (
 	"github.com/loomkit/loom/tool"
 	"github.com/loomkit/loom/tool/functiontool"
 	"github.com/loomkit/loom/tool/mcptool"
+	"github.com/loomkit/loom/tool/openapitool"
 )
 
 // TestMain runs the README's func main when the test binary is started as
@@ -416,5 +417,74 @@ func TestREADMEMCP(t *testing.T) {
 
 	if files == nil || agent == nil || agent.Name() != "librarian" {
 		t.Errorf("toolset %v, agent %v", files, agent)
+	}
+}
+
+// The README's OpenAPI toolset, over a spec served by a test API: the agent
+// calls the one operation the tag filter keeps, with the configured key.
+func TestREADMEOpenAPI(t *testing.T) {
+	const spec = `
+openapi: 3.0.3
+info: {title: Pets, version: "1"}
+servers: [{url: /api}]
+security: [{apiKey: []}]
+components:
+  securitySchemes:
+    apiKey: {type: apiKey, in: header, name: X-API-Key}
+paths:
+  /pets:
+    get:
+      operationId: listPets
+      tags: [pets]
+      responses: {"200": {description: The pets.}}
+  /pets/{id}:
+    delete:
+      operationId: deletePet
+      tags: [admin]
+      parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+      responses: {"204": {description: Gone.}}
+`
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, spec) })
+	mux.HandleFunc("GET /api/pets", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-API-Key") != "k-123" {
+			http.Error(w, "no key", http.StatusUnauthorized)
+			return
+		}
+		_, _ = io.WriteString(w, `{"pets": ["Rex", "Tom"]}`)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	specURL := srv.URL + "/openapi.yaml"
+	t.Setenv("PETS_API_KEY", "k-123")
+	ctx := context.Background()
+	llm := scripted.New("m", func(_ context.Context, req *model.Request) (scripted.Turn, error) {
+		if res := scripted.LastFunctionResponse(req); len(res) > 0 {
+			return scripted.Text(fmt.Sprint(res[0].Response)), nil
+		}
+		return scripted.Call("list_pets", nil), nil
+	})
+
+	pets, err := openapitool.New(ctx, openapitool.Config{
+		SpecURL:     specURL, // or Spec (the document itself) or SpecFile
+		Credentials: map[string]openapitool.Credential{"apiKey": {APIKey: os.Getenv("PETS_API_KEY")}},
+		Tags:        []string{"pets"}, // optional: also Operations (ids or tool names) and Filter
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	clerk, _ := llmagent.New(llmagent.Config{Name: "clerk", Model: llm, Toolsets: []tool.Toolset{pets}})
+
+	r := must(runner.New(runner.Config{AppName: "app", Agent: clerk, Sessions: memsession.NewService(), AutoCreateSession: true}))
+	evs, err := r.RunSync(ctx, "alice", "s1", genai.NewContentFromText("which pets?", genai.RoleUser), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := evs[len(evs)-1].Text(); got != "map[pets:[Rex Tom]]" {
+		t.Fatalf("final answer %q", got)
+	}
+	tools, _ := pets.Tools(ctx)
+	if len(tools) != 1 {
+		t.Fatalf("%d tools, want the one tagged pets", len(tools))
 	}
 }

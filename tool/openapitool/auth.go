@@ -1,0 +1,314 @@
+package openapitool
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/loomkit/loom/tool"
+)
+
+// maxCachedCredentials bounds the credentials a toolset keeps from the
+// credential flow; the oldest is dropped first.
+const maxCachedCredentials = 1024
+
+// authorization is what a call sends to authenticate.
+type authorization struct {
+	creds  map[string]Credential // by scheme name
+	doc    *openapi3.T
+	cached []credKey // the credentials that came from the cache
+}
+
+// authorize finds the credentials of a call: for the first security
+// requirement all of whose schemes have one, from the configuration or
+// from an earlier answer of the client in the same session. When none is
+// complete it takes the client's answer to this call's credential request,
+// or asks the client (asked is true) unless asking is turned off.
+func (t *opTool) authorize(tc tool.Context) (auth authorization, asked bool, err error) {
+	auth.doc = t.ts.doc
+	if len(t.security) == 0 {
+		return auth, false, nil
+	}
+	if auth, ok := t.resolve(tc); ok {
+		return auth, false, nil
+	}
+	name, err := t.missingScheme(tc)
+	if err != nil {
+		return auth, false, err
+	}
+	if tc != nil && tc.Credential() != nil {
+		cred := parseCredential(tc.Credential())
+		if cred == (Credential{}) {
+			return auth, false, fmt.Errorf("the credential received for security scheme %q holds no API key, token or user name", name)
+		}
+		t.ts.creds.put(keyOf(tc, t.ts.cfg.Name, name), cred)
+		if auth, ok := t.resolve(tc); ok {
+			return auth, false, nil
+		}
+		name, err = t.missingScheme(tc)
+		if err != nil {
+			return auth, false, err
+		}
+		return auth, false, fmt.Errorf("security scheme %q needs a credential too; set it in the toolset's Credentials", name)
+	}
+	if tc == nil || t.ts.cfg.NoCredentialRequests {
+		return auth, false, fmt.Errorf("security scheme %q needs a credential and none is configured", name)
+	}
+	tc.RequestCredential(t.authConfig(name))
+	return auth, true, nil
+}
+
+// resolve returns the credentials of the first security requirement that
+// can be met without asking.
+func (t *opTool) resolve(tc tool.Context) (authorization, bool) {
+	for _, req := range t.security {
+		auth := authorization{creds: map[string]Credential{}, doc: t.ts.doc}
+		complete := true
+		for _, name := range slices.Sorted(maps.Keys(req)) {
+			if !supported(t.scheme(name)) {
+				complete = false
+				break
+			}
+			if c, ok := t.ts.cfg.Credentials[name]; ok {
+				auth.creds[name] = c
+				continue
+			}
+			if tc == nil {
+				complete = false
+				break
+			}
+			key := keyOf(tc, t.ts.cfg.Name, name)
+			c, ok := t.ts.creds.get(key)
+			if !ok {
+				complete = false
+				break
+			}
+			auth.creds[name] = c
+			auth.cached = append(auth.cached, key)
+		}
+		if complete {
+			return auth, true
+		}
+	}
+	return authorization{}, false
+}
+
+// missingScheme names the scheme to ask for: the first one without a
+// credential in the first requirement whose schemes are all supported.
+func (t *opTool) missingScheme(tc tool.Context) (string, error) {
+	var unsupported []string
+	for _, req := range t.security {
+		names := slices.Sorted(maps.Keys(req))
+		if i := slices.IndexFunc(names, func(n string) bool { return !supported(t.scheme(n)) }); i >= 0 {
+			unsupported = append(unsupported, names[i])
+			continue
+		}
+		for _, name := range names {
+			if _, ok := t.ts.cfg.Credentials[name]; ok {
+				continue
+			}
+			if tc != nil {
+				if _, ok := t.ts.creds.get(keyOf(tc, t.ts.cfg.Name, name)); ok {
+					continue
+				}
+			}
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("no supported security scheme: %s (supported: apiKey, http bearer and basic, oauth2 and openIdConnect tokens)", strings.Join(unsupported, ", "))
+}
+
+// scheme returns a security scheme of the document by name.
+func (t *opTool) scheme(name string) *openapi3.SecurityScheme {
+	ref := t.ts.doc.Components.SecuritySchemes[name]
+	if ref == nil {
+		return nil
+	}
+	return ref.Value
+}
+
+// supported reports whether a call can authenticate with a scheme.
+func supported(s *openapi3.SecurityScheme) bool {
+	if s == nil {
+		return false
+	}
+	switch s.Type {
+	case "apiKey":
+		return s.In == "header" || s.In == "query" || s.In == "cookie"
+	case "http":
+		return strings.EqualFold(s.Scheme, "bearer") || strings.EqualFold(s.Scheme, "basic")
+	case "oauth2", "openIdConnect":
+		return true
+	}
+	return false
+}
+
+// authConfig describes a scheme to the client asking for its credential,
+// in the shape of ADK's auth config.
+func (t *opTool) authConfig(name string) map[string]any {
+	scheme := map[string]any{}
+	if b, err := json.Marshal(t.scheme(name)); err == nil {
+		_ = json.Unmarshal(b, &scheme)
+	}
+	return map[string]any{
+		"authScheme":    scheme,
+		"credentialKey": t.ts.cfg.Name + ":" + name,
+	}
+}
+
+// apply adds the credentials to a request and returns the cookies they
+// need.
+func (a authorization) apply(req *http.Request, query url.Values) []string {
+	var cookies []string
+	for _, name := range slices.Sorted(maps.Keys(a.creds)) {
+		c := a.creds[name]
+		s := a.doc.Components.SecuritySchemes[name].Value
+		switch s.Type {
+		case "apiKey":
+			key := first(c.APIKey, c.Token)
+			switch s.In {
+			case "header":
+				req.Header.Set(s.Name, key)
+			case "query":
+				query.Set(s.Name, key)
+			case "cookie":
+				cookies = append(cookies, s.Name+"="+cookieValue(key))
+			}
+		case "http":
+			if strings.EqualFold(s.Scheme, "basic") {
+				req.SetBasicAuth(c.Username, c.Password)
+			} else {
+				req.Header.Set("Authorization", "Bearer "+first(c.Token, c.APIKey))
+			}
+		default: // oauth2, openIdConnect
+			req.Header.Set("Authorization", "Bearer "+first(c.Token, c.APIKey))
+		}
+	}
+	return cookies
+}
+
+func first(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// parseCredential reads a client's answer to a credential request. It
+// accepts a flat object ({"apiKey": ...}, {"token": ...},
+// {"username": ..., "password": ...}) and ADK's auth config, whose
+// exchangedAuthCredential or rawAuthCredential holds "apiKey",
+// "http.credentials.token" (or username and password) or
+// "oauth2.accessToken"; keys may be in camelCase or snake_case.
+func parseCredential(answer map[string]any) Credential {
+	m := normalize(answer)
+	for _, key := range []string{"exchangedauthcredential", "rawauthcredential"} {
+		if inner, ok := m[key].(map[string]any); ok {
+			if c := credentialFrom(inner); c != (Credential{}) {
+				return c
+			}
+		}
+	}
+	return credentialFrom(m)
+}
+
+// credentialFrom reads one credential object with normalized keys.
+func credentialFrom(m map[string]any) Credential {
+	str := func(m map[string]any, key string) string {
+		s, _ := m[key].(string)
+		return s
+	}
+	c := Credential{
+		APIKey:   str(m, "apikey"),
+		Token:    first(str(m, "token"), first(str(m, "accesstoken"), str(m, "bearertoken"))),
+		Username: str(m, "username"),
+		Password: str(m, "password"),
+	}
+	if h, ok := m["http"].(map[string]any); ok {
+		if hc, ok := h["credentials"].(map[string]any); ok {
+			c.Token = first(c.Token, str(hc, "token"))
+			c.Username = first(c.Username, str(hc, "username"))
+			c.Password = first(c.Password, str(hc, "password"))
+		}
+	}
+	if o, ok := m["oauth2"].(map[string]any); ok {
+		c.Token = first(c.Token, str(o, "accesstoken"))
+	}
+	return c
+}
+
+// normalize returns a copy of m with its keys (at every depth) lower case
+// and without underscores and hyphens.
+func normalize(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if inner, ok := v.(map[string]any); ok {
+			v = normalize(inner)
+		}
+		out[strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(k))] = v
+	}
+	return out
+}
+
+// credKey identifies a credential the client gave: per session and scheme.
+type credKey struct {
+	toolset, app, user, session, scheme string
+}
+
+func keyOf(tc tool.Context, toolset, scheme string) credKey {
+	return credKey{toolset: toolset, app: tc.AppName(), user: tc.UserID(), session: tc.SessionID(), scheme: scheme}
+}
+
+// credentialCache keeps the credentials clients gave, in memory only,
+// bounded: the oldest entry goes first.
+type credentialCache struct {
+	mu    sync.Mutex
+	max   int
+	m     map[credKey]Credential
+	order []credKey
+}
+
+func newCredentialCache(max int) *credentialCache {
+	return &credentialCache{max: max, m: map[credKey]Credential{}}
+}
+
+func (c *credentialCache) get(k credKey) (Credential, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[k]
+	return v, ok
+}
+
+func (c *credentialCache) put(k credKey, v Credential) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[k]; !ok {
+		c.order = append(c.order, k)
+	}
+	c.m[k] = v
+	for len(c.order) > c.max {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
+}
+
+func (c *credentialCache) forget(keys []credKey) {
+	if len(keys) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range keys {
+		delete(c.m, k)
+		if i := slices.Index(c.order, k); i >= 0 {
+			c.order = slices.Delete(c.order, i, i+1)
+		}
+	}
+}

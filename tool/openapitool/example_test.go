@@ -1,0 +1,67 @@
+package openapitool_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/loomkit/loom/tool/openapitool"
+)
+
+// This example makes tools from a small OpenAPI document and calls one.
+// A real agent gets the toolset through llmagent.Config.Toolsets, and the
+// model makes the calls.
+func Example() {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-API-Key") != "secret" {
+			http.Error(w, "who are you?", http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"city": %q, "celsius": 21}`, r.URL.Query().Get("city"))
+	}))
+	defer api.Close()
+
+	spec := `
+openapi: 3.0.3
+info: {title: Weather, version: "1"}
+security: [{key: []}]
+components:
+  securitySchemes:
+    key: {type: apiKey, in: header, name: X-API-Key}
+paths:
+  /weather:
+    get:
+      operationId: getWeather
+      description: Current weather of a city.
+      parameters:
+        - {name: city, in: query, required: true, schema: {type: string}}
+      responses: {"200": {description: The weather.}}
+`
+	ctx := context.Background()
+	weather, err := openapitool.New(ctx, openapitool.Config{
+		Spec:        []byte(spec),
+		BaseURL:     api.URL,
+		Credentials: map[string]openapitool.Credential{"key": {APIKey: "secret"}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	tools, err := weather.Tools(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, t := range tools {
+		fmt.Printf("%s: %s %v\n", t.Name(), t.Description(), t.Declaration().ParametersJsonSchema)
+	}
+	res, err := tools[0].Run(ctx, nil, map[string]any{"city": "Oslo"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res)
+	// Output:
+	// get_weather: Current weather of a city. map[properties:map[city:map[type:string]] required:[city] type:object]
+	// map[celsius:21 city:Oslo]
+}
