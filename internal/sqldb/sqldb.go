@@ -206,8 +206,11 @@ func (db *DB) Rebind(q string) string {
 	if db.Dialect != Postgres {
 		return q
 	}
+	// Numbered parameters ($1, $2, ...) already in q keep their numbers;
+	// each ? takes the next number after the largest of them, as SQLite
+	// numbers a ? after a numbered parameter, so one text serves both.
+	n := maxNumbered(q)
 	var b strings.Builder
-	n := 0
 	for _, r := range q {
 		if r == '?' {
 			n++
@@ -218,6 +221,25 @@ func (db *DB) Rebind(q string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// maxNumbered returns the largest n of the numbered parameters $n in q, or 0.
+func maxNumbered(q string) int {
+	most := 0
+	for i := 0; i < len(q); i++ {
+		if q[i] != '$' {
+			continue
+		}
+		j := i + 1
+		for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+			j++
+		}
+		if k, err := strconv.Atoi(q[i+1 : j]); err == nil && k > most {
+			most = k
+		}
+		i = j - 1
+	}
+	return most
 }
 
 // Prepare prepares a query (written with ? placeholders) on the pool that

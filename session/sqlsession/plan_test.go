@@ -3,6 +3,7 @@ package sqlsession
 import (
 	"context"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,7 +50,14 @@ func TestEventReadsUseThePrimaryKey(t *testing.T) {
 
 func explain(t *testing.T, st *Store, q string) string {
 	t.Helper()
-	args := make([]any, strings.Count(q, "?"))
+	// Numbered parameters ($n) first, then each ? takes the next number.
+	n := 0
+	for _, m := range regexp.MustCompile(`\$([0-9]+)`).FindAllStringSubmatch(q, -1) {
+		if k, _ := strconv.Atoi(m[1]); k > n {
+			n = k
+		}
+	}
+	args := make([]any, n+strings.Count(q, "?"))
 	for i := range args {
 		args[i] = "x"
 	}

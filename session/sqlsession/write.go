@@ -33,11 +33,11 @@ func writeQueries(d sqldb.Dialect) [numWrite]string {
 	// PostgreSQL needs the types of the values an INSERT ... SELECT takes
 	// from parameters; SQLite must not be told (a JSON type name would give
 	// the value numeric affinity).
-	cast := func(typ string) string {
+	cast := func(param, typ string) string {
 		if d == sqldb.Postgres {
-			return "CAST(? AS " + typ + ")"
+			return "CAST(" + param + " AS " + typ + ")"
 		}
-		return "?"
+		return param
 	}
 	var q [numWrite]string
 	q[wInsertSession] = `INSERT INTO sessions (app_name, user_id, session_id, seq, create_time, update_time)
@@ -45,13 +45,15 @@ func writeQueries(d sqldb.Dialect) [numWrite]string {
 	// The append: the event goes in only if the session exists and its
 	// last sequence number is still the one the writer loaded. The check
 	// reads the last entry of the session's range of the primary key, the
-	// page the insert writes anyway.
+	// page the insert writes anyway. Numbered parameters pass the session's
+	// key once (insertEventArgs).
+	key := "app_name = $1 AND user_id = $2 AND session_id = $3"
 	q[wInsertEvent] = `INSERT INTO events (app_name, user_id, session_id, seq, id, event_time, invocation_id, author, event)
-		SELECT ` + cast("TEXT") + `, ` + cast("TEXT") + `, ` + cast("TEXT") + `, ` + cast("BIGINT") + `, ` + cast("TEXT") + `, ` +
-		cast("BIGINT") + `, ` + cast("TEXT") + `, ` + cast("TEXT") + `, ` + cast("JSON") + `
-		WHERE EXISTS (SELECT 1 FROM sessions WHERE ` + sessionKey + ` AND create_time = ?)
-		AND coalesce((SELECT max(seq) FROM events WHERE ` + sessionKey + `), 0) = ?
-		AND NOT EXISTS (SELECT 1 FROM events WHERE ` + sessionKey + ` AND id = ?)`
+		SELECT ` + cast("$1", "TEXT") + `, ` + cast("$2", "TEXT") + `, ` + cast("$3", "TEXT") + `, ` + cast("$4", "BIGINT") + `, ` +
+		cast("$5", "TEXT") + `, ` + cast("$6", "BIGINT") + `, ` + cast("$7", "TEXT") + `, ` + cast("$8", "TEXT") + `, ` + cast("$9", "JSON") + `
+		WHERE EXISTS (SELECT 1 FROM sessions WHERE ` + key + ` AND create_time = $10)
+		AND coalesce((SELECT max(seq) FROM events WHERE ` + key + `), 0) = $11
+		AND NOT EXISTS (SELECT 1 FROM events WHERE ` + key + ` AND id = $5)`
 	// Why an append inserted nothing: the session's incarnation and last
 	// sequence number.
 	q[wExistsSession] = `SELECT s.create_time, coalesce((SELECT max(seq) FROM events e WHERE e.app_name = s.app_name
@@ -359,8 +361,7 @@ const commitGrace = 10 * time.Second
 // insertEventArgs are the arguments of wInsertEvent.
 func insertEventArgs(k session.Key, created time.Time, seq int64, ev *event.Event, data []byte) []any {
 	return []any{k.AppName, k.UserID, k.SessionID, seq + 1, ev.ID, nanos(ev.Timestamp), ev.InvocationID, ev.Author, data,
-		k.AppName, k.UserID, k.SessionID, nanos(created), k.AppName, k.UserID, k.SessionID, seq,
-		k.AppName, k.UserID, k.SessionID, ev.ID}
+		nanos(created), seq}
 }
 
 // whyNotAppended reads the row of wExistsSession to tell why an append
