@@ -27,6 +27,8 @@ type wireEvent struct {
 	Branch             string      `json:"branch,omitempty"`
 	ID                 string      `json:"id,omitempty"`
 	Timestamp          Seconds     `json:"timestamp"`
+	Output             any         `json:"output,omitempty"`
+	NodeInfo           *NodeInfo   `json:"nodeInfo,omitempty"`
 }
 
 type wireActions struct {
@@ -220,6 +222,8 @@ func (e *Event) MarshalJSON() ([]byte, error) {
 		Branch:             e.Branch,
 		ID:                 e.ID,
 		Timestamp:          Seconds(e.Timestamp),
+		Output:             e.Output,
+		NodeInfo:           e.NodeInfo,
 	}
 	return json.Marshal(&w)
 }
@@ -322,6 +326,8 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 		Timestamp:          time.Time(w.Timestamp),
 		Actions:            w.Actions.actions(),
 		LongRunningToolIDs: w.LongRunningToolIDs,
+		Output:             w.Output,
+		NodeInfo:           w.NodeInfo,
 	}
 	return nil
 }
@@ -397,7 +403,7 @@ const (
 var userDataKeys = map[string]bool{
 	"stateDelta": true, "agentState": true, "customMetadata": true,
 	"args": true, "response": true, "partMetadata": true, "payload": true,
-	"artifactDelta": true, "requestedAuthConfigs": true,
+	"artifactDelta": true, "requestedAuthConfigs": true, "output": true,
 }
 
 func normalizeValue(v any, s scope) any {
