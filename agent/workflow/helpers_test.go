@@ -131,3 +131,5 @@ func upper(name string) *workflow.Node {
 func keyOf(sid string) session.Key {
 	return session.Key{AppName: appName, UserID: userID, SessionID: sid}
 }
+
+type agentType = agent.Agent

@@ -257,6 +257,14 @@ func (w *Workflow) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 				return
 			}
 			r.load()
+		} else if c == nil {
+			// The workflow's first event: a resumed invocation is continued
+			// by the workflow, not by one of its nodes.
+			cp := agent.NewCheckpoint(inv, map[string]any{stateStarted: true})
+			cp.NodeInfo = &event.NodeInfo{Path: r.base}
+			if !yield(cp, nil) {
+				return
+			}
 		}
 		emit := func(ev *event.Event) bool { return yield(ev, nil) }
 		maxSteps := w.cfg.MaxSteps
@@ -403,6 +411,9 @@ func (r *run) load() {
 // stateNode is the agent-state key of the checkpoint that starts an agent
 // node: its path.
 const stateNode = "node"
+
+// stateStarted is the agent-state key of the workflow's first checkpoint.
+const stateStarted = "started"
 
 // wave runs the scheduled node runs: one inline, several concurrently on
 // branches of their own, forwarding their events one at a time.
