@@ -257,6 +257,9 @@ func (w *Workflow) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 				return
 			}
 			r.load()
+			if c == nil {
+				input = r.userText()
+			}
 		} else if c == nil {
 			// The workflow's first event: a resumed invocation is continued
 			// by the workflow, not by one of its nodes.
@@ -406,6 +409,21 @@ func (r *run) load() {
 			r.started[p] = j
 		}
 	}
+}
+
+// userText returns the text of the message that started the invocation
+// (when resuming, the invocation's user content may be the answer that
+// resumed it).
+func (r *run) userText() any {
+	for _, ev := range r.inv.Session().Events() {
+		if ev.InvocationID == r.inv.ID() && ev.Author == event.AuthorUser {
+			return contentText(ev.Content)
+		}
+	}
+	if uc := r.inv.UserContent(); uc != nil {
+		return contentText(uc)
+	}
+	return nil
 }
 
 // stateNode is the agent-state key of the checkpoint that starts an agent
