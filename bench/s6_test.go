@@ -21,7 +21,9 @@ import (
 // text and no tool call.
 func s6Workflow() (agent.Agent, error) {
 	text := func(name string) func(context.Context, *model.Request) (scripted.Turn, error) {
-		return func(context.Context, *model.Request) (scripted.Turn, error) { return scripted.Text(name + " says ok"), nil }
+		return func(context.Context, *model.Request) (scripted.Turn, error) {
+			return scripted.Text(name + " says ok"), nil
+		}
 	}
 	llm := func(name string) (*workflow.Node, error) {
 		a, err := llmagent.New(llmagent.Config{Name: name, Model: scripted.New(name+"-model", text(name)), IncludeContents: llmagent.IncludeNone})
@@ -64,7 +66,9 @@ func s6Workflow() (agent.Agent, error) {
 // workflow of one function node.
 func s6OneNode() (agent.Agent, error) {
 	return workflow.New(workflow.Config{Name: "s6one", Nodes: []*workflow.Node{
-		workflow.Func("only", func(_ context.Context, _ *workflow.Context, in string) (string, error) { return strings.ToUpper(in), nil }),
+		workflow.Func("only", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+			return strings.ToUpper(in), nil
+		}),
 	}})
 }
 
