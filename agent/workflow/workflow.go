@@ -426,6 +426,11 @@ func (r *run) userText() any {
 	return nil
 }
 
+// finishTask is the name of the tool with which a task agent finishes its
+// task (package agent/task): an agent node that calls it outputs the call's
+// arguments.
+const finishTask = "finish_task"
+
 // stateNode is the agent-state key of the checkpoint that starts an agent
 // node: its path.
 const stateNode = "node"
@@ -645,6 +650,7 @@ func (r *run) runAgent(ctx context.Context, winv *agent.Invocation, a activation
 		ctx = context.WithValue(ctx, callKey{}, c)
 	}
 	final := ""
+	var finished map[string]any // the arguments of a finish_task call
 	selfEnded := false
 	for ev, err := range ag.Run(ctx, cinv) {
 		if err != nil {
@@ -665,6 +671,11 @@ func (r *run) runAgent(ctx context.Context, winv *agent.Invocation, a activation
 		if ev.Actions.EndOfAgent && slices.Contains(ev.NodeInfo.OutputFor, a.path) {
 			selfEnded = true
 		}
+		for _, fc := range ev.FunctionCalls() {
+			if fc.Name == finishTask {
+				finished = fc.Args
+			}
+		}
 		if ev.Content != nil && len(ev.FunctionCalls()) == 0 && len(ev.FunctionResponses()) == 0 {
 			if t := contentText(ev.Content); t != "" {
 				final = t
@@ -678,9 +689,12 @@ func (r *run) runAgent(ctx context.Context, winv *agent.Invocation, a activation
 		return result{paused: true}
 	}
 	var out any
-	if c != nil {
+	switch {
+	case c != nil:
 		out = c.output
-	} else if final != "" {
+	case finished != nil:
+		out = finished
+	case final != "":
 		out = final
 	}
 	if selfEnded {
