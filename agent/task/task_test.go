@@ -56,6 +56,7 @@ func state(t *testing.T, r *runner.Runner, key string) any {
 // TestSingleTurnStructured: the coordinator delegates with structured
 // input; the delegate, with an output schema, answers once in JSON, and the
 // coordinator gets the parsed output as the tool's result.
+// (CONFORMANCE A13)
 func TestSingleTurnStructured(t *testing.T) {
 	dm := scripted.NewSequence("dm", scripted.Text(`{"city":"Paris","population":2100000}`)).Recording()
 	delegate, err := llmagent.New(llmagent.Config{Name: "geo", Description: "Knows cities.", Model: dm,
@@ -104,6 +105,7 @@ func TestSingleTurnStructured(t *testing.T) {
 // asks the user a question (human input inside the task), gets the answer
 // on the next turn, finishes with structured output, and hands back to the
 // coordinator, whose model sees the output.
+// (CONFORMANCE A13)
 func TestMultiTurnTask(t *testing.T) {
 	finish, err := task.NewFinishTool(&jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{
 		"city": {Type: "string"}}, Required: []string{"city"}})
@@ -163,6 +165,7 @@ func TestMultiTurnTask(t *testing.T) {
 
 // TestTaskAgentAsWorkflowNode: a delegate that finishes with finish_task,
 // as a workflow node, outputs the call's arguments.
+// (CONFORMANCE A13)
 func TestTaskAgentAsWorkflowNode(t *testing.T) {
 	finish, err := task.NewFinishTool(nil)
 	if err != nil {

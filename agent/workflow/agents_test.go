@@ -21,6 +21,7 @@ import (
 
 // TestWorkflowAsSubAgent: an LLM agent transfers to a workflow, which runs
 // its graph and answers; the next message goes back to the LLM agent.
+// (CONFORMANCE A11)
 func TestWorkflowAsSubAgent(t *testing.T) {
 	var runs atomic.Int32
 	wf := mustNew(t, workflow.Config{Name: "shouter", Description: "shouts", Nodes: []*workflow.Node{
@@ -64,6 +65,7 @@ func TestWorkflowAsSubAgent(t *testing.T) {
 // long-running tool; its branch pauses, the other finishes; the client's
 // answer resumes only the paused agent, once, after a restart, and the join
 // runs with both outputs.
+// (CONFORMANCE A12)
 func TestLongRunningToolInFanOutOnce(t *testing.T) {
 	var toolRuns, otherRuns, joins atomic.Int32
 	wait, err := functiontool.New(functiontool.Config{Name: "wait", LongRunning: true},
@@ -130,6 +132,7 @@ func TestLongRunningToolInFanOutOnce(t *testing.T) {
 // TestConfirmationInWorkflowOnce: a tool that needs approval, called by an
 // LLM agent node, runs exactly once after the approval; the nodes before it
 // do not run again.
+// (CONFORMANCE A12)
 func TestConfirmationInWorkflowOnce(t *testing.T) {
 	var pays, prep atomic.Int32
 	pay, err := functiontool.New(functiontool.Config{Name: "pay", RequireConfirmation: true},
@@ -179,6 +182,7 @@ func TestConfirmationInWorkflowOnce(t *testing.T) {
 // TestResumeAfterCrashSkipsFinishedNodes: an invocation interrupted between
 // two nodes continues with Runner.Resume from the log, without running the
 // finished node again.
+// (CONFORMANCE A12)
 func TestResumeAfterCrashSkipsFinishedNodes(t *testing.T) {
 	var a, b atomic.Int32
 	nodeA := workflow.Func("a", func(_ context.Context, _ *workflow.Context, in string) (string, error) {

@@ -26,6 +26,7 @@ import (
 // TestFuncChainTypedIO: function nodes pass typed outputs along plain
 // edges; the workflow's output is the last node's, and state written by a
 // node is committed with its end.
+// (CONFORMANCE A11)
 func TestFuncChainTypedIO(t *testing.T) {
 	type word struct {
 		Text string `json:"text"`
@@ -60,6 +61,7 @@ func TestFuncChainTypedIO(t *testing.T) {
 }
 
 // TestRoutingChoosesEdge: the route a node sets picks the edge.
+// (CONFORMANCE A11)
 func TestRoutingChoosesEdge(t *testing.T) {
 	classify := workflow.Func("classify", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
 		if strings.Contains(in, "refund") {
@@ -89,6 +91,7 @@ func TestRoutingChoosesEdge(t *testing.T) {
 
 // TestFanOutJoin: a node with several plain edges fans out; the branches run
 // concurrently on branches of their own, and the join hands on all outputs.
+// (CONFORMANCE A11)
 func TestFanOutJoin(t *testing.T) {
 	var running, peak atomic.Int32
 	branch := func(name string) *workflow.Node {
@@ -134,6 +137,7 @@ func TestFanOutJoin(t *testing.T) {
 
 // TestBoundedLoop: a back edge with a bound runs the loop at most that often;
 // the node then takes its other edge.
+// (CONFORMANCE A11)
 func TestBoundedLoop(t *testing.T) {
 	var drafts atomic.Int32
 	draft := workflow.Func("draft", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
@@ -196,6 +200,7 @@ func TestRetryThenSucceed(t *testing.T) {
 
 // TestRetryExhaustedEndsWithError: after its last attempt the node's failure
 // ends the workflow with a clear error event; later nodes do not run.
+// (CONFORMANCE A11)
 func TestRetryExhaustedEndsWithError(t *testing.T) {
 	var calls, after atomic.Int32
 	broken := workflow.Func("broken", func(context.Context, *workflow.Context, string) (string, error) {
@@ -308,6 +313,7 @@ func TestAgentNode(t *testing.T) {
 
 // TestNestedWorkflow: a workflow node gets its input directly and hands on
 // the nested workflow's output; paths nest.
+// (CONFORMANCE A11)
 func TestNestedWorkflow(t *testing.T) {
 	inner := mustNew(t, workflow.Config{Name: "inner", Nodes: []*workflow.Node{
 		workflow.Func("twice", func(_ context.Context, _ *workflow.Context, in string) (string, error) { return in + in, nil })}})
@@ -325,6 +331,7 @@ func TestNestedWorkflow(t *testing.T) {
 
 // TestDynamicNode: a node runs another node chosen at run time and awaits
 // its output.
+// (CONFORMANCE A11)
 func TestDynamicNode(t *testing.T) {
 	double := workflow.Func("double", func(_ context.Context, _ *workflow.Context, n int) (int, error) { return 2 * n, nil })
 	inc := workflow.Func("inc", func(_ context.Context, _ *workflow.Context, n int) (int, error) { return n + 1, nil })
@@ -417,6 +424,7 @@ func TestConcurrentInvocations(t *testing.T) {
 // TestHumanInputResumesAfterRestart: a node asks for input; the invocation
 // pauses; a new runner over the same SQLite file receives the answer, which
 // resumes exactly that node, once; no finished node runs again.
+// (CONFORMANCE A12)
 func TestHumanInputResumesAfterRestart(t *testing.T) {
 	var before, ask, after atomic.Int32
 	prep := workflow.Func("prep", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
