@@ -92,13 +92,13 @@ func New(llm model.LLM) (agent.Agent, error) {
 			return f, nil
 		}
 		resp, err := nc.RequestInput(graph.InputRequest{
-			Message: fmt.Sprintf("Refund order %s for $%.2f (%s)? Answer {\"approved\": true} or false.", f.Order.ID, f.Order.Amount, f.Policy.Reason),
+			Message: fmt.Sprintf("Refund order %s for $%.2f (%s)? Answer yes or no.", f.Order.ID, f.Order.Amount, f.Policy.Reason),
 			Payload: f,
 		})
 		if err != nil {
 			return f, err
 		}
-		if resp["approved"] == true {
+		if approved(resp) {
 			nc.SetRoute("approved")
 		} else {
 			nc.SetRoute("rejected")
@@ -130,6 +130,16 @@ func New(llm model.LLM) (agent.Agent, error) {
 			{From: "approve", To: "decline", Route: "rejected"},
 		},
 	})
+}
+
+// approved reads an approval: {"approved": true}, or a text answer
+// ({"result": "yes"}, as the dev UI sends plain text).
+func approved(resp map[string]any) bool {
+	if resp["approved"] == true {
+		return true
+	}
+	s, _ := resp["result"].(string)
+	return offline.HasWord(strings.ToLower(s), "yes", "approve", "approved", "ok", "sure")
 }
 
 // Offline returns a scripted model for the answerer: a short, friendly

@@ -78,7 +78,7 @@ func TestRefundRetriesPausesAndSettles(t *testing.T) {
 	if callID == "" || !retried {
 		t.Fatalf("no input request (%q) or lookup did not finish after its retry", callID)
 	}
-	answer := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{graph.InputResponse(callID, map[string]any{"approved": true})}}
+	answer := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{graph.InputResponse(callID, map[string]any{"result": "yes"})}}
 	evs = run(t, r, answer)
 	got := ""
 	for _, ev := range evs {
@@ -87,6 +87,28 @@ func TestRefundRetriesPausesAndSettles(t *testing.T) {
 		}
 	}
 	if got != "Your refund of $42.50 for order A-77 is on its way." {
+		t.Errorf("reply %q", got)
+	}
+}
+
+func TestRefundDeclined(t *testing.T) {
+	r := newRunner(t)
+	var callID string
+	for _, ev := range run(t, r, genai.NewContentFromText("refund please", genai.RoleUser)) {
+		for _, fc := range ev.FunctionCalls() {
+			if fc.Name == graph.FunctionRequestInput {
+				callID = fc.ID
+			}
+		}
+	}
+	answer := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{graph.InputResponse(callID, map[string]any{"result": "no"})}}
+	got := ""
+	for _, ev := range run(t, r, answer) {
+		if ev.Author == "decline" && ev.Text() != "" {
+			got = ev.Text()
+		}
+	}
+	if got != "Sorry, order A-1001 cannot be refunded." {
 		t.Errorf("reply %q", got)
 	}
 }

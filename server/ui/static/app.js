@@ -5,6 +5,7 @@ import {
   traceTree, spanAttributes, formatDuration,
 } from './render.js';
 import { GraphView } from './graph.js';
+import { INPUT, inputCard } from './input.js';
 
 const $ = (id) => document.getElementById(id);
 const graph = new GraphView(document.getElementById('graph-view'));
@@ -176,6 +177,8 @@ function handlers() {
     responded: (id) => responded.has(id),
     confirm: (fc, ok) => send({ role: 'user', parts: [{ functionResponse: { id: fc.id, name: CONFIRMATION, response: { confirmed: ok } } }] }),
     retry: (content) => send(content, draftOf(content)),
+    inputCard,
+    input: (fc, response) => send({ role: 'user', parts: [{ functionResponse: { id: fc.id, name: INPUT, response } }] }),
   };
 }
 
