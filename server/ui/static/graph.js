@@ -3,10 +3,10 @@
 // or paused highlighted from the session's events (their nodeInfo paths).
 
 const SVG = 'http://www.w3.org/2000/svg';
-const W = 150; // node width
-const H = 36; // node height
-const GX = 60; // gap between columns
-const GY = 22; // gap between rows
+const W = 130; // node width
+const H = 34; // node height
+const GX = 18; // gap between nodes of a row
+const GY = 44; // gap between rows
 
 function svg(tag, attrs = {}, ...children) {
   const n = document.createElementNS(SVG, tag);
@@ -39,8 +39,8 @@ export function graphOf(info) {
   return { start: info.name, nodes, edges };
 }
 
-// layout places nodes in columns by their distance from the start (back
-// edges of loops do not move a node further right).
+// layout places nodes in rows by their distance from the start, top to
+// bottom, each row centred (back edges of loops do not move a node down).
 export function layout(g) {
   const col = new Map([[g.start, 0]]);
   const queue = [g.start];
@@ -55,13 +55,17 @@ export function layout(g) {
   }
   let extra = Math.max(0, ...col.values()) + 1;
   for (const n of g.nodes) if (!col.has(n.name)) col.set(n.name, extra++);
-  const rows = new Map();
+  const width = new Map(); // nodes per row
+  for (const n of g.nodes) width.set(col.get(n.name), (width.get(col.get(n.name)) || 0) + 1);
+  const widest = Math.max(...width.values());
+  const used = new Map();
   const pos = new Map();
   for (const n of g.nodes) {
-    const c = col.get(n.name);
-    const r = rows.get(c) || 0;
-    rows.set(c, r + 1);
-    pos.set(n.name, { x: 10 + c * (W + GX), y: 10 + r * (H + GY) });
+    const row = col.get(n.name);
+    const i = used.get(row) || 0;
+    used.set(row, i + 1);
+    const offset = ((widest - width.get(row)) * (W + GX)) / 2;
+    pos.set(n.name, { x: 10 + offset + i * (W + GX), y: 10 + row * (H + GY) });
   }
   return pos;
 }
@@ -143,24 +147,26 @@ export class GraphView {
     let w = 0;
     let h = 0;
     for (const p of pos.values()) {
-      w = Math.max(w, p.x + W + 10);
+      w = Math.max(w, p.x + W + 60); // room for the curves of back edges
       h = Math.max(h, p.y + H + 10);
     }
-    const root = svg('svg', { class: 'graph', width: w, height: h, viewBox: `0 0 ${w} ${h}`, role: 'img', 'aria-label': `Graph of ${this.info.name}` });
+    // Wide graphs shrink to the panel; narrow ones keep their size.
+    const root = svg('svg', { class: 'graph', width: '100%', viewBox: `0 0 ${w} ${h}`, role: 'img', 'aria-label': `Graph of ${this.info.name}` });
+    root.style.maxWidth = `${w}px`;
     root.append(svg('defs', {}, svg('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: 'auto-start-reverse' },
       svg('path', { d: 'M 0 0 L 10 5 L 0 10 z', class: 'graph-arrow' }))));
     for (const e of g.edges) {
       const a = pos.get(e.from);
       const b = pos.get(e.to);
       if (!a || !b) continue;
-      const back = b.x <= a.x;
-      const x1 = a.x + W;
-      const y1 = a.y + H / 2;
-      const x2 = back ? b.x + W / 2 : b.x;
-      const y2 = back ? b.y + H : b.y + H / 2;
+      const back = b.y <= a.y;
+      const x1 = back ? a.x + W : a.x + W / 2;
+      const y1 = back ? a.y + H / 2 : a.y + H;
+      const x2 = back ? b.x + W : b.x + W / 2;
+      const y2 = back ? b.y + H / 2 : b.y;
       const d = back
-        ? `M ${x1} ${y1} C ${x1 + 40} ${y1 + 60}, ${x2} ${y2 + 60}, ${x2} ${y2}`
-        : `M ${x1} ${y1} C ${x1 + GX / 2} ${y1}, ${x2 - GX / 2} ${y2}, ${x2} ${y2}`;
+        ? `M ${x1} ${y1} C ${x1 + 50} ${y1}, ${x2 + 50} ${y2}, ${x2} ${y2}`
+        : `M ${x1} ${y1} C ${x1} ${y1 + GY / 2}, ${x2} ${y2 - GY / 2}, ${x2} ${y2}`;
       root.append(svg('path', { d, class: 'graph-edge', 'marker-end': 'url(#arrow)' }));
       if (e.label) {
         const t = svg('text', { x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4, class: 'graph-label' });
