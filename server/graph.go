@@ -14,53 +14,67 @@ import (
 // describes the app's agent tree, with the graph of each workflow, and GET
 // /dev/apps/{app}/build_graph_image draws it as Graphviz DOT source.
 
-// graphInfo is one agent of build_graph's tree.
+// graphInfo is one agent of build_graph's tree, in the shape of ADK's
+// serialized agents: a workflow also has its graph, and as a node of a
+// graph an agent also has its type.
 type graphInfo struct {
 	Name        string         `json:"name"`
 	Description string         `json:"description"`
+	Type        string         `json:"type,omitempty"`
 	SubAgents   []graphInfo    `json:"sub_agents"`
 	Graph       *workflowGraph `json:"graph,omitempty"`
 }
 
-// workflowGraph is a workflow's nodes and edges.
+// workflowGraph is a workflow's nodes and edges. The first node is ADK's
+// START node, with an edge to the start node.
 type workflowGraph struct {
-	Start string      `json:"start"`
-	Nodes []graphNode `json:"nodes"`
+	Nodes []any       `json:"nodes"`
 	Edges []graphEdge `json:"edges"`
 }
 
+// graphNode is a node that is not an agent.
 type graphNode struct {
 	Name        string `json:"name"`
-	Kind        string `json:"kind"`
+	Type        string `json:"type"`
 	Description string `json:"description,omitempty"`
 }
 
+// graphEdge is an edge; Max (the bound of a loop edge) is Loom's.
 type graphEdge struct {
-	From  string `json:"from"`
-	To    string `json:"to"`
+	From  any    `json:"from_node"`
+	To    any    `json:"to_node"`
 	Route string `json:"route,omitempty"`
 	Max   int    `json:"max,omitempty"`
 }
+
+var startNode = graphNode{Name: "__START__", Type: "start"}
 
 func describeGraph(a agent.Agent) graphInfo {
 	info := graphInfo{Name: a.Name(), Description: a.Description(), SubAgents: []graphInfo{}}
 	for _, sub := range agent.SubAgents(a) {
 		info.SubAgents = append(info.SubAgents, describeGraph(sub))
 	}
-	if w, ok := a.(*workflow.Workflow); ok {
-		g := &workflowGraph{Start: w.Start(), Nodes: []graphNode{}, Edges: []graphEdge{}}
-		for _, n := range w.Nodes() {
-			desc := ""
-			if n.Agent() != nil {
-				desc = n.Agent().Description()
-			}
-			g.Nodes = append(g.Nodes, graphNode{Name: n.Name(), Kind: n.Kind().String(), Description: desc})
-		}
-		for _, e := range w.Edges() {
-			g.Edges = append(g.Edges, graphEdge{From: e.From, To: e.To, Route: e.Route, Max: e.Max})
-		}
-		info.Graph = g
+	w, ok := a.(*workflow.Workflow)
+	if !ok {
+		return info
 	}
+	g := &workflowGraph{Nodes: []any{startNode}, Edges: []graphEdge{}}
+	byName := map[string]any{}
+	for _, n := range w.Nodes() {
+		var node any = graphNode{Name: n.Name(), Type: n.Kind().String()}
+		if n.Agent() != nil {
+			sub := describeGraph(n.Agent())
+			sub.Type = n.Kind().String()
+			node = sub
+		}
+		byName[n.Name()] = node
+		g.Nodes = append(g.Nodes, node)
+	}
+	g.Edges = append(g.Edges, graphEdge{From: startNode, To: byName[w.Start()]})
+	for _, e := range w.Edges() {
+		g.Edges = append(g.Edges, graphEdge{From: byName[e.From], To: byName[e.To], Route: e.Route, Max: e.Max})
+	}
+	info.Graph = g
 	return info
 }
 
@@ -69,7 +83,7 @@ func (s *Server) buildGraph(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"root_agent": describeGraph(a.Tree().Root()), "readme": ""})
+	return writeJSON(w, http.StatusOK, map[string]any{"name": r.PathValue("app"), "root_agent": describeGraph(a.Tree().Root()), "readme": ""})
 }
 
 func (s *Server) buildGraphImage(w http.ResponseWriter, r *http.Request) error {

@@ -16,15 +16,25 @@ function svg(tag, attrs = {}, ...children) {
 }
 
 // graphOf turns a build_graph entry into nodes and edges: a workflow's own
-// graph, or the tree of an agent and its sub-agents.
+// graph (ADK's shape: nodes with a name and a type, edges from_node →
+// to_node with an optional route, the START node left out), or the tree of
+// an agent and its sub-agents.
 export function graphOf(info) {
   if (info.graph) {
     const g = info.graph;
-    return {
-      start: g.start,
-      nodes: (g.nodes || []).map((n) => ({ name: n.name, kind: n.kind })),
-      edges: (g.edges || []).map((e) => ({ from: e.from, to: e.to, label: [e.route, e.max ? `≤${e.max}` : ''].filter(Boolean).join(' ') })),
-    };
+    const nodes = (g.nodes || []).filter((n) => n.type !== 'start').map((n) => ({ name: n.name, kind: n.type || 'node' }));
+    let start = nodes.length ? nodes[0].name : '';
+    const edges = [];
+    for (const e of g.edges || []) {
+      const from = e.from_node || {};
+      const to = e.to_node || {};
+      if (from.type === 'start') {
+        start = to.name;
+        continue;
+      }
+      edges.push({ from: from.name, to: to.name, label: [e.route, e.max ? `≤${e.max}` : ''].filter(Boolean).join(' ') });
+    }
+    return { start, nodes, edges };
   }
   const nodes = [];
   const edges = [];
