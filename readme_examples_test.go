@@ -26,6 +26,7 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/llmagent"
+	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/agent/workflowagent"
 	"github.com/loomkit/loom/cli"
 	"github.com/loomkit/loom/event"
@@ -486,5 +487,64 @@ paths:
 	tools, _ := pets.Tools(ctx)
 	if len(tools) != 1 {
 		t.Fatalf("%d tools, want the one tagged pets", len(tools))
+	}
+}
+
+// TestREADMEWorkflow runs the README's graph workflow: a refund message is
+// routed to the node that asks for approval, and the answer finishes it.
+func TestREADMEWorkflow(t *testing.T) {
+	classify := workflow.Func("classify", func(ctx context.Context, nc *workflow.Context, in string) (string, error) {
+		if strings.Contains(in, "refund") {
+			nc.SetRoute("refund")
+		}
+		return in, nil
+	})
+	refund := workflow.Func("refund", func(ctx context.Context, nc *workflow.Context, in string) (string, error) {
+		answer, err := nc.RequestInput(workflow.InputRequest{Message: "Approve the refund?"})
+		if err != nil {
+			return "", err // the invocation pauses until the user answers
+		}
+		return fmt.Sprintf("refund approved: %v", answer["approved"]), nil
+	})
+	desk, err := workflow.New(workflow.Config{
+		Name:  "desk",
+		Nodes: []*workflow.Node{classify, refund},
+		Edges: []workflow.Edge{{From: "classify", To: "refund", Route: "refund"}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	ctx := context.Background()
+	r, err := runner.New(runner.Config{AppName: "desk", Agent: desk, Sessions: memsession.NewService(), AutoCreateSession: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var callID string
+	for ev, err := range r.Run(ctx, "u", "s1", genai.NewContentFromText("a refund please", genai.RoleUser), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fc := range ev.FunctionCalls() {
+			if fc.Name == workflow.FunctionRequestInput {
+				callID = fc.ID
+			}
+		}
+	}
+	if callID == "" {
+		t.Fatal("no input request")
+	}
+	answer := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{workflow.InputResponse(callID, map[string]any{"approved": true})}}
+	var out any
+	for ev, err := range r.Run(ctx, "u", "s1", answer, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Author == "desk" && ev.Actions.EndOfAgent {
+			out = ev.Output
+		}
+	}
+	if out != "refund approved: true" {
+		t.Errorf("output = %v", out)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
@@ -215,7 +216,7 @@ func (c *chatter) history(events []*event.Event) {
 			long[id] = true
 		}
 		for _, fc := range ev.FunctionCalls() {
-			if fc.Name == confirmationName && long[fc.ID] {
+			if (fc.Name == confirmationName || fc.Name == inputName) && long[fc.ID] {
 				open[fc.ID] = fc
 				order = append(order, fc.ID)
 			}
@@ -335,7 +336,7 @@ func (c *chatter) print(ev *event.Event) {
 		long[id] = true
 	}
 	for _, fc := range ev.FunctionCalls() {
-		if fc.Name == confirmationName && long[fc.ID] {
+		if (fc.Name == confirmationName || fc.Name == inputName) && long[fc.ID] {
 			c.pending = append(c.pending, fc)
 			continue
 		}
@@ -361,6 +362,17 @@ func (c *chatter) confirm(ctx context.Context) (*genai.Content, bool) {
 	}
 	msg := &genai.Content{Role: genai.RoleUser}
 	for _, fc := range c.pending {
+		if fc.Name == inputName {
+			question, _ := fc.Args["message"].(string)
+			fmt.Fprintf(c.env.Stdout, "  input needed: %s\n", question)
+			c.prompt("  answer: ")
+			line, ok := c.read(ctx)
+			if !ok {
+				return nil, false
+			}
+			msg.Parts = append(msg.Parts, workflow.InputResponse(fc.ID, inputAnswer(line)))
+			continue
+		}
 		hint, call := describeConfirmation(fc)
 		fmt.Fprintf(c.env.Stdout, "  confirmation needed: %s\n  %s\n", hint, call)
 		c.prompt("  approve? [y/N] ")
@@ -377,7 +389,25 @@ func (c *chatter) confirm(ctx context.Context) (*genai.Content, bool) {
 	return msg, true
 }
 
+// inputName is the function call with which a workflow node asks for input.
+const inputName = workflow.FunctionRequestInput
+
+// inputAnswer is the response to an input request: a JSON object typed as
+// such, any other line as {"result": line}.
+func inputAnswer(line string) map[string]any {
+	line = strings.TrimSpace(line)
+	var obj map[string]any
+	if strings.HasPrefix(line, "{") && json.Unmarshal([]byte(line), &obj) == nil {
+		return obj
+	}
+	return map[string]any{"result": line}
+}
+
 func describeConfirmation(fc *genai.FunctionCall) (hint, call string) {
+	if fc.Name == inputName {
+		question, _ := fc.Args["message"].(string)
+		return "input: " + question, fmt.Sprintf("%s (%s)", question, fc.Name)
+	}
 	hint = "the agent asks to run a tool"
 	if tc, ok := fc.Args["toolConfirmation"].(map[string]any); ok {
 		if h, ok := tc["hint"].(string); ok && h != "" {

@@ -1,9 +1,13 @@
 package cli_test
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loomkit/loom/cli"
+	workflowexample "github.com/loomkit/loom/examples/workflow"
 )
 
 // TestRunFlagsAfterApp accepts flags after the application's name as well
@@ -75,5 +79,27 @@ func TestRunPendingApprovalAtEOF(t *testing.T) {
 	code, out, errOut = run(t, "email ann@example.com: hi\nn\n", "run", "--sessions", "memory://", "--artifacts", "memory://", "assistant")
 	if code != 0 || !strings.Contains(out, "assistant: OK, I did not send the email.\n") {
 		t.Errorf("rejected: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// TestRunAnswersInputRequest: in the terminal, a workflow node's
+// adk_request_input is asked as a question; the typed line answers it, and
+// the workflow goes on. Input that ends at the question leaves it pending.
+func TestRunAnswersInputRequest(t *testing.T) {
+	app := cli.App{Name: "workflow", New: workflowexample.New, Offline: workflowexample.Offline}
+	runApp := func(stdin string, args ...string) (int, string, string) {
+		var out, errb strings.Builder
+		code := cli.Run(context.Background(), args, cli.Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}, app)
+		return code, out.String(), errb.String()
+	}
+	db := "sqlite://" + filepath.Join(t.TempDir(), "s.db")
+	args := []string{"run", "--sessions", db, "--artifacts", "memory://", "--session", "w1", "workflow"}
+	code, out, errOut := runApp("refund for order 5\n", args...)
+	if code != 1 || !strings.Contains(out, "input needed: Refund order A-5 for $42.50") || !strings.Contains(errOut, "still pending: Refund order A-5") {
+		t.Errorf("EOF at the question: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, out, errOut = runApp("yes\n", args...)
+	if code != 0 || !strings.Contains(out, "settle: Your refund of $42.50 for order A-5 is on its way.") {
+		t.Errorf("answered: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

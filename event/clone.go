@@ -60,6 +60,14 @@ func (e *Event) Clone() *Event {
 		cloneViaJSON(&c.OutputTranscription)
 	}
 	c.Actions = e.Actions.Clone()
+	if e.Output != nil {
+		c.Output = CloneValue(e.Output)
+	}
+	if e.NodeInfo != nil {
+		ni := *e.NodeInfo
+		ni.OutputFor = slices.Clone(ni.OutputFor)
+		c.NodeInfo = &ni
+	}
 	return c
 }
 

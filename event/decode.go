@@ -416,6 +416,37 @@ func (p *parser) genericMap() (map[string]any, bool) {
 	return m, ok
 }
 
+// nodeInfo parses a graph node's info.
+func (p *parser) nodeInfo() (*NodeInfo, bool) {
+	var (
+		ni   NodeInfo
+		keys seen
+	)
+	ok := p.object(func(key []byte) bool {
+		var ok bool
+		switch string(key) {
+		case "path":
+			if ok = keys.add(0); ok {
+				ni.Path, ok = p.str(true)
+			}
+		case "outputFor":
+			if ok = keys.add(1); ok {
+				ok = p.array(func() bool {
+					s, ok := p.str(true)
+					ni.OutputFor = append(ni.OutputFor, s)
+					return ok
+				})
+			}
+		case "messageAsOutput":
+			if ok = keys.add(2); ok {
+				ni.MessageAsOutput, ok = p.bool()
+			}
+		}
+		return ok
+	})
+	return &ni, ok
+}
+
 // seen tracks the keys of an object by bit, so that a repeated key, which
 // encoding/json merges rather than replaces, takes the general path.
 type seen uint64
@@ -512,6 +543,14 @@ func (p *parser) event(w *Event) bool {
 		case "id":
 			if ok = keys.add(16); ok {
 				w.ID, ok = p.str(false)
+			}
+		case "output":
+			if ok = keys.add(18); ok {
+				w.Output, ok = p.value()
+			}
+		case "nodeInfo":
+			if ok = keys.add(19); ok {
+				w.NodeInfo, ok = p.nodeInfo()
 			}
 		case "timestamp":
 			if ok = keys.add(17); ok {

@@ -94,14 +94,7 @@ func appendEventJSON(dst []byte, e *Event) ([]byte, bool) {
 	enc.actions(a)
 	if len(e.LongRunningToolIDs) > 0 {
 		field("longRunningToolIds")
-		enc.buf = append(enc.buf, '[')
-		for i, id := range e.LongRunningToolIDs {
-			if i > 0 {
-				enc.buf = append(enc.buf, ',')
-			}
-			enc.str(id)
-		}
-		enc.buf = append(enc.buf, ']')
+		enc.strs(e.LongRunningToolIDs)
 	}
 	if e.Branch != "" {
 		field("branch")
@@ -113,6 +106,23 @@ func appendEventJSON(dst []byte, e *Event) ([]byte, bool) {
 	}
 	field("timestamp")
 	enc.seconds(e.Timestamp)
+	if e.Output != nil {
+		field("output")
+		enc.value(e.Output)
+	}
+	if ni := e.NodeInfo; ni != nil {
+		field("nodeInfo")
+		enc.buf = append(enc.buf, `{"path":`...)
+		enc.str(ni.Path)
+		if len(ni.OutputFor) > 0 {
+			enc.buf = append(enc.buf, `,"outputFor":`...)
+			enc.strs(ni.OutputFor)
+		}
+		if ni.MessageAsOutput {
+			enc.buf = append(enc.buf, `,"messageAsOutput":true`...)
+		}
+		enc.buf = append(enc.buf, '}')
+	}
 	enc.buf = append(enc.buf, '}')
 	return enc.buf, enc.ok
 }
@@ -266,6 +276,18 @@ func (enc *encoder) part(p *genai.Part) {
 		enc.buf = append(enc.buf, `"thought":true`...)
 	}
 	enc.buf = append(enc.buf, '}')
+}
+
+// strs encodes a list of strings.
+func (enc *encoder) strs(list []string) {
+	enc.buf = append(enc.buf, '[')
+	for i, s := range list {
+		if i > 0 {
+			enc.buf = append(enc.buf, ',')
+		}
+		enc.str(s)
+	}
+	enc.buf = append(enc.buf, ']')
 }
 
 // object encodes a map of JSON values, keys sorted; a nil map is null.

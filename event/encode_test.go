@@ -1,11 +1,15 @@
 package event
 
 import (
+	"reflect"
+
 	"bytes"
 	"encoding/json"
 	"math"
 	"testing"
 	"time"
+
+	"github.com/loomkit/loom/model"
 
 	"google.golang.org/genai"
 )
@@ -46,6 +50,14 @@ func encodeCorpus() []*Event {
 	flags.Response.ErrorCode, flags.Response.ErrorMessage = "E", "bad <thing>"
 	flags.Content = &genai.Content{Role: "model"}
 	zero := &Event{}
+	node := NewModelText("inv-3", "wf", "done")
+	node.Timestamp = ts
+	node.Output = map[string]any{"total": 3, "items": []any{"a"}}
+	node.NodeInfo = &NodeInfo{Path: "wf/sum@1", OutputFor: []string{"wf/sum@1", "wf"}, MessageAsOutput: true}
+	bare := NewModelText("inv-3", "wf", "")
+	bare.Timestamp = ts
+	bare.Output = "text output"
+	bare.NodeInfo = &NodeInfo{Path: "wf"}
 	// Left to encoding/json:
 	usage := NewModelText("inv", "a", "x")
 	usage.UsageMetadata = &genai.GenerateContentResponseUsageMetadata{TotalTokenCount: 3}
@@ -57,7 +69,7 @@ func encodeCorpus() []*Event {
 	typed.Actions.StateDelta = map[string]any{"s": []string{"a"}, "t": struct{ A int }{1}}
 	confirm := NewModelText("inv", "a", "x")
 	confirm.Actions.RequestedToolConfirmations = map[string]ToolConfirmation{"c": {Hint: "ok?"}}
-	return []*Event{text, user, call, resp, flags, zero, usage, blob, number, typed, confirm}
+	return []*Event{text, user, call, resp, flags, zero, node, bare, usage, blob, number, typed, confirm}
 }
 
 // TestEncodeFastMatches checks that the fast path of MarshalJSON writes
@@ -82,8 +94,30 @@ func TestEncodeFastMatches(t *testing.T) {
 			t.Errorf("event %d: MarshalJSON = %s, %v", i, viaMethod, err)
 		}
 	}
-	if covered != 6 {
-		t.Errorf("fast path covered %d events of the corpus, want 6", covered)
+	if covered != 8 {
+		t.Errorf("fast path covered %d events of the corpus, want 8", covered)
+	}
+}
+
+// TestEncodeFastKnowsEveryField fails when a field is added to a type the
+// fast path writes: appendEventJSON must learn it (or fall back on it)
+// before the field can be stored.
+func TestEncodeFastKnowsEveryField(t *testing.T) {
+	for typ, want := range map[reflect.Type]int{
+		reflect.TypeFor[wireEvent]():              10,
+		reflect.TypeFor[Event]():                  10,
+		reflect.TypeFor[model.Response]():         16,
+		reflect.TypeFor[wireActions]():            11,
+		reflect.TypeFor[Actions]():                11,
+		reflect.TypeFor[NodeInfo]():               3,
+		reflect.TypeFor[genai.Content]():          2,
+		reflect.TypeFor[genai.Part]():             17,
+		reflect.TypeFor[genai.FunctionCall]():     5,
+		reflect.TypeFor[genai.FunctionResponse](): 6,
+	} {
+		if got := typ.NumField(); got != want {
+			t.Errorf("%v has %d fields, the fast encoder (encode.go) knows %d", typ, got, want)
+		}
 	}
 }
 

@@ -52,6 +52,23 @@ type Event struct {
 	// LongRunningToolIDs lists the ids of long-running or gated tool calls in
 	// this event. A non-empty list pauses the invocation.
 	LongRunningToolIDs []string
+	// Output is the value a graph workflow node produced, recorded on the
+	// event that ends the node (JSON "output").
+	Output any
+	// NodeInfo says where in a graph workflow the event came from (JSON
+	// "nodeInfo"); nil outside graph workflows.
+	NodeInfo *NodeInfo
+}
+
+// NodeInfo locates an event in a graph workflow, in ADK's wire shape.
+type NodeInfo struct {
+	// Path is the node's path: the workflow's name, then each node as
+	// name@run, separated by "/", such as "triage/classify@1".
+	Path string `json:"path"`
+	// OutputFor lists the node paths whose output the event's Output is.
+	OutputFor []string `json:"outputFor,omitempty"`
+	// MessageAsOutput reports that the event's content is the node's output.
+	MessageAsOutput bool `json:"messageAsOutput,omitempty"`
 }
 
 // Actions is the control channel of an event.

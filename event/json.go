@@ -28,6 +28,8 @@ type wireEvent struct {
 	Branch             string      `json:"branch,omitempty"`
 	ID                 string      `json:"id,omitempty"`
 	Timestamp          Seconds     `json:"timestamp"`
+	Output             any         `json:"output,omitempty"`
+	NodeInfo           *NodeInfo   `json:"nodeInfo,omitempty"`
 }
 
 type wireActions struct {
@@ -236,6 +238,8 @@ func (e *Event) marshalWire() ([]byte, error) {
 		Branch:             e.Branch,
 		ID:                 e.ID,
 		Timestamp:          Seconds(e.Timestamp),
+		Output:             e.Output,
+		NodeInfo:           e.NodeInfo,
 	}
 	return json.Marshal(&w)
 }
@@ -338,6 +342,8 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 		Timestamp:          time.Time(w.Timestamp),
 		Actions:            w.Actions.actions(),
 		LongRunningToolIDs: w.LongRunningToolIDs,
+		Output:             w.Output,
+		NodeInfo:           w.NodeInfo,
 	}
 	return nil
 }
@@ -413,7 +419,7 @@ const (
 var userDataKeys = map[string]bool{
 	"stateDelta": true, "agentState": true, "customMetadata": true,
 	"args": true, "response": true, "partMetadata": true, "payload": true,
-	"artifactDelta": true, "requestedAuthConfigs": true,
+	"artifactDelta": true, "requestedAuthConfigs": true, "output": true,
 }
 
 func normalizeValue(v any, s scope) any {

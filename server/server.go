@@ -272,6 +272,8 @@ func (s *Server) routes() {
 	s.handle("POST /run", s.run)
 	s.handle("POST /run_sse", s.runSSE)
 
+	s.handle("GET /dev/apps/{app}/build_graph", s.buildGraph)
+	s.handle("GET /dev/apps/{app}/build_graph_image", s.buildGraphImage)
 	s.handle("GET /dev/apps/{app}/debug/trace/session/{sid}", s.traceSession)
 	s.handle("GET /dev/apps/{app}/debug/trace/{eventID}", s.traceEvent)
 	s.handle("GET /debug/trace/session/{sid}", s.traceSession)

@@ -64,6 +64,15 @@ func eventSize(ev *event.Event) int64 {
 			n += int64(len(id))
 		}
 	}
+	if ev.Output != nil {
+		n += valueSize(ev.Output)
+	}
+	if ni := ev.NodeInfo; ni != nil {
+		n += 64 + int64(len(ni.Path))
+		for _, p := range ni.OutputFor {
+			n += 16 + int64(len(p))
+		}
+	}
 	a := &ev.Actions
 	n += mapSize(a.StateDelta) + mapSize(a.RequestedAuthConfigs) + mapSize(a.AgentState)
 	if a.ArtifactDelta != nil {

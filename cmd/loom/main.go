@@ -2,7 +2,7 @@
 // (loom web), the API alone (loom api), and a terminal chat (loom run APP).
 //
 // Without arguments of its own it serves the example applications
-// (assistant, multiagent, pipeline, loop), which work offline with scripted
+// (assistant, multiagent, pipeline, loop, workflow), which work offline with scripted
 // models, or with a real model when an API key is set or --model names one.
 // To serve your own agents with the same commands, call cli.Main from your
 // own main package.
@@ -16,6 +16,7 @@ import (
 	"github.com/loomkit/loom/examples/loop"
 	"github.com/loomkit/loom/examples/multiagent"
 	"github.com/loomkit/loom/examples/pipeline"
+	workflowexample "github.com/loomkit/loom/examples/workflow"
 )
 
 // exampleApps are the applications the loom binary serves.
@@ -24,6 +25,7 @@ var exampleApps = []cli.App{
 	{Name: "multiagent", New: multiagent.New, Offline: multiagent.Offline},
 	{Name: "pipeline", New: pipeline.New, Offline: pipeline.Offline},
 	{Name: "loop", New: loop.New, Offline: loop.Offline},
+	{Name: "workflow", New: workflowexample.New, Offline: workflowexample.Offline},
 }
 
 func main() {

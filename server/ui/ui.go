@@ -11,7 +11,11 @@
 // spans recorded for the session's invocations as a waterfall (from the
 // debug trace routes), and an opened timeline event shows the attributes of
 // the span that produced it. A tool call awaiting confirmation
-// (adk_request_confirmation) gets Approve and Reject buttons.
+// (adk_request_confirmation) gets Approve and Reject buttons, and a graph
+// workflow node's request for input (adk_request_input) a box to answer
+// in. The Graph tab draws the app's workflow graph (or agent tree) from
+// the build_graph route, with the node that is running or paused
+// highlighted from the events' nodeInfo paths.
 //
 // The UI is plain HTML, CSS and JavaScript modules: nothing to build. It
 // talks to the ADK HTTP API of package server, on the same origin by

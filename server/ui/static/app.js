@@ -4,8 +4,11 @@ import {
   el, chatItems, timelineItem, functionResponses, parts, json, relativeTime, CONFIRMATION,
   traceTree, spanAttributes, formatDuration,
 } from './render.js';
+import { GraphView } from './graph.js';
+import { INPUT, inputCard } from './input.js';
 
 const $ = (id) => document.getElementById(id);
+const graph = new GraphView(document.getElementById('graph-view'));
 
 const ui = {
   client: new Client(''),
@@ -44,6 +47,7 @@ async function loadApps() {
   ui.app = ui.apps.some((a) => a.name === wanted) ? wanted : (ui.apps[0] && ui.apps[0].name) || '';
   select.value = ui.app;
   showAppDescription();
+  graph.load(ui.client, ui.app);
 }
 
 function showAppDescription() {
@@ -173,6 +177,8 @@ function handlers() {
     responded: (id) => responded.has(id),
     confirm: (fc, ok) => send({ role: 'user', parts: [{ functionResponse: { id: fc.id, name: CONFIRMATION, response: { confirmed: ok } } }] }),
     retry: (content) => send(content, draftOf(content)),
+    inputCard,
+    input: (fc, response) => send({ role: 'user', parts: [{ functionResponse: { id: fc.id, name: INPUT, response } }] }),
   };
 }
 
@@ -185,6 +191,7 @@ function renderAll() {
   box.replaceChildren(...nodes);
   $('timeline').replaceChildren(...[...ui.events, ...ui.transient].map((ev, i) => timelineItem(ev, i)));
   $('event-count').textContent = String(ui.events.length);
+  graph.update(ui.events);
   scrollDown(true);
 }
 
@@ -212,6 +219,7 @@ function appendEvent(ev) {
   $('messages').append(...chatItems(ev, handlers()));
   timeline.append(timelineItem(ev, timeline.children.length));
   $('event-count').textContent = String(ui.events.length);
+  graph.update(ui.events);
   scrollDown();
 }
 
@@ -527,6 +535,7 @@ function wire() {
     ui.app = e.target.value;
     localStorage.setItem('loom.app', ui.app);
     showAppDescription();
+    graph.load(ui.client, ui.app);
     clearSession();
     await loadSessions().catch(report);
   });
@@ -564,6 +573,7 @@ function wire() {
         $(`panel-${t.dataset.tab}`).hidden = !on;
       }
       if (tab.dataset.tab === 'trace') loadTrace().catch(report);
+      if (tab.dataset.tab === 'graph') graph.show();
     });
   }
   const bookkeeping = $('show-bookkeeping');

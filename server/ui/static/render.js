@@ -3,6 +3,7 @@
 
 export const CONFIRMATION = 'adk_request_confirmation';
 export const CREDENTIAL = 'adk_request_credential';
+const INPUT_REQUEST = 'adk_request_input';
 
 /** Creates an element: el('div', {class: 'x', onclick: f}, child, 'text'). */
 export function el(tag, props = {}, ...children) {
@@ -230,6 +231,10 @@ export function chatItems(ev, handlers) {
   for (const fc of functionCalls(ev)) {
     if (fc.name === CONFIRMATION && longRunning.has(fc.id)) {
       out.push(confirmationCard(author, fc, handlers));
+      continue;
+    }
+    if (fc.name === INPUT_REQUEST && longRunning.has(fc.id) && handlers.inputCard) {
+      out.push(handlers.inputCard(author, fc, handlers));
       continue;
     }
     out.push(el('div', { class: 'tool call', dataset: { callId: fc.id || '' } },

@@ -1,0 +1,141 @@
+package workflow_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/session/memsession"
+)
+
+// A workflow routes a message, fans out to two checks that run
+// concurrently, and joins their results.
+func ExampleNew() {
+	classify := workflow.Func("classify", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+		if strings.Contains(in, "?") {
+			nc.SetRoute("question")
+		} else {
+			nc.SetRoute("statement")
+		}
+		return in, nil
+	})
+	answer := workflow.Func("answer", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+		return "a question: " + in, nil
+	})
+	length := workflow.Func("length", func(_ context.Context, _ *workflow.Context, in string) (int, error) {
+		return len(in), nil
+	})
+	words := workflow.Func("words", func(_ context.Context, _ *workflow.Context, in string) (int, error) {
+		return len(strings.Fields(in)), nil
+	})
+	report := workflow.Func("report", func(_ context.Context, _ *workflow.Context, in map[string]int) (string, error) {
+		return fmt.Sprintf("%d characters, %d words", in["length"], in["words"]), nil
+	})
+	wf, err := workflow.New(workflow.Config{
+		Name:  "triage",
+		Nodes: []*workflow.Node{classify, answer, length, words, workflow.Join("stats"), report},
+		Edges: []workflow.Edge{
+			{From: "classify", To: "answer", Route: "question"},
+			{From: "classify", To: "length", Route: "statement"},
+			{From: "classify", To: "words", Route: "statement"},
+			{From: "length", To: "stats"},
+			{From: "words", To: "stats"},
+			{From: "stats", To: "report"},
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	ctx := context.Background()
+	sessions := memsession.NewService()
+	r, _ := runner.New(runner.Config{AppName: "docs", Agent: wf, Sessions: sessions})
+	for i, msg := range []string{"is it raining?", "the sun is out"} {
+		sid := fmt.Sprint("s", i)
+		sessions.Create(ctx, session.Key{AppName: "docs", UserID: "ada", SessionID: sid}, nil)
+		for ev, err := range r.Run(ctx, "ada", sid, genai.NewContentFromText(msg, genai.RoleUser), nil) {
+			if err != nil {
+				fmt.Println(err)
+				return
+			}
+			if ev.Author == "triage" && ev.Actions.EndOfAgent {
+				fmt.Println(ev.Output)
+			}
+		}
+	}
+	// Output:
+	// a question: is it raining?
+	// 14 characters, 4 words
+}
+
+// A node asks the user for input; the invocation pauses until the client
+// answers the adk_request_input call, then the node runs again with the
+// answer.
+func ExampleContext_RequestInput() {
+	approve := workflow.Func("approve", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+		resp, err := nc.RequestInput(workflow.InputRequest{Message: "Send " + in + "?"})
+		if err != nil {
+			return "", err // workflow.ErrWaitingForInput: the workflow pauses
+		}
+		if resp["approved"] == true {
+			return "sent " + in, nil
+		}
+		return "kept " + in, nil
+	})
+	wf, _ := workflow.New(workflow.Config{Name: "mailer", Nodes: []*workflow.Node{approve}})
+
+	ctx := context.Background()
+	sessions := memsession.NewService()
+	sessions.Create(ctx, session.Key{AppName: "docs", UserID: "ada", SessionID: "s1"}, nil)
+	r, _ := runner.New(runner.Config{AppName: "docs", Agent: wf, Sessions: sessions})
+
+	var callID string
+	for ev := range r.Run(ctx, "ada", "s1", genai.NewContentFromText("the report", genai.RoleUser), nil) {
+		for _, fc := range ev.FunctionCalls() {
+			if fc.Name == workflow.FunctionRequestInput {
+				callID = fc.ID
+				fmt.Println("asked:", fc.Args["message"])
+			}
+		}
+	}
+	answer := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{
+		workflow.InputResponse(callID, map[string]any{"approved": true}),
+	}}
+	for ev := range r.Run(ctx, "ada", "s1", answer, nil) {
+		if ev.Author == "mailer" && ev.Actions.EndOfAgent {
+			fmt.Println(ev.Output)
+		}
+	}
+	// Output:
+	// asked: Send the report?
+	// sent the report
+}
+
+// A node runs another node chosen at run time and awaits its output.
+func ExampleContext_RunNode() {
+	square := workflow.Func("square", func(_ context.Context, _ *workflow.Context, n int) (int, error) { return n * n, nil })
+	pick := workflow.Func("pick", func(ctx context.Context, nc *workflow.Context, in string) (any, error) {
+		return nc.RunNode(ctx, square, len(in))
+	})
+	wf, _ := workflow.New(workflow.Config{Name: "dynamic", Nodes: []*workflow.Node{pick}})
+
+	ctx := context.Background()
+	sessions := memsession.NewService()
+	sessions.Create(ctx, session.Key{AppName: "docs", UserID: "ada", SessionID: "s1"}, nil)
+	r, _ := runner.New(runner.Config{AppName: "docs", Agent: wf, Sessions: sessions})
+	for ev := range r.Run(ctx, "ada", "s1", genai.NewContentFromText("abc", genai.RoleUser), nil) {
+		if ev.NodeInfo != nil && len(ev.NodeInfo.OutputFor) > 0 {
+			fmt.Println(ev.NodeInfo.Path, ev.Output)
+		}
+	}
+	// Output:
+	// dynamic/pick@1/square@1 9
+	// dynamic/pick@1 9
+	// dynamic 9
+}

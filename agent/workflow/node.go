@@ -1,0 +1,231 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/tool"
+)
+
+// Kind says what a node runs.
+type Kind uint8
+
+// The kinds of nodes.
+const (
+	// KindFunc is a Go function (see [Func]).
+	KindFunc Kind = iota + 1
+	// KindAgent is an agent, such as an LLM agent (see [FromAgent]).
+	KindAgent
+	// KindWorkflow is a nested workflow (see [FromAgent]).
+	KindWorkflow
+	// KindTool is a tool called with the node's input as arguments (see
+	// [FromTool]).
+	KindTool
+	// KindJoin waits for all its predecessors (see [Join]).
+	KindJoin
+)
+
+// String returns the kind's name, as the graph view shows it.
+func (k Kind) String() string {
+	switch k {
+	case KindFunc:
+		return "function"
+	case KindAgent:
+		return "agent"
+	case KindWorkflow:
+		return "workflow"
+	case KindTool:
+		return "tool"
+	case KindJoin:
+		return "join"
+	}
+	return "unknown"
+}
+
+// Retry is a node's retry policy: a failed attempt is tried again after a
+// backoff that doubles from Backoff up to MaxBackoff, for at most
+// MaxAttempts attempts in all. The zero value tries once.
+type Retry struct {
+	MaxAttempts int
+	Backoff     time.Duration
+	MaxBackoff  time.Duration
+}
+
+// delay returns the backoff before attempt n (n >= 2).
+func (r Retry) delay(n int) time.Duration {
+	d := r.Backoff
+	for i := 2; i < n && d > 0; i++ {
+		d *= 2
+		if r.MaxBackoff > 0 && d >= r.MaxBackoff {
+			return r.MaxBackoff
+		}
+	}
+	if r.MaxBackoff > 0 && d > r.MaxBackoff {
+		return r.MaxBackoff
+	}
+	return d
+}
+
+// Option configures a node.
+type Option func(*Node)
+
+// WithRetry sets the node's retry policy.
+func WithRetry(r Retry) Option { return func(n *Node) { n.retry = r } }
+
+// WithTimeout bounds each attempt of the node: its context is cancelled
+// after d. A node that ignores its context cannot be stopped early.
+func WithTimeout(d time.Duration) Option { return func(n *Node) { n.timeout = d } }
+
+// WithDescription sets the description the graph view shows.
+func WithDescription(s string) Option { return func(n *Node) { n.description = s } }
+
+// Node is one step of a workflow. Build it with [Func], [FromAgent],
+// [FromTool] or [Join]; it is immutable and may be shared by workflows.
+type Node struct {
+	name        string
+	description string
+	kind        Kind
+	fn          func(ctx context.Context, nc *Context, in any) (any, error)
+	agent       agent.Agent
+	tool        tool.Tool
+	retry       Retry
+	timeout     time.Duration
+}
+
+// Name returns the node's name, unique within its workflow.
+func (n *Node) Name() string { return n.name }
+
+// Kind returns what the node runs.
+func (n *Node) Kind() Kind { return n.kind }
+
+// Agent returns the agent of an agent or workflow node, or nil.
+func (n *Node) Agent() agent.Agent { return n.agent }
+
+func newNode(name string, kind Kind, opts []Option) *Node {
+	n := &Node{name: name, kind: kind}
+	for _, o := range opts {
+		o(n)
+	}
+	return n
+}
+
+// Func returns a node that runs fn. Its input is the output of the node
+// before it (for the start node, the text of the user message), converted
+// to In: directly when it already has that type, otherwise through JSON (as
+// after a resume, when outputs come back from the session log). Its output
+// is fn's result. fn is run again from the start when the invocation
+// resumes before the node finished (after a human-input answer, say), so
+// what it does before [Context.RequestInput] should be repeatable.
+func Func[In, Out any](name string, fn func(ctx context.Context, nc *Context, in In) (Out, error), opts ...Option) *Node {
+	n := newNode(name, KindFunc, opts)
+	n.fn = func(ctx context.Context, nc *Context, in any) (any, error) {
+		v, err := Convert[In](in)
+		if err != nil {
+			return nil, fmt.Errorf("input of node %s: %w", name, err)
+		}
+		return fn(ctx, nc, v)
+	}
+	return n
+}
+
+// FromAgent returns a node that runs a: its input is handed to the agent as
+// a message (unless it is the invocation's user message), and its output is
+// the text of the agent's final response. A *Workflow becomes a nested
+// workflow node: it gets the input directly and its output is the nested
+// workflow's output. The node takes the agent's name.
+func FromAgent(a agent.Agent, opts ...Option) *Node {
+	kind := KindAgent
+	if _, ok := a.(*Workflow); ok {
+		kind = KindWorkflow
+	}
+	n := newNode(a.Name(), kind, opts)
+	n.agent = a
+	if n.description == "" {
+		n.description = a.Description()
+	}
+	return n
+}
+
+// FromTool returns a node that calls t with its input as the arguments (a
+// map, or a value converted to one through JSON); its output is the tool's
+// result. State written through the tool context is committed with the
+// node's end.
+func FromTool(t tool.Tool, opts ...Option) *Node {
+	n := newNode(t.Name(), KindTool, opts)
+	n.tool = t
+	if n.description == "" {
+		n.description = t.Description()
+	}
+	return n
+}
+
+// Join returns a node that waits until every node with an edge to it has
+// delivered an output, then outputs them as one map from predecessor name
+// to output.
+func Join(name string, opts ...Option) *Node {
+	n := newNode(name, KindJoin, opts)
+	n.fn = func(_ context.Context, _ *Context, in any) (any, error) { return in, nil }
+	return n
+}
+
+// Convert converts v to T: directly when v is a T, otherwise through JSON.
+// Nodes get their inputs through it; it is exported for nodes that read
+// outputs themselves.
+func Convert[T any](v any) (T, error) {
+	var zero T
+	if t, ok := v.(T); ok {
+		return t, nil
+	}
+	if v == nil {
+		return zero, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return zero, fmt.Errorf("workflow: convert %T: %w", v, err)
+	}
+	var t T
+	if err := json.Unmarshal(b, &t); err != nil {
+		return zero, fmt.Errorf("workflow: convert %T to %T: %w", v, zero, err)
+	}
+	return t, nil
+}
+
+// plain returns v in the form the session log gives back (JSON values), so
+// that a node sees the same input whether or not the invocation resumed.
+// Values already in that form are returned as they are.
+func plain(v any) (any, error) {
+	switch v.(type) {
+	case nil, string, bool, float64, map[string]any, []any:
+		return v, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// funcAgent is the identity a function, tool or join node has in the
+// invocation: events it yields are authored by the node's name.
+type funcAgent struct{ name, description string }
+
+func (f *funcAgent) Name() string        { return f.name }
+func (f *funcAgent) Description() string { return f.description }
+func (f *funcAgent) Run(context.Context, *agent.Invocation) iter.Seq2[*event.Event, error] {
+	return func(func(*event.Event, error) bool) {}
+}
+
+// jsonText encodes a JSON value as text.
+func jsonText(v any) (string, error) {
+	b, err := json.Marshal(v)
+	return string(b), err
+}

@@ -1,0 +1,764 @@
+// Package workflow runs graph workflows: nodes (Go functions, agents, tools,
+// nested workflows, joins) connected by edges (plain, conditional on a route
+// the node chose, fan-out to branches that run concurrently, loops with a
+// bound). A [Workflow] is an [agent.Agent]: it can be the root of a runner,
+// a node of another workflow, or a sub-agent an LLM agent transfers to.
+//
+// # Running
+//
+// The start node gets the text of the user message (a nested workflow, the
+// input of its node). When a node finishes, each of its outgoing edges whose
+// route matches the node's route (an edge without a route always matches)
+// and whose bound is not used up schedules its target with the node's output
+// as input. The nodes scheduled together run together: one on the
+// workflow's branch, several concurrently, each on a branch of its own (like
+// the branches of a parallel agent). A join runs once every node with an edge
+// to it has delivered. The workflow ends when nothing is scheduled; its
+// output is the output of the last node that scheduled nothing.
+//
+// # The log
+//
+// Every node run has a path, such as "triage/classify@1", carried by its
+// events in [event.Event.NodeInfo]. A node's end is recorded as an end of
+// agent event of the node with its output ([event.Event.Output]) and the
+// route it chose; an agent node's start is a checkpoint of the workflow. So
+// when an invocation resumes (an answer to a paused call, or
+// runner.Runner.Resume after a crash), the workflow replays its graph from
+// the log: finished nodes are not run again, their recorded outputs are used;
+// an agent node that was running continues from its own events; other nodes
+// run.
+//
+// # Failures
+//
+// A node that fails is tried again according to its [Retry] policy, each
+// attempt bounded by its timeout; a node that still fails ends the workflow
+// with an error event (error code [ErrorCodeNodeFailed]) naming the node.
+//
+// A Workflow is immutable after construction and safe for concurrent use by
+// many invocations.
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"sync"
+	"time"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/tool"
+)
+
+// ErrInvalidConfig is returned by New for a malformed graph.
+var ErrInvalidConfig = errors.New("workflow: invalid configuration")
+
+// ErrorCodeNodeFailed is the error code of the event that ends a workflow
+// whose node failed.
+const ErrorCodeNodeFailed = "WORKFLOW_NODE_FAILED"
+
+// DefaultMaxSteps bounds the node runs of one workflow run when
+// Config.MaxSteps is zero.
+const DefaultMaxSteps = 1000
+
+// Edge connects two nodes. With a Route, it is taken only when the node
+// chose that route ([Context.SetRoute]); without one, always. Max, when
+// positive, bounds how often the edge is taken in one workflow run, which
+// is how loops end.
+type Edge struct {
+	From, To string
+	Route    string
+	Max      int
+}
+
+// Config configures a workflow.
+type Config struct {
+	// Name is required; Description is recommended.
+	Name        string
+	Description string
+	// Nodes are the workflow's nodes; names are unique.
+	Nodes []*Node
+	// Edges connect them.
+	Edges []Edge
+	// Start names the first node; empty means the first of Nodes.
+	Start string
+	// MaxSteps bounds the node runs of one workflow run (DefaultMaxSteps
+	// when zero): a workflow that exceeds it ends with an error event.
+	MaxSteps int
+	// BeforeAgent and AfterAgent callbacks run around the workflow.
+	BeforeAgent []agent.BeforeAgentCallback
+	AfterAgent  []agent.AfterAgentCallback
+}
+
+// Workflow is a graph workflow. Create it with New.
+type Workflow struct {
+	cfg    Config
+	nodes  map[string]*Node
+	selves map[string]*funcAgent // identities of function, tool and join nodes
+	out    map[string][]int      // edge indexes by source
+	preds  map[string][]string   // distinct predecessors of each join
+	subs   []agent.Agent
+}
+
+var (
+	_ agent.Agent   = (*Workflow)(nil)
+	_ agent.Parent  = (*Workflow)(nil)
+	_ agent.Resumer = (*Workflow)(nil)
+)
+
+// New checks the graph and returns the workflow.
+func New(cfg Config) (*Workflow, error) {
+	if cfg.Name == "" || cfg.Name == event.AuthorUser {
+		return nil, fmt.Errorf("%w: invalid name %q", ErrInvalidConfig, cfg.Name)
+	}
+	if len(cfg.Nodes) == 0 {
+		return nil, fmt.Errorf("%w: %s: no nodes", ErrInvalidConfig, cfg.Name)
+	}
+	if cfg.MaxSteps < 0 {
+		return nil, fmt.Errorf("%w: %s: negative MaxSteps", ErrInvalidConfig, cfg.Name)
+	}
+	w := &Workflow{cfg: cfg, nodes: map[string]*Node{}, selves: map[string]*funcAgent{}, out: map[string][]int{}, preds: map[string][]string{}}
+	for i, n := range cfg.Nodes {
+		switch {
+		case n == nil:
+			return nil, fmt.Errorf("%w: %s: node %d is nil", ErrInvalidConfig, cfg.Name, i)
+		case n.name == "" || n.name == event.AuthorUser || n.name == cfg.Name:
+			return nil, fmt.Errorf("%w: %s: invalid node name %q", ErrInvalidConfig, cfg.Name, n.name)
+		case w.nodes[n.name] != nil:
+			return nil, fmt.Errorf("%w: %s: duplicate node %q", ErrInvalidConfig, cfg.Name, n.name)
+		}
+		w.nodes[n.name] = n
+		if n.agent != nil {
+			w.subs = append(w.subs, n.agent)
+		} else {
+			w.selves[n.name] = &funcAgent{name: n.name, description: n.description}
+		}
+	}
+	if w.cfg.Start == "" {
+		w.cfg.Start = cfg.Nodes[0].name
+	}
+	if w.nodes[w.cfg.Start] == nil {
+		return nil, fmt.Errorf("%w: %s: start node %q is not a node", ErrInvalidConfig, cfg.Name, w.cfg.Start)
+	}
+	for i, e := range cfg.Edges {
+		if w.nodes[e.From] == nil || w.nodes[e.To] == nil {
+			return nil, fmt.Errorf("%w: %s: edge %s → %s names an unknown node", ErrInvalidConfig, cfg.Name, e.From, e.To)
+		}
+		if e.Max < 0 {
+			return nil, fmt.Errorf("%w: %s: edge %s → %s has a negative bound", ErrInvalidConfig, cfg.Name, e.From, e.To)
+		}
+		w.out[e.From] = append(w.out[e.From], i)
+		if w.nodes[e.To].kind == KindJoin && !slices.Contains(w.preds[e.To], e.From) {
+			w.preds[e.To] = append(w.preds[e.To], e.From)
+		}
+	}
+	for name, n := range w.nodes {
+		if n.kind == KindJoin && len(w.preds[name]) == 0 {
+			return nil, fmt.Errorf("%w: %s: join %q has no incoming edge", ErrInvalidConfig, cfg.Name, name)
+		}
+	}
+	return w, nil
+}
+
+// Name implements agent.Agent.
+func (w *Workflow) Name() string { return w.cfg.Name }
+
+// Description implements agent.Agent.
+func (w *Workflow) Description() string { return w.cfg.Description }
+
+// SubAgents implements agent.Parent: the agents of its agent and workflow
+// nodes.
+func (w *Workflow) SubAgents() []agent.Agent { return w.subs }
+
+// ResumesFromLog implements agent.Resumer.
+func (w *Workflow) ResumesFromLog() bool { return true }
+
+// Nodes returns the workflow's nodes, in configuration order.
+func (w *Workflow) Nodes() []*Node { return slices.Clone(w.cfg.Nodes) }
+
+// Edges returns the workflow's edges.
+func (w *Workflow) Edges() []Edge { return slices.Clone(w.cfg.Edges) }
+
+// Start returns the name of the start node.
+func (w *Workflow) Start() string { return w.cfg.Start }
+
+// Run implements agent.Agent.
+func (w *Workflow) Run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
+	return agent.RunWithCallbacks(ctx, inv, w.cfg.BeforeAgent, w.cfg.AfterAgent, w.run)
+}
+
+// call is how a parent workflow runs a nested one: the path and input it
+// gives, and what the nested workflow reports back.
+type call struct {
+	w      *Workflow
+	path   string
+	input  any
+	output any
+	err    error
+}
+
+type callKey struct{}
+
+// activation is one scheduled run of a node.
+type activation struct {
+	node     *Node
+	input    any
+	path     string
+	fromUser bool // the input is the invocation's user message
+}
+
+// result is how a node run ended.
+type result struct {
+	output  any
+	route   string
+	paused  bool // waiting for the client
+	stopped bool // the caller stopped ranging
+	err     error
+}
+
+// record is a finished node run as the log holds it.
+type record struct {
+	output any
+	route  string
+}
+
+// run is one run of a workflow in an invocation.
+type run struct {
+	w       *Workflow
+	inv     *agent.Invocation
+	base    string
+	done    map[string]record // finished node runs, from the log
+	started map[string]int    // session index of agent nodes' start checkpoints
+
+	mu      sync.Mutex
+	dynamic map[string]int // runs of dynamic children, by parent path + name
+}
+
+func (w *Workflow) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
+	return func(yield func(*event.Event, error) bool) {
+		c, _ := ctx.Value(callKey{}).(*call)
+		if c != nil && c.w != w {
+			c = nil // meant for another workflow
+		}
+		r := &run{w: w, inv: inv, base: w.Name(), dynamic: map[string]int{}}
+		var input any
+		fromUser := true
+		if c != nil {
+			r.base, input, fromUser = c.path, c.input, false
+		} else if uc := inv.UserContent(); uc != nil {
+			input = contentText(uc)
+		}
+		if inv.Resuming() {
+			if _, ended := agent.Checkpoint(inv, w.Name()); ended {
+				return
+			}
+			r.load()
+			if c == nil {
+				input = r.userText()
+			}
+		} else if c == nil {
+			// The workflow's first event: a resumed invocation is continued
+			// by the workflow, not by one of its nodes.
+			cp := agent.NewCheckpoint(inv, map[string]any{stateStarted: true})
+			cp.NodeInfo = &event.NodeInfo{Path: r.base}
+			if !yield(cp, nil) {
+				return
+			}
+		}
+		emit := func(ev *event.Event) bool { return yield(ev, nil) }
+		maxSteps := w.cfg.MaxSteps
+		if maxSteps == 0 {
+			maxSteps = DefaultMaxSteps
+		}
+		runs := map[string]int{}
+		edges := make([]int, len(w.cfg.Edges))
+		joins := map[string]map[string]any{}
+		schedule := func(n *Node, in any, user bool) activation {
+			runs[n.name]++
+			return activation{node: n, input: in, path: fmt.Sprintf("%s/%s@%d", r.base, n.name, runs[n.name]), fromUser: user}
+		}
+		ready := []activation{schedule(w.nodes[w.cfg.Start], input, fromUser)}
+		var last any
+		steps := 0
+		for len(ready) > 0 {
+			if inv.Ended() {
+				return
+			}
+			if err := ctx.Err(); err != nil {
+				yield(nil, fmt.Errorf("workflow %s: %w", w.Name(), err))
+				return
+			}
+			steps += len(ready)
+			if steps > maxSteps {
+				r.fail(c, ready[0].path, fmt.Errorf("more than %d node runs", maxSteps), yield)
+				return
+			}
+			results := r.wave(ctx, ready, emit)
+			paused := false
+			for i, res := range results {
+				switch {
+				case res.stopped:
+					return
+				case res.err != nil:
+					r.fail(c, ready[i].path, res.err, yield)
+					return
+				case res.paused:
+					paused = true
+				}
+			}
+			if paused {
+				inv.End()
+				return
+			}
+			var next []activation
+			for i, a := range ready {
+				res := results[i]
+				taken := false
+				for _, ei := range w.out[a.node.name] {
+					e := w.cfg.Edges[ei]
+					if (e.Route != "" && e.Route != res.route) || (e.Max > 0 && edges[ei] >= e.Max) {
+						continue
+					}
+					edges[ei]++
+					taken = true
+					to := w.nodes[e.To]
+					if to.kind != KindJoin {
+						next = append(next, schedule(to, res.output, false))
+						continue
+					}
+					pend := joins[e.To]
+					if pend == nil {
+						pend = map[string]any{}
+						joins[e.To] = pend
+					}
+					pend[a.node.name] = res.output
+					if len(pend) == len(w.preds[e.To]) {
+						delete(joins, e.To)
+						next = append(next, schedule(to, pend, false))
+					}
+				}
+				if !taken {
+					last = res.output
+				}
+			}
+			ready = next
+		}
+		out, err := plain(last)
+		if err != nil {
+			r.fail(c, r.base, fmt.Errorf("output: %w", err), yield)
+			return
+		}
+		if c != nil {
+			c.output = last
+		}
+		end := agent.NewEndOfAgent(inv)
+		end.Output = out
+		end.NodeInfo = &event.NodeInfo{Path: r.base, OutputFor: []string{r.base}}
+		yield(end, nil)
+	}
+}
+
+// fail ends the workflow with an error event for the node at path.
+func (r *run) fail(c *call, path string, err error, yield func(*event.Event, error) bool) {
+	ev := r.inv.NewEvent()
+	ev.ErrorCode = ErrorCodeNodeFailed
+	ev.ErrorMessage = fmt.Sprintf("workflow %s: node %s failed: %v", r.w.Name(), path, err)
+	ev.NodeInfo = &event.NodeInfo{Path: path}
+	if !yield(ev, nil) {
+		return
+	}
+	if c != nil {
+		c.err = fmt.Errorf("node %s failed: %w", path, err)
+		return
+	}
+	r.inv.End()
+}
+
+// load reads the finished node runs and the started agent nodes of this
+// invocation from the log, from the workflow's resume point on.
+func (r *run) load() {
+	r.done, r.started = map[string]record{}, map[string]int{}
+	evs := agent.ResumeEvents(r.inv)
+	if len(evs) == 0 {
+		return
+	}
+	sess := r.inv.Session()
+	first := len(evs) - 1
+	i := sess.Len() - 1
+	for ; i >= 0 && first >= 0; i-- {
+		if sess.At(i).ID == evs[first].ID {
+			first--
+		}
+	}
+	for j := i + 1; j < sess.Len(); j++ {
+		ev := sess.At(j)
+		if ev.InvocationID != r.inv.ID() {
+			continue
+		}
+		if ev.NodeInfo != nil && ev.Actions.EndOfAgent {
+			route, _ := ev.Actions.AgentState["route"].(string)
+			for _, p := range ev.NodeInfo.OutputFor {
+				r.done[p] = record{output: ev.Output, route: route}
+			}
+		}
+		if p, ok := ev.Actions.AgentState[stateNode].(string); ok {
+			r.started[p] = j
+		}
+	}
+}
+
+// userText returns the text of the message that started the invocation
+// (when resuming, the invocation's user content may be the answer that
+// resumed it).
+func (r *run) userText() any {
+	for _, ev := range r.inv.Session().Events() {
+		if ev.InvocationID == r.inv.ID() && ev.Author == event.AuthorUser {
+			return contentText(ev.Content)
+		}
+	}
+	if uc := r.inv.UserContent(); uc != nil {
+		return contentText(uc)
+	}
+	return nil
+}
+
+// finishTask is the name of the tool with which a task agent finishes its
+// task (package agent/task): an agent node that calls it outputs the call's
+// arguments.
+const finishTask = "finish_task"
+
+// stateNode is the agent-state key of the checkpoint that starts an agent
+// node: its path.
+const stateNode = "node"
+
+// stateStarted is the agent-state key of the workflow's first checkpoint.
+const stateStarted = "started"
+
+// wave runs the scheduled node runs: one inline, several concurrently on
+// branches of their own, forwarding their events one at a time.
+func (r *run) wave(ctx context.Context, ready []activation, emit func(*event.Event) bool) []result {
+	if len(ready) == 1 {
+		return []result{r.execute(ctx, r.inv, ready[0], true, emit)}
+	}
+	type message struct {
+		ev     *event.Event
+		resume chan struct{}
+		done   bool
+		index  int
+		res    result
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	msgs := make(chan message)
+	results := make([]result, len(ready))
+	for i, a := range ready {
+		binv := r.inv.WithBranch(r.branchOf(a.node)).WithEndScope()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resume := make(chan struct{}, 1)
+			bemit := func(ev *event.Event) bool {
+				select {
+				case msgs <- message{ev: ev, resume: resume}:
+				case <-cctx.Done():
+					return false
+				}
+				select {
+				case <-resume:
+					return true
+				case <-cctx.Done():
+					return false
+				}
+			}
+			res := r.execute(cctx, binv, a, true, bemit)
+			select {
+			case msgs <- message{done: true, index: i, res: res}:
+			case <-cctx.Done():
+			}
+		}()
+	}
+	for running := len(ready); running > 0; {
+		select {
+		case m := <-msgs:
+			if m.done {
+				results[m.index] = m.res
+				running--
+				continue
+			}
+			if !emit(m.ev) {
+				for i := range results {
+					results[i].stopped = true
+				}
+				return results
+			}
+			m.resume <- struct{}{}
+		case <-ctx.Done():
+			for i := range results {
+				results[i].err = ctx.Err()
+			}
+			return results
+		}
+	}
+	return results
+}
+
+// branchOf returns the branch a node runs on when it runs concurrently with
+// others.
+func (r *run) branchOf(n *Node) string {
+	if b := r.inv.Branch(); b != "" {
+		return b + "." + n.name
+	}
+	return r.w.Name() + "." + n.name
+}
+
+// execute runs one node run with its retries, or takes its result from the
+// log when it had finished.
+func (r *run) execute(ctx context.Context, winv *agent.Invocation, a activation, resumable bool, emit func(*event.Event) bool) result {
+	if rec, ok := r.done[a.path]; ok {
+		return result{output: rec.output, route: rec.route}
+	}
+	attempts := max(1, a.node.retry.MaxAttempts)
+	for n := 1; ; n++ {
+		res := r.attempt(ctx, winv, a, resumable && n == 1, emit)
+		if res.err == nil || res.paused || res.stopped {
+			return res
+		}
+		if n >= attempts {
+			if attempts > 1 {
+				res.err = fmt.Errorf("after %d attempts: %w", attempts, res.err)
+			}
+			return res
+		}
+		if d := a.node.retry.delay(n + 1); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return result{err: ctx.Err()}
+			}
+		}
+	}
+}
+
+// attempt runs a node once.
+func (r *run) attempt(ctx context.Context, winv *agent.Invocation, a activation, resumable bool, emit func(*event.Event) bool) result {
+	n := a.node
+	actx := ctx
+	if n.timeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, n.timeout)
+		defer cancel()
+	}
+	var res result
+	if n.agent != nil {
+		res = r.runAgent(actx, winv, a, resumable, emit)
+	} else {
+		res = r.runFunc(actx, winv, a, emit)
+	}
+	if res.err != nil && n.timeout > 0 && actx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		res.err = fmt.Errorf("timed out after %v: %w", n.timeout, res.err)
+	}
+	return res
+}
+
+// runFunc runs a function, tool or join node.
+func (r *run) runFunc(ctx context.Context, winv *agent.Invocation, a activation, emit func(*event.Event) bool) result {
+	n := a.node
+	self := r.w.selves[n.name]
+	if self == nil { // a dynamic node of another graph
+		self = &funcAgent{name: n.name, description: n.description}
+	}
+	ninv := winv.Fresh().For(self)
+	nc := &Context{run: r, inv: ninv, cc: agent.NewToolContext(ninv, a.path), path: a.path, emit: emit}
+	var out any
+	var err error
+	if n.tool != nil {
+		out, err = callTool(ctx, nc, n.tool, a.input)
+	} else {
+		out, err = n.fn(ctx, nc, a.input)
+	}
+	switch {
+	case nc.err != nil:
+		return result{stopped: true}
+	case errors.Is(err, ErrWaitingForInput):
+		ninv.End()
+		return result{paused: true}
+	case err != nil:
+		return result{err: err}
+	}
+	p, err := plain(out)
+	if err != nil {
+		return result{err: fmt.Errorf("output: %w", err)}
+	}
+	end := nc.cc.Event()
+	end.Actions.EndOfAgent = true
+	if nc.route != "" {
+		end.Actions.AgentState = map[string]any{"route": nc.route}
+	}
+	end.Output = p
+	end.NodeInfo = &event.NodeInfo{Path: a.path, OutputFor: []string{a.path}}
+	if !emit(end) {
+		return result{stopped: true}
+	}
+	return result{output: out, route: nc.route}
+}
+
+// callTool runs a tool node.
+func callTool(ctx context.Context, nc *Context, t tool.Tool, input any) (any, error) {
+	args, err := Convert[map[string]any](input)
+	if err != nil {
+		return nil, err
+	}
+	return t.Run(ctx, nc.cc, args)
+}
+
+// runAgent runs an agent or nested workflow node.
+func (r *run) runAgent(ctx context.Context, winv *agent.Invocation, a activation, resumable bool, emit func(*event.Event) bool) result {
+	n := a.node
+	ag := n.agent
+	var cinv *agent.Invocation
+	if idx, ok := r.started[a.path]; ok && resumable {
+		cinv = winv.Fresh().For(ag).ResumeFrom(idx)
+	} else {
+		cp := agent.NewCheckpoint(winv, map[string]any{stateNode: a.path})
+		cp.NodeInfo = &event.NodeInfo{Path: r.base}
+		if !emit(cp) {
+			return result{stopped: true}
+		}
+		cinv = winv.Fresh().For(ag)
+		if n.kind == KindAgent && a.input != nil && !a.fromUser {
+			ev := winv.NewEvent()
+			ev.Content = genai.NewContentFromText(inputText(a.input), genai.RoleUser)
+			ev.NodeInfo = &event.NodeInfo{Path: a.path}
+			if !emit(ev) {
+				return result{stopped: true}
+			}
+		}
+	}
+	var c *call
+	if n.kind == KindWorkflow {
+		c = &call{w: ag.(*Workflow), path: a.path, input: a.input}
+		ctx = context.WithValue(ctx, callKey{}, c)
+	}
+	final := ""
+	var finished map[string]any // the arguments of a finish_task call
+	selfEnded := false
+	for ev, err := range ag.Run(ctx, cinv) {
+		if err != nil {
+			return result{err: err}
+		}
+		if ev == nil {
+			continue
+		}
+		if ev.NodeInfo == nil {
+			ev.NodeInfo = &event.NodeInfo{Path: a.path}
+		}
+		if !emit(ev) {
+			return result{stopped: true}
+		}
+		if ev.Partial || ev.Author != ag.Name() {
+			continue
+		}
+		if ev.Actions.EndOfAgent && slices.Contains(ev.NodeInfo.OutputFor, a.path) {
+			selfEnded = true
+		}
+		for _, fc := range ev.FunctionCalls() {
+			if fc.Name == finishTask {
+				finished = fc.Args
+			}
+		}
+		if ev.Content != nil && len(ev.FunctionCalls()) == 0 && len(ev.FunctionResponses()) == 0 {
+			if t := contentText(ev.Content); t != "" {
+				final = t
+			}
+		}
+	}
+	if c != nil && c.err != nil {
+		return result{err: c.err}
+	}
+	if cinv.Ended() {
+		return result{paused: true}
+	}
+	var out any
+	switch {
+	case c != nil:
+		out = c.output
+	case finished != nil:
+		out = finished
+	case final != "":
+		out = final
+	}
+	if selfEnded {
+		return result{output: out}
+	}
+	p, err := plain(out)
+	if err != nil {
+		return result{err: fmt.Errorf("output: %w", err)}
+	}
+	end := agent.NewEndOfAgent(cinv)
+	end.Output = p
+	end.NodeInfo = &event.NodeInfo{Path: a.path, OutputFor: []string{a.path}}
+	if !emit(end) {
+		return result{stopped: true}
+	}
+	return result{output: out}
+}
+
+// contentText returns the text parts of c, concatenated, thoughts left out.
+func contentText(c *genai.Content) string {
+	if c == nil {
+		return ""
+	}
+	s := ""
+	for _, p := range c.Parts {
+		if p != nil && !p.Thought {
+			s += p.Text
+		}
+	}
+	return s
+}
+
+// inputText renders a node input as the text of a message.
+func inputText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	if p, err := plain(v); err == nil {
+		if b, err := jsonText(p); err == nil {
+			return b
+		}
+	}
+	return fmt.Sprint(v)
+}
+
+// answer returns the user's answer to the input request id of this
+// invocation, if the log holds one.
+func (r *run) answer(inv *agent.Invocation, id string) (map[string]any, bool) {
+	for _, a := range inv.Answers() {
+		if a.Call.ID == id {
+			return a.Response.Response, true
+		}
+	}
+	sess := inv.Session()
+	for i := sess.Len() - 1; i >= 0; i-- {
+		ev := sess.At(i)
+		if ev.Author != event.AuthorUser || ev.InvocationID != inv.ID() {
+			continue
+		}
+		for _, fr := range ev.FunctionResponses() {
+			if fr.ID == id {
+				return fr.Response, true
+			}
+		}
+	}
+	return nil, false
+}

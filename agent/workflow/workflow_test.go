@@ -1,0 +1,517 @@
+package workflow_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/model/scripted"
+	"github.com/loomkit/loom/session/sqlsession"
+	"github.com/loomkit/loom/tool"
+	"github.com/loomkit/loom/tool/functiontool"
+)
+
+// TestFuncChainTypedIO: function nodes pass typed outputs along plain
+// edges; the workflow's output is the last node's, and state written by a
+// node is committed with its end.
+// (CONFORMANCE A11)
+func TestFuncChainTypedIO(t *testing.T) {
+	type word struct {
+		Text string `json:"text"`
+		Len  int    `json:"len"`
+	}
+	measure := workflow.Func("measure", func(_ context.Context, nc *workflow.Context, in string) (word, error) {
+		nc.State().Set("measured", in)
+		return word{Text: in, Len: len(in)}, nil
+	})
+	render := workflow.Func("render", func(_ context.Context, _ *workflow.Context, w word) (string, error) {
+		return fmt.Sprintf("%s has %d letters", w.Text, w.Len), nil
+	})
+	w := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{measure, render}, Edges: []workflow.Edge{{From: "measure", To: "render"}}})
+	r, key := setup(t, w, nil)
+	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("kite"), nil))
+	if got := outputOf(t, evs, "wf"); got != "kite has 4 letters" {
+		t.Errorf("output = %v", got)
+	}
+	if got := ended(evs); !slices.Equal(got, []string{"wf/measure@1", "wf/render@1"}) {
+		t.Errorf("ended = %v", got)
+	}
+	for _, ev := range evs {
+		if ev.NodeInfo != nil && ev.NodeInfo.Path == "wf/measure@1" {
+			if ev.Actions.StateDelta["measured"] != "kite" {
+				t.Errorf("measure's end carries state %v", ev.Actions.StateDelta)
+			}
+			if m, _ := ev.Output.(map[string]any); m["len"] != 4.0 {
+				t.Errorf("measure's recorded output = %#v, want its JSON form", ev.Output)
+			}
+		}
+	}
+}
+
+// TestRoutingChoosesEdge: the route a node sets picks the edge.
+// (CONFORMANCE A11)
+func TestRoutingChoosesEdge(t *testing.T) {
+	classify := workflow.Func("classify", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+		if strings.Contains(in, "refund") {
+			nc.SetRoute("billing")
+		} else {
+			nc.SetRoute("support")
+		}
+		return in, nil
+	})
+	reply := func(name string) *workflow.Node {
+		return workflow.Func(name, func(context.Context, *workflow.Context, string) (string, error) { return name, nil })
+	}
+	w := mustNew(t, workflow.Config{Name: "router",
+		Nodes: []*workflow.Node{classify, reply("billing"), reply("support")},
+		Edges: []workflow.Edge{{From: "classify", To: "billing", Route: "billing"}, {From: "classify", To: "support", Route: "support"}}})
+	for msg, want := range map[string]string{"I want a refund": "billing", "my screen is dark": "support"} {
+		r, key := setup(t, w, nil)
+		evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text(msg), nil))
+		if got := outputOf(t, evs, "router"); got != want {
+			t.Errorf("%q routed to %v, want %s", msg, got, want)
+		}
+		if n := len(ended(evs)); n != 2 {
+			t.Errorf("%q: %d node runs, want 2", msg, n)
+		}
+	}
+}
+
+// TestFanOutJoin: a node with several plain edges fans out; the branches run
+// concurrently on branches of their own, and the join hands on all outputs.
+// (CONFORMANCE A11)
+func TestFanOutJoin(t *testing.T) {
+	var running, peak atomic.Int32
+	branch := func(name string) *workflow.Node {
+		return workflow.Func(name, func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+			n := running.Add(1)
+			for {
+				p := peak.Load()
+				if n <= p || peak.CompareAndSwap(p, n) {
+					break
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+			running.Add(-1)
+			nc.State().Set(name, true)
+			return name + ":" + in, nil
+		})
+	}
+	w := mustNew(t, workflow.Config{Name: "fan",
+		Nodes: []*workflow.Node{upper("start"), branch("a"), branch("b"), branch("c"), workflow.Join("all")},
+		Edges: []workflow.Edge{{From: "start", To: "a"}, {From: "start", To: "b"}, {From: "start", To: "c"},
+			{From: "a", To: "all"}, {From: "b", To: "all"}, {From: "c", To: "all"}}})
+	r, key := setup(t, w, nil)
+	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("x"), nil))
+	want := map[string]any{"a": "a:X", "b": "b:X", "c": "c:X"}
+	if got := outputOf(t, evs, "fan"); !reflect.DeepEqual(got, want) {
+		t.Errorf("join output = %#v, want %#v", got, want)
+	}
+	if peak.Load() < 2 {
+		t.Errorf("at most %d branches ran at once, want concurrency", peak.Load())
+	}
+	for _, ev := range evs {
+		if ev.NodeInfo != nil && ev.NodeInfo.Path == "fan/b@1" && ev.Branch != "fan.b" {
+			t.Errorf("branch b's event on branch %q, want fan.b", ev.Branch)
+		}
+	}
+	s, _ := r.Sessions().Get(context.Background(), key, nil)
+	for _, k := range []string{"a", "b", "c"} {
+		if v, _ := s.Get(k); v != true {
+			t.Errorf("state %s = %v after the fan-out", k, v)
+		}
+	}
+}
+
+// TestBoundedLoop: a back edge with a bound runs the loop at most that often;
+// the node then takes its other edge.
+// (CONFORMANCE A11)
+func TestBoundedLoop(t *testing.T) {
+	var drafts atomic.Int32
+	draft := workflow.Func("draft", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+		drafts.Add(1)
+		return in + "+", nil
+	})
+	check := workflow.Func("check", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+		nc.SetRoute("again") // never satisfied
+		return in, nil
+	})
+	w := mustNew(t, workflow.Config{Name: "loop",
+		Nodes: []*workflow.Node{draft, check},
+		Edges: []workflow.Edge{{From: "draft", To: "check"}, {From: "check", To: "draft", Route: "again", Max: 3}}})
+	r, key := setup(t, w, nil)
+	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("d"), nil))
+	if drafts.Load() != 4 {
+		t.Errorf("draft ran %d times, want 1 + 3 loops", drafts.Load())
+	}
+	if got := outputOf(t, evs, "loop"); got != "d++++" {
+		t.Errorf("output = %v", got)
+	}
+	if got := ended(evs); got[len(got)-1] != "loop/check@4" {
+		t.Errorf("last node run %s, want loop/check@4", got[len(got)-1])
+	}
+}
+
+// TestMaxStepsEndsUnboundedLoop: a loop without a bound is stopped by
+// MaxSteps with an error event.
+func TestMaxStepsEndsUnboundedLoop(t *testing.T) {
+	w := mustNew(t, workflow.Config{Name: "spin", MaxSteps: 5,
+		Nodes: []*workflow.Node{upper("a"), upper("b")},
+		Edges: []workflow.Edge{{From: "a", To: "b"}, {From: "b", To: "a"}}})
+	r, key := setup(t, w, nil)
+	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("x"), nil))
+	ev := errorEvent(evs)
+	if ev == nil || ev.ErrorCode != workflow.ErrorCodeNodeFailed || !strings.Contains(ev.ErrorMessage, "more than 5") {
+		t.Fatalf("error event = %+v", ev)
+	}
+}
+
+// TestRetryThenSucceed: a failing node is retried with backoff.
+func TestRetryThenSucceed(t *testing.T) {
+	var calls atomic.Int32
+	flaky := workflow.Func("flaky", func(context.Context, *workflow.Context, string) (string, error) {
+		if calls.Add(1) < 3 {
+			return "", errors.New("transient")
+		}
+		return "ok", nil
+	}, workflow.WithRetry(workflow.Retry{MaxAttempts: 3, Backoff: time.Millisecond}))
+	w := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{flaky}})
+	r, key := setup(t, w, nil)
+	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("x"), nil))
+	if calls.Load() != 3 || outputOf(t, evs, "wf") != "ok" {
+		t.Errorf("calls = %d, output = %v", calls.Load(), outputOf(t, evs, "wf"))
+	}
+	if errorEvent(evs) != nil {
+		t.Errorf("error event after a successful retry")
+	}
+}
+
+// TestRetryExhaustedEndsWithError: after its last attempt the node's failure
+// ends the workflow with a clear error event; later nodes do not run.
+// (CONFORMANCE A11)
+func TestRetryExhaustedEndsWithError(t *testing.T) {
+	var calls, after atomic.Int32
+	broken := workflow.Func("broken", func(context.Context, *workflow.Context, string) (string, error) {
+		calls.Add(1)
+		return "", errors.New("disk on fire")
+	}, workflow.WithRetry(workflow.Retry{MaxAttempts: 2, Backoff: time.Millisecond}))
+	next := workflow.Func("next", func(context.Context, *workflow.Context, string) (string, error) {
+		after.Add(1)
+		return "", nil
+	})
+	w := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{broken, next}, Edges: []workflow.Edge{{From: "broken", To: "next"}}})
+	r, key := setup(t, w, nil)
+	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("x"), nil))
+	ev := errorEvent(evs)
+	if ev == nil {
+		t.Fatal("no error event")
+	}
+	for _, want := range []string{"wf/broken@1", "after 2 attempts", "disk on fire"} {
+		if !strings.Contains(ev.ErrorMessage, want) {
+			t.Errorf("error message %q lacks %q", ev.ErrorMessage, want)
+		}
+	}
+	if calls.Load() != 2 || after.Load() != 0 {
+		t.Errorf("calls = %d, next ran %d times", calls.Load(), after.Load())
+	}
+}
+
+// TestTimeout: an attempt that outlives its timeout fails, naming the
+// timeout.
+func TestTimeout(t *testing.T) {
+	slow := workflow.Func("slow", func(ctx context.Context, _ *workflow.Context, _ string) (string, error) {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(5 * time.Second):
+			return "late", nil
+		}
+	}, workflow.WithTimeout(10*time.Millisecond))
+	w := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{slow}})
+	r, key := setup(t, w, nil)
+	start := time.Now()
+	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("x"), nil))
+	ev := errorEvent(evs)
+	if ev == nil || !strings.Contains(ev.ErrorMessage, "timed out after 10ms") {
+		t.Fatalf("error event = %+v", ev)
+	}
+	if time.Since(start) > 2*time.Second {
+		t.Errorf("the timeout did not stop the node")
+	}
+}
+
+// TestToolNode: a tool node gets its input as arguments; its result is the
+// output and its state writes are committed.
+func TestToolNode(t *testing.T) {
+	type args struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}
+	add, err := functiontool.New(functiontool.Config{Name: "add", Description: "adds"},
+		func(_ context.Context, tc tool.Context, a args) (map[string]any, error) {
+			tc.State().Set("sum", a.A+a.B)
+			return map[string]any{"sum": a.A + a.B}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair := workflow.Func("pair", func(context.Context, *workflow.Context, string) (args, error) { return args{A: 2, B: 3}, nil })
+	w := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{pair, workflow.FromTool(add)}, Edges: []workflow.Edge{{From: "pair", To: "add"}}})
+	r, key := setup(t, w, nil)
+	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("x"), nil))
+	if got := outputOf(t, evs, "wf"); fmt.Sprint(got) != "map[sum:5]" {
+		t.Errorf("output = %#v", got)
+	}
+	s, _ := r.Sessions().Get(context.Background(), key, nil)
+	if v, _ := s.Get("sum"); v != 5 && v != 5.0 {
+		t.Errorf("state sum = %v", v)
+	}
+}
+
+// TestAgentNode: an LLM agent node gets the previous output as a message
+// and its final text is its output.
+func TestAgentNode(t *testing.T) {
+	model := scripted.NewSequence("m", scripted.Text("a haiku about KITES"))
+	poet := llm(t, "poet", model.Recording())
+	w := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{upper("shout"), workflow.FromAgent(poet), upper("final")},
+		Edges: []workflow.Edge{{From: "shout", To: "poet"}, {From: "poet", To: "final"}}})
+	r, key := setup(t, w, nil)
+	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("kites"), nil))
+	if got := outputOf(t, evs, "wf"); got != "A HAIKU ABOUT KITES" {
+		t.Errorf("output = %v", got)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model calls", len(reqs))
+	}
+	last := reqs[0].Contents[len(reqs[0].Contents)-1]
+	var seen string
+	for _, p := range last.Parts {
+		seen += p.Text
+	}
+	if !strings.Contains(seen, "KITES") {
+		t.Errorf("the poet's last message is %q, want the shouted input", seen)
+	}
+	for _, ev := range evs {
+		if ev.Author == "poet" && ev.Content != nil && (ev.NodeInfo == nil || ev.NodeInfo.Path != "wf/poet@1") {
+			t.Errorf("poet's event has node info %+v", ev.NodeInfo)
+		}
+	}
+}
+
+// TestNestedWorkflow: a workflow node gets its input directly and hands on
+// the nested workflow's output; paths nest.
+// (CONFORMANCE A11)
+func TestNestedWorkflow(t *testing.T) {
+	inner := mustNew(t, workflow.Config{Name: "inner", Nodes: []*workflow.Node{
+		workflow.Func("twice", func(_ context.Context, _ *workflow.Context, in string) (string, error) { return in + in, nil })}})
+	outer := mustNew(t, workflow.Config{Name: "outer", Nodes: []*workflow.Node{upper("up"), workflow.FromAgent(inner), upper("again")},
+		Edges: []workflow.Edge{{From: "up", To: "inner"}, {From: "inner", To: "again"}}})
+	r, key := setup(t, outer, nil)
+	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("ab"), nil))
+	if got := outputOf(t, evs, "outer"); got != "ABAB" {
+		t.Errorf("output = %v", got)
+	}
+	if got := ended(evs); !slices.Equal(got, []string{"outer/up@1", "outer/inner@1/twice@1", "outer/inner@1", "outer/again@1"}) {
+		t.Errorf("ended = %v", got)
+	}
+}
+
+// TestDynamicNode: a node runs another node chosen at run time and awaits
+// its output.
+// (CONFORMANCE A11)
+func TestDynamicNode(t *testing.T) {
+	double := workflow.Func("double", func(_ context.Context, _ *workflow.Context, n int) (int, error) { return 2 * n, nil })
+	inc := workflow.Func("inc", func(_ context.Context, _ *workflow.Context, n int) (int, error) { return n + 1, nil })
+	pick := workflow.Func("pick", func(ctx context.Context, nc *workflow.Context, in string) (int, error) {
+		n := 5
+		for _, op := range strings.Split(in, " ") {
+			node := inc
+			if op == "double" {
+				node = double
+			}
+			out, err := nc.RunNode(ctx, node, n)
+			if err != nil {
+				return 0, err
+			}
+			if n, err = workflow.Convert[int](out); err != nil {
+				return 0, err
+			}
+		}
+		return n, nil
+	})
+	w := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{pick}})
+	r, key := setup(t, w, nil)
+	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("double inc double"), nil))
+	if got := outputOf(t, evs, "wf"); got != 22.0 {
+		t.Errorf("output = %#v, want 22", got)
+	}
+	want := []string{"wf/pick@1/double@1", "wf/pick@1/inc@1", "wf/pick@1/double@2", "wf/pick@1"}
+	if got := ended(evs); !slices.Equal(got, want) {
+		t.Errorf("ended = %v, want %v", got, want)
+	}
+}
+
+// TestConfigErrors: malformed graphs are refused.
+func TestConfigErrors(t *testing.T) {
+	a := upper("a")
+	for name, cfg := range map[string]workflow.Config{
+		"no name":      {Nodes: []*workflow.Node{a}},
+		"no nodes":     {Name: "w"},
+		"duplicate":    {Name: "w", Nodes: []*workflow.Node{a, upper("a")}},
+		"unknown edge": {Name: "w", Nodes: []*workflow.Node{a}, Edges: []workflow.Edge{{From: "a", To: "zz"}}},
+		"bad start":    {Name: "w", Nodes: []*workflow.Node{a}, Start: "zz"},
+		"lonely join":  {Name: "w", Nodes: []*workflow.Node{a, workflow.Join("j")}},
+		"nil node":     {Name: "w", Nodes: []*workflow.Node{nil}},
+	} {
+		if _, err := workflow.New(cfg); !errors.Is(err, workflow.ErrInvalidConfig) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+}
+
+// TestConcurrentInvocations: one workflow serves many invocations at once.
+func TestConcurrentInvocations(t *testing.T) {
+	w := mustNew(t, workflow.Config{Name: "fan",
+		Nodes: []*workflow.Node{upper("start"), upper("a"), upper("b"), workflow.Join("all")},
+		Edges: []workflow.Edge{{From: "start", To: "a"}, {From: "start", To: "b"}, {From: "a", To: "all"}, {From: "b", To: "all"}}})
+	r, _ := setup(t, w, nil)
+	errs := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			sid := fmt.Sprint("c", i)
+			if _, err := r.Sessions().Create(context.Background(), keyOf(sid), nil); err != nil {
+				errs <- err
+				return
+			}
+			var out any
+			for ev, err := range r.Run(context.Background(), userID, sid, text(sid), nil) {
+				if err != nil {
+					errs <- err
+					return
+				}
+				if ev.Author == "fan" && ev.Actions.EndOfAgent {
+					out = ev.Output
+				}
+			}
+			want := map[string]any{"a": strings.ToUpper(sid), "b": strings.ToUpper(sid)}
+			if !reflect.DeepEqual(out, want) {
+				errs <- fmt.Errorf("%s: output %v", sid, out)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestHumanInputResumesAfterRestart: a node asks for input; the invocation
+// pauses; a new runner over the same SQLite file receives the answer, which
+// resumes exactly that node, once; no finished node runs again.
+// (CONFORMANCE A12)
+func TestHumanInputResumesAfterRestart(t *testing.T) {
+	var before, ask, after atomic.Int32
+	prep := workflow.Func("prep", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+		before.Add(1)
+		return "order " + in, nil
+	})
+	approve := workflow.Func("approve", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+		ask.Add(1)
+		resp, err := nc.RequestInput(workflow.InputRequest{Message: "approve " + in + "?", Payload: map[string]any{"order": in}})
+		if err != nil {
+			return "", err
+		}
+		if resp["approved"] == true {
+			return in + " approved", nil
+		}
+		return in + " rejected", nil
+	})
+	ship := workflow.Func("ship", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+		after.Add(1)
+		return in + ", shipped", nil
+	})
+	w := mustNew(t, workflow.Config{Name: "orders", Nodes: []*workflow.Node{prep, approve, ship},
+		Edges: []workflow.Edge{{From: "prep", To: "approve"}, {From: "approve", To: "ship"}}})
+
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "s.db")
+	ctx := context.Background()
+	svc1, err := sqlsession.NewService(ctx, dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, key := setup(t, w, svc1)
+	evs := collect(t, r1.Run(ctx, userID, key.SessionID, text("42"), nil))
+	ev, fc := inputCall(t, evs)
+	if !slices.Contains(ev.LongRunningToolIDs, fc.ID) || ev.Author != "approve" || ev.NodeInfo == nil || ev.NodeInfo.Path != "orders/approve@1" {
+		t.Fatalf("input request event = %+v", ev)
+	}
+	if fc.Args["message"] != "approve order 42?" || fc.Args["interrupt_id"] != fc.ID {
+		t.Errorf("request args = %v", fc.Args)
+	}
+	if after.Load() != 0 {
+		t.Fatal("ship ran before the answer")
+	}
+	// The request's JSON round-trips through the event codec.
+	b, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"nodeInfo":{"path":"orders/approve@1"}`) {
+		t.Errorf("wire JSON lacks nodeInfo: %s", b)
+	}
+	var back event.Event
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back.NodeInfo, ev.NodeInfo) {
+		t.Errorf("decoded node info %+v, err %v", back.NodeInfo, err)
+	}
+	svc1.Close() // the process stops
+
+	svc2, err := sqlsession.NewService(ctx, dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc2.Close()
+	r2, _ := setup(t, w, svc2)
+	msg := text("")
+	msg.Parts = []*genai.Part{workflow.InputResponse(fc.ID, map[string]any{"approved": true})}
+	evs = collect(t, r2.Run(ctx, userID, key.SessionID, msg, nil))
+	if got := outputOf(t, evs, "orders"); got != "order 42 approved, shipped" {
+		t.Errorf("output = %v", got)
+	}
+	if before.Load() != 1 || ask.Load() != 2 || after.Load() != 1 {
+		t.Errorf("prep ran %d, approve %d, ship %d times; want 1, 2 (asked, then answered), 1", before.Load(), ask.Load(), after.Load())
+	}
+	if got := ended(evs); !slices.Equal(got, []string{"orders/approve@1", "orders/ship@1"}) {
+		t.Errorf("ended on resume = %v", got)
+	}
+	// The answer is applied once: a second copy is refused, nothing runs.
+	for _, err := range r2.Run(ctx, userID, key.SessionID, msg, nil) {
+		if err == nil {
+			t.Fatal("a second answer to the same request was accepted")
+		}
+		break
+	}
+	if before.Load() != 1 || ask.Load() != 2 || after.Load() != 1 {
+		t.Errorf("a repeated answer ran nodes again")
+	}
+	// Resume after the end does nothing.
+	evs = collect(t, r2.Resume(ctx, userID, key.SessionID, ev.InvocationID, nil))
+	if len(evs) != 0 || after.Load() != 1 {
+		t.Errorf("resuming a finished invocation gave %d events", len(evs))
+	}
+}

@@ -1,0 +1,85 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/session/memsession"
+)
+
+func graphApp(t *testing.T) server.Config {
+	t.Helper()
+	id := func(name string) *workflow.Node {
+		return workflow.Func(name, func(_ context.Context, _ *workflow.Context, in string) (string, error) { return in, nil })
+	}
+	inner, err := workflow.New(workflow.Config{Name: "inner", Description: "a nested graph", Nodes: []*workflow.Node{id("x"), id("y")},
+		Edges: []workflow.Edge{{From: "x", To: "y"}, {From: "y", To: "x", Route: "again", Max: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outer, err := workflow.New(workflow.Config{Name: "outer", Description: "the \"root\" graph",
+		Nodes: []*workflow.Node{id("classify"), workflow.FromAgent(inner), id("other"), workflow.Join("both")},
+		Edges: []workflow.Edge{{From: "classify", To: "inner", Route: "deep"}, {From: "classify", To: "other", Route: "deep"},
+			{From: "inner", To: "both"}, {From: "other", To: "both"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "graphs", Agent: outer, Sessions: memsession.NewService()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return server.Config{Apps: []*runner.Runner{r}}
+}
+
+// TestBuildGraphGolden checks build_graph and build_graph_image against
+// testdata/build_graph.golden: the agent tree with each workflow's graph,
+// DOT drawings keyed by path ("" for the app's root), one drawing for
+// ?node=, the dark palette, and 404s for unknown apps and nodes.
+func TestBuildGraphGolden(t *testing.T) {
+	f := newFixture(t, graphApp(t))
+	var out strings.Builder
+	for _, path := range []string{
+		"/dev/apps/graphs/build_graph",
+		"/dev/apps/graphs/build_graph_image",
+		"/dev/apps/graphs/build_graph_image?dark_mode=true&node=outer/inner@1",
+		"/dev/apps/demo/build_graph",
+		"/dev/apps/demo/build_graph_image",
+		"/dev/apps/nope/build_graph",
+		"/dev/apps/graphs/build_graph_image?node=nope",
+	} {
+		rec := f.do(t, "GET", path, "")
+		fmt.Fprintf(&out, "GET %s\n%d %s\n", path, rec.Code, rec.Header().Get("Content-Type"))
+		var v any
+		if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		b, _ := json.MarshalIndent(v, "", "  ")
+		out.Write(b)
+		out.WriteString("\n\n")
+		if strings.Contains(path, "nope") && rec.Code != http.StatusNotFound {
+			t.Errorf("%s: status %d, want 404", path, rec.Code)
+		}
+	}
+	golden := filepath.Join("testdata", "build_graph.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(out.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != string(want) {
+		t.Errorf("responses differ from %s (run with -update after checking the change):\n%s", golden, lineDiff(string(want), got))
+	}
+}
