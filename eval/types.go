@@ -30,7 +30,7 @@ type Case struct {
 	Conversation []*Invocation `json:"conversation,omitempty"`
 	// ConversationScenario, instead of a conversation, has a simulated
 	// user talk to the agent.
-	ConversationScenario *Scenario    `json:"conversation_scenario,omitempty"`
+	ConversationScenario *Scenario     `json:"conversation_scenario,omitempty"`
 	SessionInput         *SessionInput `json:"session_input,omitempty"`
 	CreationTimestamp    float64       `json:"creation_timestamp,omitempty"`
 	// Rubrics apply to every invocation of the case.
@@ -232,7 +232,7 @@ type JudgeOptions struct {
 	JudgeModel string `json:"judge_model,omitempty"`
 	// NumSamples is how many times the judge is asked per invocation; the
 	// verdicts are combined by majority. Zero means 5, as in ADK.
-	NumSamples int   `json:"num_samples,omitempty"`
+	NumSamples int `json:"num_samples,omitempty"`
 	Extra      Extra
 }
 
