@@ -131,3 +131,20 @@ func TestEvalRoutesNotConfigured(t *testing.T) {
 		t.Errorf("%d %s", w.Code, w.Body.String())
 	}
 }
+
+// TestEvalSessionsNotListed checks that the sessions an eval run creates
+// stay out of the session list, as in ADK.
+func TestEvalSessionsNotListed(t *testing.T) {
+	f := newFixture(t, server.Config{Evals: eval.NewDirStore(t.TempDir())})
+	f.do(t, "POST", "/apps/demo/users/u1/sessions", `{"sessionId":"s1"}`)
+	f.do(t, "POST", "/run", runBody("s1", "hello", false))
+	f.do(t, "POST", "/apps/demo/eval_sets/smoke", "")
+	f.do(t, "POST", "/apps/demo/eval_sets/smoke/add_session", `{"evalId":"c","sessionId":"s1","userId":"u1"}`)
+	if w := f.do(t, "POST", "/apps/demo/eval_sets/smoke/run_eval", `{"evalMetrics":[{"metricName":"response_match_score","threshold":1}]}`); w.Code != 200 {
+		t.Fatalf("run: %d %s", w.Code, w.Body.String())
+	}
+	w := f.do(t, "GET", "/apps/demo/users/u1/sessions", "")
+	if strings.Contains(w.Body.String(), eval.SessionPrefix) || !strings.Contains(w.Body.String(), `"s1"`) {
+		t.Errorf("listed sessions: %s", w.Body.String())
+	}
+}
