@@ -3,7 +3,6 @@ module github.com/loomkit/loom
 go 1.26.0
 
 require (
-	github.com/blevesearch/go-porterstemmer v1.0.3
 	github.com/google/uuid v1.6.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	google.golang.org/genai v1.77.0

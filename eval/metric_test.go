@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -207,5 +208,29 @@ func TestCustomMetric(t *testing.T) {
 	}
 	if _, err := reg.Scorer(&Metric{MetricName: "nope"}, nil); err == nil || !strings.Contains(err.Error(), "response_length") {
 		t.Errorf("unknown metric error: %v", err)
+	}
+}
+
+// TestStemMatchesNLTK checks the stemmer against stems NLTK's
+// PorterStemmer gives (the stemmer ADK's ROUGE scoring uses), including the
+// words where NLTK's variant differs from Porter's original algorithm.
+func TestStemMatchesNLTK(t *testing.T) {
+	data, err := os.ReadFile("testdata/porter_nltk.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for line := range strings.SplitSeq(string(data), "\n") {
+		word, want, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		n++
+		if got := Stem(word); got != want {
+			t.Errorf("Stem(%q) = %q, NLTK gives %q", word, got, want)
+		}
+	}
+	if n < 300 {
+		t.Fatalf("only %d words checked", n)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"unicode"
 
-	porter "github.com/blevesearch/go-porterstemmer"
 )
 
 // ResponseMatch scores the final response against the expected one by
@@ -45,7 +44,7 @@ func tokens(text string, stem bool) []string {
 	var out []string
 	for _, tok := range strings.Fields(text) {
 		if stem && len(tok) > 3 {
-			tok = porter.StemString(tok)
+			tok = Stem(tok)
 		}
 		if tok != "" {
 			out = append(out, tok)
