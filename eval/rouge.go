@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
-
 )
 
 // ResponseMatch scores the final response against the expected one by
