@@ -103,6 +103,9 @@ func NewRegistry() *Registry {
 	r.Register(RubricMetric, func(c *Criterion, env *Env) (Scorer, error) {
 		return &RubricQuality{Env: env}, nil
 	})
+	r.Register(HallucinationMetric, func(c *Criterion, env *Env) (Scorer, error) {
+		return &Grounding{Env: env}, nil
+	})
 	return r
 }
 

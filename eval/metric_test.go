@@ -234,3 +234,42 @@ func TestStemMatchesNLTK(t *testing.T) {
 		t.Fatalf("only %d words checked", n)
 	}
 }
+
+func TestGrounding(t *testing.T) {
+	labels := func(ls ...string) scripted.Turn {
+		var parts []string
+		for _, l := range ls {
+			parts = append(parts, `{"sentence": "s", "label": "`+l+`"}`)
+		}
+		return scripted.Turn{Text: `{"sentences": [` + strings.Join(parts, ",") + `]}`}
+	}
+	judge := scripted.NewSequence("judge",
+		// invocation 1: 2/3 then 1/3 supported -> mean 0.5
+		labels("supported", "supported", "unsupported", "not_applicable"),
+		labels("supported", "contradictory", "disputed"),
+		// invocation 2: only a greeting -> 1; an unreadable sample is skipped
+		labels("not_applicable"),
+		scripted.Turn{Text: "no idea"},
+	)
+	a := inv("weather in Paris?", "It is 20°C and sunny in Paris. Enjoy!", call("get_weather", map[string]any{"city": "Paris"}))
+	a.IntermediateData.ToolResponses = []*genai.FunctionResponse{{Name: "get_weather", Response: map[string]any{"temperature_c": 20}}}
+	b := inv("hi", "Hello!")
+	crit := &Criterion{Threshold: 0.7, JudgeOptions: &JudgeOptions{NumSamples: 2}}
+	sc, err := NewRegistry().Scorer(&Metric{MetricName: HallucinationMetric, Criterion: crit}, &Env{Judge: judge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sc.Score(context.Background(), &ScoreInput{Actual: []*Invocation{a, b}, Criterion: crit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *s.PerInvocation[0].Score != 0.5 || *s.PerInvocation[1].Score != 1 || *s.Overall != 0.75 {
+		t.Errorf("scores %v %v overall %v", *s.PerInvocation[0].Score, *s.PerInvocation[1].Score, *s.Overall)
+	}
+	prompt := Text(judge.Requests()[0].Contents[0])
+	for _, want := range []string{`tool call: get_weather({"city":"Paris"})`, `tool result of get_weather: {"temperature_c":20}`, "It is 20°C and sunny in Paris. Enjoy!"} {
+		if !strings.Contains(prompt, want) {
+			t.Errorf("prompt lacks %q:\n%s", want, prompt)
+		}
+	}
+}

@@ -368,12 +368,13 @@ func (s *Server) getEvalResult(w http.ResponseWriter, r *http.Request) error {
 	return writeEval(w, res)
 }
 
-// metricInfo describes a metric to ADK's web UI.
+// metricDescriptions describe the built-in metrics to ADK's web UI.
 var metricDescriptions = map[string]string{
 	eval.TrajectoryMetric:    "Share of invocations whose tool calls match the expected ones (exact, in order or any order).",
 	eval.ResponseMatchMetric: "ROUGE-1 F-measure of the final response against the expected one.",
 	eval.JudgedMatchMetric:   "Share of final responses a judge model finds valid given the expected ones.",
 	eval.RubricMetric:        "Share of rubrics a judge model finds the final responses meet.",
+	eval.HallucinationMetric: "Share of the final responses' sentences a judge model finds supported by the user's message and the tool results.",
 }
 
 func (s *Server) metricsInfo(w http.ResponseWriter, r *http.Request) error {
