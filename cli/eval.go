@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"text/tabwriter"
+	"time"
 
 	"github.com/loomkit/loom/eval"
 	"github.com/loomkit/loom/model"
@@ -91,9 +93,7 @@ func evalCmd(ctx context.Context, env Env, args []string, apps []App) error {
 		Parallelism: *parallel,
 		NumRuns:     *numRuns,
 		Simulator:   cfg.UserSimulatorConfig,
-		Models: func(ctx context.Context, name string) (model.LLM, error) {
-			return openModel(ctx, name, env.Getenv, o.modelTimeout)
-		},
+		Models:      cachedModels(env, o.modelTimeout),
 	}
 	judgeName := *judge
 	if judgeName == "" {
@@ -102,7 +102,11 @@ func evalCmd(ctx context.Context, env Env, args []string, apps []App) error {
 	if judgeName == "" {
 		judgeName = defaultModel(env.Getenv)
 	}
-	if judgeName != "" && needsJudge(cfg, targets[0].set) {
+	sets := make([]*eval.Set, len(targets))
+	for i, t := range targets {
+		sets[i] = t.set
+	}
+	if judgeName != "" && needsJudge(cfg, sets) {
 		if opts.Judge, err = openModel(ctx, judgeName, env.Getenv, o.modelTimeout); err != nil {
 			return fmt.Errorf("judge model %s: %w", judgeName, err)
 		}
@@ -160,18 +164,39 @@ func siblingConfig(setPath string) string {
 }
 
 // needsJudge reports whether a run needs a judge or simulator model.
-func needsJudge(cfg *eval.Config, s *eval.Set) bool {
+func needsJudge(cfg *eval.Config, sets []*eval.Set) bool {
 	for name := range cfg.Criteria {
 		if name != eval.TrajectoryMetric && name != eval.ResponseMatchMetric {
 			return true
 		}
 	}
-	for _, c := range s.EvalCases {
-		if c.ConversationScenario != nil {
-			return true
+	for _, s := range sets {
+		for _, c := range s.EvalCases {
+			if c.ConversationScenario != nil {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// cachedModels opens judge models by name, each once.
+func cachedModels(env Env, timeout time.Duration) func(context.Context, string) (model.LLM, error) {
+	var mu sync.Mutex
+	opened := map[string]model.LLM{}
+	return func(ctx context.Context, name string) (model.LLM, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if m, ok := opened[name]; ok {
+			return m, nil
+		}
+		m, err := openModel(ctx, name, env.Getenv, timeout)
+		if err != nil {
+			return nil, err
+		}
+		opened[name] = m
+		return m, nil
+	}
 }
 
 func progressBar(w io.Writer, name string, done, total int) {

@@ -371,7 +371,7 @@ func encodeValue(b *bytes.Buffer, rv reflect.Value, camel bool) error {
 			key = f.camel
 		}
 		member(key)
-		if fv.Kind() == reflect.Slice && fv.IsNil() {
+		if fv.Kind() == reflect.Slice && fv.IsNil() && fv.Type() != rawType {
 			b.WriteString("[]")
 			continue
 		}

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -246,6 +247,11 @@ func runCase(ctx context.Context, set *Set, c *Case, opts *Options, scorers []Sc
 	}()
 	actual, sid, err := Infer(ctx, opts.Runner, c, userID, opts)
 	res.SessionID = sid
+	if sess, gerr := opts.Runner.Sessions().Get(ctx, session.Key{AppName: opts.Runner.AppName(), UserID: userID, SessionID: sid}, nil); gerr == nil {
+		if b, merr := json.Marshal(sess); merr == nil {
+			res.SessionDetails = b
+		}
+	}
 	if err != nil {
 		return res, fmt.Errorf("eval case %s: %w", c.EvalID, err)
 	}

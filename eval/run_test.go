@@ -206,3 +206,34 @@ func TestRunRecordsAgentFailure(t *testing.T) {
 		t.Errorf("case %v %v", c.Status, c.Errs)
 	}
 }
+
+// TestRunScenarioSimulatorByName opens the simulator the config names.
+func TestRunScenarioSimulatorByName(t *testing.T) {
+	ag, err := assistant.New(assistant.Offline())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := scripted.NewSequence("sim-model", scripted.Turn{Text: eval.StopSignal})
+	var asked []string
+	c := &eval.Case{EvalID: "one", ConversationScenario: &eval.Scenario{StartingPrompt: "add 1 and 2", ConversationPlan: "Ask one sum."}}
+	rep, err := eval.Run(context.Background(), &eval.Set{EvalSetID: "s", EvalCases: []*eval.Case{c}}, eval.Options{
+		Runner: newRunner(t, ag), Simulator: &eval.SimulatorConfig{Model: "sim-model", MaxAllowedInvocations: 3},
+		Models: func(_ context.Context, name string) (model.LLM, error) {
+			asked = append(asked, name)
+			return sim, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := rep.Result.EvalCaseResults[0]
+	if len(asked) != 1 || asked[0] != "sim-model" || len(run.EvalMetricResultPerInvocation) != 1 {
+		t.Fatalf("asked %v, %d turns", asked, len(run.EvalMetricResultPerInvocation))
+	}
+	if got := eval.Text(run.EvalMetricResultPerInvocation[0].ActualInvocation.FinalResponse); got != "The sum is 3." {
+		t.Errorf("answer %q", got)
+	}
+	if !strings.Contains(string(run.SessionDetails), `"text":"add 1 and 2"`) {
+		t.Errorf("session details: %s", run.SessionDetails)
+	}
+}

@@ -35,6 +35,12 @@ The conversation so far:
 // messages until it says the stop signal or the bound is reached.
 func simulate(ctx context.Context, sc *Scenario, opts *Options, turn func(*genai.Content) (*Invocation, error)) ([]*Invocation, error) {
 	sim := opts.UserSimulator
+	if sim == nil && opts.Simulator != nil && opts.Simulator.Model != "" && opts.Models != nil {
+		var err error
+		if sim, err = opts.Models(ctx, opts.Simulator.Model); err != nil {
+			return nil, fmt.Errorf("user simulator model %s: %w", opts.Simulator.Model, err)
+		}
+	}
 	if sim == nil {
 		sim = opts.Judge
 	}

@@ -328,8 +328,10 @@ type CaseResult struct {
 	OverallEvalMetricResults      []*MetricResult  `json:"overall_eval_metric_results"`
 	EvalMetricResultPerInvocation []*PerInvocation `json:"eval_metric_result_per_invocation"`
 	SessionID                     string           `json:"session_id"`
-	UserID                        string           `json:"user_id,omitempty"`
-	Extra                         Extra
+	// SessionDetails is the session the run produced, in ADK's JSON.
+	SessionDetails json.RawMessage `json:"session_details"`
+	UserID         string          `json:"user_id,omitempty"`
+	Extra          Extra
 }
 
 // SetResult is the result of running an eval set, as stored in ADK's
