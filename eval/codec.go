@@ -30,6 +30,7 @@ type FieldError struct {
 	Err error
 }
 
+// Error gives the path and the problem.
 func (e *FieldError) Error() string {
 	if e.Path == "" {
 		return e.Err.Error()
@@ -37,6 +38,7 @@ func (e *FieldError) Error() string {
 	return e.Path + ": " + e.Err.Error()
 }
 
+// Unwrap returns the problem.
 func (e *FieldError) Unwrap() error { return e.Err }
 
 // The codec below reads and writes the eval documents the way ADK does:

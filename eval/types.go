@@ -167,6 +167,7 @@ const (
 	NotEvaluated Status = 3
 )
 
+// String gives ADK's name of the status.
 func (s Status) String() string {
 	switch s {
 	case Passed:
@@ -194,6 +195,7 @@ const (
 
 var matchNames = []string{"EXACT", "IN_ORDER", "ANY_ORDER"}
 
+// String gives ADK's name of the match type.
 func (m MatchType) String() string {
 	if m >= 0 && int(m) < len(matchNames) {
 		return matchNames[m]
