@@ -34,8 +34,8 @@ func evalCmd(ctx context.Context, env Env, args []string, apps []App) error {
 	o.sessions, o.artifacts = "memory://", "memory://"
 	config := fs.String("config", "", "test_config.json `file` with the criteria (default: tool_trajectory_avg_score 1.0, response_match_score 0.8, or a test_config.json beside the first eval set)")
 	details := fs.Bool("print-details", false, "print each invocation's expected and actual response and tool calls")
-	numRuns := fs.Int("num-runs", 1, "run each case this many `times`; scores are averaged")
-	parallel := fs.Int("parallel", 4, "run at most this many cases at a `time`")
+	numRuns := fs.Int("num-runs", 1, "run each case `n` times; scores are averaged")
+	parallel := fs.Int("parallel", 4, "run at most `n` cases at once")
 	judge := fs.String("judge-model", "", "judge and user simulator model `name` for LLM-judged metrics and scenario cases (default: --model's)")
 	evals := fs.String("evals", DefaultEvals, "`directory` where results are saved")
 	positional, err := parseInterspersed(fs, args)
