@@ -1,9 +1,5 @@
 package eval
 
-import "slices"
-
-func sortStrings(s []string) { slices.Sort(s) }
-
 // The JSON methods of the documents. Files use snake_case keys, as ADK
 // writes them; [MarshalCamel] gives the camelCase form of ADK's HTTP API.
 // Either form is read.

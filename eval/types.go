@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/genai"
@@ -380,7 +381,7 @@ func (c *Config) Metrics() []*Metric {
 	for n := range c.Criteria {
 		names = append(names, n)
 	}
-	sortStrings(names)
+	slices.Sort(names)
 	out := make([]*Metric, 0, len(names))
 	for _, n := range names {
 		cr := c.Criteria[n]
