@@ -26,7 +26,7 @@ var errEvalFailed = errors.New("eval: some cases did not pass")
 
 // evalCmd runs "loom eval".
 func evalCmd(ctx context.Context, env Env, args []string, apps []App) error {
-	fs := newFlagSet("eval", "eval [flags] APP EVALSET... [flags]\n\nRuns the eval sets (ADK *.evalset.json or *.test.json files; FILE:ID1,ID2 runs only those cases) against APP, prints a table of each case's metric scores and saves the result as ADK eval-result JSON under --evals. Exits with status 1 when a case misses a threshold. Sessions and artifacts default to memory:// here.", env.Stderr)
+	fs := newFlagSet("eval", "eval [flags] APP EVALSET... [flags]\n\nRuns the eval sets (ADK *.evalset.json or *.test.json files; FILE:ID1,ID2 runs only those cases) against APP, prints a table of each case's metric scores and saves the result as ADK eval-result JSON under --evals (in the session database when --sessions names one other than the default). Exits with status 1 when a case misses a threshold. Sessions and artifacts default to memory:// here.", env.Stderr)
 	var o options
 	o.register(fs)
 	// An eval's sessions and artifacts are its own: in memory unless named.
@@ -37,7 +37,7 @@ func evalCmd(ctx context.Context, env Env, args []string, apps []App) error {
 	numRuns := fs.Int("num-runs", 1, "run each case `n` times; scores are averaged")
 	parallel := fs.Int("parallel", 4, "run at most `n` cases at once")
 	judge := fs.String("judge-model", "", "judge and user simulator model `name` for LLM-judged metrics and scenario cases (default: --model's)")
-	evals := fs.String("evals", DefaultEvals, "`directory` where results are saved")
+	evals := fs.String("evals", DefaultEvals, "`directory` where results are saved (unless --sessions names a database other than the default)")
 	positional, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -111,7 +111,7 @@ func evalCmd(ctx context.Context, env Env, args []string, apps []App) error {
 			return fmt.Errorf("judge model %s: %w", judgeName, err)
 		}
 	}
-	store := eval.NewDirStore(*evals)
+	store, where := evalStore(&o, svc, *evals)
 	tty := isTerminal(env.Stderr)
 	failed := false
 	for _, t := range targets {
@@ -130,7 +130,7 @@ func evalCmd(ctx context.Context, env Env, args []string, apps []App) error {
 			return fmt.Errorf("save result: %w", err)
 		}
 		printReport(env.Stdout, t.set, rep, *details)
-		fmt.Fprintf(env.Stderr, "loom: result %s saved in %s\n", rep.Result.EvalSetResultID, *evals)
+		fmt.Fprintf(env.Stderr, "loom: result %s saved in %s\n", rep.Result.EvalSetResultID, where)
 		if !rep.Passed() {
 			failed = true
 		}
@@ -139,6 +139,17 @@ func evalCmd(ctx context.Context, env Env, args []string, apps []App) error {
 		return errEvalFailed
 	}
 	return nil
+}
+
+// evalStore keeps eval sets in dir, and results there too when sessions
+// are in memory or in the embedded default database; sessions stored
+// elsewhere (another SQLite file, PostgreSQL) keep the results.
+func evalStore(o *options, svc *services, dir string) (eval.Store, string) {
+	files := eval.NewDirStore(dir)
+	if o.sessions == DefaultSessions || o.sessions == "memory://" {
+		return files, dir
+	}
+	return &eval.SessionResults{Store: files, Sessions: svc.sessions}, "the session database " + redact(o.sessions)
 }
 
 // splitSetArg splits FILE:ID1,ID2 into the file and the case ids.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/loomkit/loom/eval"
+	"github.com/loomkit/loom/session/sqlsession"
 )
 
 const failingEvalSet = `{
@@ -77,5 +78,31 @@ func TestEvalCommand(t *testing.T) {
 	}
 	if code, _, _ := run(t, "", "eval", "nope", set); code != 2 {
 		t.Errorf("unknown app: exit %d", code)
+	}
+}
+
+// TestEvalResultsInSessionDatabase checks that with sessions in a database
+// other than the default, loom eval keeps its results there.
+func TestEvalResultsInSessionDatabase(t *testing.T) {
+	dir := t.TempDir()
+	db := "sqlite://" + filepath.Join(dir, "other.db")
+	code, out, errOut := run(t, "", "eval", "--sessions", db, "--evals", filepath.Join(dir, "evals"), "assistant", "../examples/assistant/assistant.evalset.json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "saved in the session database sqlite://") {
+		t.Errorf("stderr: %s", errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "evals", "assistant", "eval_history")); !os.IsNotExist(err) {
+		t.Errorf("results written to files: %v", err)
+	}
+	sessions, err := sqlsession.NewService(t.Context(), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sessions.Close()
+	ids, err := (&eval.SessionResults{Sessions: sessions}).ListResults(t.Context(), "assistant")
+	if err != nil || len(ids) != 1 {
+		t.Errorf("results in the database: %v %v", ids, err)
 	}
 }
