@@ -10,6 +10,7 @@ import (
 	"github.com/loomkit/loom/cli"
 	"github.com/loomkit/loom/eval"
 	"github.com/loomkit/loom/examples/assistant"
+	"github.com/loomkit/loom/session/sqlsession"
 )
 
 // TestDevUIEval drives the dev UI's Eval tab in Chromium: chat in a
@@ -49,7 +50,14 @@ func TestDevUIEval(t *testing.T) {
 	if err != nil || len(set.EvalCases) != 1 || eval.Text(set.EvalCases[0].Conversation[0].FinalResponse) != answer {
 		t.Errorf("stored set %+v: %v", set, err)
 	}
-	ids, err := eval.NewDirStore(filepath.Join(dir, "evals")).ListResults(t.Context(), "assistant")
+	// The server's sessions are in a database other than the default, so
+	// the result is kept there.
+	sessions, err := sqlsession.NewService(t.Context(), "sqlite://"+filepath.Join(dir, "sessions.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sessions.Close()
+	ids, err := (&eval.SessionResults{Sessions: sessions}).ListResults(t.Context(), "assistant")
 	if err != nil || len(ids) != 1 {
 		t.Errorf("stored results %v: %v", ids, err)
 	}
