@@ -466,8 +466,9 @@ func readLines(ctx context.Context, r io.Reader) <-chan string {
 	return ch
 }
 
-// isTerminal reports whether r is an interactive terminal.
-func isTerminal(r io.Reader) bool {
+// isTerminal reports whether r (a reader or writer) is an interactive
+// terminal.
+func isTerminal(r any) bool {
 	f, ok := r.(*os.File)
 	if !ok {
 		return false

@@ -11,14 +11,21 @@
 //	web    serve the HTTP API and the dev web UI (open the printed URL)
 //	api    serve the HTTP API only
 //	run    chat with one application in the terminal
+//	eval   run ADK eval sets against an application (exit status 1 when a
+//	       case misses a threshold)
 //	version
 //
-// web and api take --host (default 127.0.0.1), --port (default 8000) and
+// web and api take --host (default 127.0.0.1), --port (default 8000),
 // --allow-origins (comma-separated origins allowed to call the API from a
-// browser, "*" for any). run takes the application's name, --session to
-// continue a session (its earlier conversation is shown first), --user and
-// --no-stream, before or after the name; it does not take --host, --port
-// or --allow-origins.
+// browser, "*" for any) and --evals (the directory of the eval sets and
+// results the evaluation routes serve, default ./.loom/evals). run takes
+// the application's name, --session to continue a session (its earlier
+// conversation is shown first), --user and --no-stream, before or after the
+// name; it does not take --host, --port or --allow-origins.
+//
+// eval takes the application's name and eval set files, and --config,
+// --print-details, --num-runs, --parallel, --judge-model and --evals; it
+// exits with status 1 when a case misses a threshold.
 //
 // # Models and storage
 //
@@ -132,6 +139,8 @@ func Run(ctx context.Context, args []string, env Env, apps ...App) int {
 		err = serve(ctx, env, rest, apps, false)
 	case "run":
 		err = chat(ctx, env, rest, apps)
+	case "eval":
+		err = evalCmd(ctx, env, rest, apps)
 	case "version", "--version", "-version":
 		fmt.Fprintf(env.Stdout, "loom %s (%s %s/%s)\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	case "help", "-h", "-help", "--help":
@@ -161,6 +170,8 @@ Usage:
   loom web [flags]          serve the HTTP API and the dev web UI
   loom api [flags]          serve the HTTP API only
   loom run [flags] APP      chat with an application in the terminal
+  loom eval [flags] APP EVALSET...
+                            run eval sets against an application
   loom version              print the version
 
 Run "loom COMMAND -h" for the flags of a command.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,6 +42,7 @@ func serve(ctx context.Context, env Env, args []string, apps []App, withUI bool)
 	host := fs.String("host", "127.0.0.1", "`address` to listen on (0.0.0.0 for every interface)")
 	port := fs.Int("port", 8000, "`port` to listen on (0 picks a free one)")
 	origins := fs.String("allow-origins", "", "comma-separated browser `origins` allowed to call the API (\"*\" for any, without credentials)")
+	evals := fs.String("evals", DefaultEvals, "`directory` of the eval sets and results the evaluation routes serve (results go to the session database when --sessions names one other than the default)")
 	hosts := fs.String("allowed-hosts", "", "comma-separated `hosts` (name or name:port) accepted in the Host header besides localhost, 127.0.0.1 and [::1], and the --host address; \"*\" for any")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -81,7 +83,15 @@ func serve(ctx context.Context, env Env, args []string, apps []App, withUI bool)
 	} else if len(allowed) == 0 {
 		fmt.Fprintf(env.Stderr, "loom: listening on every interface; only localhost names are accepted as Host: pass --allowed-hosts with the names or addresses clients use\n")
 	}
-	api, err := server.New(server.Config{Apps: runners, AllowedOrigins: splitList(*origins), AllowedHosts: allowed, Version: version(), Traces: traceRoutes{tel}})
+	cfg := server.Config{Apps: runners, AllowedOrigins: splitList(*origins), AllowedHosts: allowed, Version: version(), Traces: traceRoutes{tel}}
+	cfg.Evals, _ = evalStore(&o, svc, *evals)
+	if name := cmp.Or(o.model, defaultModel(env.Getenv)); name != "" {
+		// The judge of LLM-judged metrics in eval runs started from the UI.
+		if cfg.EvalJudge, err = openModel(ctx, name, env.Getenv, o.modelTimeout); err != nil {
+			return fmt.Errorf("model %s: %w", name, err)
+		}
+	}
+	api, err := server.New(cfg)
 	if err != nil {
 		return err
 	}

@@ -116,7 +116,8 @@ func startWeb(t *testing.T, dir string, apps ...cli.App) string {
 	var stderr syncBuffer
 	args := []string{"web", "--host", "127.0.0.1", "--port", "0",
 		"--sessions", "sqlite://" + filepath.Join(dir, "sessions.db"),
-		"--artifacts", "file://" + filepath.Join(dir, "artifacts")}
+		"--artifacts", "file://" + filepath.Join(dir, "artifacts"),
+		"--evals", filepath.Join(dir, "evals")}
 	go func() {
 		done <- cli.Run(ctx, args, cli.Env{Stdout: &stderr, Stderr: &stderr, Getenv: func(string) string { return "" },
 			Listening: func(u string) { urls <- u }}, apps...)

@@ -82,6 +82,8 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/eval"
+	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/runner"
 )
 
@@ -137,6 +139,12 @@ type Config struct {
 	// connection, lifted once the body is read, so responses (event
 	// streams included) may take as long as they need.
 	BodyReadTimeout time.Duration
+	// Evals keeps the eval sets and results the evaluation routes serve
+	// (see server/eval.go); without it those routes answer 501.
+	Evals eval.Store
+	// EvalJudge is the judge model of LLM-judged metrics in eval runs, and
+	// the simulated user of scenario cases. Optional.
+	EvalJudge model.LLM
 }
 
 // DefaultBodyReadTimeout is the body read limit used when
@@ -278,6 +286,7 @@ func (s *Server) routes() {
 	s.handle("GET /dev/apps/{app}/debug/trace/{eventID}", s.traceEvent)
 	s.handle("GET /debug/trace/session/{sid}", s.traceSession)
 	s.handle("GET /debug/trace/{eventID}", s.traceEvent)
+	s.registerEvalRoutes()
 }
 
 // serveMux dispatches to the routes. Requests no route matches get ADK's

@@ -29,6 +29,7 @@ var layer = map[string]int{
 	"runner":          3,
 	"model/":          4, // the adapters and what only they use
 	"model/provider":  4, // picks an adapter by name, so it sits with them
+	"eval":            4, // runs apps through runner; server (5) serves it
 	"server":          5,
 	"cli":             6,
 	"cmd":             6,

@@ -1,0 +1,108 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loomkit/loom/eval"
+	"github.com/loomkit/loom/session/sqlsession"
+)
+
+const failingEvalSet = `{
+  "eval_set_id": "wrong_city",
+  "eval_cases": [{
+    "eval_id": "paris",
+    "conversation": [{
+      "user_content": {"parts": [{"text": "What's the weather in Paris?"}], "role": "user"},
+      "final_response": {"parts": [{"text": "It is sunny in Lyon."}], "role": "model"},
+      "intermediate_data": {"tool_uses": [{"name": "get_weather", "args": {"city": "Lyon"}}]}
+    }]
+  }]
+}`
+
+// TestEvalCommand checks loom eval's exit status: 0 when every case passes,
+// 1 when one misses a threshold or a file is bad, 2 for a bad command line;
+// and that results are saved as ADK eval-result files.
+func TestEvalCommand(t *testing.T) {
+	dir := t.TempDir()
+	evals := filepath.Join(dir, "evals")
+	set := "../examples/assistant/assistant.evalset.json"
+
+	code, out, errOut := run(t, "", "eval", "--evals", evals, "assistant", set)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"CASE", "weather_then_sum  response_match_score       1.000  0.800", "tool_trajectory_avg_score  1.000  1.000      PASSED", "1 of 1 cases passed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	ids, err := eval.NewDirStore(evals).ListResults(t.Context(), "assistant")
+	if err != nil || len(ids) != 1 || !strings.HasPrefix(ids[0], "assistant_assistant_offline_") {
+		t.Fatalf("saved results %v %v", ids, err)
+	}
+	res, err := eval.ReadResultFile(filepath.Join(evals, "assistant", "eval_history", ids[0]+eval.ResultFileSuffix))
+	if err != nil || res.EvalCaseResults[0].FinalEvalStatus != eval.Passed {
+		t.Fatalf("result %+v %v", res, err)
+	}
+
+	bad := filepath.Join(dir, "wrong_city.evalset.json")
+	os.WriteFile(bad, []byte(failingEvalSet), 0o644)
+	code, out, _ = run(t, "", "eval", "--evals", evals, "--print-details", "assistant", bad)
+	if code != 1 {
+		t.Fatalf("failing set: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{"FAILED", "0 of 1 cases passed", `- tools: get_weather{"city":"Lyon"}`, `+ tools: get_weather{"city":"Paris"}`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// A config raising no bar passes the same set.
+	cfg := filepath.Join(dir, "lenient.json")
+	os.WriteFile(cfg, []byte(`{"criteria": {"response_match_score": 0.1}}`), 0o644)
+	if code, out, errOut := run(t, "", "eval", "--evals", evals, "--config", cfg, "assistant", bad); code != 0 {
+		t.Errorf("lenient config: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	broken := filepath.Join(dir, "broken.evalset.json")
+	os.WriteFile(broken, []byte(`{"eval_set_id": "b", "eval_cases": [{"eval_id": "x", "conversation": [{}]}]}`), 0o644)
+	code, _, errOut = run(t, "", "eval", "assistant", broken)
+	if code != 1 || !strings.Contains(errOut, "broken.evalset.json") || !strings.Contains(errOut, `eval case "x"`) || !strings.Contains(errOut, "user_content: missing") {
+		t.Errorf("broken file: exit %d: %s", code, errOut)
+	}
+	if code, _, _ := run(t, "", "eval", "assistant"); code != 2 {
+		t.Errorf("no eval set: exit %d", code)
+	}
+	if code, _, _ := run(t, "", "eval", "nope", set); code != 2 {
+		t.Errorf("unknown app: exit %d", code)
+	}
+}
+
+// TestEvalResultsInSessionDatabase checks that with sessions in a database
+// other than the default, loom eval keeps its results there.
+func TestEvalResultsInSessionDatabase(t *testing.T) {
+	dir := t.TempDir()
+	db := "sqlite://" + filepath.Join(dir, "other.db")
+	code, out, errOut := run(t, "", "eval", "--sessions", db, "--evals", filepath.Join(dir, "evals"), "assistant", "../examples/assistant/assistant.evalset.json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "saved in the session database sqlite://") {
+		t.Errorf("stderr: %s", errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "evals", "assistant", "eval_history")); !os.IsNotExist(err) {
+		t.Errorf("results written to files: %v", err)
+	}
+	sessions, err := sqlsession.NewService(t.Context(), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sessions.Close()
+	ids, err := (&eval.SessionResults{Sessions: sessions}).ListResults(t.Context(), "assistant")
+	if err != nil || len(ids) != 1 {
+		t.Errorf("results in the database: %v %v", ids, err)
+	}
+}

@@ -1,0 +1,34 @@
+// Package eval evaluates Loom apps with the eval sets, criteria and result
+// files of ADK, so that sets written for ADK Python run unchanged.
+//
+// # Files
+//
+// [ReadSetFile] reads an *.evalset.json file ([Set]: cases with a static
+// conversation or a scenario for a simulated user, and the session they
+// start from) or an older *.test.json file; [ReadConfig] reads a
+// test_config.json ([Config]: criteria by metric name);
+// [ReadResultFile] and [WriteResultFile] read and write
+// *.evalset_result.json files ([SetResult]). Keys may be snake_case or
+// camelCase; members Loom does not know are kept in each type's Extra and
+// written back; a bad file's error names the file, the case and the field.
+// [DirStore] keeps sets and results in a directory laid out as ADK lays
+// out an app's.
+//
+// # Metrics
+//
+// A metric is a [Scorer] built by a [Factory] registered by name in a
+// [Registry]. The built-in ones are ADK's: tool trajectory
+// ([TrajectoryMetric], exact, in-order or any-order matching), ROUGE-1
+// response match ([ResponseMatchMetric], tokenized and stemmed as ADK does
+// so scores agree), and three judged by a model: final-response match
+// ([JudgedMatchMetric], majority of several verdicts), rubric-based quality
+// ([RubricMetric]) and groundedness ([HallucinationMetric]).
+//
+// # Runs
+//
+// [Run] runs each case of a set in a new session of a runner.Runner,
+// with the case's initial state, its turns in order (or a simulated user's
+// turns for a scenario), several cases at a time and each as many times as
+// asked; it scores every run and summarizes each case's mean scores
+// against the thresholds. Package eval/evaltest runs sets from go test.
+package eval

@@ -1,0 +1,97 @@
+package eval_test
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/eval"
+	"github.com/loomkit/loom/examples/assistant"
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/session/memsession"
+)
+
+// Run an eval set against an agent and read each case's scores.
+func ExampleRun() {
+	ag, _ := assistant.New(assistant.Offline())
+	r, _ := runner.New(runner.Config{AppName: "assistant", Agent: ag, Sessions: session.NewService(memsession.New(), nil)})
+	set, err := eval.ParseSet([]byte(`{
+	  "eval_set_id": "arithmetic",
+	  "eval_cases": [{
+	    "eval_id": "two_plus_three",
+	    "conversation": [{
+	      "user_content": {"parts": [{"text": "add 2 and 3"}], "role": "user"},
+	      "final_response": {"parts": [{"text": "The sum is 5."}], "role": "model"},
+	      "intermediate_data": {"tool_uses": [{"name": "add", "args": {"a": 2, "b": 3}}]}
+	    }]
+	  }]
+	}`))
+	if err != nil {
+		panic(err)
+	}
+	rep, err := eval.Run(context.Background(), set, eval.Options{Runner: r})
+	if err != nil {
+		panic(err)
+	}
+	for _, c := range rep.Cases {
+		for _, m := range c.Metrics {
+			fmt.Printf("%s %s %.2f %s\n", c.EvalID, m.Name, *m.Score, m.Status)
+		}
+	}
+	// Output:
+	// two_plus_three response_match_score 1.00 PASSED
+	// two_plus_three tool_trajectory_avg_score 1.00 PASSED
+}
+
+// ROUGE-1 as ADK scores responses: lowercased, punctuation dropped, words
+// stemmed ("expected" and "expects" both become "expect").
+func ExampleRouge1() {
+	s := eval.Rouge1("Rain is expected today", "The forecast expects rain today")
+	fmt.Printf("P %.3f R %.3f F %.3f\n", s.Precision, s.Recall, s.F)
+	// Output: P 0.750 R 0.600 F 0.667
+}
+
+// Fields Loom does not know are kept when a set is written back.
+func ExampleParseSet() {
+	set, _ := eval.ParseSet([]byte(`{"eval_set_id": "s", "owner": "qa", "eval_cases": [
+	  {"eval_id": "hi", "conversation": [{"user_content": {"parts": [{"text": "hi"}]}}]}]}`))
+	out, _ := set.MarshalJSON()
+	fmt.Println(string(out))
+	// Output: {"eval_set_id":"s","eval_cases":[{"eval_id":"hi","conversation":[{"user_content":{"parts":[{"text":"hi"}]}}]}],"owner":"qa"}
+}
+
+type shortAnswers struct{}
+
+// Score gives 1 to final responses of at most ten words.
+func (shortAnswers) Score(_ context.Context, in *eval.ScoreInput) (*eval.Score, error) {
+	out := &eval.Score{}
+	sum := 0.0
+	for _, inv := range in.Actual {
+		s := 0.0
+		if n := len(eval.Tokens(eval.Text(inv.FinalResponse))); n <= 10 {
+			s = 1
+		}
+		sum += s
+		out.PerInvocation = append(out.PerInvocation, eval.InvocationScore{Score: &s})
+	}
+	if len(in.Actual) > 0 {
+		mean := sum / float64(len(in.Actual))
+		out.Overall = &mean
+	}
+	return out, nil
+}
+
+// A metric of your own: register a factory under a name and use the name
+// in test_config.json or Options.Metrics.
+func ExampleRegistry_Register() {
+	reg := eval.NewRegistry()
+	reg.Register("short_answers", func(*eval.Criterion, *eval.Env) (eval.Scorer, error) { return shortAnswers{}, nil })
+	sc, _ := reg.Scorer(&eval.Metric{MetricName: "short_answers"}, nil)
+	score, _ := sc.Score(context.Background(), &eval.ScoreInput{Actual: []*eval.Invocation{
+		{UserContent: genai.NewContentFromText("hi", genai.RoleUser), FinalResponse: genai.NewContentFromText("Hello there!", genai.RoleModel)},
+	}})
+	fmt.Println(*score.Overall)
+	// Output: 1
+}

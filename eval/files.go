@@ -1,0 +1,315 @@
+package eval
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"google.golang.org/genai"
+)
+
+// File name suffixes of the documents.
+const (
+	SetFileSuffix    = ".evalset.json"
+	TestFileSuffix   = ".test.json"
+	ResultFileSuffix = ".evalset_result.json"
+)
+
+// ReadSetFile reads an eval set file: ADK's *.evalset.json form, or the
+// older *.test.json form (a list of turns with query, expected_tool_use and
+// reference), which becomes a set of one case named after the file. An
+// initial.session.json beside an old-form file gives its initial state.
+// Errors name the file and, where it applies, the case and field.
+func ReadSetFile(path string) (*Set, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	trimmed := bytes.TrimSpace(data)
+	if strings.HasSuffix(path, TestFileSuffix) || bytes.HasPrefix(trimmed, []byte("[")) {
+		s, err := parseTestFile(path, data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return s, nil
+	}
+	s, err := ParseSet(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// ParseSet parses an eval set in ADK's JSON (either key style) and checks
+// it.
+func ParseSet(data []byte) (*Set, error) {
+	var s Set
+	if err := Unmarshal(data, &s); err != nil {
+		return nil, err
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Validate checks what the JSON shape alone does not: case ids are unique,
+// and each case has exactly one of a conversation and a scenario.
+func (s *Set) Validate() error {
+	seen := map[string]bool{}
+	for i, c := range s.EvalCases {
+		if c == nil {
+			return &FieldError{fmt.Sprintf("eval_cases[%d]", i), errors.New("expected an object")}
+		}
+		where := fmt.Sprintf("eval_cases[%d] (eval case %q)", i, c.EvalID)
+		if seen[c.EvalID] {
+			return &FieldError{where + ".eval_id", errors.New("duplicate eval case id")}
+		}
+		seen[c.EvalID] = true
+		if (c.Conversation == nil) == (c.ConversationScenario == nil) {
+			return &FieldError{where, errors.New("needs exactly one of conversation and conversation_scenario")}
+		}
+		for j, inv := range c.Conversation {
+			if inv == nil {
+				return &FieldError{fmt.Sprintf("%s.conversation[%d]", where, j), errors.New("expected an object")}
+			}
+		}
+	}
+	return nil
+}
+
+// Case returns the case with the id, or nil.
+func (s *Set) Case(id string) *Case {
+	for _, c := range s.EvalCases {
+		if c.EvalID == id {
+			return c
+		}
+	}
+	return nil
+}
+
+// WriteSetFile writes the set to path in ADK's file form.
+func WriteSetFile(path string, s *Set) error {
+	data, err := s.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, indent(data))
+}
+
+// oldTurn is one entry of a *.test.json file.
+type oldTurn struct {
+	Query           string `json:"query"`
+	ExpectedToolUse []struct {
+		ToolName  string         `json:"tool_name"`
+		ToolInput map[string]any `json:"tool_input"`
+	} `json:"expected_tool_use"`
+	ExpectedIntermediateAgentResponses []struct {
+		Author string `json:"author"`
+		Text   string `json:"text"`
+	} `json:"expected_intermediate_agent_responses"`
+	Reference string `json:"reference"`
+}
+
+func parseTestFile(path string, data []byte) (*Set, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(data, &raws); err != nil {
+		return nil, errors.New("an old-form test file must be a list of turns")
+	}
+	name := strings.TrimSuffix(filepath.Base(path), TestFileSuffix)
+	name = strings.TrimSuffix(name, ".json")
+	c := &Case{EvalID: name, Conversation: []*Invocation{}}
+	for i, raw := range raws {
+		var t oldTurn
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		if err := dec.Decode(&t); err != nil {
+			return nil, &FieldError{fmt.Sprintf("[%d]", i), simplify(err)}
+		}
+		if t.Query == "" {
+			return nil, &FieldError{fmt.Sprintf("[%d].query", i), errors.New("missing")}
+		}
+		inv := &Invocation{
+			InvocationID:  fmt.Sprintf("%s-%d", name, i),
+			UserContent:   genai.NewContentFromText(t.Query, genai.RoleUser),
+			FinalResponse: genai.NewContentFromText(t.Reference, genai.RoleModel),
+			IntermediateData: &IntermediateData{
+				ToolUses: []*genai.FunctionCall{},
+			},
+		}
+		for _, u := range t.ExpectedToolUse {
+			inv.IntermediateData.ToolUses = append(inv.IntermediateData.ToolUses, &genai.FunctionCall{Name: u.ToolName, Args: u.ToolInput})
+		}
+		for _, r := range t.ExpectedIntermediateAgentResponses {
+			inv.IntermediateData.IntermediateResponses = append(inv.IntermediateData.IntermediateResponses,
+				IntermediateResponse{Author: r.Author, Parts: []*genai.Part{genai.NewPartFromText(r.Text)}})
+		}
+		c.Conversation = append(c.Conversation, inv)
+	}
+	if b, err := os.ReadFile(filepath.Join(filepath.Dir(path), "initial.session.json")); err == nil {
+		var init struct {
+			State   map[string]any `json:"state"`
+			AppName string         `json:"app_name"`
+			UserID  string         `json:"user_id"`
+		}
+		if err := json.Unmarshal(b, &init); err != nil {
+			return nil, fmt.Errorf("initial.session.json: %w", simplify(err))
+		}
+		c.SessionInput = &SessionInput{AppName: init.AppName, UserID: init.UserID, State: init.State}
+	}
+	return &Set{EvalSetID: name, EvalCases: []*Case{c}, CreationTimestamp: seconds(time.Now())}, nil
+}
+
+// WriteTestFile writes a set of one static case in the old *.test.json
+// form. Only what that form holds is written: queries, expected tool uses,
+// intermediate responses as text, and references.
+func WriteTestFile(path string, s *Set) error {
+	if len(s.EvalCases) != 1 || s.EvalCases[0].Conversation == nil {
+		return errors.New("the old test file form holds exactly one case with a conversation")
+	}
+	type use struct {
+		ToolName  string         `json:"tool_name"`
+		ToolInput map[string]any `json:"tool_input"`
+	}
+	type resp struct {
+		Author string `json:"author"`
+		Text   string `json:"text"`
+	}
+	type turn struct {
+		Query                              string `json:"query"`
+		ExpectedToolUse                    []use  `json:"expected_tool_use"`
+		ExpectedIntermediateAgentResponses []resp `json:"expected_intermediate_agent_responses"`
+		Reference                          string `json:"reference"`
+	}
+	turns := []turn{}
+	for _, inv := range s.EvalCases[0].Conversation {
+		t := turn{Query: Text(inv.UserContent), Reference: Text(inv.FinalResponse), ExpectedToolUse: []use{}, ExpectedIntermediateAgentResponses: []resp{}}
+		for _, c := range inv.IntermediateData.ToolCalls() {
+			t.ExpectedToolUse = append(t.ExpectedToolUse, use{ToolName: c.Name, ToolInput: c.Args})
+		}
+		if inv.IntermediateData != nil {
+			for _, r := range inv.IntermediateData.IntermediateResponses {
+				t.ExpectedIntermediateAgentResponses = append(t.ExpectedIntermediateAgentResponses, resp{r.Author, Text(&genai.Content{Parts: r.Parts})})
+			}
+		}
+		turns = append(turns, t)
+	}
+	data, err := json.MarshalIndent(turns, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(data, '\n'))
+}
+
+// ReadConfig reads a test_config.json.
+func ReadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	if err := Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if c.Criteria == nil {
+		return nil, fmt.Errorf("%s: criteria: missing", path)
+	}
+	for name, cr := range c.Criteria {
+		if cr == nil {
+			return nil, fmt.Errorf("%s: criteria.%s: expected a threshold or an object", path, name)
+		}
+	}
+	return &c, nil
+}
+
+// ParseResult parses an eval set result. Besides a JSON object it accepts
+// the form ADK's local result files have: the object's JSON as a JSON
+// string.
+func ParseResult(data []byte) (*SetResult, error) {
+	data = bytes.TrimSpace(data)
+	if bytes.HasPrefix(data, []byte(`"`)) {
+		var inner string
+		if err := json.Unmarshal(data, &inner); err != nil {
+			return nil, err
+		}
+		data = []byte(inner)
+	}
+	var r SetResult
+	if err := Unmarshal(data, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// ReadResultFile reads an *.evalset_result.json file.
+func ReadResultFile(path string) (*SetResult, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := ParseResult(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// WriteResultFile writes a result the way ADK's local result files hold
+// it (the result's JSON as a JSON string), so ADK's tools read it too.
+func WriteResultFile(path string, r *SetResult) error {
+	data, err := r.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	quoted, err := json.Marshal(string(data))
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(quoted, '\n'))
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}
+
+// seconds is a time as ADK's float seconds.
+func seconds(t time.Time) float64 { return float64(t.UnixMicro()) / 1e6 }
+
+// Text joins the text parts of content with newlines, as ADK's metrics
+// read a response. Thoughts are left out.
+func Text(c *genai.Content) string {
+	if c == nil {
+		return ""
+	}
+	var parts []string
+	for _, p := range c.Parts {
+		if p != nil && p.Text != "" && !p.Thought {
+			parts = append(parts, p.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}

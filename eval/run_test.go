@@ -1,0 +1,239 @@
+package eval_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/llmagent"
+	"github.com/loomkit/loom/eval"
+	"github.com/loomkit/loom/examples/assistant"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/scripted"
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/session/memsession"
+	"github.com/loomkit/loom/tool"
+	"github.com/loomkit/loom/tool/functiontool"
+)
+
+func newRunner(t *testing.T, ag agent.Agent) *runner.Runner {
+	t.Helper()
+	r, err := runner.New(runner.Config{AppName: "app", Agent: ag, Sessions: session.NewService(memsession.New(), nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func text(s string, role genai.Role) *genai.Content { return genai.NewContentFromText(s, role) }
+
+func weatherCase(id, city, answer string) *eval.Case {
+	return &eval.Case{EvalID: id, Conversation: []*eval.Invocation{{
+		UserContent:      text("What's the weather in "+city+"?", genai.RoleUser),
+		FinalResponse:    text(answer, genai.RoleModel),
+		IntermediateData: &eval.IntermediateData{ToolUses: []*genai.FunctionCall{{Name: "get_weather", Args: map[string]any{"city": city}}}},
+	}}}
+}
+
+func forecast(city string) string {
+	w := assistant.Forecast(city)
+	return fmt.Sprintf("It is %d°C and %s in %s.", w.TemperatureC, w.Conditions, city)
+}
+
+// TestRunParallel runs many cases, several times each, in parallel through
+// the real runner (run it under -race).
+func TestRunParallel(t *testing.T) {
+	ag, err := assistant.New(assistant.Offline())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(t, ag)
+	set := &eval.Set{EvalSetID: "weather"}
+	cities := []string{"Paris", "Lisbon", "Tokyo", "Oslo", "Cairo", "Lima"}
+	for _, c := range cities {
+		set.EvalCases = append(set.EvalCases, weatherCase(strings.ToLower(c), c, forecast(c)))
+	}
+	// One case expects the wrong city: its trajectory fails.
+	set.EvalCases = append(set.EvalCases, weatherCase("wrong", "Rome", forecast("Rome")))
+	set.EvalCases[len(set.EvalCases)-1].Conversation[0].UserContent = text("What's the weather in Madrid?", genai.RoleUser)
+
+	var calls atomic.Int32
+	rep, err := eval.Run(context.Background(), set, eval.Options{
+		Runner: r, Parallelism: 3, NumRuns: 2,
+		Progress: func(done, total int) {
+			calls.Add(1)
+			if total != 14 {
+				t.Errorf("total %d", total)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 14 || len(rep.Result.EvalCaseResults) != 14 {
+		t.Fatalf("%d progress calls, %d results", calls.Load(), len(rep.Result.EvalCaseResults))
+	}
+	for _, c := range rep.Cases[:len(cities)] {
+		if c.Status != eval.Passed || len(c.Runs) != 2 {
+			t.Errorf("case %s: %v (%v)", c.EvalID, c.Status, c.Errs)
+		}
+		for _, m := range c.Metrics {
+			if *m.Score != 1 {
+				t.Errorf("case %s metric %s = %v", c.EvalID, m.Name, *m.Score)
+			}
+		}
+	}
+	wrong := rep.Cases[len(cities)]
+	traj := wrong.Metrics[1]
+	if wrong.Status != eval.Failed || traj.Name != eval.TrajectoryMetric || *traj.Score != 0 || traj.Status != eval.Failed {
+		t.Errorf("wrong case: %v %s %v", wrong.Status, traj.Name, *traj.Score)
+	}
+	if rep.Passed() {
+		t.Error("report passed with a failing case")
+	}
+	// Every run had its own session.
+	seen := map[string]bool{}
+	for _, cr := range rep.Result.EvalCaseResults {
+		if !strings.HasPrefix(cr.SessionID, eval.SessionPrefix) || seen[cr.SessionID] {
+			t.Errorf("session id %q", cr.SessionID)
+		}
+		seen[cr.SessionID] = true
+	}
+}
+
+// TestRunStateAndTurns checks the initial state, multi-turn order and mean
+// scores over runs.
+func TestRunStateAndTurns(t *testing.T) {
+	greet, err := functiontool.New(functiontool.Config{Name: "whoami", Description: "who is the user"},
+		func(_ context.Context, tc tool.Context, _ struct{}) (map[string]any, error) {
+			name, _ := tc.State().Get("user_name")
+			return map[string]any{"name": name}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int32
+	llm := scripted.New("m", func(_ context.Context, req *model.Request) (scripted.Turn, error) {
+		if res := scripted.LastFunctionResponse(req); len(res) > 0 {
+			return scripted.Text(fmt.Sprintf("You are %v.", res[0].Response["name"])), nil
+		}
+		last := req.Contents[len(req.Contents)-1]
+		if strings.Contains(eval.Text(last), "who") {
+			return scripted.Call("whoami", map[string]any{}), nil
+		}
+		// Every other run answers differently, to give a mean of 0.5.
+		if n.Add(1)%2 == 0 {
+			return scripted.Text("Bye now."), nil
+		}
+		return scripted.Text("Something else entirely."), nil
+	})
+	ag, err := llmagent.New(llmagent.Config{Name: "root", Model: llm, Tools: []tool.Tool{greet}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &eval.Case{EvalID: "c", SessionInput: &eval.SessionInput{UserID: "ana", State: map[string]any{"user_name": "Ana"}},
+		Conversation: []*eval.Invocation{
+			{UserContent: text("who am I?", genai.RoleUser), FinalResponse: text("You are Ana.", genai.RoleModel),
+				IntermediateData: &eval.IntermediateData{ToolUses: []*genai.FunctionCall{{Name: "whoami"}}}},
+			{UserContent: text("bye", genai.RoleUser), FinalResponse: text("Bye now.", genai.RoleModel)},
+		}}
+	rep, err := eval.Run(context.Background(), &eval.Set{EvalSetID: "s", EvalCases: []*eval.Case{c}}, eval.Options{
+		Runner: newRunner(t, ag), NumRuns: 2, Parallelism: 1,
+		Metrics: []*eval.Metric{{MetricName: eval.ResponseMatchMetric, Criterion: &eval.Criterion{Threshold: 0.7}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := rep.Result.EvalCaseResults[0]
+	if run.UserID != "ana" || len(run.EvalMetricResultPerInvocation) != 2 {
+		t.Fatalf("run %+v", run)
+	}
+	first := run.EvalMetricResultPerInvocation[0].ActualInvocation
+	if eval.Text(first.FinalResponse) != "You are Ana." || first.IntermediateData.ToolCalls()[0].Name != "whoami" {
+		t.Errorf("first turn: %q", eval.Text(first.FinalResponse))
+	}
+	// Run 1: turn 2 scores 0 (mean 0.5); run 2: 1 (mean 1). Mean 0.75.
+	m := rep.Cases[0].Metrics[0]
+	if *m.Score != 0.75 || m.Status != eval.Passed {
+		t.Errorf("mean score %v %v", *m.Score, m.Status)
+	}
+}
+
+// TestRunScenario has a simulated user talk to the agent until it says the
+// stop signal.
+func TestRunScenario(t *testing.T) {
+	ag, err := assistant.New(assistant.Offline())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := scripted.NewSequence("user", scripted.Turn{Text: "And the weather in Oslo?"}, scripted.Turn{Text: eval.StopSignal})
+	c := &eval.Case{EvalID: "trip", ConversationScenario: &eval.Scenario{StartingPrompt: "What's the weather in Paris?", ConversationPlan: "Ask about Paris, then Oslo."}}
+	rep, err := eval.Run(context.Background(), &eval.Set{EvalSetID: "s", EvalCases: []*eval.Case{c}}, eval.Options{Runner: newRunner(t, ag), UserSimulator: sim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := rep.Result.EvalCaseResults[0].EvalMetricResultPerInvocation
+	if len(per) != 2 || eval.Text(per[1].ActualInvocation.FinalResponse) != forecast("Oslo") {
+		t.Fatalf("scenario turns: %d", len(per))
+	}
+	// Nothing to compare with: the default metrics are not evaluated.
+	if rep.Cases[0].Status != eval.NotEvaluated {
+		t.Errorf("status %v", rep.Cases[0].Status)
+	}
+	prompt := eval.Text(sim.Requests()[1].Contents[0])
+	if !strings.Contains(prompt, "Ask about Paris, then Oslo.") || !strings.Contains(prompt, forecast("Oslo")) {
+		t.Errorf("simulator prompt:\n%s", prompt)
+	}
+}
+
+func TestRunRecordsAgentFailure(t *testing.T) {
+	llm := scripted.NewSequence("m") // exhausted at once
+	ag, err := llmagent.New(llmagent.Config{Name: "root", Model: llm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := eval.Run(context.Background(), &eval.Set{EvalSetID: "s", EvalCases: []*eval.Case{weatherCase("a", "Paris", "x")}}, eval.Options{Runner: newRunner(t, ag)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rep.Cases[0]; c.Status != eval.Failed || len(c.Errs) != 1 || !strings.Contains(c.Errs[0].Error(), "exhausted") {
+		t.Errorf("case %v %v", c.Status, c.Errs)
+	}
+}
+
+// TestRunScenarioSimulatorByName opens the simulator the config names.
+func TestRunScenarioSimulatorByName(t *testing.T) {
+	ag, err := assistant.New(assistant.Offline())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := scripted.NewSequence("sim-model", scripted.Turn{Text: eval.StopSignal})
+	var asked []string
+	c := &eval.Case{EvalID: "one", ConversationScenario: &eval.Scenario{StartingPrompt: "add 1 and 2", ConversationPlan: "Ask one sum."}}
+	rep, err := eval.Run(context.Background(), &eval.Set{EvalSetID: "s", EvalCases: []*eval.Case{c}}, eval.Options{
+		Runner: newRunner(t, ag), Simulator: &eval.SimulatorConfig{Model: "sim-model", MaxAllowedInvocations: 3},
+		Models: func(_ context.Context, name string) (model.LLM, error) {
+			asked = append(asked, name)
+			return sim, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := rep.Result.EvalCaseResults[0]
+	if len(asked) != 1 || asked[0] != "sim-model" || len(run.EvalMetricResultPerInvocation) != 1 {
+		t.Fatalf("asked %v, %d turns", asked, len(run.EvalMetricResultPerInvocation))
+	}
+	if got := eval.Text(run.EvalMetricResultPerInvocation[0].ActualInvocation.FinalResponse); got != "The sum is 3." {
+		t.Errorf("answer %q", got)
+	}
+	if !strings.Contains(string(run.SessionDetails), `"text":"add 1 and 2"`) {
+		t.Errorf("session details: %s", run.SessionDetails)
+	}
+}

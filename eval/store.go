@@ -1,0 +1,210 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Errors of a [Store].
+var (
+	ErrNotFound = errors.New("not found")
+	ErrExists   = errors.New("already exists")
+)
+
+// Store keeps the eval sets and results of apps.
+type Store interface {
+	// ListSets returns the ids of an app's eval sets, sorted.
+	ListSets(ctx context.Context, app string) ([]string, error)
+	// GetSet returns an eval set, or ErrNotFound.
+	GetSet(ctx context.Context, app, id string) (*Set, error)
+	// CreateSet stores a new eval set, or fails with ErrExists.
+	CreateSet(ctx context.Context, app string, s *Set) error
+	// UpdateSet applies fn to a stored set and stores the result, as one
+	// step with respect to other updates.
+	UpdateSet(ctx context.Context, app, id string, fn func(*Set) error) error
+	// ListResults returns the ids of an app's results, sorted.
+	ListResults(ctx context.Context, app string) ([]string, error)
+	// GetResult returns a result, or ErrNotFound.
+	GetResult(ctx context.Context, app, id string) (*SetResult, error)
+	// SaveResult stores a result under its id.
+	SaveResult(ctx context.Context, app string, r *SetResult) error
+}
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+
+// CheckSetID checks an eval set id: letters, digits and underscores, as
+// ADK requires.
+func CheckSetID(id string) error {
+	if !idPattern.MatchString(id) || len(id) > 200 {
+		return fmt.Errorf("invalid eval set id %q: use letters, digits and underscores", id)
+	}
+	return nil
+}
+
+// DirStore is a [Store] in a directory, laid out as ADK lays out an app's
+// evals: DIR/APP/ID.evalset.json and
+// DIR/APP/eval_history/ID.evalset_result.json.
+type DirStore struct {
+	// Dir is the root directory.
+	Dir string
+
+	mu sync.Mutex // serializes updates of sets
+}
+
+// NewDirStore returns a store rooted at dir.
+func NewDirStore(dir string) *DirStore { return &DirStore{Dir: dir} }
+
+func (d *DirStore) appDir(app string) (string, error) {
+	if app == "" || app == "." || app == ".." || strings.ContainsAny(app, `/\`) {
+		return "", fmt.Errorf("invalid app name %q", app)
+	}
+	return filepath.Join(d.Dir, app), nil
+}
+
+func (d *DirStore) setPath(app, id string) (string, error) {
+	if err := CheckSetID(id); err != nil {
+		return "", err
+	}
+	dir, err := d.appDir(app)
+	return filepath.Join(dir, id+SetFileSuffix), err
+}
+
+func (d *DirStore) resultPath(app, id string) (string, error) {
+	if id == "" || id == "." || id == ".." || strings.ContainsAny(id, `/\`) {
+		return "", fmt.Errorf("invalid eval result id %q", id)
+	}
+	dir, err := d.appDir(app)
+	return filepath.Join(dir, "eval_history", id+ResultFileSuffix), err
+}
+
+func list(dir, suffix string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return []string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ids := []string{}
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), suffix); ok && !e.IsDir() {
+			ids = append(ids, name)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// ListSets implements Store.
+func (d *DirStore) ListSets(_ context.Context, app string) ([]string, error) {
+	dir, err := d.appDir(app)
+	if err != nil {
+		return nil, err
+	}
+	return list(dir, SetFileSuffix)
+}
+
+// GetSet implements Store.
+func (d *DirStore) GetSet(_ context.Context, app, id string) (*Set, error) {
+	p, err := d.setPath(app, id)
+	if err != nil {
+		return nil, err
+	}
+	s, err := ReadSetFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("eval set %q: %w", id, ErrNotFound)
+	}
+	return s, err
+}
+
+// CreateSet implements Store.
+func (d *DirStore) CreateSet(_ context.Context, app string, s *Set) error {
+	p, err := d.setPath(app, s.EvalSetID)
+	if err != nil {
+		return err
+	}
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, err := os.Stat(p); err == nil {
+		return fmt.Errorf("eval set %q: %w", s.EvalSetID, ErrExists)
+	}
+	if s.CreationTimestamp == 0 {
+		s.CreationTimestamp = seconds(time.Now())
+	}
+	if s.EvalCases == nil {
+		s.EvalCases = []*Case{}
+	}
+	return WriteSetFile(p, s)
+}
+
+// UpdateSet implements Store.
+func (d *DirStore) UpdateSet(ctx context.Context, app, id string, fn func(*Set) error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s, err := d.GetSet(ctx, app, id)
+	if err != nil {
+		return err
+	}
+	if err := fn(s); err != nil {
+		return err
+	}
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	p, _ := d.setPath(app, id)
+	return WriteSetFile(p, s)
+}
+
+// ListResults implements Store.
+func (d *DirStore) ListResults(_ context.Context, app string) ([]string, error) {
+	dir, err := d.appDir(app)
+	if err != nil {
+		return nil, err
+	}
+	return list(filepath.Join(dir, "eval_history"), ResultFileSuffix)
+}
+
+// GetResult implements Store.
+func (d *DirStore) GetResult(_ context.Context, app, id string) (*SetResult, error) {
+	p, err := d.resultPath(app, id)
+	if err != nil {
+		return nil, err
+	}
+	r, err := ReadResultFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("eval result %q: %w", id, ErrNotFound)
+	}
+	return r, err
+}
+
+// SaveResult implements Store.
+func (d *DirStore) SaveResult(_ context.Context, app string, r *SetResult) error {
+	p, err := d.resultPath(app, r.EvalSetResultID)
+	if err != nil {
+		return err
+	}
+	return WriteResultFile(p, r)
+}
+
+// AddCase adds a case to a stored set; a case with the same id is an
+// error wrapping ErrExists.
+func AddCase(ctx context.Context, st Store, app, setID string, c *Case) error {
+	return st.UpdateSet(ctx, app, setID, func(s *Set) error {
+		if s.Case(c.EvalID) != nil {
+			return fmt.Errorf("eval case %q: %w", c.EvalID, ErrExists)
+		}
+		s.EvalCases = append(s.EvalCases, c)
+		return nil
+	})
+}

@@ -1,0 +1,150 @@
+package server_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/loomkit/loom/eval"
+	"github.com/loomkit/loom/server"
+)
+
+var (
+	evalTimeRE    = regexp.MustCompile(`"(creationTimestamp|creation_timestamp)": [0-9.e+]+`)
+	evalSessionRE = regexp.MustCompile(`___eval___session___[0-9a-f-]+`)
+	evalResultRE  = regexp.MustCompile(`demo_smoke_[0-9]+\.[0-9]+`)
+	evalInvRE     = regexp.MustCompile(`"e-[0-9a-f-]+"`)
+)
+
+// TestEvalRoutesGolden walks ADK's evaluation routes, older and newer
+// forms, and compares status and normalized body with
+// testdata/eval_routes.golden (-update rewrites it).
+func TestEvalRoutesGolden(t *testing.T) {
+	store := eval.NewDirStore(t.TempDir())
+	f := newFixture(t, server.Config{Evals: store})
+	metrics := `{"evalMetrics":[{"metricName":"response_match_score","threshold":0.8},{"metricName":"tool_trajectory_avg_score","threshold":1}]}`
+	steps := []struct{ method, path, body string }{
+		// A conversation to turn into an eval case.
+		{"POST", "/apps/demo/users/u1/sessions", `{"sessionId":"s1"}`},
+		{"POST", "/run", runBody("s1", "hello", false)},
+		{"POST", "/run", runBody("s1", "how are you", false)},
+
+		// The older forms, as ADK's web UI calls them.
+		{"GET", "/apps/demo/eval_sets", ""},
+		{"POST", "/apps/demo/eval_sets/smoke", ""},
+		{"POST", "/apps/demo/eval_sets/smoke", ""},
+		{"POST", "/apps/demo/eval_sets/bad-id!", ""},
+		{"GET", "/apps/demo/eval_sets", ""},
+		{"POST", "/apps/demo/eval_sets/smoke/add_session", `{"evalId":"greeting","sessionId":"s1","userId":"u1"}`},
+		{"POST", "/apps/demo/eval_sets/smoke/add_session", `{"evalId":"greeting","sessionId":"s1","userId":"u1"}`},
+		{"POST", "/apps/demo/eval_sets/smoke/add_session", `{"evalId":"other","sessionId":"missing","userId":"u1"}`},
+		{"POST", "/apps/demo/eval_sets/nope/add_session", `{"evalId":"x","sessionId":"s1","userId":"u1"}`},
+		{"GET", "/apps/demo/eval_sets/smoke/evals", ""},
+		{"GET", "/apps/demo/eval_sets/smoke/evals/greeting", ""},
+		{"GET", "/apps/demo/eval_sets/smoke/evals/missing", ""},
+		{"POST", "/apps/demo/eval_sets/smoke/run_eval", `{"evalIds":["greeting"],` + metrics[1:]},
+		{"POST", "/apps/demo/eval_sets/nope/run_eval", metrics},
+		{"POST", "/apps/demo/eval_sets/smoke/run_eval", `{"evalMetrics":[{"metricName":"no_such_metric","threshold":1}]}`},
+		{"GET", "/apps/demo/eval_results", ""},
+
+		// Editing a case: the second turn now expects another answer.
+		{"PUT", "/apps/demo/eval_sets/smoke/evals/greeting", `{"conversation":[{"userContent":{"parts":[{"text":"hello"}],"role":"user"},"finalResponse":{"parts":[{"text":"Hello!"}],"role":"model"}},{"userContent":{"parts":[{"text":"how are you"}],"role":"user"},"finalResponse":{"parts":[{"text":"Fine, thanks."}],"role":"model"}}],"sessionInput":{"appName":"demo","userId":"u1","state":{}}}`},
+		{"PUT", "/apps/demo/eval_sets/smoke/evals/greeting", `{"evalId":"other","conversation":[]}`},
+
+		// The newer forms.
+		{"GET", "/apps/demo/eval-sets", ""},
+		{"POST", "/apps/demo/eval-sets", `{"evalSet":{"evalSetId":"second","evalCases":[]}}`},
+		{"POST", "/apps/demo/eval-sets", `{"evalSet":{"evalCases":[]}}`},
+		{"GET", "/apps/demo/eval-sets/smoke/eval-cases/greeting", ""},
+		{"POST", "/apps/demo/eval-sets/smoke/run", metrics},
+		{"GET", "/apps/demo/metrics-info", ""},
+		{"POST", "/apps/demo/eval-sets/second/add-session", `{"evalId":"copy","sessionId":"s1","userId":"u1"}`},
+		{"DELETE", "/apps/demo/eval-sets/second/eval-cases/copy", ""},
+		{"DELETE", "/apps/demo/eval-sets/second/eval-cases/copy", ""},
+
+		// The /dev/ prefix serves the same routes.
+		{"GET", "/dev/apps/demo/eval_sets", ""},
+		{"GET", "/dev/apps/demo/eval_sets/smoke/evals", ""},
+		{"GET", "/apps/nope/eval_sets", ""},
+	}
+	var out strings.Builder
+	var resultID string
+	for _, st := range steps {
+		w := f.do(t, st.method, st.path, st.body)
+		fmt.Fprintf(&out, "### %s %s\n", st.method, st.path)
+		if st.body != "" {
+			fmt.Fprintf(&out, "> %s\n", st.body)
+		}
+		fmt.Fprintf(&out, "%d %s\n", w.Code, w.Header().Get("Content-Type"))
+		if w.Body.Len() > 0 {
+			body := normalizeJSON(t, w.Body.Bytes(), true)
+			if st.path == "/apps/demo/eval_results" {
+				resultID = strings.Trim(strings.TrimSpace(strings.Trim(body, "[]\n ")), `"`)
+			}
+			body = evalTimeRE.ReplaceAllString(body, `"$1": "<time>"`)
+			body = evalSessionRE.ReplaceAllString(body, "___eval___session___<id>")
+			body = evalResultRE.ReplaceAllString(body, "demo_smoke_<time>")
+			body = evalInvRE.ReplaceAllString(body, `"e-<id>"`)
+			out.WriteString(body + "\n")
+		}
+		out.WriteString("\n")
+	}
+	// The saved result reads back by its id, in both forms.
+	for _, p := range []string{"/apps/demo/eval_results/", "/apps/demo/eval-results/"} {
+		w := f.do(t, "GET", p+resultID, "")
+		if w.Code != 200 || !strings.Contains(w.Body.String(), `"evalSetResultId":"`+resultID+`"`) || !strings.Contains(w.Body.String(), `"finalEvalStatus":1`) {
+			t.Errorf("GET %s%s: %d %s", p, resultID, w.Code, w.Body.String())
+		}
+	}
+	if w := f.do(t, "GET", "/apps/demo/eval_results/nope", ""); w.Code != 404 {
+		t.Errorf("missing result: %d", w.Code)
+	}
+	// The set is stored in ADK's file form.
+	set, err := eval.ReadSetFile(filepath.Join(store.Dir, "demo", "smoke.evalset.json"))
+	if err != nil || len(set.EvalCases) != 1 || eval.Text(set.EvalCases[0].Conversation[1].FinalResponse) != "Fine, thanks." {
+		t.Errorf("stored set: %+v %v", set, err)
+	}
+
+	golden := filepath.Join("testdata", "eval_routes.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(out.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got := out.String(); got != string(want) {
+		t.Errorf("responses differ from %s (run with -update after checking the change):\n%s", golden, lineDiff(string(want), got))
+	}
+}
+
+func TestEvalRoutesNotConfigured(t *testing.T) {
+	f := newFixture(t, server.Config{})
+	w := f.do(t, "GET", "/apps/demo/eval_sets", "")
+	if w.Code != 501 || !strings.Contains(w.Body.String(), "not configured") {
+		t.Errorf("%d %s", w.Code, w.Body.String())
+	}
+}
+
+// TestEvalSessionsNotListed checks that the sessions an eval run creates
+// stay out of the session list, as in ADK.
+func TestEvalSessionsNotListed(t *testing.T) {
+	f := newFixture(t, server.Config{Evals: eval.NewDirStore(t.TempDir())})
+	f.do(t, "POST", "/apps/demo/users/u1/sessions", `{"sessionId":"s1"}`)
+	f.do(t, "POST", "/run", runBody("s1", "hello", false))
+	f.do(t, "POST", "/apps/demo/eval_sets/smoke", "")
+	f.do(t, "POST", "/apps/demo/eval_sets/smoke/add_session", `{"evalId":"c","sessionId":"s1","userId":"u1"}`)
+	if w := f.do(t, "POST", "/apps/demo/eval_sets/smoke/run_eval", `{"evalMetrics":[{"metricName":"response_match_score","threshold":1}]}`); w.Code != 200 {
+		t.Fatalf("run: %d %s", w.Code, w.Body.String())
+	}
+	w := f.do(t, "GET", "/apps/demo/users/u1/sessions", "")
+	if strings.Contains(w.Body.String(), eval.SessionPrefix) || !strings.Contains(w.Body.String(), `"s1"`) {
+		t.Errorf("listed sessions: %s", w.Body.String())
+	}
+}
