@@ -137,6 +137,12 @@ type Config struct {
 	// connection, lifted once the body is read, so responses (event
 	// streams included) may take as long as they need.
 	BodyReadTimeout time.Duration
+	// Mounts serves more handlers under path prefixes ("/a2a/assistant"
+	// serves that path and every path below it), behind the same host,
+	// origin and body-size guards and Authenticate as the API routes. The
+	// handler sees the full request path. Prefixes start with "/" and must
+	// not be "/" itself or overlap the API's routes.
+	Mounts map[string]http.Handler
 }
 
 // DefaultBodyReadTimeout is the body read limit used when
@@ -193,6 +199,9 @@ func New(cfg Config) (*Server, error) {
 		s.cfg.MaxJSONDepth = DefaultMaxJSONDepth
 	}
 	s.routes()
+	if err := s.mount(); err != nil {
+		return nil, err
+	}
 	hosts, err := s.hostGuard()
 	if err != nil {
 		return nil, err
@@ -276,6 +285,37 @@ func (s *Server) routes() {
 	s.handle("GET /dev/apps/{app}/debug/trace/{eventID}", s.traceEvent)
 	s.handle("GET /debug/trace/session/{sid}", s.traceSession)
 	s.handle("GET /debug/trace/{eventID}", s.traceEvent)
+}
+
+// mount registers Config.Mounts.
+func (s *Server) mount() (err error) {
+	for prefix, h := range s.cfg.Mounts {
+		p := strings.TrimSuffix(prefix, "/")
+		if !strings.HasPrefix(p, "/") || h == nil {
+			return fmt.Errorf("server: bad mount %q: want a path below / and a handler", prefix)
+		}
+		serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r, err := s.authenticate(r)
+			if err != nil {
+				s.serveError(w, r, err)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+		func() {
+			defer func() { // the mux panics on a pattern that conflicts with a route
+				if v := recover(); v != nil {
+					err = fmt.Errorf("server: mount %q: %v", prefix, v)
+				}
+			}()
+			s.mux.Handle(p, serve)
+			s.mux.Handle(p+"/", serve)
+		}()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // serveMux dispatches to the routes. Requests no route matches get ADK's

@@ -59,6 +59,14 @@ func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 		return fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
 	}
 
+	userID := UserPrefix + rc.ContextID
+	if rc.StoredTask == nil { // a new task, maybe of a new context
+		key := session.Key{AppName: e.r.AppName(), UserID: userID, SessionID: rc.ContextID}
+		if _, err := e.r.Sessions().Create(ctx, key, nil); err != nil && !errors.Is(err, session.ErrAlreadyExists) {
+			return fmt.Errorf("create the session of context %s: %w", rc.ContextID, err)
+		}
+	}
+
 	runCtx, cancel := context.WithCancelCause(ctx)
 	e.mu.Lock()
 	e.running[rc.TaskID] = cancel
@@ -86,7 +94,7 @@ func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 		artifact = a2a.NewArtifactID()
 		appended bool
 	)
-	for ev, err := range e.r.Run(runCtx, UserPrefix+rc.ContextID, rc.ContextID, msg, nil) {
+	for ev, err := range e.r.Run(runCtx, userID, rc.ContextID, msg, nil) {
 		if err != nil {
 			if errors.Is(context.Cause(runCtx), errCanceled) {
 				break
