@@ -2,6 +2,7 @@ package a2aserver_test
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"net/http"
 	"net/http/httptest"
@@ -28,10 +29,30 @@ type testModel struct{ offline, slow model.LLM }
 func (m testModel) Name() string { return "test" }
 
 func (m testModel) Generate(ctx context.Context, req *model.Request, stream bool) iter.Seq2[*model.Response, error] {
-	if len(scripted.LastFunctionResponse(req)) == 0 && strings.Contains(scripted.LastUserText(req), "slow") {
+	res := scripted.LastFunctionResponse(req)
+	text := scripted.LastUserText(req)
+	switch {
+	case len(res) == 0 && strings.Contains(text, "slow"):
 		return m.slow.Generate(ctx, req, stream)
+	case len(res) == 0 && strings.Contains(text, "ticket"):
+		return scripted.NewSequence("ticket", scripted.Call("open_ticket", map[string]any{"title": text})).Generate(ctx, req, stream)
+	case len(res) > 0 && res[0].Name == "open_ticket":
+		return scripted.NewSequence("ticket", scripted.Text(fmt.Sprintf("Ticket %v.", res[0].Response["status"]))).Generate(ctx, req, stream)
 	}
 	return m.offline.Generate(ctx, req, stream)
+}
+
+type ticketArgs struct {
+	Title string `json:"title"`
+}
+
+// openTicket is a long-running tool: it opens a ticket that a person
+// closes later, answering the call.
+func openTicket() (tool.Tool, error) {
+	return functiontool.New(functiontool.Config{Name: "open_ticket", Description: "Opens a ticket for a person to handle.", LongRunning: true},
+		func(ctx context.Context, _ tool.Context, args ticketArgs) (map[string]any, error) {
+			return map[string]any{"status": "pending", "title": args.Title}, nil
+		})
 }
 
 type noArgs struct{}
@@ -57,11 +78,15 @@ func newRunner(t testing.TB) *runner.Runner {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ticket, err := openTicket()
+	if err != nil {
+		t.Fatal(err)
+	}
 	root, err := llmagent.New(llmagent.Config{
 		Name:        "assistant",
 		Description: assistant.Description,
 		Model:       testModel{offline: assistant.Offline(), slow: scripted.New("slow", func(context.Context, *model.Request) (scripted.Turn, error) { return scripted.Call("slow_job", map[string]any{}), nil })},
-		Tools:       append(tools, slow),
+		Tools:       append(tools, slow, ticket),
 	})
 	if err != nil {
 		t.Fatal(err)
