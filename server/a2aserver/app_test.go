@@ -85,8 +85,10 @@ func newRunner(t testing.TB) *runner.Runner {
 	root, err := llmagent.New(llmagent.Config{
 		Name:        "assistant",
 		Description: assistant.Description,
-		Model:       testModel{offline: assistant.Offline(), slow: scripted.New("slow", func(context.Context, *model.Request) (scripted.Turn, error) { return scripted.Call("slow_job", map[string]any{}), nil })},
-		Tools:       append(tools, slow, ticket),
+		Model: testModel{offline: assistant.Offline(), slow: scripted.New("slow", func(context.Context, *model.Request) (scripted.Turn, error) {
+			return scripted.Call("slow_job", map[string]any{}), nil
+		})},
+		Tools: append(tools, slow, ticket),
 	})
 	if err != nil {
 		t.Fatal(err)
