@@ -75,6 +75,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime"
 	"slices"
 	"strings"
@@ -293,6 +294,11 @@ func (s *Server) mount() (err error) {
 		p := strings.TrimSuffix(prefix, "/")
 		if !strings.HasPrefix(p, "/") || h == nil {
 			return fmt.Errorf("server: bad mount %q: want a path below / and a handler", prefix)
+		}
+		for _, m := range []string{http.MethodGet, http.MethodPost} {
+			if _, taken := s.mux.Handler(&http.Request{Method: m, Host: "localhost", URL: &url.URL{Path: p}}); taken != "" {
+				return fmt.Errorf("server: mount %q overlaps the route %q", prefix, taken)
+			}
 		}
 		serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			r, err := s.authenticate(r)
