@@ -436,7 +436,11 @@ func (s *stream) pause(parts []a2a.Part) {
 	}
 	ev := s.newEvent(out)
 	ev.LongRunningToolIDs = longRun
-	s.yield(ev, nil)
+	if s.yield(ev, nil) {
+		// The whole invocation waits for the answer: enclosing workflows
+		// do not run ahead.
+		s.inv.End()
+	}
 }
 
 // fail reports a failed request.

@@ -15,6 +15,7 @@ import (
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/agent/remoteagent"
+	"github.com/loomkit/loom/agent/workflowagent"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"
@@ -270,5 +271,34 @@ func TestJSServerAsTool(t *testing.T) {
 	evs, _ := turn(t, r, "s", user("go"))
 	if got := text(evs); !strings.Contains(got, "the tool said: js agent: hello as a tool (turn 1)") {
 		t.Errorf("agent tool: %q, want the remote's answer as the tool result", got)
+	}
+}
+
+// As a workflow node: the remote's pause pauses the workflow, and the
+// answer resumes the remote task, then the workflow goes on.
+func TestJSServerInWorkflow(t *testing.T) {
+	base := jsServer(t)
+	after, err := llmagent.New(llmagent.Config{Name: "after", Model: scripted.New("m", func(context.Context, *model.Request) (scripted.Turn, error) {
+		return scripted.Text("after the remote"), nil
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := workflowagent.NewSequential(workflowagent.Config{Name: "seq", SubAgents: []agent.Agent{newRemote(t, "js", base), after}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(t, seq)
+	evs, _ := turn(t, r, "s", user("name please"))
+	fc := pausedCall(t, evs)
+	for _, ev := range evs {
+		if ev.Author == "after" {
+			t.Fatalf("the workflow went on past the paused remote: %q", text(evs))
+		}
+	}
+	evs, _ = turn(t, r, "s", answer(fc, map[string]any{"response": "Grace"}))
+	got := text(evs)
+	if !strings.Contains(got, "Nice to meet you, Grace.") || !strings.Contains(got, "after the remote") {
+		t.Errorf("resumed workflow: %q, want the remote's reply, then the next node", got)
 	}
 }

@@ -12,10 +12,11 @@
 // message per committed event, an artifact update per final response text,
 // then "completed", "failed" (an error event or a run error), "canceled"
 // (tasks/cancel cancels the invocation) or "input-required" when the
-// invocation pauses for a confirmation, a long-running tool or a credential.
-// The input-required status message lists the pausing function calls as
-// data parts; the client's next message on the task answers them and
-// resumes the invocation (see [Handler] for how a reply is read).
+// invocation pauses for a confirmation or a long-running tool
+// ("auth-required" when it pauses only for credentials). That status
+// message lists the pausing function calls as data parts; the client's next
+// message on the task answers them and resumes the invocation (see
+// [Handler] for how a reply is read).
 //
 // A task runs detached from the request that started it: a client that
 // disconnects loses nothing, since the runner keeps committing, and it can

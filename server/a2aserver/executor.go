@@ -93,6 +93,9 @@ func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 		failure  *a2a.Message
 		artifact = a2a.NewArtifactID()
 		appended bool
+		// credentialsOnly: every pausing call asks for a credential, and
+		// the task waits in "auth-required" instead of "input-required".
+		credentialsOnly = true
 	)
 	for ev, err := range e.r.Run(runCtx, userID, rc.ContextID, msg, nil) {
 		if err != nil {
@@ -105,10 +108,11 @@ func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 		if ev.Partial {
 			continue
 		}
-		calls, _ := agent.PausingCalls(ev)
-		for _, fc := range calls {
+		calls, kinds := agent.PausingCalls(ev)
+		for i, fc := range calls {
 			pausing = append(pausing, &genai.Part{FunctionCall: fc})
 			longRun = append(longRun, fc.ID)
+			credentialsOnly = credentialsOnly && kinds[i] == agent.PauseCredential
 		}
 		var parts []a2a.Part
 		if ev.Content != nil {
@@ -146,7 +150,11 @@ func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 	case failure != nil:
 		final = a2a.NewStatusUpdateEvent(rc, a2a.TaskStateFailed, failure)
 	case len(pausing) > 0:
-		final = a2a.NewStatusUpdateEvent(rc, a2a.TaskStateInputRequired, agentMessage(rc, nil, a2aparts.FromGenai(pausing, longRun)...))
+		state := a2a.TaskStateInputRequired
+		if credentialsOnly {
+			state = a2a.TaskStateAuthRequired
+		}
+		final = a2a.NewStatusUpdateEvent(rc, state, agentMessage(rc, nil, a2aparts.FromGenai(pausing, longRun)...))
 	default:
 		final = a2a.NewStatusUpdateEvent(rc, a2a.TaskStateCompleted, nil)
 	}
