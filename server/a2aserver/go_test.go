@@ -20,7 +20,7 @@ import (
 	"github.com/loomkit/loom/session"
 )
 
-func goClient(t *testing.T, base string) *a2aclient.Client {
+func goClient(t testing.TB, base string) *a2aclient.Client {
 	t.Helper()
 	card, err := agentcard.NewResolver(http.DefaultClient).Resolve(context.Background(), base)
 	if err != nil {
