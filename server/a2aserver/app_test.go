@@ -119,6 +119,21 @@ func serve(t testing.TB, r *runner.Runner) (*a2aserver.Handler, string) {
 	return h, srv.URL + "/a2a/assistant"
 }
 
+// serveNoCleanup serves the test app until stop is called, for tests that
+// check what is left after that.
+func serveNoCleanup(t testing.TB) (stop func(), base string) {
+	t.Helper()
+	h, err := a2aserver.New(a2aserver.Config{Runner: newRunner(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	return func() {
+		h.Close()
+		srv.Close()
+	}, srv.URL
+}
+
 // a2aJS returns the node_modules directory holding the A2A JavaScript SDK,
 // installed by scripts/a2a-js.sh; it skips the test (fails it under CI)
 // when it is not installed.
