@@ -101,3 +101,28 @@ func TestConcurrentTasks(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A paused task can be cancelled; its context goes on with new tasks.
+func TestCancelPausedTask(t *testing.T) {
+	_, base := serve(t, newRunner(t))
+	c := goClient(t, base)
+	ctx := context.Background()
+	paused := send(t, c, a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "email bob@example.com: hi"}))
+	if paused.Status.State != a2a.TaskStateInputRequired {
+		t.Fatalf("state %s, want input-required", paused.Status.State)
+	}
+	cancelled, err := c.CancelTask(ctx, &a2a.TaskIDParams{ID: paused.ID})
+	if err != nil || cancelled.Status.State != a2a.TaskStateCanceled {
+		t.Fatalf("tasks/cancel = %v, %v; want canceled", cancelled, err)
+	}
+	late := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "yes"})
+	late.TaskID, late.ContextID = paused.ID, paused.ContextID
+	if _, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: late}); err == nil {
+		t.Error("a reply to a cancelled task was accepted")
+	}
+	next := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "add 1 and 2"})
+	next.ContextID = paused.ContextID
+	if task := send(t, c, next); task.Status.State != a2a.TaskStateCompleted || !strings.Contains(artifactText(task), "3") {
+		t.Errorf("next task of the context: %s %q, want completed with the sum", task.Status.State, artifactText(task))
+	}
+}
