@@ -15,7 +15,9 @@
 //
 // web and api take --host (default 127.0.0.1), --port (default 8000) and
 // --allow-origins (comma-separated origins allowed to call the API from a
-// browser, "*" for any). run takes the application's name, --session to
+// browser, "*" for any); with --a2a they also serve every application
+// over the Agent2Agent protocol at [A2APath] (package server/a2aserver).
+// run takes the application's name, --session to
 // continue a session (its earlier conversation is shown first), --user and
 // --no-stream, before or after the name; it does not take --host, --port
 // or --allow-origins.
