@@ -6,6 +6,7 @@ package remoteagent_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -60,6 +61,8 @@ func loomServer(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var stderr bytes.Buffer // read after Wait
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +75,9 @@ func loomServer(t *testing.T) string {
 		case <-time.After(15 * time.Second):
 			cmd.Process.Kill()
 			<-done
+		}
+		if t.Failed() {
+			t.Logf("loom api --a2a stderr:\n%s", stderr.String())
 		}
 	})
 	lines := make(chan string, 1)

@@ -121,7 +121,7 @@ func New(cfg Config) (*Handler, error) {
 		a2asrv.WithConcurrencyConfig(limiter.ConcurrencyConfig{MaxExecutions: cfg.MaxConcurrentTasks}),
 		a2asrv.WithLogger(cfg.Logger),
 	)
-	return &Handler{cfg: cfg, rpc: a2asrv.NewJSONRPCHandler(rh), exec: exec, tools: skills(cfg.Runner.Agent())}, nil
+	return &Handler{cfg: cfg, rpc: a2asrv.NewJSONRPCHandler(settling{rh}), exec: exec, tools: skills(cfg.Runner.Agent())}, nil
 }
 
 // ServeHTTP implements http.Handler.
