@@ -118,7 +118,7 @@ func TestInProgressMatchesTheSDK(t *testing.T) {
 		done <- err
 	}()
 	b.release <- struct{}{} // the first execution ends
-	for { // the rest of the first stream
+	for {                   // the rest of the first stream
 		_, err, ok := next()
 		if !ok {
 			break
