@@ -26,6 +26,7 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/llmagent"
+	"github.com/loomkit/loom/agent/remoteagent"
 	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/agent/workflowagent"
 	"github.com/loomkit/loom/cli"
@@ -38,6 +39,7 @@ import (
 	"github.com/loomkit/loom/plugin/compaction"
 	"github.com/loomkit/loom/plugin/telemetry"
 	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/server/a2aserver"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
 	"github.com/loomkit/loom/tool"
@@ -546,5 +548,43 @@ func TestREADMEWorkflow(t *testing.T) {
 	}
 	if out != "refund approved: true" {
 		t.Errorf("output = %v", out)
+	}
+}
+
+// The README's A2A snippets: the handler serves the agent card, and the
+// remote agent is built without contacting its server.
+func TestREADMEA2A(t *testing.T) {
+	llm := scripted.NewSequence("m", scripted.Text("ok"))
+	root0, err := assistant.New(assistant.Offline())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "assistant", Agent: root0, Sessions: session.NewService(memsession.New(), nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+
+	h, _ := a2aserver.New(a2aserver.Config{Runner: r})
+	mux.Handle("/a2a/assistant/", http.StripPrefix("/a2a/assistant", h))
+
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	res, err := http.Get(srv.URL + "/a2a/assistant/.well-known/agent-card.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var card struct{ Name, URL string }
+	err = json.NewDecoder(res.Body).Decode(&card)
+	res.Body.Close()
+	if err != nil || card.Name != "assistant" || card.URL != srv.URL+"/a2a/assistant" {
+		t.Errorf("card %+v, %v", card, err)
+	}
+
+	helper, _ := remoteagent.New(remoteagent.Config{Name: "helper", URL: "http://localhost:8000/a2a/assistant"})
+	root, _ := llmagent.New(llmagent.Config{Name: "front_desk", Model: llm, SubAgents: []agent.Agent{helper}})
+
+	if root == nil || len(root.SubAgents()) != 1 || root.SubAgents()[0].Name() != "helper" {
+		t.Errorf("root %v", root)
 	}
 }

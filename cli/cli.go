@@ -17,11 +17,13 @@
 //
 // web and api take --host (default 127.0.0.1), --port (default 8000),
 // --allow-origins (comma-separated origins allowed to call the API from a
-// browser, "*" for any) and --evals (the directory of the eval sets and
-// results the evaluation routes serve, default ./.loom/evals). run takes
-// the application's name, --session to continue a session (its earlier
-// conversation is shown first), --user and --no-stream, before or after the
-// name; it does not take --host, --port or --allow-origins.
+// browser, "*" for any), --evals (the directory of the eval sets and
+// results the evaluation routes serve, default ./.loom/evals) and --a2a
+// (also serve every application over the Agent2Agent protocol at
+// [A2APath], package server/a2aserver). run takes the application's name,
+// --session to continue a session (its earlier conversation is shown
+// first), --user and --no-stream, before or after the name; it does not
+// take --host, --port or --allow-origins.
 //
 // eval takes the application's name and eval set files, and --config,
 // --print-details, --num-runs, --parallel, --judge-model and --evals; it

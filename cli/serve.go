@@ -15,6 +15,7 @@ import (
 	"github.com/loomkit/loom/plugin/telemetry"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/server/a2aserver"
 	"github.com/loomkit/loom/server/ui"
 )
 
@@ -43,6 +44,7 @@ func serve(ctx context.Context, env Env, args []string, apps []App, withUI bool)
 	port := fs.Int("port", 8000, "`port` to listen on (0 picks a free one)")
 	origins := fs.String("allow-origins", "", "comma-separated browser `origins` allowed to call the API (\"*\" for any, without credentials)")
 	evals := fs.String("evals", DefaultEvals, "`directory` of the eval sets and results the evaluation routes serve (results go to the session database when --sessions names one other than the default)")
+	withA2A := fs.Bool("a2a", false, "also serve every application over the Agent2Agent (A2A) protocol, at /a2a/APP (agent card at /a2a/APP"+a2aserver.CardPath+")")
 	hosts := fs.String("allowed-hosts", "", "comma-separated `hosts` (name or name:port) accepted in the Host header besides localhost, 127.0.0.1 and [::1], and the --host address; \"*\" for any")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -83,7 +85,14 @@ func serve(ctx context.Context, env Env, args []string, apps []App, withUI bool)
 	} else if len(allowed) == 0 {
 		fmt.Fprintf(env.Stderr, "loom: listening on every interface; only localhost names are accepted as Host: pass --allowed-hosts with the names or addresses clients use\n")
 	}
-	cfg := server.Config{Apps: runners, AllowedOrigins: splitList(*origins), AllowedHosts: allowed, Version: version(), Traces: traceRoutes{tel}}
+	var mounts map[string]http.Handler
+	var agents []*a2aserver.Handler
+	if *withA2A {
+		if mounts, agents, err = a2aMounts(runners); err != nil {
+			return err
+		}
+	}
+	cfg := server.Config{Apps: runners, AllowedOrigins: splitList(*origins), AllowedHosts: allowed, Version: version(), Traces: traceRoutes{tel}, Mounts: mounts}
 	cfg.Evals, _ = evalStore(&o, svc, *evals)
 	if name := cmp.Or(o.model, defaultModel(env.Getenv)); name != "" {
 		// The judge of LLM-judged metrics in eval runs started from the UI.
@@ -100,13 +109,23 @@ func serve(ctx context.Context, env Env, args []string, apps []App, withUI bool)
 		h = ui.Wrap(api)
 	}
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout}
-	hs.RegisterOnShutdown(func() { api.Close() })
+	hs.RegisterOnShutdown(func() {
+		api.Close()
+		for _, a := range agents {
+			a.Close()
+		}
+	})
 
 	base := baseURL(ln.Addr())
 	if withUI {
 		fmt.Fprintf(env.Stderr, "loom: dev UI at %s%s (API at %s)\n", base, ui.Prefix, base)
 	} else {
 		fmt.Fprintf(env.Stderr, "loom: API at %s\n", base)
+	}
+	for _, r := range runners {
+		if *withA2A {
+			fmt.Fprintf(env.Stderr, "loom: A2A agent %s at %s%s\n", r.AppName(), base, A2APath(r.AppName()))
+		}
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -205,4 +224,25 @@ func (t traceRoutes) SessionSpans(ctx context.Context, q server.TraceQuery) ([]s
 
 func (t traceRoutes) EventAttributes(ctx context.Context, q server.TraceQuery, eventID string) (map[string]any, error) {
 	return t.Telemetry.EventAttributes(ctx, telemetry.Owner(q), eventID)
+}
+
+// A2APath is where "loom web --a2a" and "loom api --a2a" serve the
+// application app over A2A, as ADK's servers do: JSON-RPC at the path
+// itself, the agent card below it at a2aserver.CardPath.
+func A2APath(app string) string { return "/a2a/" + app }
+
+// a2aMounts returns the A2A handlers of the runners, by mount path.
+func a2aMounts(runners []*runner.Runner) (map[string]http.Handler, []*a2aserver.Handler, error) {
+	mounts := map[string]http.Handler{}
+	var handlers []*a2aserver.Handler
+	for _, r := range runners {
+		h, err := a2aserver.New(a2aserver.Config{Runner: r, Version: version()})
+		if err != nil {
+			return nil, nil, err
+		}
+		p := A2APath(r.AppName())
+		mounts[p] = http.StripPrefix(p, h)
+		handlers = append(handlers, h)
+	}
+	return mounts, handlers, nil
 }

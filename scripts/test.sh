@@ -2,8 +2,8 @@
 # test.sh runs Loom's whole test suite on a fresh machine.
 #
 # It installs and starts what the tests need (a local PostgreSQL server and
-# Debian's Chromium, both via apt when missing, and an MCP server from the
-# npm registry; run as root), then runs every test of the module under the
+# Debian's Chromium, both via apt when missing, and an MCP server and the
+# A2A JavaScript SDK from the npm registry; run as root), then runs every test of the module under the
 # race detector in shuffled order.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +23,12 @@ fi
 LOOM_MCP_EVERYTHING=$(scripts/mcp-server.sh)
 export LOOM_MCP_EVERYTHING
 echo "test.sh: MCP server at $LOOM_MCP_EVERYTHING" >&2
+
+# The A2A JavaScript SDK (from the npm registry) for the A2A server and
+# remote agent tests, which run its client and a scripted server with node.
+LOOM_A2A_JS=$(scripts/a2a-js.sh)
+export LOOM_A2A_JS
+echo "test.sh: A2A JavaScript SDK at $LOOM_A2A_JS" >&2
 
 go test -race -shuffle=on -timeout 20m "$@" ./...
 

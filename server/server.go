@@ -75,6 +75,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime"
 	"slices"
 	"strings"
@@ -145,6 +146,12 @@ type Config struct {
 	// EvalJudge is the judge model of LLM-judged metrics in eval runs, and
 	// the simulated user of scenario cases. Optional.
 	EvalJudge model.LLM
+	// Mounts serves more handlers under path prefixes ("/a2a/assistant"
+	// serves that path and every path below it), behind the same host,
+	// origin and body-size guards and Authenticate as the API routes. The
+	// handler sees the full request path. Prefixes start with "/" and must
+	// not be "/" itself or overlap the API's routes.
+	Mounts map[string]http.Handler
 }
 
 // DefaultBodyReadTimeout is the body read limit used when
@@ -201,6 +208,9 @@ func New(cfg Config) (*Server, error) {
 		s.cfg.MaxJSONDepth = DefaultMaxJSONDepth
 	}
 	s.routes()
+	if err := s.mount(); err != nil {
+		return nil, err
+	}
 	hosts, err := s.hostGuard()
 	if err != nil {
 		return nil, err
@@ -287,6 +297,42 @@ func (s *Server) routes() {
 	s.handle("GET /debug/trace/session/{sid}", s.traceSession)
 	s.handle("GET /debug/trace/{eventID}", s.traceEvent)
 	s.registerEvalRoutes()
+}
+
+// mount registers Config.Mounts.
+func (s *Server) mount() (err error) {
+	for prefix, h := range s.cfg.Mounts {
+		p := strings.TrimSuffix(prefix, "/")
+		if !strings.HasPrefix(p, "/") || h == nil {
+			return fmt.Errorf("server: bad mount %q: want a path below / and a handler", prefix)
+		}
+		for _, m := range []string{http.MethodGet, http.MethodPost} {
+			if _, taken := s.mux.Handler(&http.Request{Method: m, Host: "localhost", URL: &url.URL{Path: p}}); taken != "" {
+				return fmt.Errorf("server: mount %q overlaps the route %q", prefix, taken)
+			}
+		}
+		serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r, err := s.authenticate(r)
+			if err != nil {
+				s.serveError(w, r, err)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+		func() {
+			defer func() { // the mux panics on a pattern that conflicts with a route
+				if v := recover(); v != nil {
+					err = fmt.Errorf("server: mount %q: %v", prefix, v)
+				}
+			}()
+			s.mux.Handle(p, serve)
+			s.mux.Handle(p+"/", serve)
+		}()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // serveMux dispatches to the routes. Requests no route matches get ADK's

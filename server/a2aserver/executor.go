@@ -1,0 +1,307 @@
+package a2aserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2asrv"
+	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/internal/a2aparts"
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session"
+)
+
+// UserPrefix is prefixed to a context id to name the Loom user of its
+// session, as ADK's A2A server does.
+const UserPrefix = "A2A_USER_"
+
+// Metadata keys of the status messages, naming the Loom event a message
+// carries.
+const (
+	MetaAuthor       = "adk_author"
+	MetaEventID      = "adk_event_id"
+	MetaInvocationID = "adk_invocation_id"
+	MetaBranch       = "adk_branch"
+	MetaErrorCode    = "adk_error_code"
+)
+
+// errCanceled is the cause of an invocation cancelled by tasks/cancel.
+var errCanceled = errors.New("a2aserver: task canceled")
+
+// executor runs A2A tasks as Loom invocations.
+type executor struct {
+	r *runner.Runner
+
+	mu      sync.Mutex
+	running map[a2a.TaskID]context.CancelCauseFunc
+}
+
+func newExecutor(r *runner.Runner) *executor {
+	return &executor{r: r, running: map[a2a.TaskID]context.CancelCauseFunc{}}
+}
+
+// Execute runs the invocation of one message of a task and writes its
+// events to q, ending with a final status.
+func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
+	if err := session.CheckID("context id", rc.ContextID); err != nil {
+		return fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
+	}
+	msg, err := userMessage(rc)
+	if err != nil {
+		return fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
+	}
+
+	userID := UserPrefix + rc.ContextID
+	if rc.StoredTask == nil { // a new task, maybe of a new context
+		key := session.Key{AppName: e.r.AppName(), UserID: userID, SessionID: rc.ContextID}
+		if _, err := e.r.Sessions().Create(ctx, key, nil); err != nil && !errors.Is(err, session.ErrAlreadyExists) {
+			return fmt.Errorf("create the session of context %s: %w", rc.ContextID, err)
+		}
+	}
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	e.mu.Lock()
+	e.running[rc.TaskID] = cancel
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.running, rc.TaskID)
+		e.mu.Unlock()
+		cancel(nil)
+	}()
+
+	if rc.StoredTask == nil {
+		if err := q.Write(ctx, a2a.NewSubmittedTask(rc, rc.Message)); err != nil {
+			return err
+		}
+	}
+	if err := q.Write(ctx, a2a.NewStatusUpdateEvent(rc, a2a.TaskStateWorking, nil)); err != nil {
+		return err
+	}
+
+	var (
+		pausing  []*genai.Part
+		longRun  []string
+		failure  *a2a.Message
+		artifact = a2a.NewArtifactID()
+		appended bool
+		// credentialsOnly: every pausing call asks for a credential, and
+		// the task waits in "auth-required" instead of "input-required".
+		credentialsOnly = true
+	)
+	for ev, err := range e.r.Run(runCtx, userID, rc.ContextID, msg, nil) {
+		if err != nil {
+			if errors.Is(context.Cause(runCtx), errCanceled) {
+				break
+			}
+			failure = agentMessage(rc, nil, a2a.TextPart{Text: err.Error()})
+			break
+		}
+		if ev.Partial {
+			continue
+		}
+		calls, kinds := agent.PausingCalls(ev)
+		for i, fc := range calls {
+			pausing = append(pausing, &genai.Part{FunctionCall: fc})
+			longRun = append(longRun, fc.ID)
+			credentialsOnly = credentialsOnly && kinds[i] == agent.PauseCredential
+		}
+		var parts []a2a.Part
+		if ev.Content != nil {
+			parts = a2aparts.FromGenai(ev.Content.Parts, ev.LongRunningToolIDs)
+		}
+		if ev.ErrorCode != "" || ev.ErrorMessage != "" {
+			text := ev.ErrorMessage
+			if text == "" {
+				text = ev.ErrorCode
+			}
+			failure = agentMessage(rc, eventMeta(ev), a2a.TextPart{Text: text})
+			failure.Metadata[MetaErrorCode] = ev.ErrorCode
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		if err := q.Write(ctx, a2a.NewStatusUpdateEvent(rc, a2a.TaskStateWorking, agentMessage(rc, eventMeta(ev), parts...))); err != nil {
+			return err
+		}
+		if text := finalText(ev); len(text) > 0 {
+			up := a2a.NewArtifactUpdateEvent(rc, artifact, text...)
+			up.Append = appended
+			up.Artifact.Name = "response"
+			appended = true
+			if err := q.Write(ctx, up); err != nil {
+				return err
+			}
+		}
+	}
+
+	var final *a2a.TaskStatusUpdateEvent
+	switch {
+	case errors.Is(context.Cause(runCtx), errCanceled):
+		final = a2a.NewStatusUpdateEvent(rc, a2a.TaskStateCanceled, nil)
+	case failure != nil:
+		final = a2a.NewStatusUpdateEvent(rc, a2a.TaskStateFailed, failure)
+	case len(pausing) > 0:
+		state := a2a.TaskStateInputRequired
+		if credentialsOnly {
+			state = a2a.TaskStateAuthRequired
+		}
+		final = a2a.NewStatusUpdateEvent(rc, state, agentMessage(rc, nil, a2aparts.FromGenai(pausing, longRun)...))
+	default:
+		final = a2a.NewStatusUpdateEvent(rc, a2a.TaskStateCompleted, nil)
+	}
+	final.Final = true
+	return q.Write(ctx, final)
+}
+
+// Cancel cancels the task's invocation if it runs (Execute then ends the
+// task as canceled), or ends a paused task as canceled.
+func (e *executor) Cancel(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
+	e.mu.Lock()
+	cancel := e.running[rc.TaskID]
+	e.mu.Unlock()
+	if cancel != nil {
+		cancel(errCanceled)
+		return nil
+	}
+	ev := a2a.NewStatusUpdateEvent(rc, a2a.TaskStateCanceled, nil)
+	ev.Final = true
+	return q.Write(ctx, ev)
+}
+
+// cancelAll cancels every running invocation.
+func (e *executor) cancelAll() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, cancel := range e.running {
+		cancel(errCanceled)
+	}
+}
+
+func agentMessage(rc *a2asrv.RequestContext, meta map[string]any, parts ...a2a.Part) *a2a.Message {
+	m := a2a.NewMessageForTask(a2a.MessageRoleAgent, rc, parts...)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	m.Metadata = meta
+	return m
+}
+
+func eventMeta(ev *event.Event) map[string]any {
+	m := map[string]any{MetaAuthor: ev.Author, MetaEventID: ev.ID, MetaInvocationID: ev.InvocationID}
+	if ev.Branch != "" {
+		m[MetaBranch] = ev.Branch
+	}
+	return m
+}
+
+// finalText returns the text parts of ev when it is an agent's final
+// response: text without function calls or responses.
+func finalText(ev *event.Event) []a2a.Part {
+	if ev.Author == event.AuthorUser || ev.Content == nil || len(ev.FunctionCalls()) > 0 || len(ev.FunctionResponses()) > 0 {
+		return nil
+	}
+	var out []a2a.Part
+	for _, p := range ev.Content.Parts {
+		if p != nil && p.Text != "" && !p.Thought {
+			out = append(out, a2a.TextPart{Text: p.Text})
+		}
+	}
+	return out
+}
+
+// userMessage converts the message of rc to a Loom user message. A reply
+// to an input-required task answers the task's pausing calls (see Handler).
+func userMessage(rc *a2asrv.RequestContext) (*genai.Content, error) {
+	if rc.Message == nil {
+		return nil, errors.New("no message")
+	}
+	var parts []*genai.Part
+	if calls := pendingCalls(rc.StoredTask); len(calls) > 0 {
+		var err error
+		if parts, err = answers(calls, rc.Message.Parts); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if parts, err = a2aparts.ToGenai(rc.Message.Parts); err != nil {
+			return nil, err
+		}
+	}
+	if len(parts) == 0 {
+		return nil, errors.New("the message has no content")
+	}
+	return &genai.Content{Role: genai.RoleUser, Parts: parts}, nil
+}
+
+// pendingCalls returns the pausing calls an input-required task waits for.
+func pendingCalls(task *a2a.Task) []*genai.FunctionCall {
+	if task == nil || task.Status.Message == nil ||
+		(task.Status.State != a2a.TaskStateInputRequired && task.Status.State != a2a.TaskStateAuthRequired) {
+		return nil
+	}
+	var out []*genai.FunctionCall
+	for _, p := range task.Status.Message.Parts {
+		dp, ok := p.(a2a.DataPart)
+		if !ok || a2aparts.Kind(dp) != a2aparts.TypeFunctionCall {
+			continue
+		}
+		gp, err := a2aparts.ToGenai([]a2a.Part{dp})
+		if err == nil && len(gp) == 1 && gp[0].FunctionCall.ID != "" {
+			out = append(out, gp[0].FunctionCall)
+		}
+	}
+	return out
+}
+
+// answers maps the reply parts to function responses for calls.
+func answers(calls []*genai.FunctionCall, reply []a2a.Part) ([]*genai.Part, error) {
+	var explicit, data []a2a.Part
+	for _, p := range reply {
+		if dp, ok := p.(a2a.DataPart); ok {
+			if a2aparts.Kind(dp) == a2aparts.TypeFunctionResponse {
+				explicit = append(explicit, dp)
+			} else {
+				data = append(data, dp)
+			}
+		}
+	}
+	if len(explicit) > 0 {
+		return a2aparts.ToGenai(explicit)
+	}
+	text := strings.TrimSpace(a2aparts.Text(reply))
+	if len(data) == 0 && text == "" {
+		return nil, errors.New("the reply to an input-required task has neither text nor data")
+	}
+	var out []*genai.Part
+	for _, fc := range calls {
+		var resp map[string]any
+		switch {
+		case len(data) > 0:
+			resp = data[0].(a2a.DataPart).Data
+		case fc.Name == event.FunctionRequestConfirmation:
+			resp = map[string]any{"confirmed": approves(text)}
+		default:
+			resp = map[string]any{"response": text}
+		}
+		out = append(out, &genai.Part{FunctionResponse: &genai.FunctionResponse{ID: fc.ID, Name: fc.Name, Response: resp}})
+	}
+	return out, nil
+}
+
+// approves reports whether a text reply approves a confirmation.
+func approves(text string) bool {
+	switch strings.ToLower(strings.Trim(strings.TrimSpace(text), ".!")) {
+	case "yes", "y", "ok", "approve", "approved", "confirm", "confirmed", "true":
+		return true
+	}
+	return false
+}
