@@ -51,6 +51,7 @@ import (
 	"syscall"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/agentconfig"
 	"github.com/loomkit/loom/model"
 )
 
@@ -74,6 +75,22 @@ type App struct {
 	// key is set: typically a scripted model, so the application works
 	// without a network. Optional.
 	Offline func() model.LLM
+
+	// file is set for an application defined by config files (directory
+	// mode, fileapps.go).
+	file *fileApp
+}
+
+// Program is a command line program: the applications compiled into it and
+// the registry of Go tools, toolsets, callbacks and agents that the config
+// files of applications given as directories can name. Main(apps...) is
+// Program{Apps: apps}.Main().
+type Program struct {
+	// Apps are the applications compiled into the program.
+	Apps []App
+	// Registry holds what config files may name beyond the built-in tools
+	// and agent classes; nil for nothing more.
+	Registry *agentconfig.Registry
 }
 
 // Env is what a run of the CLI reads and writes. Zero fields mean the
@@ -110,15 +127,27 @@ var errUsage = errors.New("usage")
 // SIGINT or SIGTERM, and returns the process exit code: 0 on success, 1 on
 // failure, 2 for a bad command line.
 func Main(apps ...App) int {
+	return Program{Apps: apps}.Main()
+}
+
+// Main runs the command line of os.Args, like the function Main, with the
+// program's applications and registry.
+func (p Program) Main() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return Run(ctx, os.Args[1:], Env{}, apps...)
+	return p.Run(ctx, os.Args[1:], Env{})
 }
 
 // Run runs the command line args (without the program name) with apps and
 // returns the exit code, like Main, but without installing signal handlers:
 // it stops when ctx is done.
 func Run(ctx context.Context, args []string, env Env, apps ...App) int {
+	return Program{Apps: apps}.Run(ctx, args, env)
+}
+
+// Run runs the command line args, like the function Run, with the
+// program's applications and registry.
+func (p Program) Run(ctx context.Context, args []string, env Env) int {
 	env.fill()
 	if len(args) == 0 {
 		usage(env.Stderr)
@@ -127,11 +156,13 @@ func Run(ctx context.Context, args []string, env Env, apps ...App) int {
 	var err error
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "web":
-		err = serve(ctx, env, rest, apps, true)
+		err = serve(ctx, env, rest, p, true)
 	case "api":
-		err = serve(ctx, env, rest, apps, false)
+		err = serve(ctx, env, rest, p, false)
 	case "run":
-		err = chat(ctx, env, rest, apps)
+		err = chat(ctx, env, rest, p)
+	case "create":
+		err = create(env, rest)
 	case "version", "--version", "-version":
 		fmt.Fprintf(env.Stdout, "loom %s (%s %s/%s)\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	case "help", "-h", "-help", "--help":
@@ -158,9 +189,10 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `Loom: build, run and serve ADK agents.
 
 Usage:
-  loom web [flags]          serve the HTTP API and the dev web UI
-  loom api [flags]          serve the HTTP API only
-  loom run [flags] APP      chat with an application in the terminal
+  loom web [flags] [DIR]    serve the HTTP API and the dev web UI
+  loom api [flags] [DIR]    serve the HTTP API only
+  loom run [flags] APP      chat with an application (APP may be DIR/APP)
+  loom create NAME          scaffold a new application (--yaml or --go)
   loom version              print the version
 
 Run "loom COMMAND -h" for the flags of a command.
