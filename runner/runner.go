@@ -102,7 +102,7 @@ type Runner struct {
 	cfg       Config
 	tree      atomic.Pointer[agent.Tree] // the current tree (Config.Refresh)
 	refreshMu sync.Mutex                 // serializes Refresh
-	callbacks agent.Callbacks // merged from the plugins
+	callbacks agent.Callbacks            // merged from the plugins
 
 	mu        sync.Mutex
 	live      map[session.Key]*liveSession
