@@ -11,6 +11,7 @@
 //	web    serve the HTTP API and the dev web UI (open the printed URL)
 //	api    serve the HTTP API only
 //	run    chat with one application in the terminal
+//	create scaffold a new application (--yaml: an agent config; --go: a Go module)
 //	version
 //
 // web and api take --host (default 127.0.0.1), --port (default 8000) and
@@ -20,13 +21,30 @@
 // --no-stream, before or after the name; it does not take --host, --port
 // or --allow-origins.
 //
+// # Applications from config files
+//
+// web and api take directories after their flags: every sub-directory of
+// DIR holding a root_agent.yaml (or DIR itself, if it holds one) is an
+// application in ADK's Agent Config format (package agentconfig), named
+// after its directory and served next to the compiled-in ones; "loom run
+// DIR/APP" chats with one. Their config files are read again at the start
+// of every invocation when they changed (hot reload, no restart): a version
+// that loads replaces the one serving; one that does not keeps the
+// previous version serving, and its error (file, line, field) is logged and
+// shown in the app list of the API and the dev UI. Go tools, callbacks and
+// agents that config files name are registered in [Program.Registry].
+//
 // # Models and storage
 //
 // Every subcommand takes --model, --sessions, --artifacts and --memory. An
 // application built from a constructor ([App.New]) gets the model named by
 // --model; without it, the default model of the provider whose API key is in
 // the environment; without one, the application's offline model
-// ([App.Offline]), so the examples run anywhere. Storage is named by URL:
+// ([App.Offline]), so the examples run anywhere. The agents of config files
+// get the model named by --model; without it, the model each names (or the
+// provider's default) when an API key is set; without one, an offline echo
+// model that repeats the user's message, reports tool results and calls
+// exit_loop when an agent has it. Storage is named by URL:
 // sessions default to sqlite://./.loom/sessions.db, artifacts to
 // file://./.loom/artifacts and memory to memory://. On start-up the CLI
 // says on stderr which model and which storage it uses.
