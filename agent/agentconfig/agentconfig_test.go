@@ -306,6 +306,8 @@ func TestErrors(t *testing.T) {
 		{"alias", "name: &n a\ninstruction: *n\n", 1, "", "anchors and aliases"},
 		{"not a mapping", "- a\n", 1, "", "want an object"},
 		{"duplicate agent", "agent_class: SequentialAgent\nname: s\nsub_agents:\n  - {name: b, instruction: x}\n  - {name: b, instruction: y}\n", 0, "", "duplicate"},
+		{"sub-agent ref typo", "agent_class: SequentialAgent\nname: s\nsub_agents:\n  - config_pth: b.yaml\n", 4, "sub_agents[0].config_pth", "is not a known key (known: code, config_path)"},
+		{"sub-agent empty ref", "agent_class: SequentialAgent\nname: s\nsub_agents:\n  - {}\n", 4, "sub_agents[0]", "needs config_path, code, or an inline config"},
 		{"yaml syntax", "name: [a\n", 0, "", "yaml"},
 		{"output schema", "name: a\ninstruction: x\noutput_schema:\n  name: schemas.Nope\n", 4, "output_schema", `no schema named "schemas.Nope"`},
 	}

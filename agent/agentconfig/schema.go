@@ -104,16 +104,22 @@ func walk(n node, s, root *jsonschema.Schema) error {
 	}
 	if len(s.AnyOf) > 0 {
 		// The first branch the value passes structurally; if none, the
-		// error of the branch whose type fits.
-		var first error
+		// error of the first branch whose type fits.
+		var first, fitting error
 		for _, b := range s.AnyOf {
 			err := walk(n, b, root)
 			if err == nil {
 				return nil
 			}
-			if first == nil || typeFits(n, b, root) {
+			if first == nil {
 				first = err
 			}
+			if fitting == nil && typeFits(n, b, root) {
+				fitting = err
+			}
+		}
+		if fitting != nil {
+			return fitting
 		}
 		return first
 	}
