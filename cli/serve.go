@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -48,6 +49,13 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 	dirs, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
+	}
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			fmt.Fprintf(env.Stderr, "loom %s: unexpected argument %q: not a directory of applications\n", cmd, d)
+			fs.Usage()
+			return errUsage
+		}
 	}
 	apps, err := withFileApps(p.Apps, dirs)
 	if err != nil {
