@@ -122,7 +122,7 @@ func TestDirectoryHotReload(t *testing.T) {
 	if a := apps["helper"]; a.Source != helper || a.LoadError != "" || a.RootAgentName != "helper" {
 		t.Errorf("helper = %+v", a)
 	}
-	if a := apps["broken"]; !strings.Contains(a.LoadError, "root_agent.yaml:3:7: tols: is not a known key") {
+	if a := apps["broken"]; !strings.Contains(a.LoadError, "root_agent.yaml:3:1: tols: is not a known key") {
 		t.Errorf("broken = %+v", a)
 	}
 
@@ -147,7 +147,7 @@ func TestDirectoryHotReload(t *testing.T) {
 		t.Fatalf("turn after a broken edit = %d %q", code, got)
 	}
 	a := listApps(t, base)["helper"]
-	if !strings.Contains(a.LoadError, "root_agent.yaml:6:18: sub_agents[0].temperature: is not a known key") || a.RootAgentName != "pipeline" {
+	if !strings.Contains(a.LoadError, "root_agent.yaml:6:5: sub_agents[0].temperature: is not a known key") || a.RootAgentName != "pipeline" {
 		t.Errorf("app list after a broken edit: %+v", a)
 	}
 	if !strings.Contains(log.String(), "sub_agents[0].temperature: is not a known key") || !strings.Contains(log.String(), "the previous version keeps serving") {

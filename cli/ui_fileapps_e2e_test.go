@@ -32,7 +32,7 @@ func TestDevUIFileApps(t *testing.T) {
 	writeFile(t, helper, "name: helper\ninstruction: Help.\nmodle: x\n")
 	b.waitFor("load error shown", `!document.querySelector("#app-load-error").hidden`)
 	msg := b.eval(`document.querySelector("#app-load-error").textContent`)
-	if !strings.Contains(msg, "root_agent.yaml:3:8: modle: is not a known key") || !strings.Contains(msg, "previous version keeps serving") {
+	if !strings.Contains(msg, "root_agent.yaml:3:1: modle: is not a known key") || !strings.Contains(msg, "previous version keeps serving") {
 		t.Errorf("load error = %q", msg)
 	}
 	if got := b.eval(`document.querySelector("#app-select").selectedOptions[0].text`); got != "helper (file, load error)" {

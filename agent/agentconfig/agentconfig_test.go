@@ -292,7 +292,7 @@ func TestErrors(t *testing.T) {
 		{"tool key typo", "name: a\ninstruction: x\ntools:\n  - nmae: exit_loop\n", 4, "tools[0].nmae", "is not a known key"},
 		{"mcp without connection", "name: a\ninstruction: x\ntools:\n  - name: McpToolset\n    args:\n      tool_filter: [echo]\n", 6, "tools[0].args", "set exactly one of"},
 		{"mcp bad key", "name: a\ninstruction: x\ntools:\n  - name: MCPToolset\n    args:\n      stdio_server_params:\n        comand: npx\n", 7, "tools[0].args.stdio_server_params.comand", "is not a known key"},
-		{"mcp sse", "name: a\ninstruction: x\ntools:\n  - name: McpToolset\n    args:\n      sse_connection_params:\n        url: http://x\n", 7, "tools[0].args.sse_connection_params", "is not supported"},
+		{"mcp sse", "name: a\ninstruction: x\ntools:\n  - name: McpToolset\n    args:\n      sse_connection_params:\n        url: http://x\n", 6, "tools[0].args.sse_connection_params", "is not supported"},
 		{"unsupported key", "name: a\ninstruction: x\nstatic_instruction: hi\n", 3, "static_instruction", "is not supported"},
 		{"loop iterations", "agent_class: LoopAgent\nname: l\nmax_iterations: -1\n", 3, "max_iterations", "below the minimum 0"},
 		{"sub-agent outside", "name: a\ninstruction: x\nsub_agents:\n  - config_path: ../single/root_agent.yaml\n", 4, "sub_agents[0].config_path", "outside the app's directory"},

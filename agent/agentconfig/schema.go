@@ -159,9 +159,9 @@ func walk(n node, s, root *jsonschema.Schema) error {
 			if s.AdditionalProperties != nil {
 				if isFalse(s.AdditionalProperties) {
 					if why, ok := unsupported[k.n.Value]; ok {
-						return v.errorf("is not supported: %s", why)
+						return k.errorf("is not supported: %s", why)
 					}
-					return v.errorf("is not a known key (known: %s)", strings.Join(keys(s), ", "))
+					return k.errorf("is not a known key (known: %s)", strings.Join(keys(s), ", "))
 				}
 				if err := walk(v, s.AdditionalProperties, root); err != nil {
 					return err
