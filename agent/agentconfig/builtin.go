@@ -251,11 +251,13 @@ func newMCP(t *ToolSpec) (tool.Tool, tool.Toolset, error) {
 	if c := a.StdioConnectionParams; c != nil {
 		n++
 		stdio = &c.ServerParams
-		cfg.CallTimeout = seconds(c.Timeout)
 	}
 	if h := a.StreamableHTTP; h != nil {
 		n++
-		cfg.URL, cfg.Headers, cfg.CallTimeout = h.URL, h.Headers, seconds(h.Timeout)
+		cfg.URL, cfg.Headers = h.URL, h.Headers
+		if h.SSEReadTimeout > 0 {
+			cfg.CallTimeout = seconds(h.SSEReadTimeout)
+		}
 	}
 	if n != 1 {
 		return nil, nil, t.Errorf("", "set exactly one of stdio_server_params, stdio_connection_params and streamable_http_connection_params")

@@ -1,11 +1,16 @@
 package agentconfig_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -75,5 +80,65 @@ tools:
 	slices.Sort(declared)
 	if want := []string{"everything_echo", "everything_get-sum"}; !slices.Equal(declared, want) {
 		t.Errorf("declared tools = %v, want %v", declared, want)
+	}
+}
+
+// TestMCPToolsetStreamableHTTP loads an MCP toolset reached over
+// streamable HTTP (streamable_http_connection_params, with headers) and
+// runs a turn calling one of its tools.
+func TestMCPToolsetStreamableHTTP(t *testing.T) {
+	server := everything(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	srv := exec.Command(server, "streamableHttp")
+	srv.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
+	stderr, err := srv.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	sc := bufio.NewScanner(stderr)
+	for listening := false; !listening; {
+		if !sc.Scan() {
+			t.Fatal("the MCP server exited before listening")
+		}
+		listening = strings.Contains(sc.Text(), "listening on port")
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+
+	dir := t.TempDir()
+	write(t, dir, "root_agent.yaml", fmt.Sprintf(`name: mcp_agent
+model: gemini-2.5-flash
+instruction: Use the server's tools.
+tools:
+  - name: McpToolset
+    args:
+      streamable_http_connection_params:
+        url: http://127.0.0.1:%d/mcp
+        headers: {X-Loom-Test: "1"}
+        sse_read_timeout: 30
+      tool_filter: [get-sum]
+`, port))
+	m := newModels(func(_ context.Context, req *model.Request) (scripted.Turn, error) {
+		if fr := scripted.LastFunctionResponse(req); len(fr) > 0 {
+			return scripted.Text(fmt.Sprint(fr[0].Response["result"])), nil
+		}
+		return scripted.Call("get-sum", map[string]any{"a": 2, "b": 40}), nil
+	})
+	app, err := agentconfig.Load(dir, &agentconfig.Options{Model: m.open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	got := texts(run(t, app.Root, "add"))
+	if len(got) != 1 || !strings.Contains(got[0], "42") {
+		t.Fatalf("texts = %q", got)
 	}
 }
