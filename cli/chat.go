@@ -25,8 +25,21 @@ import (
 const confirmationName = "adk_request_confirmation"
 
 // chat runs "loom run APP": a conversation in the terminal.
-func chat(ctx context.Context, env Env, args []string, apps []App) error {
-	fs := newFlagSet("run", "run [flags] APP [flags]\n\nChats with APP in the terminal: each line read is a message; the answer streams as it is generated. EOF (Ctrl-D) ends; EOF while a tool call awaits approval leaves it pending and exits with status 1. With --session, the session's earlier conversation is shown first (on stderr) and an approval it left pending is asked again.", env.Stderr)
+// pickApp picks the application positional names: one of p's, or a
+// directory holding an agent config file (DIR/APP).
+func (p Program) pickApp(positional []string) (App, error) {
+	app, err := pickApp(positional, p.Apps)
+	if err != nil && len(positional) == 1 && isApp(positional[0]) {
+		var found []*fileApp
+		if found, err = findFileApps(positional[0]); err == nil {
+			app = App{Name: found[0].name, file: found[0]}
+		}
+	}
+	return app, err
+}
+
+func chat(ctx context.Context, env Env, args []string, p Program) error {
+	fs := newFlagSet("run", "run [flags] APP [flags]\n\nChats with APP in the terminal (APP is the name of an application of the program, or the path of a directory holding root_agent.yaml): each line read is a message; the answer streams as it is generated. EOF (Ctrl-D) ends; EOF while a tool call awaits approval leaves it pending and exits with status 1. With --session, the session's earlier conversation is shown first (on stderr) and an approval it left pending is asked again.", env.Stderr)
 	var o options
 	o.register(fs)
 	sid := fs.String("session", "", "continue the session with this `id` (created if missing; default: a new session)")
@@ -36,17 +49,18 @@ func chat(ctx context.Context, env Env, args []string, apps []App) error {
 	if err != nil {
 		return err
 	}
-	app, err := pickApp(positional, apps)
+	app, err := p.pickApp(positional)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "loom run: %v\n", err)
 		fs.Usage()
 		return errUsage
 	}
-	svc, runners, err := setup(ctx, env, &o, []App{app})
+	svc, runners, err := setup(ctx, env, &o, []App{app}, p.Registry)
 	if err != nil {
 		return err
 	}
 	defer svc.close()
+	defer closeFileApps([]App{app})
 	r := runners[0]
 
 	key := session.Key{AppName: app.Name, UserID: *user, SessionID: *sid}

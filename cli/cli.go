@@ -13,6 +13,7 @@
 //	run    chat with one application in the terminal
 //	eval   run ADK eval sets against an application (exit status 1 when a
 //	       case misses a threshold)
+//	create scaffold a new application (--yaml: an agent config; --go: a Go module)
 //	version
 //
 // web and api take --host (default 127.0.0.1), --port (default 8000),
@@ -29,13 +30,30 @@
 // --print-details, --num-runs, --parallel, --judge-model and --evals; it
 // exits with status 1 when a case misses a threshold.
 //
+// # Applications from config files
+//
+// web and api take directories after their flags: every sub-directory of
+// DIR holding a root_agent.yaml (or DIR itself, if it holds one) is an
+// application in ADK's Agent Config format (package agentconfig), named
+// after its directory and served next to the compiled-in ones; "loom run
+// DIR/APP" chats with one. Their config files are read again at the start
+// of every invocation when they changed (hot reload, no restart): a version
+// that loads replaces the one serving; one that does not keeps the
+// previous version serving, and its error (file, line, field) is logged and
+// shown in the app list of the API and the dev UI. Go tools, callbacks and
+// agents that config files name are registered in [Program.Registry].
+//
 // # Models and storage
 //
 // Every subcommand takes --model, --sessions, --artifacts and --memory. An
 // application built from a constructor ([App.New]) gets the model named by
 // --model; without it, the default model of the provider whose API key is in
 // the environment; without one, the application's offline model
-// ([App.Offline]), so the examples run anywhere. Storage is named by URL:
+// ([App.Offline]), so the examples run anywhere. The agents of config files
+// get the model named by --model; without it, the model each names (or the
+// provider's default) when an API key is set; without one, an offline echo
+// model that repeats the user's message, reports tool results and calls
+// exit_loop when an agent has it. Storage is named by URL:
 // sessions default to sqlite://./.loom/sessions.db, artifacts to
 // file://./.loom/artifacts and memory to memory://. On start-up the CLI
 // says on stderr which model and which storage it uses.
@@ -60,6 +78,7 @@ import (
 	"syscall"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/agentconfig"
 	"github.com/loomkit/loom/model"
 )
 
@@ -83,6 +102,22 @@ type App struct {
 	// key is set: typically a scripted model, so the application works
 	// without a network. Optional.
 	Offline func() model.LLM
+
+	// file is set for an application defined by config files (directory
+	// mode, fileapps.go).
+	file *fileApp
+}
+
+// Program is a command line program: the applications compiled into it and
+// the registry of Go tools, toolsets, callbacks and agents that the config
+// files of applications given as directories can name. Main(apps...) is
+// Program{Apps: apps}.Main().
+type Program struct {
+	// Apps are the applications compiled into the program.
+	Apps []App
+	// Registry holds what config files may name beyond the built-in tools
+	// and agent classes; nil for nothing more.
+	Registry *agentconfig.Registry
 }
 
 // Env is what a run of the CLI reads and writes. Zero fields mean the
@@ -119,15 +154,27 @@ var errUsage = errors.New("usage")
 // SIGINT or SIGTERM, and returns the process exit code: 0 on success, 1 on
 // failure, 2 for a bad command line.
 func Main(apps ...App) int {
+	return Program{Apps: apps}.Main()
+}
+
+// Main runs the command line of os.Args, like the function Main, with the
+// program's applications and registry.
+func (p Program) Main() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return Run(ctx, os.Args[1:], Env{}, apps...)
+	return p.Run(ctx, os.Args[1:], Env{})
 }
 
 // Run runs the command line args (without the program name) with apps and
 // returns the exit code, like Main, but without installing signal handlers:
 // it stops when ctx is done.
 func Run(ctx context.Context, args []string, env Env, apps ...App) int {
+	return Program{Apps: apps}.Run(ctx, args, env)
+}
+
+// Run runs the command line args, like the function Run, with the
+// program's applications and registry.
+func (p Program) Run(ctx context.Context, args []string, env Env) int {
 	env.fill()
 	if len(args) == 0 {
 		usage(env.Stderr)
@@ -136,13 +183,15 @@ func Run(ctx context.Context, args []string, env Env, apps ...App) int {
 	var err error
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "web":
-		err = serve(ctx, env, rest, apps, true)
+		err = serve(ctx, env, rest, p, true)
 	case "api":
-		err = serve(ctx, env, rest, apps, false)
+		err = serve(ctx, env, rest, p, false)
 	case "run":
-		err = chat(ctx, env, rest, apps)
+		err = chat(ctx, env, rest, p)
 	case "eval":
-		err = evalCmd(ctx, env, rest, apps)
+		err = evalCmd(ctx, env, rest, p)
+	case "create":
+		err = create(env, rest)
 	case "version", "--version", "-version":
 		fmt.Fprintf(env.Stdout, "loom %s (%s %s/%s)\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	case "help", "-h", "-help", "--help":
@@ -169,11 +218,12 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `Loom: build, run and serve ADK agents.
 
 Usage:
-  loom web [flags]          serve the HTTP API and the dev web UI
-  loom api [flags]          serve the HTTP API only
-  loom run [flags] APP      chat with an application in the terminal
+  loom web [flags] [DIR]    serve the HTTP API and the dev web UI
+  loom api [flags] [DIR]    serve the HTTP API only
+  loom run [flags] APP      chat with an application (APP may be DIR/APP)
   loom eval [flags] APP EVALSET...
                             run eval sets against an application
+  loom create NAME          scaffold a new application (--yaml or --go)
   loom version              print the version
 
 Run "loom COMMAND -h" for the flags of a command.

@@ -25,7 +25,7 @@ const DefaultEvals = "./.loom/evals"
 var errEvalFailed = errors.New("eval: some cases did not pass")
 
 // evalCmd runs "loom eval".
-func evalCmd(ctx context.Context, env Env, args []string, apps []App) error {
+func evalCmd(ctx context.Context, env Env, args []string, p Program) error {
 	fs := newFlagSet("eval", "eval [flags] APP EVALSET... [flags]\n\nRuns the eval sets (ADK *.evalset.json or *.test.json files; FILE:ID1,ID2 runs only those cases) against APP, prints a table of each case's metric scores and saves the result as ADK eval-result JSON under --evals (in the session database when --sessions names one other than the default). Exits with status 1 when a case misses a threshold. Sessions and artifacts default to memory:// here.", env.Stderr)
 	var o options
 	o.register(fs)
@@ -47,7 +47,7 @@ func evalCmd(ctx context.Context, env Env, args []string, apps []App) error {
 		fs.Usage()
 		return errUsage
 	}
-	app, err := pickApp(positional[:1], apps)
+	app, err := p.pickApp(positional[:1])
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "loom eval: %v\n", err)
 		fs.Usage()
@@ -80,7 +80,7 @@ func evalCmd(ctx context.Context, env Env, args []string, apps []App) error {
 		}
 	}
 
-	svc, runners, err := setup(ctx, env, &o, []App{app})
+	svc, runners, err := setup(ctx, env, &o, []App{app}, p.Registry)
 	if err != nil {
 		return err
 	}

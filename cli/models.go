@@ -2,13 +2,20 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
+
+	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/provider"
 	"github.com/loomkit/loom/model/retry"
+	"github.com/loomkit/loom/model/scripted"
+	"github.com/loomkit/loom/tool/exitlooptool"
 )
 
 // modelChoice is the model the applications built from constructors get:
@@ -68,4 +75,109 @@ func (c *modelChoice) build(app App) (agent.Agent, string, error) {
 		return nil, "", fmt.Errorf("app %s: %w", app.Name, err)
 	}
 	return ag, desc, nil
+}
+
+// resolver returns how the agents of config files get their models: with
+// --model, that model for every agent; with an API key but no --model, the
+// model each agent names (opened once per name), or the provider's default
+// for agents naming none; with neither, the offline echo model.
+func (c *modelChoice) resolver(ctx context.Context, env Env, o *options) func(name string) (model.LLM, error) {
+	if c.llm == nil {
+		offline := offlineModel()
+		return func(string) (model.LLM, error) { return offline, nil }
+	}
+	if o.model != "" {
+		return func(string) (model.LLM, error) { return c.llm, nil }
+	}
+	var mu sync.Mutex
+	opened := map[string]model.LLM{}
+	return func(name string) (model.LLM, error) {
+		if name == "" || name == c.desc {
+			return c.llm, nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if m := opened[name]; m != nil {
+			return m, nil
+		}
+		m, err := openModel(ctx, name, env.Getenv, o.modelTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("model %s: %w", name, err)
+		}
+		opened[name] = m
+		return m, nil
+	}
+}
+
+// fileDesc says which models the agents of config files get.
+func (c *modelChoice) fileDesc() string {
+	if c.llm == nil {
+		return "offline echo model"
+	}
+	return "models as named, default " + c.desc
+}
+
+// offlineName is the name of the offline model of config-file apps.
+const offlineName = "offline-echo"
+
+// offlineModel is the model every agent of a config-file app gets when no
+// model is named and no API key is set, so that an app runs as soon as it
+// is written: it repeats the user's latest message, reports the result of
+// a tool call, and calls exit_loop when the agent has it (so that loops end
+// after one pass). It calls no other tool.
+func offlineModel() model.LLM {
+	return scripted.New(offlineName, func(_ context.Context, req *model.Request) (scripted.Turn, error) {
+		if frs := scripted.LastFunctionResponse(req); len(frs) > 0 {
+			var b strings.Builder
+			for _, fr := range frs {
+				res, _ := json.Marshal(fr.Response)
+				fmt.Fprintf(&b, "%s returned %s. ", fr.Name, res)
+			}
+			return scripted.Text(strings.TrimSpace(b.String())), nil
+		}
+		if declares(req, exitlooptool.Name) {
+			return scripted.Call(exitlooptool.Name, nil), nil
+		}
+		text := typedText(req)
+		if text == "" {
+			text = "(nothing)"
+		}
+		return scripted.Text("[offline echo] " + text), nil
+	})
+}
+
+// declares reports whether the request declares the function name.
+func declares(req *model.Request, name string) bool {
+	if req.Config == nil {
+		return false
+	}
+	for _, t := range req.Config.Tools {
+		for _, fd := range t.FunctionDeclarations {
+			if fd != nil && fd.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// typedText is the latest text the user typed: user-role contents that
+// relay other agents' turns ("For context: ...") are skipped.
+func typedText(req *model.Request) string {
+	for i := len(req.Contents) - 1; i >= 0; i-- {
+		c := req.Contents[i]
+		if c == nil || c.Role != genai.RoleUser {
+			continue
+		}
+		var b strings.Builder
+		for _, p := range c.Parts {
+			if p != nil && !p.Thought {
+				b.WriteString(p.Text)
+			}
+		}
+		if t := b.String(); t != "" && !strings.HasPrefix(t, "For context:") {
+			return t
+		}
+	}
+	return ""
 }

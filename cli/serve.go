@@ -5,12 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/loomkit/loom/agent/agentconfig"
 	"github.com/loomkit/loom/plugin"
 	"github.com/loomkit/loom/plugin/telemetry"
 	"github.com/loomkit/loom/runner"
@@ -32,12 +36,12 @@ var (
 )
 
 // serve runs "loom web" (withUI) or "loom api".
-func serve(ctx context.Context, env Env, args []string, apps []App, withUI bool) error {
+func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) error {
 	cmd, what := "api", "the HTTP API"
 	if withUI {
 		cmd, what = "web", "the HTTP API and the dev web UI"
 	}
-	fs := newFlagSet(cmd, cmd+" [flags]\n\nServes "+what+".", env.Stderr)
+	fs := newFlagSet(cmd, cmd+" [flags] [DIR...]\n\nServes "+what+" for the program's applications and, for each DIR, every sub-directory holding root_agent.yaml (or DIR itself if it holds one). Applications from files reload when their files change.", env.Stderr)
 	var o options
 	o.register(fs)
 	host := fs.String("host", "127.0.0.1", "`address` to listen on (0.0.0.0 for every interface)")
@@ -46,13 +50,20 @@ func serve(ctx context.Context, env Env, args []string, apps []App, withUI bool)
 	evals := fs.String("evals", DefaultEvals, "`directory` of the eval sets and results the evaluation routes serve (results go to the session database when --sessions names one other than the default)")
 	withA2A := fs.Bool("a2a", false, "also serve every application over the Agent2Agent (A2A) protocol, at /a2a/APP (agent card at /a2a/APP"+a2aserver.CardPath+")")
 	hosts := fs.String("allowed-hosts", "", "comma-separated `hosts` (name or name:port) accepted in the Host header besides localhost, 127.0.0.1 and [::1], and the --host address; \"*\" for any")
-	if err := parse(fs, args); err != nil {
+	dirs, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(env.Stderr, "loom %s: unexpected argument %q\n", cmd, fs.Arg(0))
-		fs.Usage()
-		return errUsage
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			fmt.Fprintf(env.Stderr, "loom %s: unexpected argument %q: not a directory of applications\n", cmd, d)
+			fs.Usage()
+			return errUsage
+		}
+	}
+	apps, err := withFileApps(p.Apps, dirs)
+	if err != nil {
+		return err
 	}
 	if len(apps) == 0 {
 		return errors.New("no applications to serve")
@@ -72,11 +83,12 @@ func serve(ctx context.Context, env Env, args []string, apps []App, withUI bool)
 		return err
 	}
 	defer tel.Shutdown(context.WithoutCancel(ctx))
-	svc, runners, err := setup(ctx, env, &o, apps, tel.Plugin())
+	svc, runners, err := setup(ctx, env, &o, apps, p.Registry, tel.Plugin())
 	if err != nil {
 		return err
 	}
 	defer svc.close()
+	defer closeFileApps(apps)
 	allowed := splitList(*hosts)
 	if ip := net.ParseIP(*host); *host != "" && (ip == nil || !ip.IsUnspecified()) {
 		// The address asked for is a name the server is reached by; a
@@ -92,7 +104,7 @@ func serve(ctx context.Context, env Env, args []string, apps []App, withUI bool)
 			return err
 		}
 	}
-	cfg := server.Config{Apps: runners, AllowedOrigins: splitList(*origins), AllowedHosts: allowed, Version: version(), Traces: traceRoutes{tel}, Mounts: mounts}
+	cfg := server.Config{Apps: runners, AllowedOrigins: splitList(*origins), AllowedHosts: allowed, Version: version(), Traces: traceRoutes{tel}, Mounts: mounts, Status: statusOf(apps)}
 	cfg.Evals, _ = evalStore(&o, svc, *evals)
 	if name := cmp.Or(o.model, defaultModel(env.Getenv)); name != "" {
 		// The judge of LLM-judged metrics in eval runs started from the UI.
@@ -150,10 +162,17 @@ func serve(ctx context.Context, env Env, args []string, apps []App, withUI bool)
 
 // setup opens storage, chooses models and builds a runner per application,
 // reporting the choices on stderr. Every runner gets the plugins.
-func setup(ctx context.Context, env Env, o *options, apps []App, plugins ...*plugin.Plugin) (*services, []*runner.Runner, error) {
+func setup(ctx context.Context, env Env, o *options, apps []App, reg *agentconfig.Registry, plugins ...*plugin.Plugin) (*services, []*runner.Runner, error) {
 	choice, err := chooseModel(ctx, env, o.model, o.modelTimeout)
 	if err != nil {
 		return nil, nil, err
+	}
+	if files := fileAppsOf(apps); len(files) > 0 {
+		log := &lockedWriter{w: env.Stderr}
+		opts := agentconfig.Options{Registry: reg, Model: choice.resolver(ctx, env, o), Stderr: io.Discard}
+		for _, f := range files {
+			f.start(opts, log)
+		}
 	}
 	svc, err := openServices(ctx, o)
 	if err != nil {
@@ -176,18 +195,27 @@ func setup(ctx context.Context, env Env, o *options, apps []App, plugins ...*plu
 }
 
 func newRunner(app App, choice *modelChoice, svc *services, plugins []*plugin.Plugin) (*runner.Runner, string, error) {
-	ag, desc, err := choice.build(app)
-	if err != nil {
-		return nil, "", err
-	}
-	r, err := runner.New(runner.Config{
+	cfg := runner.Config{
 		AppName:   app.Name,
-		Agent:     ag,
 		Sessions:  svc.sessions,
 		Artifacts: svc.artifacts,
 		Memory:    svc.memory,
 		Plugins:   plugins,
-	})
+	}
+	var desc string
+	if f := app.file; f != nil {
+		cfg.Agent, cfg.Refresh = f.root(), f.refresh
+		if cfg.Agent == nil {
+			cfg.Agent = f.missing
+		}
+		desc = "from " + filepath.Join(f.dir, agentconfig.RootFile) + ", " + choice.fileDesc()
+	} else {
+		var err error
+		if cfg.Agent, desc, err = choice.build(app); err != nil {
+			return nil, "", err
+		}
+	}
+	r, err := runner.New(cfg)
 	if err != nil {
 		return nil, "", fmt.Errorf("app %s: %w", app.Name, err)
 	}

@@ -61,7 +61,7 @@ func (r *Runner) checkImported(events []*event.Event) error {
 			return bad("duplicate id %q", ev.ID)
 		case ev.Author == "":
 			return bad("no author")
-		case ev.Author != event.AuthorUser && r.tree.Find(ev.Author) == nil:
+		case ev.Author != event.AuthorUser && r.Tree().Find(ev.Author) == nil:
 			return bad("author %q is neither the user nor an agent of app %s", ev.Author, r.cfg.AppName)
 		}
 		ids[ev.ID] = ev.ID != ""

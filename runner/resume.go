@@ -77,7 +77,7 @@ func (res *resumption) start(inv *agent.Invocation) (agent.Agent, *agent.Invocat
 // it starts a new one. explicitID is RunOptions.InvocationID. It runs
 // before anything is stored: a message whose function responses answer no
 // pending call (agent.Pending decides) is refused with ErrInvalid.
-func (r *Runner) resumption(sess *session.Session, msg *genai.Content, explicitID string) (*resumption, error) {
+func (r *Runner) resumption(tree *agent.Tree, sess *session.Session, msg *genai.Content, explicitID string) (*resumption, error) {
 	calls, err := agent.Pending(sess, msg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -85,7 +85,7 @@ func (r *Runner) resumption(sess *session.Session, msg *genai.Content, explicitI
 	if len(calls) == 0 && explicitID == "" {
 		return nil, nil // a new invocation: the common case costs nothing
 	}
-	res := &resumption{tree: r.tree}
+	res := &resumption{tree: tree}
 	for _, pc := range calls {
 		if res.id != "" && res.id != pc.InvocationID {
 			return nil, fmt.Errorf("%w: the message answers calls of two invocations (%s and %s)", ErrInvalid, res.id, pc.InvocationID)
@@ -147,15 +147,16 @@ func (r *Runner) Resume(ctx context.Context, userID, sessionID, invocationID str
 			yield(nil, fmt.Errorf("%w: no invocation id to resume", ErrInvalid))
 			return
 		}
+		tree := r.Refresh(ctx)
 		err := r.withSession(ctx, userID, sessionID, false, func(sess *session.Session) error {
-			res := &resumption{id: invocationID, tree: r.tree}
+			res := &resumption{id: invocationID, tree: tree}
 			if !r.locate(sess, res) {
 				return fmt.Errorf("%w: no invocation %q in session %s", ErrInvalid, invocationID, sessionID)
 			}
 			if res.first == "" {
-				res.first = r.tree.Root().Name()
+				res.first = tree.Root().Name()
 			}
-			r.invoke(ctx, sess, nil, &RunOptions{Streaming: opts.Streaming, MaxLLMCalls: opts.MaxLLMCalls}, res, yield)
+			r.invoke(ctx, tree, sess, nil, &RunOptions{Streaming: opts.Streaming, MaxLLMCalls: opts.MaxLLMCalls}, res, yield)
 			return nil
 		})
 		if err != nil {

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/genai"
 
@@ -42,6 +43,13 @@ type Config struct {
 	AppName string
 	// Agent is the root agent. Required.
 	Agent agent.Agent
+	// Refresh, when set, is called at the start of every invocation (and
+	// by Runner.Refresh) and may return a new root agent, which then
+	// answers from this invocation on; nil keeps the current one, as does
+	// an agent that does not form a valid tree. Invocations under way keep
+	// the tree they started with. It lets an application's agents change
+	// without a restart, as when their config files are edited.
+	Refresh func(ctx context.Context) agent.Agent
 	// Sessions stores sessions. Required.
 	Sessions *session.Service
 	// Artifacts and Memory are optional services made available to agents,
@@ -92,8 +100,9 @@ var ErrInvalid = errors.New("runner: invalid request")
 // Runner runs the agents of one application. It is safe for concurrent use.
 type Runner struct {
 	cfg       Config
-	tree      *agent.Tree
-	callbacks agent.Callbacks // merged from the plugins
+	tree      atomic.Pointer[agent.Tree] // the current tree (Config.Refresh)
+	refreshMu sync.Mutex                 // serializes Refresh
+	callbacks agent.Callbacks            // merged from the plugins
 
 	mu        sync.Mutex
 	live      map[session.Key]*liveSession
@@ -137,8 +146,32 @@ func New(cfg Config) (*Runner, error) {
 	if limit < 0 || maxBytes < 0 {
 		limit, maxBytes = 0, 0
 	}
-	return &Runner{cfg: cfg, tree: tree, callbacks: plugin.Merge(cfg.Plugins), live: map[session.Key]*liveSession{}, idle: list.New(),
-		limit: limit, maxBytes: maxBytes}, nil
+	r := &Runner{cfg: cfg, callbacks: plugin.Merge(cfg.Plugins), live: map[session.Key]*liveSession{}, idle: list.New(),
+		limit: limit, maxBytes: maxBytes}
+	r.tree.Store(tree)
+	return r, nil
+}
+
+// Refresh asks Config.Refresh for the current root agent and returns the
+// tree that answers from now on. Without Config.Refresh it returns the
+// tree of Config.Agent.
+func (r *Runner) Refresh(ctx context.Context) *agent.Tree {
+	if r.cfg.Refresh == nil {
+		return r.tree.Load()
+	}
+	r.refreshMu.Lock()
+	defer r.refreshMu.Unlock()
+	cur := r.tree.Load()
+	a := r.cfg.Refresh(ctx)
+	if a == nil || a == cur.Root() {
+		return cur
+	}
+	t, err := agent.NewTree(a)
+	if err != nil {
+		return cur
+	}
+	r.tree.Store(t)
+	return t
 }
 
 // CacheUsage reports the idle live sessions the runner keeps and their
@@ -152,11 +185,12 @@ func (r *Runner) CacheUsage() (sessions int, bytes int64) {
 // AppName returns the application name.
 func (r *Runner) AppName() string { return r.cfg.AppName }
 
-// Agent returns the root agent.
-func (r *Runner) Agent() agent.Agent { return r.cfg.Agent }
+// Agent returns the root agent (the current one, see Config.Refresh).
+func (r *Runner) Agent() agent.Agent { return r.tree.Load().Root() }
 
-// Tree returns the indexed agent tree.
-func (r *Runner) Tree() *agent.Tree { return r.tree }
+// Tree returns the indexed agent tree (the current one, see
+// Config.Refresh).
+func (r *Runner) Tree() *agent.Tree { return r.tree.Load() }
 
 // Sessions returns the session service.
 func (r *Runner) Sessions() *session.Service { return r.cfg.Sessions }
@@ -181,12 +215,13 @@ func (r *Runner) Run(ctx context.Context, userID, sessionID string, msg *genai.C
 			yield(nil, err)
 			return
 		}
+		tree := r.Refresh(ctx)
 		err := r.withSession(ctx, userID, sessionID, true, func(sess *session.Session) error {
-			res, err := r.resumption(sess, msg, opts.InvocationID) // resume.go
+			res, err := r.resumption(tree, sess, msg, opts.InvocationID) // resume.go
 			if err != nil {
 				return err
 			}
-			r.invoke(ctx, sess, msg, opts, res, yield)
+			r.invoke(ctx, tree, sess, msg, opts, res, yield)
 			return nil
 		})
 		if err != nil {
@@ -225,14 +260,14 @@ func (r *Runner) withSession(ctx context.Context, userID, sessionID string, crea
 // invoke runs one invocation: it stores the user message, chooses the
 // agent, and drives the event loop. res, when not nil, resumes an
 // invocation (resume.go); msg is nil when resuming without a message.
-func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.Content, opts *RunOptions, res *resumption, yield func(*event.Event, error) bool) {
+func (r *Runner) invoke(ctx context.Context, tree *agent.Tree, sess *session.Session, msg *genai.Content, opts *RunOptions, res *resumption, yield func(*event.Event, error) bool) {
 	var creds map[string]map[string]any
 	if msg != nil {
 		msg, creds = takeCredentials(msg)
 	}
 	cfg := agent.InvocationConfig{
 		ID:          res.invocationID(),
-		Tree:        r.tree,
+		Tree:        tree,
 		Session:     sess,
 		Artifacts:   r.cfg.Artifacts,
 		Memory:      r.cfg.Memory,
@@ -269,7 +304,7 @@ func (r *Runner) invoke(ctx context.Context, sess *session.Session, msg *genai.C
 	if res != nil {
 		ag, agInv = res.start(inv) // the agent that continues, in resume mode
 	} else {
-		ag = r.selectAgent(sess)
+		ag = selectAgent(tree, sess)
 		agInv = inv.For(ag)
 	}
 	events := ag.Run(ctx, agInv)
@@ -474,8 +509,8 @@ func (r *Runner) RunSync(ctx context.Context, userID, sessionID string, msg *gen
 // answers no paused call: those resume their invocation, see resume.go):
 // the last agent that spoke (ignoring what a rewind took back), if it may
 // keep the conversation; else the root.
-func (r *Runner) selectAgent(sess *session.Session) agent.Agent {
-	root := r.tree.Root()
+func selectAgent(tree *agent.Tree, sess *session.Session) agent.Agent {
+	root := tree.Root()
 	for _, ev := range event.Visible(sess) {
 		if ev.Author == event.AuthorUser {
 			continue
@@ -483,11 +518,11 @@ func (r *Runner) selectAgent(sess *session.Session) agent.Agent {
 		if ev.Author == root.Name() {
 			return root
 		}
-		a := r.tree.Find(ev.Author)
+		a := tree.Find(ev.Author)
 		if a == nil {
 			continue
 		}
-		if r.tree.Transferable(a.Name()) {
+		if tree.Transferable(a.Name()) {
 			return a
 		}
 		return root

@@ -152,6 +152,22 @@ type Config struct {
 	// handler sees the full request path. Prefixes start with "/" and must
 	// not be "/" itself or overlap the API's routes.
 	Mounts map[string]http.Handler
+	// Status, when set, reports where an app comes from and why its latest
+	// version failed to load, for apps whose agents can change while the
+	// server runs (runner.Config.Refresh). GET /list-apps?detailed=true
+	// and app-info show it as the fields "source" and "loadError".
+	Status func(app string) AppStatus
+}
+
+// AppStatus is what Config.Status reports of an app.
+type AppStatus struct {
+	// Source names where the app is defined, such as the path of its
+	// config file; empty for an app compiled into the program.
+	Source string `json:"source,omitempty"`
+	// LoadError is why the latest version of the app's definition failed
+	// to load, while the previous version keeps serving; empty when the
+	// latest version is the one serving.
+	LoadError string `json:"loadError,omitempty"`
 }
 
 // DefaultBodyReadTimeout is the body read limit used when
@@ -395,18 +411,25 @@ type appSummary struct {
 	RootAgentName string `json:"rootAgentName"`
 	Description   string `json:"description"`
 	Language      string `json:"language"`
+	AppStatus
 }
 
-func (s *Server) summary(name string) appSummary {
-	root := s.apps[name].Agent()
-	return appSummary{Name: name, RootAgentName: root.Name(), Description: root.Description(), Language: "go"}
+// summary describes an app, refreshing its agents first (see
+// runner.Config.Refresh) so that the description and status are current.
+func (s *Server) summary(r *http.Request, name string) appSummary {
+	root := s.apps[name].Refresh(r.Context()).Root()
+	sum := appSummary{Name: name, RootAgentName: root.Name(), Description: root.Description(), Language: "go"}
+	if s.cfg.Status != nil {
+		sum.AppStatus = s.cfg.Status(name)
+	}
+	return sum
 }
 
 func (s *Server) listApps(w http.ResponseWriter, r *http.Request) error {
 	if detailed, _ := parseBool(r.URL.Query().Get("detailed")); detailed {
 		apps := make([]appSummary, len(s.names))
 		for i, n := range s.names {
-			apps[i] = s.summary(n)
+			apps[i] = s.summary(r, n)
 		}
 		return writeJSON(w, http.StatusOK, map[string]any{"apps": apps})
 	}
@@ -429,7 +452,7 @@ func (s *Server) appInfo(w http.ResponseWriter, r *http.Request) error {
 	info := struct {
 		appSummary
 		RootAgent agentInfo `json:"rootAgent"`
-	}{s.summary(name), describe(a.Tree().Root())}
+	}{s.summary(r, name), describe(a.Tree().Root())}
 	return writeJSON(w, http.StatusOK, info)
 }
 

@@ -1,9 +1,12 @@
 // Command loom serves and runs Loom agents: the HTTP API and dev web UI
-// (loom web), the API alone (loom api), and a terminal chat (loom run APP).
+// (loom web), the API alone (loom api), a terminal chat (loom run APP), and
+// new applications (loom create NAME).
 //
-// Without arguments of its own it serves the example applications
-// (assistant, multiagent, pipeline, loop, workflow), which work offline with scripted
-// models, or with a real model when an API key is set or --model names one.
+// It serves the example applications (assistant, multiagent, pipeline,
+// loop, workflow), which work offline with scripted models, or with a real
+// model when an API key is set or --model names one; "loom web DIR" adds
+// the applications of DIR written as agent config files (root_agent.yaml),
+// reloaded as they are edited.
 // To serve your own agents with the same commands, call cli.Main from your
 // own main package.
 package main

@@ -14,30 +14,31 @@ const module = "github.com/loomkit/loom"
 // layer gives each package (by path prefix within the module, longest
 // match wins) its layer, bottom to top.
 var layer = map[string]int{
-	"model":           0,
-	"event":           0,
-	"model/retry":     0,
-	"internal":        1,
-	"session":         1,
-	"artifact":        1,
-	"memory":          1,
-	"tool":            1,
-	"storage":         1, // opens the layer-1 backends by URL; imports nothing higher
-	"agent":           2,
-	"tool/":           2, // the ready-made tools
-	"plugin":          3,
-	"runner":          3,
-	"model/":          4, // the adapters and what only they use
-	"model/provider":  4, // picks an adapter by name, so it sits with them
-	"eval":            4, // runs apps through runner; server (5) serves it
-	"server":          5,
-	"cli":             6,
-	"cmd":             6,
-	"examples":        6,
-	"bench":           6,
-	"internal/layers": 6, // checks over the whole module
-	"internal/docs":   6,
-	".":               6, // the module root holds only the README's tests
+	"model":             0,
+	"event":             0,
+	"model/retry":       0,
+	"internal":          1,
+	"session":           1,
+	"artifact":          1,
+	"memory":            1,
+	"tool":              1,
+	"storage":           1, // opens the layer-1 backends by URL; imports nothing higher
+	"agent":             2,
+	"agent/agentconfig": 2, // builds agents and tools from config files; models come from the caller
+	"tool/":             2, // the ready-made tools
+	"plugin":            3,
+	"runner":            3,
+	"model/":            4, // the adapters and what only they use
+	"model/provider":    4, // picks an adapter by name, so it sits with them
+	"eval":              4, // runs apps through runner; server (5) serves it
+	"server":            5,
+	"cli":               6,
+	"cmd":               6,
+	"examples":          6,
+	"bench":             6,
+	"internal/layers":   6, // checks over the whole module
+	"internal/docs":     6,
+	".":                 6, // the module root holds only the README's tests
 }
 
 // allowed lists the imports that cross layers upwards on purpose.

@@ -39,10 +39,17 @@ function report(err) {
 
 // ---------- apps ----------
 
+/** The option label of an app: apps from config files are marked, and so
+ *  are those whose latest edit failed to load. */
+function appLabel(a) {
+  if (!a.source) return a.name;
+  return `${a.name} (file${a.loadError ? ', load error' : ''})`;
+}
+
 async function loadApps() {
   ui.apps = await ui.client.listApps();
   const select = $('app-select');
-  select.replaceChildren(...ui.apps.map((a) => el('option', { value: a.name, text: a.name })));
+  select.replaceChildren(...ui.apps.map((a) => el('option', { value: a.name, text: appLabel(a), title: a.source || '' })));
   const wanted = hashParam('app') || localStorage.getItem('loom.app');
   ui.app = ui.apps.some((a) => a.name === wanted) ? wanted : (ui.apps[0] && ui.apps[0].name) || '';
   select.value = ui.app;
@@ -53,6 +60,23 @@ async function loadApps() {
 function showAppDescription() {
   const app = ui.apps.find((a) => a.name === ui.app);
   $('app-description').textContent = (app && app.description) || '';
+  $('app-description').title = (app && app.source) || '';
+  const err = $('app-load-error');
+  err.textContent = app && app.loadError ? `${app.loadError} (the previous version keeps serving)` : '';
+  err.hidden = !err.textContent;
+}
+
+/** Re-reads the app list (apps from files change as they are edited),
+ *  keeping the selection. */
+async function refreshApps() {
+  const apps = await ui.client.listApps();
+  ui.apps = apps;
+  const select = $('app-select');
+  for (const opt of select.options) {
+    const a = apps.find((x) => x.name === opt.value);
+    if (a) { opt.text = appLabel(a); opt.title = a.source || ''; }
+  }
+  showAppDescription();
 }
 
 // ---------- sessions ----------
@@ -531,6 +555,7 @@ function setHash() {
 // ---------- wiring ----------
 
 function wire() {
+  $('app-select').addEventListener('focus', () => { refreshApps().catch(report); });
   $('app-select').addEventListener('change', async (e) => {
     ui.app = e.target.value;
     localStorage.setItem('loom.app', ui.app);
@@ -595,6 +620,11 @@ async function main() {
   } catch { /* same origin */ }
   try {
     const [version] = await Promise.all([ui.client.version().catch(() => null), loadApps()]);
+    if (ui.apps.some((a) => a.source)) {
+      // Apps from config files reload as they are edited: keep their
+      // status current.
+      setInterval(() => { if (!document.hidden) refreshApps().catch(() => {}); }, 3000);
+    }
     if (version && version.version) $('version').textContent = /^\d/.test(version.version) ? `v${version.version}` : version.version;
     await loadSessions();
     const sid = hashParam('session');

@@ -1,0 +1,264 @@
+// Package agentconfig builds agent trees from config files in ADK's Agent
+// Config format: a root_agent.yaml naming the agent class, its model,
+// instruction, tools and sub-agents, which may live in further files
+// referenced by a path relative to the file naming them.
+//
+//	name: assistant
+//	model: gemini-2.5-flash
+//	instruction: You answer questions about the weather.
+//	tools:
+//	  - name: load_memory
+//	  - name: weather.lookup        # registered from Go code
+//	sub_agents:
+//	  - config_path: researcher.yaml
+//
+// Files written for ADK Python load unchanged when they use only what Loom
+// has. The agent classes are LlmAgent (the default; also Agent),
+// SequentialAgent, ParallelAgent and LoopAgent, with or without ADK's
+// "google.adk.agents." prefix. Tools are named: the built-in exit_loop,
+// load_artifacts and load_memory; the kinds McpToolset (the tools of an MCP
+// server, by its connection settings in args) and AgentTool (an agent as a
+// tool); and tools, toolsets, callbacks, output schemas and agents that Go
+// code registers by name in a [Registry], which can also add agent classes
+// and tool kinds.
+//
+// Every agent's keys are checked against the JSON schema of its class
+// ([Schema]); an unknown key, a missing one, a wrong type or an unknown name
+// is an [*Error] naming the file, line and field. Models are the caller's:
+// [Options.Model] turns each LLM agent's model name (inherited from the
+// nearest ancestor that names one) into a model.LLM.
+package agentconfig
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/model"
+)
+
+// RootFile is the name of an app's root config file.
+const RootFile = "root_agent.yaml"
+
+// MaxFileBytes bounds the size of one config file.
+const MaxFileBytes = 1 << 20
+
+// Options configure Load.
+type Options struct {
+	// Registry holds what files may name beyond the built-ins; nil for
+	// none.
+	Registry *Registry
+	// Model returns the model of an LLM agent given the name its file (or
+	// the nearest ancestor's) gives, "" when none does. Required to load
+	// LLM agents.
+	Model func(name string) (model.LLM, error)
+	// Stderr receives the standard error of MCP servers started over
+	// stdio; nil discards it.
+	Stderr io.Writer
+}
+
+// App is an agent tree loaded from config files.
+type App struct {
+	// Root is the root agent.
+	Root agent.Agent
+	// Files are the config files read, the root first: a change to any of
+	// them changes the app.
+	Files []string
+	// closers end what the tree holds open (MCP sessions).
+	closers []io.Closer
+}
+
+// Close closes what the app's tools hold open, such as MCP server
+// sessions. The agents must not run afterwards.
+func (a *App) Close() error {
+	var errs []error
+	for _, c := range a.closers {
+		errs = append(errs, c.Close())
+	}
+	a.closers = nil
+	return errors.Join(errs...)
+}
+
+// Load loads the app whose root config is path: a root_agent.yaml file, or
+// a directory holding one. On failure it closes whatever it opened.
+func Load(path string, opts *Options) (*App, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		path = filepath.Join(path, RootFile)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	if err != nil {
+		return nil, fmt.Errorf("agentconfig: %w", err)
+	}
+	l := &loader{opts: opts, dir: dir, app: &App{}}
+	root, err := l.file(filepath.Join(dir, filepath.Base(abs)), "")
+	if err != nil {
+		l.app.Close()
+		return nil, err
+	}
+	if _, err := agent.NewTree(root); err != nil {
+		l.app.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	l.app.Root = root
+	return l.app, nil
+}
+
+// loader is one Load.
+type loader struct {
+	opts  *Options
+	dir   string // the app's directory: config paths stay inside it
+	app   *App
+	stack []string // files being loaded, to refuse cycles
+}
+
+// file loads the agent of one config file; model is the inherited model
+// name.
+func (l *loader) file(path, model string) (agent.Agent, error) {
+	if slices.Contains(l.stack, path) {
+		return nil, fmt.Errorf("%s: config files reference each other in a cycle: %s", path, strings.Join(append(l.stack, path), " → "))
+	}
+	data, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil, &Error{File: path, Line: 1, Column: 1, Msg: "the file is empty: an agent config is a mapping with at least a name"}
+	}
+	n := node{file: path, n: doc.Content[0]}
+	if err := noAliases(n.n, path); err != nil {
+		return nil, err
+	}
+	l.app.Files = append(l.app.Files, path)
+	l.stack = append(l.stack, path)
+	defer func() { l.stack = l.stack[:len(l.stack)-1] }()
+	return l.agent(n, model)
+}
+
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("agentconfig: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("agentconfig: %s: %w", path, err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, &Error{File: path, Msg: fmt.Sprintf("the file is larger than %d bytes", MaxFileBytes)}
+	}
+	return data, nil
+}
+
+// noAliases refuses YAML anchors and aliases, which a config does not need
+// and which could expand a small file into a huge tree.
+func noAliases(n *yaml.Node, file string) error {
+	if n.Kind == yaml.AliasNode || n.Anchor != "" {
+		return &Error{File: file, Line: n.Line, Column: n.Column, Msg: "YAML anchors and aliases are not supported in agent configs"}
+	}
+	for _, c := range n.Content {
+		if err := noAliases(c, file); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// agent builds the agent of a mapping node (a file's document or an inline
+// sub-agent).
+func (l *loader) agent(n node, model string) (agent.Agent, error) {
+	if n.n.Kind != yaml.MappingNode {
+		return nil, n.errorf("is %s, want an object (an agent config)", article(kindOf(n.n)))
+	}
+	cls := className(n.str("agent_class"))
+	c, ok := lookup(l.opts.Registry, func(r *Registry) map[string]AgentClass { return r.classes }, builtinClasses(), cls)
+	if !ok {
+		v, _ := n.get("agent_class")
+		return nil, v.errorf("%v", errNotRegistered("agent class", cls, names(l.opts.Registry, func(r *Registry) map[string]AgentClass { return r.classes }, builtinClasses())))
+	}
+	if err := validate(n, c.Schema); err != nil {
+		return nil, err
+	}
+	spec := &Spec{l: l, n: n, model: model}
+	if m := n.str("model"); m != "" {
+		spec.model = m
+	}
+	a, err := c.New(spec)
+	if err != nil {
+		var ce *Error
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		return nil, n.errorf("%v", err)
+	}
+	return a, nil
+}
+
+// ref builds a sub-agent: a reference by config_path or code, or an agent
+// written inline.
+func (l *loader) ref(n node, model string) (agent.Agent, error) {
+	if _, inline := n.get("name"); inline {
+		return l.agent(n, model)
+	}
+	cp, hasPath := n.get("config_path")
+	code, hasCode := n.get("code")
+	switch {
+	case hasPath && hasCode:
+		return nil, n.errorf("set config_path or code, not both")
+	case hasPath:
+		p, err := l.path(cp)
+		if err != nil {
+			return nil, err
+		}
+		return l.file(p, model)
+	case hasCode:
+		fn, ok := lookup(l.opts.Registry, func(r *Registry) map[string]func() (agent.Agent, error) { return r.agents }, nil, code.n.Value)
+		if !ok {
+			return nil, code.errorf("%v", errNotRegistered("agent", code.n.Value, names(l.opts.Registry, func(r *Registry) map[string]func() (agent.Agent, error) { return r.agents }, nil)))
+		}
+		a, err := fn()
+		if err != nil {
+			return nil, code.errorf("%v", err)
+		}
+		return a, nil
+	}
+	return nil, n.errorf("a sub-agent needs config_path, code, or an inline config with a name")
+}
+
+// path resolves a config_path relative to the file naming it, refusing
+// absolute paths and paths leaving the app's directory.
+func (l *loader) path(n node) (string, error) {
+	p := n.n.Value
+	if p == "" || filepath.IsAbs(p) || filepath.VolumeName(p) != "" {
+		return "", n.errorf("must be a path relative to %s", filepath.Base(n.file))
+	}
+	full := filepath.Join(filepath.Dir(n.file), filepath.FromSlash(p))
+	if real, err := filepath.EvalSymlinks(full); err == nil {
+		full = real
+	}
+	if rel, err := filepath.Rel(l.dir, full); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", n.errorf("%s is outside the app's directory %s", p, l.dir)
+	}
+	if _, err := os.Stat(full); err != nil {
+		return "", n.errorf("%v", err)
+	}
+	return full, nil
+}

@@ -1,0 +1,303 @@
+package agentconfig
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/llmagent"
+	"github.com/loomkit/loom/agent/workflowagent"
+	"github.com/loomkit/loom/tool"
+	"github.com/loomkit/loom/tool/agenttool"
+	"github.com/loomkit/loom/tool/exitlooptool"
+	"github.com/loomkit/loom/tool/loadartifactstool"
+	"github.com/loomkit/loom/tool/loadmemorytool"
+	"github.com/loomkit/loom/tool/mcptool"
+)
+
+// builtinClasses are the agent classes every load knows.
+func builtinClasses() map[string]AgentClass { return classes }
+
+var classes map[string]AgentClass
+
+func init() {
+	classes = map[string]AgentClass{
+		"LlmAgent":        {Schema: Def("LlmAgentConfig"), New: newLLM},
+		"SequentialAgent": {Schema: Def("BaseAgentConfig"), New: newWorkflow("SequentialAgent")},
+		"ParallelAgent":   {Schema: Def("BaseAgentConfig"), New: newWorkflow("ParallelAgent")},
+		"LoopAgent":       {Schema: Def("LoopAgentConfig"), New: newWorkflow("LoopAgent")},
+	}
+	kinds = map[string]ToolKind{
+		"McpToolset": {Args: Def("McpToolsetArgs"), New: newMCP},
+		"AgentTool":  {Args: Def("AgentToolArgs"), New: newAgentTool},
+	}
+}
+
+// builtinTools are the tools files name without args.
+var builtinTools = sync.OnceValue(func() map[string]func() (tool.Tool, error) {
+	return map[string]func() (tool.Tool, error){
+		exitlooptool.Name: func() (tool.Tool, error) { return exitlooptool.New(), nil },
+		"load_artifacts":  loadartifactstool.New,
+		"load_memory":     loadmemorytool.New,
+	}
+})
+
+// builtinKinds are the tool kinds files configure with args.
+func builtinKinds() map[string]ToolKind { return kinds }
+
+var kinds map[string]ToolKind
+
+func newWorkflow(class string) func(*Spec) (agent.Agent, error) {
+	return func(s *Spec) (agent.Agent, error) {
+		subs, err := s.SubAgents()
+		if err != nil {
+			return nil, err
+		}
+		before, after, err := s.AgentCallbacks()
+		if err != nil {
+			return nil, err
+		}
+		cfg := workflowagent.Config{Name: s.Name(), Description: s.Description(), SubAgents: subs, BeforeAgent: before, AfterAgent: after}
+		switch class {
+		case "SequentialAgent":
+			return workflowagent.NewSequential(cfg)
+		case "ParallelAgent":
+			return workflowagent.NewParallel(cfg)
+		}
+		lc := workflowagent.LoopConfig{Config: cfg}
+		if _, err := s.Decode("max_iterations", &lc.MaxIterations); err != nil {
+			return nil, err
+		}
+		return workflowagent.NewLoop(lc)
+	}
+}
+
+func newLLM(s *Spec) (agent.Agent, error) {
+	cfg := llmagent.Config{Name: s.Name(), Description: s.Description(), Instruction: s.n.str("instruction"), OutputKey: s.n.str("output_key")}
+	var err error
+	if cfg.Model, err = s.Model(); err != nil {
+		return nil, err
+	}
+	if _, err := s.Decode("disallow_transfer_to_parent", &cfg.DisallowTransferToParent); err != nil {
+		return nil, err
+	}
+	if _, err := s.Decode("disallow_transfer_to_peers", &cfg.DisallowTransferToPeers); err != nil {
+		return nil, err
+	}
+	if s.n.str("include_contents") == "none" {
+		cfg.IncludeContents = llmagent.IncludeNone
+	}
+	if n, ok := s.n.get("output_schema"); ok {
+		name := n.str("name")
+		sch, ok := lookup(s.l.opts.Registry, func(r *Registry) map[string]*jsonschema.Schema { return r.schemas }, nil, name)
+		if !ok {
+			return nil, n.errorf("%v", errNotRegistered("schema", name, names(s.l.opts.Registry, func(r *Registry) map[string]*jsonschema.Schema { return r.schemas }, nil)))
+		}
+		cfg.OutputSchema = sch
+	}
+	if n, ok := s.n.get("generate_content_config"); ok {
+		if cfg.GenerateConfig, err = generateConfig(n); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Tools, cfg.Toolsets, err = s.Tools(); err != nil {
+		return nil, err
+	}
+	if cfg.SubAgents, err = s.SubAgents(); err != nil {
+		return nil, err
+	}
+	if cfg.BeforeAgent, cfg.AfterAgent, err = s.AgentCallbacks(); err != nil {
+		return nil, err
+	}
+	if cfg.BeforeModel, err = callbacks[agent.BeforeModelCallback](s, "before_model_callbacks"); err != nil {
+		return nil, err
+	}
+	if cfg.AfterModel, err = callbacks[agent.AfterModelCallback](s, "after_model_callbacks"); err != nil {
+		return nil, err
+	}
+	if cfg.BeforeTool, err = callbacks[agent.BeforeToolCallback](s, "before_tool_callbacks"); err != nil {
+		return nil, err
+	}
+	if cfg.AfterTool, err = callbacks[agent.AfterToolCallback](s, "after_tool_callbacks"); err != nil {
+		return nil, err
+	}
+	return llmagent.New(cfg)
+}
+
+// reservedGenerate are keys of generate_content_config that the agent's
+// own keys set.
+var reservedGenerate = map[string]string{
+	"systemInstruction":  "instruction",
+	"tools":              "tools",
+	"responseSchema":     "output_schema",
+	"responseJsonSchema": "output_schema",
+}
+
+// generateConfig decodes generate_content_config, whose keys may be
+// written in snake_case (as in ADK's files) or camelCase. Unknown keys are
+// an error.
+func generateConfig(n node) (*genai.GenerateContentConfig, error) {
+	for k := range n.pairs() {
+		if use, ok := reservedGenerate[camel(k.n.Value)]; ok {
+			return nil, k.errorf("is set by the agent's %s key, not in generate_content_config", use)
+		}
+	}
+	v, err := n.value()
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(camelKeys(v))
+	if err != nil {
+		return nil, n.errorf("%v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var cfg genai.GenerateContentConfig
+	if err := dec.Decode(&cfg); err != nil {
+		msg := err.Error()
+		if field, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+			field = strings.Trim(field, `"`)
+			for k := range n.pairs() {
+				if camel(k.n.Value) == field {
+					return nil, k.errorf("is not a key of generate_content_config")
+				}
+			}
+		}
+		return nil, n.errorf("%s", msg)
+	}
+	return &cfg, nil
+}
+
+// camelKeys converts the keys of every mapping in v to camelCase.
+func camelKeys(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			out[camel(k)] = camelKeys(val)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, val := range x {
+			out[i] = camelKeys(val)
+		}
+		return out
+	}
+	return v
+}
+
+func camel(s string) string {
+	parts := strings.Split(s, "_")
+	for i := 1; i < len(parts); i++ {
+		if p := []rune(parts[i]); len(p) > 0 {
+			p[0] = unicode.ToUpper(p[0])
+			parts[i] = string(p)
+		}
+	}
+	return strings.Join(parts, "")
+}
+
+// mcpArgs are the args of an McpToolset entry (schema: McpToolsetArgs).
+type mcpArgs struct {
+	StdioServerParams     *stdioParams `yaml:"stdio_server_params"`
+	StdioConnectionParams *struct {
+		ServerParams stdioParams `yaml:"server_params"`
+		Timeout      float64     `yaml:"timeout"`
+	} `yaml:"stdio_connection_params"`
+	StreamableHTTP *struct {
+		URL              string            `yaml:"url"`
+		Headers          map[string]string `yaml:"headers"`
+		Timeout          float64           `yaml:"timeout"`
+		SSEReadTimeout   float64           `yaml:"sse_read_timeout"`
+		TerminateOnClose *bool             `yaml:"terminate_on_close"`
+	} `yaml:"streamable_http_connection_params"`
+	ToolFilter     []string `yaml:"tool_filter"`
+	ToolNamePrefix string   `yaml:"tool_name_prefix"`
+}
+
+type stdioParams struct {
+	Command string            `yaml:"command"`
+	Args    []string          `yaml:"args"`
+	Env     map[string]string `yaml:"env"`
+	Cwd     string            `yaml:"cwd"`
+}
+
+func newMCP(t *ToolSpec) (tool.Tool, tool.Toolset, error) {
+	var a mcpArgs
+	if err := t.Decode(&a); err != nil {
+		return nil, nil, err
+	}
+	cfg := mcptool.Config{ToolNames: a.ToolFilter, Stderr: t.spec.l.opts.Stderr}
+	if a.ToolNamePrefix != "" {
+		cfg.Name = a.ToolNamePrefix
+		cfg.NamePrefix = a.ToolNamePrefix + "_"
+	}
+	n := 0
+	stdio := a.StdioServerParams
+	if stdio != nil {
+		n++
+	}
+	if c := a.StdioConnectionParams; c != nil {
+		n++
+		stdio = &c.ServerParams
+	}
+	if h := a.StreamableHTTP; h != nil {
+		n++
+		cfg.URL, cfg.Headers = h.URL, h.Headers
+		if h.SSEReadTimeout > 0 {
+			cfg.CallTimeout = seconds(h.SSEReadTimeout)
+		}
+	}
+	if n != 1 {
+		return nil, nil, t.Errorf("", "set exactly one of stdio_server_params, stdio_connection_params and streamable_http_connection_params")
+	}
+	if stdio != nil {
+		cfg.Command, cfg.Args = stdio.Command, stdio.Args
+		for _, k := range slices.Sorted(maps.Keys(stdio.Env)) {
+			cfg.Env = append(cfg.Env, k+"="+stdio.Env[k])
+		}
+		if cfg.Dir = stdio.Cwd; cfg.Dir != "" && !filepath.IsAbs(cfg.Dir) {
+			cfg.Dir = filepath.Join(filepath.Dir(t.spec.File()), cfg.Dir)
+		}
+	}
+	ts, err := mcptool.New(cfg)
+	if err != nil {
+		return nil, nil, t.Errorf("", "%v", err)
+	}
+	return nil, ts, nil
+}
+
+func seconds(s float64) time.Duration {
+	return time.Duration(s * float64(time.Second))
+}
+
+func newAgentTool(t *ToolSpec) (tool.Tool, tool.Toolset, error) {
+	var a struct {
+		SkipSummarization bool `yaml:"skip_summarization"`
+	}
+	if n, ok := t.args.get("skip_summarization"); ok {
+		if err := n.decode(&a.SkipSummarization); err != nil {
+			return nil, nil, err
+		}
+	}
+	ag, err := t.BuildAgent("agent")
+	if err != nil {
+		return nil, nil, err
+	}
+	at, err := agenttool.New(ag, &agenttool.Config{SkipSummarization: a.SkipSummarization})
+	if err != nil {
+		return nil, nil, t.Errorf("agent", "%v", err)
+	}
+	return at, nil, nil
+}

@@ -1,0 +1,58 @@
+package agentconfig_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/loomkit/loom/agent/agentconfig"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/scripted"
+)
+
+// Load reads an app's root_agent.yaml (and the files it references) and
+// builds its agent tree; the caller supplies the models.
+func ExampleLoad() {
+	dir, _ := os.MkdirTemp("", "app")
+	defer os.RemoveAll(dir)
+	_ = os.WriteFile(filepath.Join(dir, "root_agent.yaml"), []byte(`
+agent_class: SequentialAgent
+name: pipeline
+sub_agents:
+  - name: writer
+    model: gemini-2.5-flash
+    instruction: Write a haiku.
+  - config_path: reviewer.yaml
+`), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "reviewer.yaml"), []byte(`
+name: reviewer
+model: gemini-2.5-flash
+instruction: Review the haiku.
+tools:
+  - name: load_memory
+`), 0o644)
+
+	opts := &agentconfig.Options{
+		Model: func(name string) (model.LLM, error) {
+			return scripted.New(name, func(context.Context, *model.Request) (scripted.Turn, error) {
+				return scripted.Text("ok"), nil
+			}), nil
+		},
+	}
+	app, err := agentconfig.Load(dir, opts)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer app.Close()
+	fmt.Println(app.Root.Name(), len(app.Files))
+
+	// A mistake is reported with its file, line and field.
+	_ = os.WriteFile(filepath.Join(dir, "reviewer.yaml"), []byte("name: reviewer\ninstruction: x\ntool: []\n"), 0o644)
+	_, err = agentconfig.Load(dir, opts)
+	fmt.Println(filepath.Base(err.(*agentconfig.Error).File), err.(*agentconfig.Error).Line, err.(*agentconfig.Error).Field)
+	// Output:
+	// pipeline 2
+	// reviewer.yaml 3 tool
+}

@@ -1,0 +1,286 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"iter"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/agentconfig"
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/server"
+)
+
+// retireAfter is how long the agents of a replaced version of a file app
+// stay open (their MCP sessions, for calls still under way) after a newer
+// version takes over. A variable for the tests.
+var retireAfter = time.Minute
+
+// Bounds of the files a file app's fingerprint reads.
+const (
+	maxFingerprintFiles = 1000
+)
+
+// fileApp is an application defined by a directory holding
+// root_agent.yaml. At the start of every invocation (runner.Config.Refresh)
+// it checks whether its config files changed and, if so, loads them again:
+// a version that loads replaces the one serving; one that does not is
+// reported and the previous version keeps serving.
+type fileApp struct {
+	name string
+	dir  string // absolute
+	log  *lockedWriter
+	opts agentconfig.Options
+
+	mu      sync.Mutex
+	cur     *agentconfig.App // nil until a version has loaded
+	sum     string           // fingerprint of the files the last attempt read
+	err     error            // of the last attempt, nil if it loaded
+	loaded  bool             // an attempt has been made
+	missing agent.Agent      // answers while no version has loaded
+}
+
+// findFileApps returns the applications of a directory argument: the
+// directory itself when it holds root_agent.yaml, else each sub-directory
+// that holds one.
+func findFileApps(dir string) ([]*fileApp, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if isApp(abs) {
+		return []*fileApp{{name: filepath.Base(abs), dir: abs}}, nil
+	}
+	entries, err := os.ReadDir(abs)
+	if err != nil {
+		return nil, fmt.Errorf("apps directory: %w", err)
+	}
+	var apps []*fileApp
+	for _, e := range entries {
+		p := filepath.Join(abs, e.Name())
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") && isApp(p) {
+			apps = append(apps, &fileApp{name: e.Name(), dir: p})
+		}
+	}
+	if len(apps) == 0 {
+		return nil, fmt.Errorf("no application in %s: an application is a directory holding %s", dir, agentconfig.RootFile)
+	}
+	return apps, nil
+}
+
+func isApp(dir string) bool {
+	fi, err := os.Stat(filepath.Join(dir, agentconfig.RootFile))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// start loads the first version; a failure is reported, and the app
+// answers every message with the error until a version loads.
+func (f *fileApp) start(opts agentconfig.Options, log *lockedWriter) agent.Agent {
+	f.opts, f.log = opts, log
+	f.missing = mustAgent(agent.New(agent.Config{
+		Name:        "root_agent",
+		Description: "This application's config files do not load.",
+		Run:         f.runMissing,
+	}))
+	if a := f.refresh(context.Background()); a != nil {
+		return a
+	}
+	return f.missing
+}
+
+func mustAgent(a *agent.Custom, err error) agent.Agent {
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// runMissing is the agent of an app none of whose versions has loaded.
+func (f *fileApp) runMissing(context.Context, *agent.Invocation) iter.Seq2[*event.Event, error] {
+	return func(yield func(*event.Event, error) bool) {
+		f.mu.Lock()
+		err := f.err
+		f.mu.Unlock()
+		yield(nil, fmt.Errorf("app %s does not load: %w", f.name, err))
+	}
+}
+
+// refresh is the runner's Config.Refresh: it returns the agent of the
+// newest version that loads, or nil while no version has loaded.
+func (f *fileApp) refresh(context.Context) agent.Agent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sum, err := fingerprint(f.dir)
+	if err == nil && f.loaded && sum == f.sum {
+		return f.root()
+	}
+	f.sum, f.loaded = sum, true
+	app, err := agentconfig.Load(f.dir, &f.opts)
+	if err != nil {
+		f.err = err
+		if f.cur != nil {
+			f.log.printf("loom: app %s: %v (the previous version keeps serving)\n", f.name, err)
+		} else {
+			f.log.printf("loom: app %s: %v\n", f.name, err)
+		}
+		return f.root()
+	}
+	if old := f.cur; old != nil {
+		f.log.printf("loom: app %s: reloaded %s\n", f.name, filepath.Join(f.dir, agentconfig.RootFile))
+		time.AfterFunc(retireAfter, func() { _ = old.Close() })
+	}
+	f.cur, f.err = app, nil
+	return app.Root
+}
+
+func (f *fileApp) root() agent.Agent {
+	if f.cur == nil {
+		return nil
+	}
+	return f.cur.Root
+}
+
+// status reports the app's source and its latest load error.
+func (f *fileApp) status() server.AppStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := server.AppStatus{Source: filepath.Join(f.dir, agentconfig.RootFile)}
+	if f.err != nil {
+		st.LoadError = f.err.Error()
+	}
+	return st
+}
+
+// close closes the serving version.
+func (f *fileApp) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cur != nil {
+		_ = f.cur.Close()
+		f.cur = nil
+	}
+}
+
+// fingerprint hashes the names and contents of the YAML files under dir
+// (hidden directories skipped), so that any edit, addition or removal
+// changes it. Config files are small, and reading them is cheaper than an
+// invocation's first model call by orders of magnitude.
+func fingerprint(dir string) (string, error) {
+	h := sha256.New()
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != dir && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if ext := filepath.Ext(p); ext != ".yaml" && ext != ".yml" {
+			return nil
+		}
+		if n++; n > maxFingerprintFiles {
+			return fmt.Errorf("more than %d YAML files under %s", maxFingerprintFiles, dir)
+		}
+		data, err := readBounded(p, agentconfig.MaxFileBytes+1)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", p, len(data))
+		h.Write(data)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil)), err
+}
+
+func readBounded(path string, limit int64) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return io.ReadAll(io.LimitReader(fh, limit))
+}
+
+// lockedWriter serializes writes from the apps' reloads.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) printf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, format, args...)
+}
+
+// fileAppsOf returns the file apps among apps.
+func fileAppsOf(apps []App) []*fileApp {
+	var out []*fileApp
+	for _, a := range apps {
+		if a.file != nil {
+			out = append(out, a.file)
+		}
+	}
+	return out
+}
+
+// withFileApps adds the applications of the directory arguments to apps.
+func withFileApps(apps []App, dirs []string) ([]App, error) {
+	all := slices.Clone(apps)
+	seen := map[string]bool{}
+	for _, a := range apps {
+		seen[a.Name] = true
+	}
+	for _, d := range dirs {
+		found, err := findFileApps(d)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range found {
+			if seen[f.name] {
+				return nil, fmt.Errorf("two applications are named %s (%s)", f.name, f.dir)
+			}
+			seen[f.name] = true
+			all = append(all, App{Name: f.name, file: f})
+		}
+	}
+	return all, nil
+}
+
+// statusOf returns the server's Status function for the file apps among
+// apps, or nil when there are none.
+func statusOf(apps []App) func(string) server.AppStatus {
+	files := map[string]*fileApp{}
+	for _, f := range fileAppsOf(apps) {
+		files[f.name] = f
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	return func(name string) server.AppStatus {
+		if f := files[name]; f != nil {
+			return f.status()
+		}
+		return server.AppStatus{}
+	}
+}
+
+// closeFileApps closes the serving versions of the file apps among apps.
+func closeFileApps(apps []App) {
+	for _, f := range fileAppsOf(apps) {
+		f.close()
+	}
+}
