@@ -57,6 +57,17 @@ type Config struct {
 	Instruction string
 	// InstructionProvider, if set, computes the instruction instead.
 	InstructionProvider InstructionProvider
+	// GlobalInstruction, set on the root agent of a tree, is added to the
+	// system instruction of every LLM agent in the tree, before the agent's
+	// own instruction. It is templated like Instruction. On an agent that
+	// is not the root it has no effect.
+	GlobalInstruction string
+	// StaticInstruction is sent as is (no templating) at the start of the
+	// system instruction. With it set, the system instruction stays the
+	// same from call to call, which lets providers cache it: the templated
+	// Instruction then travels as a user content placed just before the
+	// latest user turn, instead of in the system instruction.
+	StaticInstruction *genai.Content
 	// Tools and Toolsets are the tools the model may call.
 	Tools    []tool.Tool
 	Toolsets []tool.Toolset

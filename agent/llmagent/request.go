@@ -64,8 +64,25 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 	if err != nil {
 		return nil, err
 	}
+	global, err := globalInstruction(ctx, inv)
+	if err != nil {
+		return nil, err
+	}
+	var dynamic string // the instruction sent as user content, after a static one
+	if a.cfg.StaticInstruction != nil {
+		dynamic, instr = instr, ""
+	}
+	instr = joinInstructions(global, instr)
 	if tt, ok := tools[transferToolName].(transferTool); ok { // resolveTools found targets
 		instr = joinInstructions(instr, transferInstruction(a, tt.targets, inv))
+	}
+	if static := a.cfg.StaticInstruction; static != nil {
+		si := event.CloneContent(static) // the request owns its parts
+		si.Role = genai.RoleUser
+		if cfg.SystemInstruction != nil {
+			si.Parts = append(slices.Clip(si.Parts), cfg.SystemInstruction.Parts...)
+		}
+		cfg.SystemInstruction = si
 	}
 	if instr != "" {
 		if cfg.SystemInstruction == nil {
@@ -97,8 +114,64 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 		cfg.ResponseMIMEType = "application/json"
 		cfg.ResponseJsonSchema = a.cfg.OutputSchema
 	}
-	m.req = model.Request{Model: a.cfg.Model.Name(), Contents: a.contents(inv), Config: cfg}
+	contents := a.contents(inv)
+	if dynamic != "" {
+		contents = insertBeforeUserTurn(contents, genai.NewContentFromText(dynamic, genai.RoleUser))
+	}
+	m.req = model.Request{Model: a.cfg.Model.Name(), Contents: contents, Config: cfg}
 	return &m.req, nil
+}
+
+// insertBeforeUserTurn returns contents with c placed before the trailing
+// run of user contents (the latest user turn), in a new slice.
+func insertBeforeUserTurn(contents []*genai.Content, c *genai.Content) []*genai.Content {
+	at := len(contents)
+	for at > 0 && contents[at-1] != nil && contents[at-1].Role == genai.RoleUser {
+		at--
+	}
+	out := make([]*genai.Content, 0, len(contents)+1)
+	out = append(out, contents[:at]...)
+	out = append(out, c)
+	return append(out, contents[at:]...)
+}
+
+// globalInstruction returns the templated global instruction of the root
+// of the invocation's agent tree, if the root is an LLM agent with one.
+func globalInstruction(ctx context.Context, inv *agent.Invocation) (string, error) {
+	tree := inv.Tree()
+	if tree == nil {
+		return "", nil
+	}
+	root, ok := tree.Root().(*Agent)
+	if !ok || root.cfg.GlobalInstruction == "" {
+		return "", nil
+	}
+	text := root.cfg.GlobalInstruction
+	if !strings.Contains(text, "{") {
+		return text, nil
+	}
+	s, err := InjectState(ctx, text, inv)
+	if err != nil {
+		return "", fmt.Errorf("llmagent: %s: global instruction: %w", root.Name(), err)
+	}
+	return s, nil
+}
+
+// appendInstruction adds text to the end of a request's system
+// instruction, which the request owns.
+func appendInstruction(req *model.Request, text string) {
+	if text == "" {
+		return
+	}
+	if req.Config == nil {
+		req.Config = &genai.GenerateContentConfig{}
+	}
+	si := req.Config.SystemInstruction
+	if si == nil {
+		req.Config.SystemInstruction = genai.NewContentFromText(text, genai.RoleUser)
+		return
+	}
+	si.Parts = append(slices.Clip(si.Parts), &genai.Part{Text: text})
 }
 
 // requestMemory holds a request and the parts buildRequest adds to it, so
