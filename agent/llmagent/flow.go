@@ -76,6 +76,11 @@ func (a *Agent) step(ctx context.Context, inv *agent.Invocation, yield func(*eve
 	ev := inv.NewEvent()
 	ev.Response = *resp
 	ev.Partial = false
+	if a.cfg.Planner != nil && resp.Content != nil {
+		if parts := a.cfg.Planner.ProcessResponse(ctx, cc, resp.Content.Parts); parts != nil {
+			ev.Content = &genai.Content{Role: resp.Content.Role, Parts: parts}
+		}
+	}
 	ev.Actions = cc.TakeActions()
 	calls := ev.FunctionCalls()
 	for _, fc := range calls {

@@ -84,6 +84,14 @@ type Config struct {
 	OutputSchema *jsonschema.Schema
 	// IncludeContents selects the history sent to the model.
 	IncludeContents IncludeContents
+	// Planner, if set, plans the model's work: BuiltInPlanner turns on the
+	// model's own thinking, PlanReActPlanner asks for a written plan.
+	Planner Planner
+	// KeepThoughts sends the thought parts of earlier turns back to the
+	// model. By default an agent with a planner leaves them out: only the
+	// current turn's thoughts (which some providers need during a tool
+	// loop) are sent.
+	KeepThoughts bool
 	// GenerateConfig holds sampling settings and other model parameters. It
 	// is copied for every request.
 	GenerateConfig *genai.GenerateContentConfig

@@ -115,10 +115,18 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 		cfg.ResponseJsonSchema = a.cfg.OutputSchema
 	}
 	contents := a.contents(inv)
+	if a.cfg.Planner != nil && !a.cfg.KeepThoughts {
+		contents = withoutEarlierThoughts(contents)
+	}
 	if dynamic != "" {
 		contents = insertBeforeUserTurn(contents, genai.NewContentFromText(dynamic, genai.RoleUser))
 	}
 	m.req = model.Request{Model: a.cfg.Model.Name(), Contents: contents, Config: cfg}
+	if a.cfg.Planner != nil {
+		if err := a.cfg.Planner.ProcessRequest(ctx, cc, &m.req); err != nil {
+			return nil, fmt.Errorf("llmagent: %s: planner: %w", a.Name(), err)
+		}
+	}
 	return &m.req, nil
 }
 

@@ -214,8 +214,8 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 		p.TopK = param.NewOpt(int64(*cfg.TopK))
 	}
 	p.StopSequences = cfg.StopSequences
-	if tc := cfg.ThinkingConfig; tc != nil && tc.ThinkingBudget != nil && *tc.ThinkingBudget > 0 {
-		p.Thinking.OfEnabled = &sdk.ThinkingConfigEnabledParam{BudgetTokens: int64(*tc.ThinkingBudget)}
+	if budget := adapter.ThinkingBudget(cfg.ThinkingConfig); budget > 0 {
+		p.Thinking.OfEnabled = &sdk.ThinkingConfigEnabledParam{BudgetTokens: budget}
 	}
 	if schema := adapter.Schema(cfg.ResponseSchema, cfg.ResponseJsonSchema); schema != nil {
 		p.OutputConfig.Format = sdk.JSONOutputFormatParam{Schema: schema}

@@ -420,3 +420,30 @@ func TestHungAttemptIsRetried(t *testing.T) {
 		}
 	}
 }
+
+// TestThinkingLevelToBudget checks that a thinking level, which Anthropic
+// does not take, becomes an extended-thinking budget, and that a config
+// without a budget or level leaves thinking off.
+func TestThinkingLevelToBudget(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  *genai.ThinkingConfig
+		want string
+	}{
+		{&genai.ThinkingConfig{ThinkingLevel: genai.ThinkingLevelMedium}, `"thinking":{"budget_tokens":4096,"type":"enabled"}`},
+		{&genai.ThinkingConfig{ThinkingLevel: genai.ThinkingLevelLow}, `"thinking":{"budget_tokens":1024,"type":"enabled"}`},
+		{&genai.ThinkingConfig{IncludeThoughts: true}, ""},
+		{&genai.ThinkingConfig{ThinkingBudget: ptr[int32](0)}, ""},
+	} {
+		srv := fakeapi.Start(t, fakeapi.File(t, 200, "testdata/text.json", false))
+		req := userText("hi")
+		req.Config = &genai.GenerateContentConfig{ThinkingConfig: tc.cfg, MaxOutputTokens: 20000}
+		if _, err := fakeapi.Collect(newModel(t, srv, nil).Generate(t.Context(), req, false)); err != nil {
+			t.Fatal(err)
+		}
+		body := string(fakeapi.Indent(srv.Requests()[0].Body))
+		compact := strings.Join(strings.Fields(body), "")
+		if tc.want == "" && strings.Contains(compact, `"thinking"`) || tc.want != "" && !strings.Contains(compact, tc.want) {
+			t.Errorf("%+v: body %s, want %q", tc.cfg, compact, tc.want)
+		}
+	}
+}

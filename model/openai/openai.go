@@ -262,13 +262,8 @@ func (m *Model) params(req *model.Request) (oai.ChatCompletionNewParams, error) 
 	} else if cfg.ResponseMIMEType == "application/json" {
 		p.ResponseFormat.OfJSONObject = &shared.ResponseFormatJSONObjectParam{}
 	}
-	if tc := cfg.ThinkingConfig; tc != nil {
-		switch tc.ThinkingLevel {
-		case genai.ThinkingLevelLow:
-			p.ReasoningEffort = shared.ReasoningEffortLow
-		case genai.ThinkingLevelHigh:
-			p.ReasoningEffort = shared.ReasoningEffortHigh
-		}
+	if effort := adapter.ReasoningEffort(cfg.ThinkingConfig); effort != "" {
+		p.ReasoningEffort = shared.ReasoningEffort(effort)
 	}
 	return p, nil
 }

@@ -60,6 +60,7 @@ func richRequest() *model.Request {
 		},
 		Config: &genai.GenerateContentConfig{
 			SystemInstruction: genai.NewContentFromText("You are a weather bot.", genai.RoleUser),
+			ThinkingConfig:    &genai.ThinkingConfig{IncludeThoughts: true, ThinkingLevel: genai.ThinkingLevelHigh},
 			Temperature:       ptr[float32](0.5),
 			MaxOutputTokens:   256,
 			StopSequences:     []string{"END"},
@@ -474,6 +475,33 @@ func TestHungAttemptIsRetried(t *testing.T) {
 		}
 		if n := len(srv.Requests()); n != 2 || len(resps) == 0 {
 			t.Errorf("stream=%v: requests = %d, responses = %d", stream, n, len(resps))
+		}
+	}
+}
+
+// TestThinkingToReasoningEffort checks the thinking config a planner sets
+// becomes reasoning_effort on the wire.
+func TestThinkingToReasoningEffort(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  *genai.ThinkingConfig
+		want string
+	}{
+		{&genai.ThinkingConfig{ThinkingLevel: genai.ThinkingLevelLow}, `"reasoning_effort":"low"`},
+		{&genai.ThinkingConfig{ThinkingLevel: genai.ThinkingLevelMedium}, `"reasoning_effort":"medium"`},
+		{&genai.ThinkingConfig{ThinkingBudget: ptr[int32](1024)}, `"reasoning_effort":"low"`},
+		{&genai.ThinkingConfig{ThinkingBudget: ptr[int32](32000)}, `"reasoning_effort":"high"`},
+		{&genai.ThinkingConfig{ThinkingBudget: ptr[int32](0)}, `"reasoning_effort":"minimal"`},
+		{&genai.ThinkingConfig{IncludeThoughts: true}, ""},
+	} {
+		srv := fakeapi.Start(t, fakeapi.File(t, 200, "testdata/text.json", false))
+		req := &model.Request{Contents: []*genai.Content{genai.NewContentFromText("hi", genai.RoleUser)},
+			Config: &genai.GenerateContentConfig{ThinkingConfig: tc.cfg}}
+		if _, err := fakeapi.Collect(newModel(t, srv, nil).Generate(t.Context(), req, false)); err != nil {
+			t.Fatal(err)
+		}
+		body := string(srv.Requests()[0].Body)
+		if tc.want == "" && strings.Contains(body, "reasoning_effort") || tc.want != "" && !strings.Contains(body, tc.want) {
+			t.Errorf("%+v: body %s, want %q", tc.cfg, body, tc.want)
 		}
 	}
 }
