@@ -117,6 +117,16 @@ func (a *Agent) afterCalls(ctx context.Context, inv *agent.Invocation, calls []*
 	if resEv != nil && !yield(resEv, nil) {
 		return nil, false
 	}
+	if final, err := a.structuredAnswer(inv, tools, resEv); err != nil || final != nil {
+		if err != nil {
+			yield(nil, err)
+			return nil, false
+		}
+		if !yield(final, nil) {
+			return nil, false
+		}
+		return a, true
+	}
 	if resEv != nil && (len(resEv.Actions.RequestedToolConfirmations) > 0 || len(resEv.Actions.RequestedAuthConfigs) > 0) {
 		if !yield(clientRequests(inv, calls, &resEv.Actions), nil) {
 			return nil, false

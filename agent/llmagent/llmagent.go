@@ -80,7 +80,11 @@ type Config struct {
 	// schema, the parsed JSON value) in this state key.
 	OutputKey string
 	// OutputSchema, if set, asks the model for JSON matching it and
-	// validates the final answer.
+	// validates the final answer. An agent with tools too, on a model that
+	// cannot combine tools with a response schema (see
+	// model.ToolsWithSchema), gets the answer through a final-answer tool,
+	// set_model_response, whose arguments follow the schema; the agent then
+	// ends with a model event holding the answer as JSON text.
 	OutputSchema *jsonschema.Schema
 	// IncludeContents selects the history sent to the model.
 	IncludeContents IncludeContents
@@ -140,19 +144,22 @@ func New(cfg Config) (*Agent, error) {
 		if _, dup := a.tools[t.Name()]; dup {
 			return nil, fmt.Errorf("llmagent: %s: duplicate tool %q", cfg.Name, t.Name())
 		}
-		if t.Name() == transferToolName {
+		if t.Name() == transferToolName || t.Name() == SetModelResponseName {
 			return nil, fmt.Errorf("llmagent: %s: tool name %q is reserved", cfg.Name, transferToolName)
 		}
 		a.tools[t.Name()] = t
 	}
-	a.decls = declarations(a.tools)
 	if cfg.OutputSchema != nil {
 		r, err := cfg.OutputSchema.Resolve(nil)
 		if err != nil {
 			return nil, fmt.Errorf("llmagent: %s: output schema: %w", cfg.Name, err)
 		}
 		a.schema = r
+		if len(cfg.Tools)+len(cfg.Toolsets) > 0 && !combinesToolsAndSchema(cfg.Model) {
+			a.tools[SetModelResponseName] = newSetModelResponseTool(cfg.OutputSchema, r)
+		}
 	}
+	a.decls = declarations(a.tools)
 	return a, nil
 }
 

@@ -110,9 +110,13 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 			cfg.Tools = append(cfg.Tools, &m.tool)
 		}
 	}
+	var finalTool bool
 	if a.cfg.OutputSchema != nil {
-		cfg.ResponseMIMEType = "application/json"
-		cfg.ResponseJsonSchema = a.cfg.OutputSchema
+		_, finalTool = tools[SetModelResponseName].(*setModelResponseTool)
+		if !finalTool {
+			cfg.ResponseMIMEType = "application/json"
+			cfg.ResponseJsonSchema = a.cfg.OutputSchema
+		}
 	}
 	contents := a.contents(inv)
 	if a.cfg.Planner != nil && !a.cfg.KeepThoughts {
@@ -122,6 +126,9 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 		contents = insertBeforeUserTurn(contents, genai.NewContentFromText(dynamic, genai.RoleUser))
 	}
 	m.req = model.Request{Model: a.cfg.Model.Name(), Contents: contents, Config: cfg}
+	if finalTool {
+		appendInstruction(&m.req, setModelResponseInstruction)
+	}
 	if a.cfg.Planner != nil {
 		if err := a.cfg.Planner.ProcessRequest(ctx, cc, &m.req); err != nil {
 			return nil, fmt.Errorf("llmagent: %s: planner: %w", a.Name(), err)

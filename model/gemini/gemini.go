@@ -104,6 +104,13 @@ func New(ctx context.Context, modelName string, cc *genai.ClientConfig, opts *Op
 // Name returns the model name.
 func (m *Model) Name() string { return m.name }
 
+// ToolsWithSchema implements model.ToolsWithSchema: Gemini 2 and later
+// models on Vertex AI take function tools and a response schema together;
+// the Gemini Developer API does not.
+func (m *Model) ToolsWithSchema() bool {
+	return m.client.ClientConfig().Backend == genai.BackendVertexAI && !strings.HasPrefix(m.name, "gemini-1")
+}
+
 // Generate sends req to the model; see the package documentation for the
 // streaming behaviour.
 func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) iter.Seq2[*model.Response, error] {

@@ -400,3 +400,15 @@ func TestTruncatedBodyIsRetried(t *testing.T) {
 		t.Errorf("responses = %d, requests = %d", len(resps), len(srv.Requests()))
 	}
 }
+
+// TestToolsWithSchema checks that the Gemini Developer API is reported as
+// unable to combine tools with a response schema, so agents use a
+// final-answer tool there.
+func TestToolsWithSchema(t *testing.T) {
+	srv := fakeapi.Start(t)
+	var m model.LLM = newModel(t, srv, nil)
+	c, ok := m.(model.ToolsWithSchema)
+	if !ok || c.ToolsWithSchema() {
+		t.Fatalf("implements=%v, combines on the Gemini API=%v", ok, ok && c.ToolsWithSchema())
+	}
+}
