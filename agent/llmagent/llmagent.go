@@ -112,11 +112,13 @@ type Config struct {
 
 // Agent is an LLM agent. It is immutable and safe for concurrent use.
 type Agent struct {
-	cfg    Config
-	tools  map[string]tool.Tool
-	decls  []*genai.FunctionDeclaration // of tools, sorted by name
-	schema *jsonschema.Resolved
-	body   func(context.Context, *agent.Invocation) iter.Seq2[*event.Event, error] // a.run, bound once
+	cfg   Config
+	tools map[string]tool.Tool
+	decls []*genai.FunctionDeclaration // of tools, sorted by name
+	// processors names the tools that are request processors, sorted.
+	processors []string
+	schema     *jsonschema.Resolved
+	body       func(context.Context, *agent.Invocation) iter.Seq2[*event.Event, error] // a.run, bound once
 
 	histories sync.Map // historyKey → *history
 }
@@ -160,6 +162,7 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	a.decls = declarations(a.tools)
+	a.processors = requestProcessors(a.tools)
 	return a, nil
 }
 

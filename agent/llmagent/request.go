@@ -129,12 +129,36 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 	if finalTool {
 		appendInstruction(&m.req, setModelResponseInstruction)
 	}
+	for _, name := range a.processorNames(tools) {
+		if err := tools[name].(tool.RequestProcessor).ProcessRequest(ctx, cc, &m.req); err != nil {
+			return nil, fmt.Errorf("llmagent: %s: tool %s: %w", a.Name(), name, err)
+		}
+	}
 	if a.cfg.Planner != nil {
 		if err := a.cfg.Planner.ProcessRequest(ctx, cc, &m.req); err != nil {
 			return nil, fmt.Errorf("llmagent: %s: planner: %w", a.Name(), err)
 		}
 	}
 	return &m.req, nil
+}
+
+// processorNames returns the names of the tools that process requests,
+// sorted: those of the static tools are computed once.
+func (a *Agent) processorNames(tools map[string]tool.Tool) []string {
+	if len(tools) == len(a.tools) {
+		return a.processors
+	}
+	return requestProcessors(tools)
+}
+
+func requestProcessors(tools map[string]tool.Tool) []string {
+	var names []string
+	for _, name := range sortedKeys(tools) {
+		if _, ok := tools[name].(tool.RequestProcessor); ok {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // insertBeforeUserTurn returns contents with c placed before the trailing
