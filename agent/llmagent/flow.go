@@ -271,8 +271,8 @@ func (g *aggregator) add(r *model.Response) {
 	for _, p := range r.Content.Parts {
 		switch {
 		case p == nil:
-		case p.FunctionCall != nil:
-			g.calls = append(g.calls, p)
+		case p.FunctionCall != nil || p.Text == "":
+			g.calls = append(g.calls, p) // calls and non-text parts (code, its result, data), in order
 		case p.Thought:
 			g.thought.WriteString(p.Text)
 		default:

@@ -8,7 +8,11 @@
 // calls are tool_use blocks (ids kept) and function responses are
 // tool_result blocks. Thinking blocks become thought parts whose
 // ThoughtSignature holds Anthropic's signature, so they can be sent back
-// unchanged in the next turn. Stop reasons map to genai finish reasons
+// unchanged in the next turn. A genai GoogleSearch tool becomes Anthropic's
+// web_search server tool; the searches it runs and the pages it finds come
+// back as grounding metadata. Other built-in tools are rejected with
+// model.ErrUnsupportedContent. A thinking config becomes extended thinking
+// with its budget (a thinking level picks a budget). Stop reasons map to genai finish reasons
 // (end_turn and tool_use: STOP; max_tokens: MAX_TOKENS; refusal: SAFETY with
 // ErrorCode "REFUSAL").
 //
@@ -180,8 +184,14 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 		if t == nil {
 			continue
 		}
-		if len(t.FunctionDeclarations) == 0 {
-			return p, fmt.Errorf("anthropic: %w: only function tools are supported", model.ErrUnsupportedContent)
+		switch name := adapter.BuiltInToolName(t); name {
+		case "":
+		case "google_search":
+			p.Tools = append(p.Tools, sdk.ToolUnionParam{OfWebSearchTool20250305: &sdk.WebSearchTool20250305Param{}})
+			continue
+		default:
+			return p, fmt.Errorf("anthropic: %w: built-in tool %s cannot run on Anthropic models (google_search runs as web_search)",
+				model.ErrUnsupportedContent, name)
 		}
 		for _, d := range t.FunctionDeclarations {
 			if d != nil {
@@ -345,6 +355,10 @@ func fromMessage(msg *sdk.Message) *model.Response {
 				continue
 			}
 			content.Parts = append(content.Parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: b.ID, Name: b.Name, Args: args}})
+		case "server_tool_use":
+			searchQuery(resp, b.Name, string(b.Input))
+		case "web_search_tool_result":
+			searchResults(resp, b.Content.OfWebSearchResultBlockArray)
 		}
 	}
 	finish(resp, msg.StopReason)
@@ -352,6 +366,40 @@ func fromMessage(msg *sdk.Message) *model.Response {
 		resp.Content = content
 	}
 	return resp
+}
+
+// searchQuery records the query of a web search the model ran on the
+// response's grounding metadata.
+func searchQuery(resp *model.Response, name, input string) {
+	if name != "web_search" {
+		return
+	}
+	args, err := adapter.Arguments(input)
+	if err != nil {
+		return
+	}
+	if q, ok := args["query"].(string); ok && q != "" {
+		g := grounding(resp)
+		g.WebSearchQueries = append(g.WebSearchQueries, q)
+	}
+}
+
+// searchResults records the pages a web search found as grounding chunks.
+func searchResults(resp *model.Response, results []sdk.WebSearchResultBlock) {
+	for _, r := range results {
+		if r.URL == "" {
+			continue
+		}
+		g := grounding(resp)
+		g.GroundingChunks = append(g.GroundingChunks, &genai.GroundingChunk{Web: &genai.GroundingChunkWeb{URI: r.URL, Title: r.Title}})
+	}
+}
+
+func grounding(resp *model.Response) *genai.GroundingMetadata {
+	if resp.GroundingMetadata == nil {
+		resp.GroundingMetadata = &genai.GroundingMetadata{}
+	}
+	return resp.GroundingMetadata
 }
 
 func malformed(resp *model.Response, name string, err error) {
@@ -362,11 +410,12 @@ func malformed(resp *model.Response, name string, err error) {
 
 // block accumulates one streamed content block.
 type block struct {
-	kind string // text, thinking, tool_use, or another type we pass over
-	id   string
-	name string
-	buf  strings.Builder
-	sig  strings.Builder
+	kind    string // text, thinking, tool_use, server_tool_use, web_search_tool_result, or another type we pass over
+	id      string
+	name    string
+	buf     strings.Builder
+	sig     strings.Builder
+	results []sdk.WebSearchResultBlock
 }
 
 func (m *Model) streamOnce(ctx context.Context, params sdk.MessageNewParams) iter.Seq2[*model.Response, error] {
@@ -390,7 +439,7 @@ func (m *Model) streamOnce(ctx context.Context, params sdk.MessageNewParams) ite
 				in, out, cRead, cCreate = u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens
 			case "content_block_start":
 				cb := ev.ContentBlock
-				b := &block{kind: cb.Type, id: cb.ID, name: cb.Name}
+				b := &block{kind: cb.Type, id: cb.ID, name: cb.Name, results: cb.Content.OfWebSearchResultBlockArray}
 				b.buf.WriteString(cb.Text)
 				b.buf.WriteString(cb.Thinking)
 				b.sig.WriteString(cb.Signature)
@@ -469,6 +518,10 @@ func (m *Model) streamOnce(ctx context.Context, params sdk.MessageNewParams) ite
 					continue
 				}
 				content.Parts = append(content.Parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: b.id, Name: b.name, Args: args}})
+			case "server_tool_use":
+				searchQuery(resp, b.name, b.buf.String())
+			case "web_search_tool_result":
+				searchResults(resp, b.results)
 			}
 		}
 		finish(resp, stop)

@@ -73,7 +73,7 @@ func richRequest() *model.Request {
 					Name:                 "get_time",
 					ParametersJsonSchema: map[string]any{"type": "object", "properties": map[string]any{"tz": map[string]any{"type": "string"}}, "additionalProperties": false},
 				},
-			}}},
+			}}, {GoogleSearch: &genai.GoogleSearch{}}},
 			ToolConfig: &genai.ToolConfig{FunctionCallingConfig: &genai.FunctionCallingConfig{Mode: genai.FunctionCallingConfigModeAny}},
 		},
 	}
@@ -445,5 +445,47 @@ func TestThinkingLevelToBudget(t *testing.T) {
 		if tc.want == "" && strings.Contains(compact, `"thinking"`) || tc.want != "" && !strings.Contains(compact, tc.want) {
 			t.Errorf("%+v: body %s, want %q", tc.cfg, compact, tc.want)
 		}
+	}
+}
+
+// TestWebSearchGrounding checks that a web search Anthropic ran on its own
+// is reported as grounding metadata (the query and the pages found), with
+// and without streaming, and that the answer text is unchanged.
+func TestWebSearchGrounding(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		reply := fakeapi.File(t, 200, "testdata/web_search.json", false)
+		if stream {
+			reply = fakeapi.File(t, 200, "testdata/stream_web_search.sse", true)
+		}
+		srv := fakeapi.Start(t, reply)
+		req := userText("weather in Paris?")
+		req.Config = &genai.GenerateContentConfig{Tools: []*genai.Tool{{GoogleSearch: &genai.GoogleSearch{}}}}
+		resps, err := fakeapi.Collect(newModel(t, srv, nil).Generate(t.Context(), req, stream))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := resps[len(resps)-1]
+		g := r.GroundingMetadata
+		if r.Text() != "It is sunny in Paris." || g == nil || len(g.WebSearchQueries) != 1 || g.WebSearchQueries[0] != "weather Paris today" ||
+			len(g.GroundingChunks) == 0 || g.GroundingChunks[0].Web.URI != "https://example.com/paris" || g.GroundingChunks[0].Web.Title != "Paris forecast" {
+			t.Errorf("stream=%v: text %q, grounding %+v", stream, r.Text(), g)
+		}
+	}
+}
+
+// TestUnsupportedBuiltInTool checks that a built-in tool Anthropic cannot
+// run fails before anything is sent, naming the tool.
+func TestUnsupportedBuiltInTool(t *testing.T) {
+	srv := fakeapi.Start(t)
+	for _, gt := range []*genai.Tool{{URLContext: &genai.URLContext{}}, {CodeExecution: &genai.ToolCodeExecution{}}} {
+		req := userText("hi")
+		req.Config = &genai.GenerateContentConfig{Tools: []*genai.Tool{gt}}
+		_, err := fakeapi.Collect(newModel(t, srv, nil).Generate(t.Context(), req, false))
+		if !errors.Is(err, model.ErrUnsupportedContent) || !(strings.Contains(err.Error(), "url_context") || strings.Contains(err.Error(), "code_execution")) {
+			t.Errorf("err = %v", err)
+		}
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("%d requests sent", n)
 	}
 }

@@ -64,7 +64,7 @@ func richRequest() *model.Request {
 					Properties: map[string]*genai.Schema{"city": {Type: genai.TypeString}},
 					Required:   []string{"city"},
 				},
-			}}}},
+			}}}, {GoogleSearch: &genai.GoogleSearch{}}, {URLContext: &genai.URLContext{}}, {CodeExecution: &genai.ToolCodeExecution{}}},
 		},
 	}
 }

@@ -78,7 +78,7 @@ func richRequest() *model.Request {
 					Name:                 "get_time",
 					ParametersJsonSchema: map[string]any{"type": "object", "properties": map[string]any{"tz": map[string]any{"type": "string"}}},
 				},
-			}}},
+			}}, {GoogleSearch: &genai.GoogleSearch{}}},
 			ToolConfig: &genai.ToolConfig{FunctionCallingConfig: &genai.FunctionCallingConfig{Mode: genai.FunctionCallingConfigModeAuto}},
 		},
 	}
@@ -503,5 +503,43 @@ func TestThinkingToReasoningEffort(t *testing.T) {
 		if tc.want == "" && strings.Contains(body, "reasoning_effort") || tc.want != "" && !strings.Contains(body, tc.want) {
 			t.Errorf("%+v: body %s, want %q", tc.cfg, body, tc.want)
 		}
+	}
+}
+
+// TestWebSearchCitations checks that the URL citations of a web-search
+// answer become grounding metadata: one chunk per page, one support per
+// cited span (indices count characters, not bytes).
+func TestWebSearchCitations(t *testing.T) {
+	srv := fakeapi.Start(t, fakeapi.File(t, 200, "testdata/web_search.json", false))
+	req := &model.Request{Contents: []*genai.Content{genai.NewContentFromText("weather?", genai.RoleUser)},
+		Config: &genai.GenerateContentConfig{Tools: []*genai.Tool{{GoogleSearch: &genai.GoogleSearch{}}}}}
+	resps, err := fakeapi.Collect(newModel(t, srv, nil).Generate(t.Context(), req, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := resps[0].GroundingMetadata
+	if g == nil || len(g.GroundingChunks) != 1 || g.GroundingChunks[0].Web.URI != "https://example.com/paris" || len(g.GroundingSupports) != 2 {
+		t.Fatalf("grounding = %+v", g)
+	}
+	if s := g.GroundingSupports[0].Segment.Text; s != "sunny in Paris." {
+		t.Errorf("first cited span = %q", s)
+	}
+	if s := g.GroundingSupports[1].Segment.Text; s != "Ça va" {
+		t.Errorf("second cited span = %q", s)
+	}
+}
+
+// TestUnsupportedBuiltInTool checks that a built-in tool Chat Completions
+// cannot run fails before anything is sent, naming the tool.
+func TestUnsupportedBuiltInTool(t *testing.T) {
+	srv := fakeapi.Start(t)
+	req := &model.Request{Contents: []*genai.Content{genai.NewContentFromText("hi", genai.RoleUser)},
+		Config: &genai.GenerateContentConfig{Tools: []*genai.Tool{{URLContext: &genai.URLContext{}}}}}
+	_, err := fakeapi.Collect(newModel(t, srv, nil).Generate(t.Context(), req, false))
+	if !errors.Is(err, model.ErrUnsupportedContent) || !strings.Contains(err.Error(), "url_context") {
+		t.Errorf("err = %v", err)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("%d requests sent", n)
 	}
 }

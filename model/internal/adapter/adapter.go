@@ -292,3 +292,34 @@ func ReasoningEffort(tc *genai.ThinkingConfig) string {
 	}
 	return "high"
 }
+
+// BuiltInToolName names the provider-side tool a genai tool asks for
+// ("google_search", "url_context", "code_execution", ...), or "" for a tool
+// that only declares functions.
+func BuiltInToolName(t *genai.Tool) string {
+	switch {
+	case t == nil:
+		return ""
+	case t.GoogleSearch != nil:
+		return "google_search"
+	case t.GoogleSearchRetrieval != nil:
+		return "google_search_retrieval"
+	case t.URLContext != nil:
+		return "url_context"
+	case t.CodeExecution != nil:
+		return "code_execution"
+	case t.Retrieval != nil:
+		return "retrieval"
+	case t.GoogleMaps != nil:
+		return "google_maps"
+	case t.EnterpriseWebSearch != nil:
+		return "enterprise_web_search"
+	case t.ComputerUse != nil:
+		return "computer_use"
+	case t.FileSearch != nil:
+		return "file_search"
+	case len(t.FunctionDeclarations) == 0:
+		return "unknown"
+	}
+	return ""
+}
