@@ -82,6 +82,20 @@ func (a *Agent) step(ctx context.Context, inv *agent.Invocation, yield func(*eve
 		}
 	}
 	ev.Actions = cc.TakeActions()
+	if exec := a.localExecutor(); exec != nil && len(ev.FunctionCalls()) == 0 && ev.ErrorCode == "" {
+		if content, code, found := extractCode(ev.Content); found && a.codeRetriesLeft(inv) {
+			ev.Content = content
+			if !yield(ev, nil) {
+				return nil, false
+			}
+			resEv, err := a.runCode(ctx, inv, exec, code)
+			if err != nil {
+				yield(nil, err)
+				return nil, false
+			}
+			return nil, yield(resEv, nil)
+		}
+	}
 	calls := ev.FunctionCalls()
 	for _, fc := range calls {
 		if fc.ID == "" {

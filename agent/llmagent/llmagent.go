@@ -24,6 +24,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/codeexec"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/tool"
@@ -96,6 +97,18 @@ type Config struct {
 	// current turn's thoughts (which some providers need during a tool
 	// loop) are sent.
 	KeepThoughts bool
+	// CodeExecutor runs code the model writes. codeexec.BuiltIn adds the
+	// provider's code execution tool to every request (Gemini runs the code
+	// and returns executableCode and codeExecutionResult parts). Any other
+	// executor runs here: the first ```tool_code (or ```python) block of a
+	// model response is committed as an executableCode part and run; its
+	// output is committed as a codeExecutionResult part, the files it wrote
+	// are saved as artifacts, and the model is called again.
+	CodeExecutor codeexec.Executor
+	// CodeErrorRetries bounds the consecutive failed executions in one
+	// invocation after which code blocks are no longer run (the response is
+	// then kept as text). Zero means 2; negative means no retry.
+	CodeErrorRetries int
 	// GenerateConfig holds sampling settings and other model parameters. It
 	// is copied for every request.
 	GenerateConfig *genai.GenerateContentConfig

@@ -119,6 +119,9 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 		}
 	}
 	contents := a.contents(inv)
+	if a.localExecutor() != nil {
+		contents = codeAsText(contents)
+	}
 	if a.cfg.Planner != nil && !a.cfg.KeepThoughts {
 		contents = withoutEarlierThoughts(contents)
 	}
@@ -128,6 +131,12 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 	m.req = model.Request{Model: a.cfg.Model.Name(), Contents: contents, Config: cfg}
 	if finalTool {
 		appendInstruction(&m.req, setModelResponseInstruction)
+	}
+	if a.localExecutor() != nil {
+		appendInstruction(&m.req, codeInstruction)
+	}
+	if a.builtInExecutor() {
+		cfg.Tools = append(slices.Clip(cfg.Tools), &genai.Tool{CodeExecution: &genai.ToolCodeExecution{}})
 	}
 	for _, name := range a.processorNames(tools) {
 		if err := tools[name].(tool.RequestProcessor).ProcessRequest(ctx, cc, &m.req); err != nil {
