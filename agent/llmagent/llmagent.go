@@ -109,6 +109,11 @@ type Config struct {
 	// invocation after which code blocks are no longer run (the response is
 	// then kept as text). Zero means 2; negative means no retry.
 	CodeErrorRetries int
+	// MaxFileBytes bounds the size of an artifact the agent shows the model
+	// as content (file data parts that refer to artifacts, see
+	// artifact.URI); a larger one is replaced by a note saying so. Zero
+	// means DefaultMaxFileBytes; negative means no limit.
+	MaxFileBytes int64
 	// GenerateConfig holds sampling settings and other model parameters. It
 	// is copied for every request.
 	GenerateConfig *genai.GenerateContentConfig

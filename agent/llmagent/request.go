@@ -143,6 +143,9 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 			return nil, fmt.Errorf("llmagent: %s: tool %s: %w", a.Name(), name, err)
 		}
 	}
+	if err := a.resolveArtifacts(ctx, inv, &m.req); err != nil {
+		return nil, err
+	}
 	if a.cfg.Planner != nil {
 		if err := a.cfg.Planner.ProcessRequest(ctx, cc, &m.req); err != nil {
 			return nil, fmt.Errorf("llmagent: %s: planner: %w", a.Name(), err)

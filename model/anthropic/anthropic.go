@@ -3,7 +3,8 @@
 // # Mapping
 //
 // The system instruction becomes the system prompt; user and model contents
-// become user and assistant turns. Images travel as base64 image blocks.
+// become user and assistant turns. Images travel as base64 image blocks,
+// PDFs as base64 document blocks.
 // Function declarations become tools with an input_schema; model function
 // calls are tool_use blocks (ids kept) and function responses are
 // tool_result blocks. Thinking blocks become thought parts whose
@@ -290,6 +291,8 @@ func message(c *genai.Content) (sdk.MessageParam, bool, error) {
 			blocks = append(blocks, sdk.NewTextBlock(p.Text))
 		case p.InlineData != nil && strings.HasPrefix(p.InlineData.MIMEType, "image/"):
 			blocks = append(blocks, sdk.NewImageBlockBase64(p.InlineData.MIMEType, base64.StdEncoding.EncodeToString(p.InlineData.Data)))
+		case p.InlineData != nil && p.InlineData.MIMEType == "application/pdf":
+			blocks = append(blocks, sdk.NewDocumentBlock(sdk.Base64PDFSourceParam{Data: base64.StdEncoding.EncodeToString(p.InlineData.Data)}))
 		case p.InlineData != nil && strings.HasPrefix(p.InlineData.MIMEType, "text/"):
 			blocks = append(blocks, sdk.NewTextBlock(string(p.InlineData.Data)))
 		case p.InlineData != nil:

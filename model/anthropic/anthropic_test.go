@@ -489,3 +489,18 @@ func TestUnsupportedBuiltInTool(t *testing.T) {
 		t.Errorf("%d requests sent", n)
 	}
 }
+
+// TestPDFDocument checks that a PDF the model should see (an uploaded file
+// or a loaded artifact) travels as a document block.
+func TestPDFDocument(t *testing.T) {
+	srv := fakeapi.Start(t, fakeapi.File(t, 200, "testdata/text.json", false))
+	req := &model.Request{Contents: []*genai.Content{{Role: genai.RoleUser, Parts: []*genai.Part{
+		{Text: "summarize"}, {InlineData: &genai.Blob{MIMEType: "application/pdf", Data: []byte("%PDF-1.4")}}}}}}
+	if _, err := fakeapi.Collect(newModel(t, srv, nil).Generate(t.Context(), req, false)); err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Join(strings.Fields(string(fakeapi.Indent(srv.Requests()[0].Body))), "")
+	if !strings.Contains(body, `{"source":{"data":"JVBERi0xLjQ=","media_type":"application/pdf","type":"base64"},"type":"document"}`) {
+		t.Errorf("body %s", body)
+	}
+}
