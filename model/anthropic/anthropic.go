@@ -76,6 +76,15 @@ type Options struct {
 	MaxTokens int
 	// Retry is the retry policy; nil means the default retry.Policy.
 	Retry *retry.Policy
+	// PromptCaching marks cache breakpoints (cache_control) at the end of
+	// the tools, of the system prompt and of the last message, so that
+	// Anthropic caches the stable prefix of each request and later
+	// requests read it from the cache. Cache reads and writes are reported
+	// in the usage metadata (CachedContentTokenCount counts reads).
+	PromptCaching bool
+	// PromptCacheTTL is the lifetime of cache entries: up to five minutes
+	// (the default) is sent as "5m", anything longer as "1h".
+	PromptCacheTTL time.Duration
 	// Now returns the current time (for Retry-After dates); nil means
 	// time.Now.
 	Now func() time.Time
@@ -83,6 +92,7 @@ type Options struct {
 
 // Model is a Claude model. It is safe for concurrent use.
 type Model struct {
+	cacheTTL  sdk.CacheControlEphemeralTTL // empty: no prompt caching
 	name      string
 	client    sdk.Client
 	maxTokens int64
@@ -120,7 +130,14 @@ func New(modelName string, opts *Options) (*Model, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Model{name: modelName, client: sdk.NewClient(ro...), maxTokens: maxTokens, retry: opts.Retry, now: now}, nil
+	m := &Model{name: modelName, client: sdk.NewClient(ro...), maxTokens: maxTokens, retry: opts.Retry, now: now}
+	if opts.PromptCaching {
+		m.cacheTTL = sdk.CacheControlEphemeralTTLTTL5m
+		if opts.PromptCacheTTL > 5*time.Minute {
+			m.cacheTTL = sdk.CacheControlEphemeralTTLTTL1h
+		}
+	}
+	return m, nil
 }
 
 // Name returns the model name.
@@ -231,7 +248,32 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 	if schema := adapter.Schema(cfg.ResponseSchema, cfg.ResponseJsonSchema); schema != nil {
 		p.OutputConfig.Format = sdk.JSONOutputFormatParam{Schema: schema}
 	}
+	if m.cacheTTL != "" {
+		m.cacheBreakpoints(&p)
+	}
 	return p, nil
+}
+
+// cacheBreakpoints marks the end of the tools, of the system prompt and of
+// the last message as cache breakpoints: Anthropic caches the request's
+// prefix up to each, in that order (tools, system, messages).
+func (m *Model) cacheBreakpoints(p *sdk.MessageNewParams) {
+	mark := func(cc *sdk.CacheControlEphemeralParam) {
+		if cc != nil {
+			*cc = sdk.CacheControlEphemeralParam{TTL: m.cacheTTL}
+		}
+	}
+	if n := len(p.Tools); n > 0 {
+		mark(p.Tools[n-1].GetCacheControl())
+	}
+	if n := len(p.System); n > 0 {
+		mark(&p.System[n-1].CacheControl)
+	}
+	if n := len(p.Messages); n > 0 {
+		if blocks := p.Messages[n-1].Content; len(blocks) > 0 {
+			mark(blocks[len(blocks)-1].GetCacheControl())
+		}
+	}
 }
 
 func tool(d *genai.FunctionDeclaration) *sdk.ToolParam {

@@ -504,3 +504,28 @@ func TestPDFDocument(t *testing.T) {
 		t.Errorf("body %s", body)
 	}
 }
+
+// TestPromptCachingGolden checks the cache breakpoints on the wire: the
+// last tool, the last system block and the last block of the last
+// message carry cache_control with the TTL; and that cache reads come back
+// as cached tokens in the usage metadata.
+func TestPromptCachingGolden(t *testing.T) {
+	srv := fakeapi.Start(t, fakeapi.File(t, 200, "testdata/text.json", false))
+	m, err := anthropic.New("claude-sonnet-4-5", &anthropic.Options{APIKey: "test-key", BaseURL: srv.URL, HTTPClient: srv.Client(),
+		PromptCaching: true, PromptCacheTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resps, err := fakeapi.Collect(m.Generate(t.Context(), richRequest(), false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := fakeapi.Indent(srv.Requests()[0].Body)
+	fakeapi.Golden(t, "testdata/request_cache.golden.json", body, *update)
+	if n := strings.Count(string(body), `"cache_control"`); n != 3 {
+		t.Errorf("%d cache breakpoints, want 3", n)
+	}
+	if u := resps[0].UsageMetadata; u == nil || u.CachedContentTokenCount != 10 || u.PromptTokenCount != 42 {
+		t.Errorf("usage = %+v", u)
+	}
+}
