@@ -61,6 +61,10 @@ type Executor interface {
 	Execute(ctx context.Context, in Input) (Result, error)
 }
 
+// ErrUnconfined is wrapped by the error of a Local executor that refuses
+// to run code because the confinement it promises is unavailable here.
+var ErrUnconfined = errors.New("codeexec: confinement unavailable")
+
 // ErrBuiltIn is returned by BuiltIn.Execute: the provider runs the code.
 var ErrBuiltIn = errors.New("codeexec: built-in code execution runs in the model, not locally")
 

@@ -138,7 +138,7 @@ func (l *Local) Execute(ctx context.Context, in Input) (Result, error) {
 		if unshareOK() {
 			argv = append([]string{"unshare", "-rn", "--"}, argv...)
 		} else if !l.AllowUnconfined {
-			return Result{}, errors.New("codeexec: no network namespace available (unshare -rn failed); set AllowNetwork or AllowUnconfined to run anyway")
+			return Result{}, fmt.Errorf("%w: no network namespace (unshare -rn failed); set AllowNetwork or AllowUnconfined to run anyway", ErrUnconfined)
 		}
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -171,7 +171,7 @@ func (l *Local) Execute(ctx context.Context, in Input) (Result, error) {
 		res.Stderr = strings.TrimRight(res.Stderr+fmt.Sprintf("\nExecution stopped: it ran longer than %v.", timeout), "\n")
 	case errors.As(runErr, &exitErr):
 		if exitErr.ExitCode() == exitSandboxMissing && strings.Contains(res.Stderr, sandboxMissingLabel) {
-			return Result{}, fmt.Errorf("codeexec: cannot confine writes to the working directory (%s); set AllowUnconfined to run anyway", strings.TrimSpace(res.Stderr))
+			return Result{}, fmt.Errorf("%w: cannot confine writes to the working directory (%s); set AllowUnconfined to run anyway", ErrUnconfined, strings.TrimSpace(res.Stderr))
 		}
 		res.Failed = true
 		if res.Stderr == "" {

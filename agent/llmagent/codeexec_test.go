@@ -139,7 +139,7 @@ func TestLocalCodeExecutorEndToEnd(t *testing.T) {
 		scripted.Turn{Text: "45"},
 	)
 	arts := artifact.NewService(newMemArtifacts())
-	f := newFixture(t, mustAgent(t, llmagent.Config{Name: "a", Model: m, CodeExecutor: &codeexec.Local{}}), arts, nil)
+	f := newFixture(t, mustAgent(t, llmagent.Config{Name: "a", Model: m, CodeExecutor: &codeexec.Local{AllowNetwork: true}}), arts, nil)
 	evs := f.run(t, "sum of 0..9?", nil)
 	res := evs[1].Content.Parts[0].CodeExecutionResult
 	if res == nil || res.Outcome != genai.OutcomeOK || !strings.HasPrefix(res.Output, "45\n") {
