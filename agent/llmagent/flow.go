@@ -194,6 +194,7 @@ func (a *Agent) callModel(ctx context.Context, inv *agent.Invocation, cc *agent.
 	// captured or returned from would take an allocation of its own.
 	var st struct {
 		final *model.Response
+		plan  *planReActStream // marks streamed plan text as thought
 		agg   *aggregator
 		done  bool // the body decided the outcome: out and ok
 		out   *model.Response
@@ -215,6 +216,12 @@ func (a *Agent) callModel(ctx context.Context, inv *agent.Invocation, cc *agent.
 			st.agg.add(resp)
 			pe := inv.NewEvent()
 			pe.Response = *resp
+			if _, ok := a.cfg.Planner.(PlanReActPlanner); ok {
+				if st.plan == nil {
+					st.plan = &planReActStream{}
+				}
+				pe.Content = st.plan.process(resp.Content)
+			}
 			if !yield(pe, nil) {
 				st.done = true // out, ok = nil, false
 				break

@@ -192,3 +192,45 @@ func hasUserText(c *genai.Content) bool {
 	}
 	return false
 }
+
+// planReActStream marks the streamed text of a plan-then-act response:
+// text before the final-answer tag, once a planning tag has appeared, is
+// thought; text after it is the answer. It keeps the text seen so far.
+type planReActStream struct {
+	seen      strings.Builder
+	answering bool
+}
+
+// process returns the content of a partial response with its text parts
+// marked; content is not modified.
+func (s *planReActStream) process(c *genai.Content) *genai.Content {
+	if c == nil {
+		return c
+	}
+	out := &genai.Content{Role: c.Role, Parts: make([]*genai.Part, 0, len(c.Parts))}
+	for _, p := range c.Parts {
+		if p == nil || p.Text == "" || p.Thought || s.answering {
+			out.Parts = append(out.Parts, p)
+			continue
+		}
+		before := s.seen.Len()
+		s.seen.WriteString(p.Text)
+		all := s.seen.String()
+		if i := strings.Index(all, TagFinalAnswer); i >= 0 {
+			s.answering = true
+			// The tag may have begun in an earlier chunk.
+			cut := max(i+len(TagFinalAnswer)-before, 0)
+			if head := p.Text[:min(max(i-before, 0), len(p.Text))]; head != "" {
+				out.Parts = append(out.Parts, &genai.Part{Text: head, Thought: true})
+			}
+			if tail := strings.TrimLeft(p.Text[min(cut, len(p.Text)):], " \n"); tail != "" {
+				out.Parts = append(out.Parts, &genai.Part{Text: tail})
+			}
+			continue
+		}
+		cp := *p
+		cp.Thought = hasPlanningTag(all)
+		out.Parts = append(out.Parts, &cp)
+	}
+	return out
+}

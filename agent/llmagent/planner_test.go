@@ -9,6 +9,7 @@ import (
 
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/model/scripted"
+	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/tool"
 )
 
@@ -107,5 +108,39 @@ func TestPlanReActKeepsPlainText(t *testing.T) {
 	parts := []*genai.Part{{Text: "just an answer"}}
 	if got := (llmagent.PlanReActPlanner{}).ProcessResponse(context.Background(), nil, parts); len(got) != 1 || got[0].Thought || got[0].Text != "just an answer" {
 		t.Fatalf("parts = %+v", got)
+	}
+}
+
+// TestPlanReActStreaming checks that streamed chunks of the plan are
+// marked as thoughts, even when the final-answer tag is split across
+// chunks, and that only the answer streams as text.
+func TestPlanReActStreaming(t *testing.T) {
+	m := scripted.NewSequence("m", scripted.Turn{
+		Text:   "/*PLANNING*/ add them /*FINAL_ANSWER*/ 42",
+		Chunks: []string{"/*PLANNING*/ add", " them /*FINAL_", "ANSWER*/ 4", "2"},
+	})
+	a := mustAgent(t, llmagent.Config{Name: "a", Model: m, Planner: llmagent.PlanReActPlanner{}})
+	evs := newFixture(t, a, nil, nil).run(t, "40+2?", &runner.RunOptions{Streaming: true})
+	var answer, thought strings.Builder
+	for _, ev := range evs {
+		if !ev.Partial {
+			continue
+		}
+		for _, p := range ev.Content.Parts {
+			if p.Thought {
+				thought.WriteString(p.Text)
+			} else {
+				answer.WriteString(p.Text)
+			}
+		}
+	}
+	if answer.String() != "42" {
+		t.Errorf("streamed answer = %q (thought %q)", answer.String(), thought.String())
+	}
+	if !strings.Contains(thought.String(), "add") {
+		t.Errorf("streamed thought = %q", thought.String())
+	}
+	if last := evs[len(evs)-1]; last.Partial || last.Text() != "42" {
+		t.Errorf("final = %q", last.Text())
 	}
 }
