@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/genai"
 
@@ -30,8 +31,10 @@ import (
 	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/agent/workflowagent"
 	"github.com/loomkit/loom/cli"
+	"github.com/loomkit/loom/codeexec"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/examples/assistant"
+	"github.com/loomkit/loom/memory/memmemory"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/provider"
 	"github.com/loomkit/loom/model/scripted"
@@ -43,9 +46,11 @@ import (
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
 	"github.com/loomkit/loom/tool"
+	"github.com/loomkit/loom/tool/builtintool"
 	"github.com/loomkit/loom/tool/functiontool"
 	"github.com/loomkit/loom/tool/mcptool"
 	"github.com/loomkit/loom/tool/openapitool"
+	"github.com/loomkit/loom/tool/preloadmemorytool"
 )
 
 // TestMain runs the README's func main when the test binary is started as
@@ -183,6 +188,34 @@ func TestREADMEWeatherAgent(t *testing.T) {
 }
 
 // The README's custom agent, run.
+// The README's LLM agent features, on a scripted model that plans and
+// answers.
+func Example_llmAgentFeatures() {
+	ctx := context.Background()
+	m := scripted.NewSequence("m", scripted.Turn{Text: "/*PLANNING*/ 1. add\n/*FINAL_ANSWER*/ 42"})
+	a, err := llmagent.New(llmagent.Config{
+		Name:              "analyst",
+		Model:             m,
+		GlobalInstruction: "Answer in English.",
+		StaticInstruction: genai.NewContentFromText("You analyse data for the user.", genai.RoleUser),
+		Instruction:       "The user is {name?}.",
+		Planner:           llmagent.PlanReActPlanner{},
+		CodeExecutor:      &codeexec.Local{Timeout: 10 * time.Second},
+		Tools:             []tool.Tool{preloadmemorytool.New(), builtintool.GoogleSearch()},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	r := must(runner.New(runner.Config{AppName: "app", Agent: a, Sessions: memsession.NewService(),
+		Memory: memmemory.NewService(), Plugins: []*plugin.Plugin{plugin.AddSessionToMemory()}, AutoCreateSession: true}))
+	evs, err := r.RunSync(ctx, "ann", "s1", genai.NewContentFromText("what is 40+2?", genai.RoleUser), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(evs[len(evs)-1].Text())
+	// Output: 42
+}
+
 func Example_customAgent() {
 	ctx := context.Background()
 	counter, err := agent.New(agent.Config{Name: "counter",

@@ -128,3 +128,13 @@ func (e *Error) Error() string {
 	}
 	return fmt.Sprintf("model: %s: %s", e.Provider, e.Message)
 }
+
+// ToolsWithSchema is implemented by models that can say whether they take
+// function tools and a response schema in the same request. An LLM agent
+// with both tools and an output schema gives any other model a final-answer
+// tool instead of the schema.
+type ToolsWithSchema interface {
+	// ToolsWithSchema reports whether tools and a response schema can be
+	// combined in one request.
+	ToolsWithSchema() bool
+}

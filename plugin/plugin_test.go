@@ -167,8 +167,9 @@ func TestLoggingPlugin(t *testing.T) {
 	}
 }
 
-// TestSaveFilesAsArtifacts checks that uploaded files become artifacts and
-// the model sees a reference instead of the bytes.
+// TestSaveFilesAsArtifacts checks that uploaded files become artifacts,
+// that the session stores a reference instead of the bytes, and that the
+// model still sees the file's content.
 func TestSaveFilesAsArtifacts(t *testing.T) {
 	m := scripted.NewSequence("m", scripted.Text("got it"))
 	a, _ := llmagent.New(llmagent.Config{Name: "a", Model: m})
@@ -176,6 +177,7 @@ func TestSaveFilesAsArtifacts(t *testing.T) {
 	msg := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{
 		{Text: "here is my file"},
 		{InlineData: &genai.Blob{MIMEType: "text/plain", Data: []byte("hello file"), DisplayName: "notes.txt"}},
+		{Text: "what does it say?"},
 	}}
 	ctx := context.Background()
 	if _, err := r.RunSync(ctx, "u", "s", msg, nil); err != nil {
@@ -185,12 +187,38 @@ func TestSaveFilesAsArtifacts(t *testing.T) {
 	if err != nil || string(p.InlineData.Data) != "hello file" {
 		t.Fatalf("artifact: %v %v", p, err)
 	}
-	sent := m.Requests()[0].Contents[0]
-	if sent.Parts[1].InlineData != nil || !strings.Contains(sent.Parts[1].Text, `"notes.txt"`) {
-		t.Fatalf("model saw %+v", sent.Parts[1])
-	}
 	s, _ := svc.Get(ctx, session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
+	stored := s.At(0).Content.Parts
+	if len(stored) != 4 || stored[1].InlineData != nil || !strings.Contains(stored[1].Text, `"notes.txt"`) ||
+		stored[2].FileData == nil || stored[2].FileData.FileURI != artifact.URI("notes.txt", 0) || stored[3].Text != "what does it say?" {
+		t.Fatalf("stored user message = %+v", stored)
+	}
+	sent := m.Requests()[0].Contents[0].Parts
+	if len(sent) != 4 || sent[2].InlineData == nil || string(sent[2].InlineData.Data) != "hello file" || sent[2].InlineData.MIMEType != "text/plain" {
+		t.Fatalf("model saw %+v", sent)
+	}
 	if s.At(0).Actions.ArtifactDelta["notes.txt"] != 0 || len(s.At(0).Actions.ArtifactDelta) != 1 {
 		t.Fatalf("user event artifact delta %v", s.At(0).Actions.ArtifactDelta)
+	}
+}
+
+// TestSaveFilesSizeLimit checks that a file over the agent's limit reaches
+// the model as a clear note, and the artifact is still saved.
+func TestSaveFilesSizeLimit(t *testing.T) {
+	m := scripted.NewSequence("m", scripted.Text("ok"))
+	a, _ := llmagent.New(llmagent.Config{Name: "a", Model: m, MaxFileBytes: 4})
+	r, _, arts := newRunner(t, a, plugin.SaveFilesAsArtifacts())
+	msg := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{
+		{InlineData: &genai.Blob{MIMEType: "image/png", Data: []byte("0123456789"), DisplayName: "big.png"}}}}
+	ctx := context.Background()
+	if _, err := r.RunSync(ctx, "u", "s", msg, nil); err != nil {
+		t.Fatal(err)
+	}
+	sent := m.Requests()[0].Contents[0].Parts
+	if len(sent) != 2 || sent[1].InlineData != nil || !strings.Contains(sent[1].Text, `"big.png" is 10 bytes, over the 4-byte limit`) {
+		t.Fatalf("model saw %+v", sent)
+	}
+	if _, err := arts.Load(ctx, artifact.Ref{AppName: "app", UserID: "u", SessionID: "s", Name: "big.png"}, artifact.Latest); err != nil {
+		t.Fatal(err)
 	}
 }

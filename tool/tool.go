@@ -20,6 +20,7 @@ import (
 
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/memory"
+	"github.com/loomkit/loom/model"
 )
 
 // Tool is a capability an LLM agent can call. Implementations must be safe
@@ -57,6 +58,18 @@ type Confirmable interface {
 	// ConfirmationRequired reports whether this call needs approval, and
 	// the hint shown to the person.
 	ConfirmationRequired(ctx context.Context, args map[string]any) (required bool, hint string)
+}
+
+// RequestProcessor is implemented by tools that change the model request
+// of the agent that has them, before every model call: a provider's
+// built-in tool adds itself to the request's tools, a memory tool adds what
+// it recalls to the instruction. A tool that is only a request processor
+// returns a nil Declaration. The request and its config belong to the
+// call; processors run in tool-name order, after the request is built and
+// before the before-model callbacks. An error fails the model call.
+type RequestProcessor interface {
+	Tool
+	ProcessRequest(ctx context.Context, tc Context, req *model.Request) error
 }
 
 // Toolset provides tools that are only known at run time, such as the tools

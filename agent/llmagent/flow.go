@@ -76,7 +76,26 @@ func (a *Agent) step(ctx context.Context, inv *agent.Invocation, yield func(*eve
 	ev := inv.NewEvent()
 	ev.Response = *resp
 	ev.Partial = false
+	if a.cfg.Planner != nil && resp.Content != nil {
+		if parts := a.cfg.Planner.ProcessResponse(ctx, cc, resp.Content.Parts); parts != nil {
+			ev.Content = &genai.Content{Role: resp.Content.Role, Parts: parts}
+		}
+	}
 	ev.Actions = cc.TakeActions()
+	if exec := a.localExecutor(); exec != nil && len(ev.FunctionCalls()) == 0 && ev.ErrorCode == "" {
+		if content, code, found := extractCode(ev.Content); found && a.codeRetriesLeft(inv) {
+			ev.Content = content
+			if !yield(ev, nil) {
+				return nil, false
+			}
+			resEv, err := a.runCode(ctx, inv, exec, code)
+			if err != nil {
+				yield(nil, err)
+				return nil, false
+			}
+			return nil, yield(resEv, nil)
+		}
+	}
 	calls := ev.FunctionCalls()
 	for _, fc := range calls {
 		if fc.ID == "" {
@@ -111,6 +130,16 @@ func (a *Agent) afterCalls(ctx context.Context, inv *agent.Invocation, calls []*
 	resEv := a.runCalls(ctx, inv, calls, answers, tools)
 	if resEv != nil && !yield(resEv, nil) {
 		return nil, false
+	}
+	if final, err := a.structuredAnswer(inv, tools, resEv); err != nil || final != nil {
+		if err != nil {
+			yield(nil, err)
+			return nil, false
+		}
+		if !yield(final, nil) {
+			return nil, false
+		}
+		return a, true
 	}
 	if resEv != nil && (len(resEv.Actions.RequestedToolConfirmations) > 0 || len(resEv.Actions.RequestedAuthConfigs) > 0) {
 		if !yield(clientRequests(inv, calls, &resEv.Actions), nil) {
@@ -165,6 +194,7 @@ func (a *Agent) callModel(ctx context.Context, inv *agent.Invocation, cc *agent.
 	// captured or returned from would take an allocation of its own.
 	var st struct {
 		final *model.Response
+		plan  *planReActStream // marks streamed plan text as thought
 		agg   *aggregator
 		done  bool // the body decided the outcome: out and ok
 		out   *model.Response
@@ -186,6 +216,12 @@ func (a *Agent) callModel(ctx context.Context, inv *agent.Invocation, cc *agent.
 			st.agg.add(resp)
 			pe := inv.NewEvent()
 			pe.Response = *resp
+			if _, ok := a.cfg.Planner.(PlanReActPlanner); ok {
+				if st.plan == nil {
+					st.plan = &planReActStream{}
+				}
+				pe.Content = st.plan.process(resp.Content)
+			}
 			if !yield(pe, nil) {
 				st.done = true // out, ok = nil, false
 				break
@@ -256,8 +292,8 @@ func (g *aggregator) add(r *model.Response) {
 	for _, p := range r.Content.Parts {
 		switch {
 		case p == nil:
-		case p.FunctionCall != nil:
-			g.calls = append(g.calls, p)
+		case p.FunctionCall != nil || p.Text == "":
+			g.calls = append(g.calls, p) // calls and non-text parts (code, its result, data), in order
 		case p.Thought:
 			g.thought.WriteString(p.Text)
 		default:

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/codeexec"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/tool"
@@ -57,6 +58,17 @@ type Config struct {
 	Instruction string
 	// InstructionProvider, if set, computes the instruction instead.
 	InstructionProvider InstructionProvider
+	// GlobalInstruction, set on the root agent of a tree, is added to the
+	// system instruction of every LLM agent in the tree, before the agent's
+	// own instruction. It is templated like Instruction. On an agent that
+	// is not the root it has no effect.
+	GlobalInstruction string
+	// StaticInstruction is sent as is (no templating) at the start of the
+	// system instruction. With it set, the system instruction stays the
+	// same from call to call, which lets providers cache it: the templated
+	// Instruction then travels as a user content placed just before the
+	// latest user turn, instead of in the system instruction.
+	StaticInstruction *genai.Content
 	// Tools and Toolsets are the tools the model may call.
 	Tools    []tool.Tool
 	Toolsets []tool.Toolset
@@ -69,10 +81,39 @@ type Config struct {
 	// schema, the parsed JSON value) in this state key.
 	OutputKey string
 	// OutputSchema, if set, asks the model for JSON matching it and
-	// validates the final answer.
+	// validates the final answer. An agent with tools too, on a model that
+	// cannot combine tools with a response schema (see
+	// model.ToolsWithSchema), gets the answer through a final-answer tool,
+	// set_model_response, whose arguments follow the schema; the agent then
+	// ends with a model event holding the answer as JSON text.
 	OutputSchema *jsonschema.Schema
 	// IncludeContents selects the history sent to the model.
 	IncludeContents IncludeContents
+	// Planner, if set, plans the model's work: BuiltInPlanner turns on the
+	// model's own thinking, PlanReActPlanner asks for a written plan.
+	Planner Planner
+	// KeepThoughts sends the thought parts of earlier turns back to the
+	// model. By default an agent with a planner leaves them out: only the
+	// current turn's thoughts (which some providers need during a tool
+	// loop) are sent.
+	KeepThoughts bool
+	// CodeExecutor runs code the model writes. codeexec.BuiltIn adds the
+	// provider's code execution tool to every request (Gemini runs the code
+	// and returns executableCode and codeExecutionResult parts). Any other
+	// executor runs here: the first ```tool_code (or ```python) block of a
+	// model response is committed as an executableCode part and run; its
+	// output is committed as a codeExecutionResult part, the files it wrote
+	// are saved as artifacts, and the model is called again.
+	CodeExecutor codeexec.Executor
+	// CodeErrorRetries bounds the consecutive failed executions in one
+	// invocation after which code blocks are no longer run (the response is
+	// then kept as text). Zero means 2; negative means no retry.
+	CodeErrorRetries int
+	// MaxFileBytes bounds the size of an artifact the agent shows the model
+	// as content (file data parts that refer to artifacts, see
+	// artifact.URI); a larger one is replaced by a note saying so. Zero
+	// means DefaultMaxFileBytes; negative means no limit.
+	MaxFileBytes int64
 	// GenerateConfig holds sampling settings and other model parameters. It
 	// is copied for every request.
 	GenerateConfig *genai.GenerateContentConfig
@@ -89,11 +130,13 @@ type Config struct {
 
 // Agent is an LLM agent. It is immutable and safe for concurrent use.
 type Agent struct {
-	cfg    Config
-	tools  map[string]tool.Tool
-	decls  []*genai.FunctionDeclaration // of tools, sorted by name
-	schema *jsonschema.Resolved
-	body   func(context.Context, *agent.Invocation) iter.Seq2[*event.Event, error] // a.run, bound once
+	cfg   Config
+	tools map[string]tool.Tool
+	decls []*genai.FunctionDeclaration // of tools, sorted by name
+	// processors names the tools that are request processors, sorted.
+	processors []string
+	schema     *jsonschema.Resolved
+	body       func(context.Context, *agent.Invocation) iter.Seq2[*event.Event, error] // a.run, bound once
 
 	histories sync.Map // historyKey → *history
 }
@@ -121,19 +164,23 @@ func New(cfg Config) (*Agent, error) {
 		if _, dup := a.tools[t.Name()]; dup {
 			return nil, fmt.Errorf("llmagent: %s: duplicate tool %q", cfg.Name, t.Name())
 		}
-		if t.Name() == transferToolName {
+		if t.Name() == transferToolName || t.Name() == SetModelResponseName {
 			return nil, fmt.Errorf("llmagent: %s: tool name %q is reserved", cfg.Name, transferToolName)
 		}
 		a.tools[t.Name()] = t
 	}
-	a.decls = declarations(a.tools)
 	if cfg.OutputSchema != nil {
 		r, err := cfg.OutputSchema.Resolve(nil)
 		if err != nil {
 			return nil, fmt.Errorf("llmagent: %s: output schema: %w", cfg.Name, err)
 		}
 		a.schema = r
+		if len(cfg.Tools)+len(cfg.Toolsets) > 0 && !combinesToolsAndSchema(cfg.Model) {
+			a.tools[SetModelResponseName] = newSetModelResponseTool(cfg.OutputSchema, r)
+		}
 	}
+	a.decls = declarations(a.tools)
+	a.processors = requestProcessors(a.tools)
 	return a, nil
 }
 

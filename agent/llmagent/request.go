@@ -64,8 +64,25 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 	if err != nil {
 		return nil, err
 	}
+	global, err := globalInstruction(ctx, inv)
+	if err != nil {
+		return nil, err
+	}
+	var dynamic string // the instruction sent as user content, after a static one
+	if a.cfg.StaticInstruction != nil {
+		dynamic, instr = instr, ""
+	}
+	instr = joinInstructions(global, instr)
 	if tt, ok := tools[transferToolName].(transferTool); ok { // resolveTools found targets
 		instr = joinInstructions(instr, transferInstruction(a, tt.targets, inv))
+	}
+	if static := a.cfg.StaticInstruction; static != nil {
+		si := event.CloneContent(static) // the request owns its parts
+		si.Role = genai.RoleUser
+		if cfg.SystemInstruction != nil {
+			si.Parts = append(slices.Clip(si.Parts), cfg.SystemInstruction.Parts...)
+		}
+		cfg.SystemInstruction = si
 	}
 	if instr != "" {
 		if cfg.SystemInstruction == nil {
@@ -93,12 +110,119 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 			cfg.Tools = append(cfg.Tools, &m.tool)
 		}
 	}
+	var finalTool bool
 	if a.cfg.OutputSchema != nil {
-		cfg.ResponseMIMEType = "application/json"
-		cfg.ResponseJsonSchema = a.cfg.OutputSchema
+		_, finalTool = tools[SetModelResponseName].(*setModelResponseTool)
+		if !finalTool {
+			cfg.ResponseMIMEType = "application/json"
+			cfg.ResponseJsonSchema = a.cfg.OutputSchema
+		}
 	}
-	m.req = model.Request{Model: a.cfg.Model.Name(), Contents: a.contents(inv), Config: cfg}
+	contents := a.contents(inv)
+	if a.localExecutor() != nil {
+		contents = codeAsText(contents)
+	}
+	if a.cfg.Planner != nil && !a.cfg.KeepThoughts {
+		contents = withoutEarlierThoughts(contents)
+	}
+	if dynamic != "" {
+		contents = insertBeforeUserTurn(contents, genai.NewContentFromText(dynamic, genai.RoleUser))
+	}
+	m.req = model.Request{Model: a.cfg.Model.Name(), Contents: contents, Config: cfg}
+	if finalTool {
+		appendInstruction(&m.req, setModelResponseInstruction)
+	}
+	if a.localExecutor() != nil {
+		appendInstruction(&m.req, codeInstruction)
+	}
+	if a.builtInExecutor() {
+		cfg.Tools = append(slices.Clip(cfg.Tools), &genai.Tool{CodeExecution: &genai.ToolCodeExecution{}})
+	}
+	for _, name := range a.processorNames(tools) {
+		if err := tools[name].(tool.RequestProcessor).ProcessRequest(ctx, cc, &m.req); err != nil {
+			return nil, fmt.Errorf("llmagent: %s: tool %s: %w", a.Name(), name, err)
+		}
+	}
+	if err := a.resolveArtifacts(ctx, inv, &m.req); err != nil {
+		return nil, err
+	}
+	if a.cfg.Planner != nil {
+		if err := a.cfg.Planner.ProcessRequest(ctx, cc, &m.req); err != nil {
+			return nil, fmt.Errorf("llmagent: %s: planner: %w", a.Name(), err)
+		}
+	}
 	return &m.req, nil
+}
+
+// processorNames returns the names of the tools that process requests,
+// sorted: those of the static tools are computed once.
+func (a *Agent) processorNames(tools map[string]tool.Tool) []string {
+	if len(tools) == len(a.tools) {
+		return a.processors
+	}
+	return requestProcessors(tools)
+}
+
+func requestProcessors(tools map[string]tool.Tool) []string {
+	var names []string
+	for _, name := range sortedKeys(tools) {
+		if _, ok := tools[name].(tool.RequestProcessor); ok {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// insertBeforeUserTurn returns contents with c placed before the trailing
+// run of user contents (the latest user turn), in a new slice.
+func insertBeforeUserTurn(contents []*genai.Content, c *genai.Content) []*genai.Content {
+	at := len(contents)
+	for at > 0 && contents[at-1] != nil && contents[at-1].Role == genai.RoleUser {
+		at--
+	}
+	out := make([]*genai.Content, 0, len(contents)+1)
+	out = append(out, contents[:at]...)
+	out = append(out, c)
+	return append(out, contents[at:]...)
+}
+
+// globalInstruction returns the templated global instruction of the root
+// of the invocation's agent tree, if the root is an LLM agent with one.
+func globalInstruction(ctx context.Context, inv *agent.Invocation) (string, error) {
+	tree := inv.Tree()
+	if tree == nil {
+		return "", nil
+	}
+	root, ok := tree.Root().(*Agent)
+	if !ok || root.cfg.GlobalInstruction == "" {
+		return "", nil
+	}
+	text := root.cfg.GlobalInstruction
+	if !strings.Contains(text, "{") {
+		return text, nil
+	}
+	s, err := InjectState(ctx, text, inv)
+	if err != nil {
+		return "", fmt.Errorf("llmagent: %s: global instruction: %w", root.Name(), err)
+	}
+	return s, nil
+}
+
+// appendInstruction adds text to the end of a request's system
+// instruction, which the request owns.
+func appendInstruction(req *model.Request, text string) {
+	if text == "" {
+		return
+	}
+	if req.Config == nil {
+		req.Config = &genai.GenerateContentConfig{}
+	}
+	si := req.Config.SystemInstruction
+	if si == nil {
+		req.Config.SystemInstruction = genai.NewContentFromText(text, genai.RoleUser)
+		return
+	}
+	si.Parts = append(slices.Clip(si.Parts), &genai.Part{Text: text})
 }
 
 // requestMemory holds a request and the parts buildRequest adds to it, so

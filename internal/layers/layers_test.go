@@ -22,6 +22,7 @@ var layer = map[string]int{
 	"artifact":          1,
 	"memory":            1,
 	"tool":              1,
+	"codeexec":          1, // runs model-written code; imports only the standard library and genai
 	"storage":           1, // opens the layer-1 backends by URL; imports nothing higher
 	"agent":             2,
 	"agent/agentconfig": 2, // builds agents and tools from config files; models come from the caller

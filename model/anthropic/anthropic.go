@@ -3,12 +3,17 @@
 // # Mapping
 //
 // The system instruction becomes the system prompt; user and model contents
-// become user and assistant turns. Images travel as base64 image blocks.
+// become user and assistant turns. Images travel as base64 image blocks,
+// PDFs as base64 document blocks.
 // Function declarations become tools with an input_schema; model function
 // calls are tool_use blocks (ids kept) and function responses are
 // tool_result blocks. Thinking blocks become thought parts whose
 // ThoughtSignature holds Anthropic's signature, so they can be sent back
-// unchanged in the next turn. Stop reasons map to genai finish reasons
+// unchanged in the next turn. A genai GoogleSearch tool becomes Anthropic's
+// web_search server tool; the searches it runs and the pages it finds come
+// back as grounding metadata. Other built-in tools are rejected with
+// model.ErrUnsupportedContent. A thinking config becomes extended thinking
+// with its budget (a thinking level picks a budget). Stop reasons map to genai finish reasons
 // (end_turn and tool_use: STOP; max_tokens: MAX_TOKENS; refusal: SAFETY with
 // ErrorCode "REFUSAL").
 //
@@ -71,6 +76,15 @@ type Options struct {
 	MaxTokens int
 	// Retry is the retry policy; nil means the default retry.Policy.
 	Retry *retry.Policy
+	// PromptCaching marks cache breakpoints (cache_control) at the end of
+	// the tools, of the system prompt and of the last message, so that
+	// Anthropic caches the stable prefix of each request and later
+	// requests read it from the cache. Cache reads and writes are reported
+	// in the usage metadata (CachedContentTokenCount counts reads).
+	PromptCaching bool
+	// PromptCacheTTL is the lifetime of cache entries: up to five minutes
+	// (the default) is sent as "5m", anything longer as "1h".
+	PromptCacheTTL time.Duration
 	// Now returns the current time (for Retry-After dates); nil means
 	// time.Now.
 	Now func() time.Time
@@ -78,6 +92,7 @@ type Options struct {
 
 // Model is a Claude model. It is safe for concurrent use.
 type Model struct {
+	cacheTTL  sdk.CacheControlEphemeralTTL // empty: no prompt caching
 	name      string
 	client    sdk.Client
 	maxTokens int64
@@ -115,7 +130,14 @@ func New(modelName string, opts *Options) (*Model, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Model{name: modelName, client: sdk.NewClient(ro...), maxTokens: maxTokens, retry: opts.Retry, now: now}, nil
+	m := &Model{name: modelName, client: sdk.NewClient(ro...), maxTokens: maxTokens, retry: opts.Retry, now: now}
+	if opts.PromptCaching {
+		m.cacheTTL = sdk.CacheControlEphemeralTTLTTL5m
+		if opts.PromptCacheTTL > 5*time.Minute {
+			m.cacheTTL = sdk.CacheControlEphemeralTTLTTL1h
+		}
+	}
+	return m, nil
 }
 
 // Name returns the model name.
@@ -180,8 +202,14 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 		if t == nil {
 			continue
 		}
-		if len(t.FunctionDeclarations) == 0 {
-			return p, fmt.Errorf("anthropic: %w: only function tools are supported", model.ErrUnsupportedContent)
+		switch name := adapter.BuiltInToolName(t); name {
+		case "":
+		case "google_search":
+			p.Tools = append(p.Tools, sdk.ToolUnionParam{OfWebSearchTool20250305: &sdk.WebSearchTool20250305Param{}})
+			continue
+		default:
+			return p, fmt.Errorf("anthropic: %w: built-in tool %s cannot run on Anthropic models (google_search runs as web_search)",
+				model.ErrUnsupportedContent, name)
 		}
 		for _, d := range t.FunctionDeclarations {
 			if d != nil {
@@ -214,13 +242,38 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 		p.TopK = param.NewOpt(int64(*cfg.TopK))
 	}
 	p.StopSequences = cfg.StopSequences
-	if tc := cfg.ThinkingConfig; tc != nil && tc.ThinkingBudget != nil && *tc.ThinkingBudget > 0 {
-		p.Thinking.OfEnabled = &sdk.ThinkingConfigEnabledParam{BudgetTokens: int64(*tc.ThinkingBudget)}
+	if budget := adapter.ThinkingBudget(cfg.ThinkingConfig); budget > 0 {
+		p.Thinking.OfEnabled = &sdk.ThinkingConfigEnabledParam{BudgetTokens: budget}
 	}
 	if schema := adapter.Schema(cfg.ResponseSchema, cfg.ResponseJsonSchema); schema != nil {
 		p.OutputConfig.Format = sdk.JSONOutputFormatParam{Schema: schema}
 	}
+	if m.cacheTTL != "" {
+		m.cacheBreakpoints(&p)
+	}
 	return p, nil
+}
+
+// cacheBreakpoints marks the end of the tools, of the system prompt and of
+// the last message as cache breakpoints: Anthropic caches the request's
+// prefix up to each, in that order (tools, system, messages).
+func (m *Model) cacheBreakpoints(p *sdk.MessageNewParams) {
+	mark := func(cc *sdk.CacheControlEphemeralParam) {
+		if cc != nil {
+			*cc = sdk.CacheControlEphemeralParam{TTL: m.cacheTTL}
+		}
+	}
+	if n := len(p.Tools); n > 0 {
+		mark(p.Tools[n-1].GetCacheControl())
+	}
+	if n := len(p.System); n > 0 {
+		mark(&p.System[n-1].CacheControl)
+	}
+	if n := len(p.Messages); n > 0 {
+		if blocks := p.Messages[n-1].Content; len(blocks) > 0 {
+			mark(blocks[len(blocks)-1].GetCacheControl())
+		}
+	}
 }
 
 func tool(d *genai.FunctionDeclaration) *sdk.ToolParam {
@@ -280,6 +333,8 @@ func message(c *genai.Content) (sdk.MessageParam, bool, error) {
 			blocks = append(blocks, sdk.NewTextBlock(p.Text))
 		case p.InlineData != nil && strings.HasPrefix(p.InlineData.MIMEType, "image/"):
 			blocks = append(blocks, sdk.NewImageBlockBase64(p.InlineData.MIMEType, base64.StdEncoding.EncodeToString(p.InlineData.Data)))
+		case p.InlineData != nil && p.InlineData.MIMEType == "application/pdf":
+			blocks = append(blocks, sdk.NewDocumentBlock(sdk.Base64PDFSourceParam{Data: base64.StdEncoding.EncodeToString(p.InlineData.Data)}))
 		case p.InlineData != nil && strings.HasPrefix(p.InlineData.MIMEType, "text/"):
 			blocks = append(blocks, sdk.NewTextBlock(string(p.InlineData.Data)))
 		case p.InlineData != nil:
@@ -345,6 +400,10 @@ func fromMessage(msg *sdk.Message) *model.Response {
 				continue
 			}
 			content.Parts = append(content.Parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: b.ID, Name: b.Name, Args: args}})
+		case "server_tool_use":
+			searchQuery(resp, b.Name, string(b.Input))
+		case "web_search_tool_result":
+			searchResults(resp, b.Content.OfWebSearchResultBlockArray)
 		}
 	}
 	finish(resp, msg.StopReason)
@@ -352,6 +411,40 @@ func fromMessage(msg *sdk.Message) *model.Response {
 		resp.Content = content
 	}
 	return resp
+}
+
+// searchQuery records the query of a web search the model ran on the
+// response's grounding metadata.
+func searchQuery(resp *model.Response, name, input string) {
+	if name != "web_search" {
+		return
+	}
+	args, err := adapter.Arguments(input)
+	if err != nil {
+		return
+	}
+	if q, ok := args["query"].(string); ok && q != "" {
+		g := grounding(resp)
+		g.WebSearchQueries = append(g.WebSearchQueries, q)
+	}
+}
+
+// searchResults records the pages a web search found as grounding chunks.
+func searchResults(resp *model.Response, results []sdk.WebSearchResultBlock) {
+	for _, r := range results {
+		if r.URL == "" {
+			continue
+		}
+		g := grounding(resp)
+		g.GroundingChunks = append(g.GroundingChunks, &genai.GroundingChunk{Web: &genai.GroundingChunkWeb{URI: r.URL, Title: r.Title}})
+	}
+}
+
+func grounding(resp *model.Response) *genai.GroundingMetadata {
+	if resp.GroundingMetadata == nil {
+		resp.GroundingMetadata = &genai.GroundingMetadata{}
+	}
+	return resp.GroundingMetadata
 }
 
 func malformed(resp *model.Response, name string, err error) {
@@ -362,11 +455,12 @@ func malformed(resp *model.Response, name string, err error) {
 
 // block accumulates one streamed content block.
 type block struct {
-	kind string // text, thinking, tool_use, or another type we pass over
-	id   string
-	name string
-	buf  strings.Builder
-	sig  strings.Builder
+	kind    string // text, thinking, tool_use, server_tool_use, web_search_tool_result, or another type we pass over
+	id      string
+	name    string
+	buf     strings.Builder
+	sig     strings.Builder
+	results []sdk.WebSearchResultBlock
 }
 
 func (m *Model) streamOnce(ctx context.Context, params sdk.MessageNewParams) iter.Seq2[*model.Response, error] {
@@ -390,7 +484,7 @@ func (m *Model) streamOnce(ctx context.Context, params sdk.MessageNewParams) ite
 				in, out, cRead, cCreate = u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens
 			case "content_block_start":
 				cb := ev.ContentBlock
-				b := &block{kind: cb.Type, id: cb.ID, name: cb.Name}
+				b := &block{kind: cb.Type, id: cb.ID, name: cb.Name, results: cb.Content.OfWebSearchResultBlockArray}
 				b.buf.WriteString(cb.Text)
 				b.buf.WriteString(cb.Thinking)
 				b.sig.WriteString(cb.Signature)
@@ -469,6 +563,10 @@ func (m *Model) streamOnce(ctx context.Context, params sdk.MessageNewParams) ite
 					continue
 				}
 				content.Parts = append(content.Parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: b.id, Name: b.name, Args: args}})
+			case "server_tool_use":
+				searchQuery(resp, b.name, b.buf.String())
+			case "web_search_tool_result":
+				searchResults(resp, b.results)
 			}
 		}
 		finish(resp, stop)

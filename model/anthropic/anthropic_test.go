@@ -73,7 +73,7 @@ func richRequest() *model.Request {
 					Name:                 "get_time",
 					ParametersJsonSchema: map[string]any{"type": "object", "properties": map[string]any{"tz": map[string]any{"type": "string"}}, "additionalProperties": false},
 				},
-			}}},
+			}}, {GoogleSearch: &genai.GoogleSearch{}}},
 			ToolConfig: &genai.ToolConfig{FunctionCallingConfig: &genai.FunctionCallingConfig{Mode: genai.FunctionCallingConfigModeAny}},
 		},
 	}
@@ -418,5 +418,114 @@ func TestHungAttemptIsRetried(t *testing.T) {
 		if n := len(srv.Requests()); n != 2 || len(resps) == 0 {
 			t.Errorf("stream=%v: requests = %d, responses = %d", stream, n, len(resps))
 		}
+	}
+}
+
+// TestThinkingLevelToBudget checks that a thinking level, which Anthropic
+// does not take, becomes an extended-thinking budget, and that a config
+// without a budget or level leaves thinking off.
+func TestThinkingLevelToBudget(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  *genai.ThinkingConfig
+		want string
+	}{
+		{&genai.ThinkingConfig{ThinkingLevel: genai.ThinkingLevelMedium}, `"thinking":{"budget_tokens":4096,"type":"enabled"}`},
+		{&genai.ThinkingConfig{ThinkingLevel: genai.ThinkingLevelLow}, `"thinking":{"budget_tokens":1024,"type":"enabled"}`},
+		{&genai.ThinkingConfig{IncludeThoughts: true}, ""},
+		{&genai.ThinkingConfig{ThinkingBudget: ptr[int32](0)}, ""},
+	} {
+		srv := fakeapi.Start(t, fakeapi.File(t, 200, "testdata/text.json", false))
+		req := userText("hi")
+		req.Config = &genai.GenerateContentConfig{ThinkingConfig: tc.cfg, MaxOutputTokens: 20000}
+		if _, err := fakeapi.Collect(newModel(t, srv, nil).Generate(t.Context(), req, false)); err != nil {
+			t.Fatal(err)
+		}
+		body := string(fakeapi.Indent(srv.Requests()[0].Body))
+		compact := strings.Join(strings.Fields(body), "")
+		if tc.want == "" && strings.Contains(compact, `"thinking"`) || tc.want != "" && !strings.Contains(compact, tc.want) {
+			t.Errorf("%+v: body %s, want %q", tc.cfg, compact, tc.want)
+		}
+	}
+}
+
+// TestWebSearchGrounding checks that a web search Anthropic ran on its own
+// is reported as grounding metadata (the query and the pages found), with
+// and without streaming, and that the answer text is unchanged.
+func TestWebSearchGrounding(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		reply := fakeapi.File(t, 200, "testdata/web_search.json", false)
+		if stream {
+			reply = fakeapi.File(t, 200, "testdata/stream_web_search.sse", true)
+		}
+		srv := fakeapi.Start(t, reply)
+		req := userText("weather in Paris?")
+		req.Config = &genai.GenerateContentConfig{Tools: []*genai.Tool{{GoogleSearch: &genai.GoogleSearch{}}}}
+		resps, err := fakeapi.Collect(newModel(t, srv, nil).Generate(t.Context(), req, stream))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := resps[len(resps)-1]
+		g := r.GroundingMetadata
+		if r.Text() != "It is sunny in Paris." || g == nil || len(g.WebSearchQueries) != 1 || g.WebSearchQueries[0] != "weather Paris today" ||
+			len(g.GroundingChunks) == 0 || g.GroundingChunks[0].Web.URI != "https://example.com/paris" || g.GroundingChunks[0].Web.Title != "Paris forecast" {
+			t.Errorf("stream=%v: text %q, grounding %+v", stream, r.Text(), g)
+		}
+	}
+}
+
+// TestUnsupportedBuiltInTool checks that a built-in tool Anthropic cannot
+// run fails before anything is sent, naming the tool.
+func TestUnsupportedBuiltInTool(t *testing.T) {
+	srv := fakeapi.Start(t)
+	for _, gt := range []*genai.Tool{{URLContext: &genai.URLContext{}}, {CodeExecution: &genai.ToolCodeExecution{}}} {
+		req := userText("hi")
+		req.Config = &genai.GenerateContentConfig{Tools: []*genai.Tool{gt}}
+		_, err := fakeapi.Collect(newModel(t, srv, nil).Generate(t.Context(), req, false))
+		if !errors.Is(err, model.ErrUnsupportedContent) || !(strings.Contains(err.Error(), "url_context") || strings.Contains(err.Error(), "code_execution")) {
+			t.Errorf("err = %v", err)
+		}
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("%d requests sent", n)
+	}
+}
+
+// TestPDFDocument checks that a PDF the model should see (an uploaded file
+// or a loaded artifact) travels as a document block.
+func TestPDFDocument(t *testing.T) {
+	srv := fakeapi.Start(t, fakeapi.File(t, 200, "testdata/text.json", false))
+	req := &model.Request{Contents: []*genai.Content{{Role: genai.RoleUser, Parts: []*genai.Part{
+		{Text: "summarize"}, {InlineData: &genai.Blob{MIMEType: "application/pdf", Data: []byte("%PDF-1.4")}}}}}}
+	if _, err := fakeapi.Collect(newModel(t, srv, nil).Generate(t.Context(), req, false)); err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Join(strings.Fields(string(fakeapi.Indent(srv.Requests()[0].Body))), "")
+	if !strings.Contains(body, `{"source":{"data":"JVBERi0xLjQ=","media_type":"application/pdf","type":"base64"},"type":"document"}`) {
+		t.Errorf("body %s", body)
+	}
+}
+
+// TestPromptCachingGolden checks the cache breakpoints on the wire: the
+// last tool, the last system block and the last block of the last
+// message carry cache_control with the TTL; and that cache reads come back
+// as cached tokens in the usage metadata.
+func TestPromptCachingGolden(t *testing.T) {
+	srv := fakeapi.Start(t, fakeapi.File(t, 200, "testdata/text.json", false))
+	m, err := anthropic.New("claude-sonnet-4-5", &anthropic.Options{APIKey: "test-key", BaseURL: srv.URL, HTTPClient: srv.Client(),
+		PromptCaching: true, PromptCacheTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resps, err := fakeapi.Collect(m.Generate(t.Context(), richRequest(), false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := fakeapi.Indent(srv.Requests()[0].Body)
+	fakeapi.Golden(t, "testdata/request_cache.golden.json", body, *update)
+	if n := strings.Count(string(body), `"cache_control"`); n != 3 {
+		t.Errorf("%d cache breakpoints, want 3", n)
+	}
+	if u := resps[0].UsageMetadata; u == nil || u.CachedContentTokenCount != 10 || u.PromptTokenCount != 42 {
+		t.Errorf("usage = %+v", u)
 	}
 }

@@ -54,6 +54,8 @@ const provider = "gemini"
 type Options struct {
 	// Retry is the retry policy; nil means the default retry.Policy.
 	Retry *retry.Policy
+	// Cache, if set, turns on context caching (see CacheOptions).
+	Cache *CacheOptions
 }
 
 // Model is a Gemini model. It is safe for concurrent use.
@@ -61,6 +63,7 @@ type Model struct {
 	name   string
 	client *genai.Client
 	retry  *retry.Policy
+	cache  *cacheManager // nil without context caching
 }
 
 var _ model.LLM = (*Model)(nil)
@@ -98,11 +101,22 @@ func New(ctx context.Context, modelName string, cc *genai.ClientConfig, opts *Op
 	if opts == nil {
 		opts = &Options{}
 	}
-	return &Model{name: strings.TrimPrefix(modelName, "gemini/"), client: client, retry: opts.Retry}, nil
+	m := &Model{name: strings.TrimPrefix(modelName, "gemini/"), client: client, retry: opts.Retry}
+	if opts.Cache != nil {
+		m.cache = newCacheManager(*opts.Cache, client)
+	}
+	return m, nil
 }
 
 // Name returns the model name.
 func (m *Model) Name() string { return m.name }
+
+// ToolsWithSchema implements model.ToolsWithSchema: Gemini 2 and later
+// models on Vertex AI take function tools and a response schema together;
+// the Gemini Developer API does not.
+func (m *Model) ToolsWithSchema() bool {
+	return m.client.ClientConfig().Backend == genai.BackendVertexAI && !strings.HasPrefix(m.name, "gemini-1")
+}
 
 // Generate sends req to the model; see the package documentation for the
 // streaming behaviour.
@@ -115,14 +129,65 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 		name = req.Model
 	}
 	cfg := config(req.Config)
+	if m.cache == nil {
+		return m.generate(ctx, name, req.Contents, cfg, stream)
+	}
+	return func(yield func(*model.Response, error) bool) {
+		contents, ccfg := m.cache.apply(ctx, name, req.Contents, cfg)
+		seq := m.generate(ctx, name, contents, ccfg, stream)
+		if ccfg != nil && ccfg.CachedContent != "" && (cfg == nil || cfg.CachedContent == "") {
+			seq = m.withCacheFallback(ctx, name, req, ccfg.CachedContent, contents, ccfg, stream)
+		}
+		for resp, err := range seq {
+			if !yield(resp, err) {
+				return
+			}
+		}
+	}
+}
+
+// withCacheFallback sends a request that uses a cache the adapter made; if
+// the API no longer knows the cache (it expired or was deleted elsewhere)
+// before anything was yielded, the cache is forgotten and the request is
+// sent again whole.
+func (m *Model) withCacheFallback(ctx context.Context, name string, req *model.Request, cacheName string,
+	contents []*genai.Content, cfg *genai.GenerateContentConfig, stream bool) iter.Seq2[*model.Response, error] {
+	return func(yield func(*model.Response, error) bool) {
+		yielded := false
+		for resp, err := range m.generate(ctx, name, contents, cfg, stream) {
+			if err != nil && !yielded && cacheMissing(err) {
+				m.cache.forget(cacheName)
+				for resp, err := range m.generate(ctx, name, req.Contents, config(req.Config), stream) {
+					if !yield(resp, err) {
+						return
+					}
+				}
+				return
+			}
+			yielded = true
+			if !yield(resp, err) {
+				return
+			}
+		}
+	}
+}
+
+// cacheMissing reports an error about an unknown cached content.
+func cacheMissing(err error) bool {
+	var me *model.Error
+	return errors.As(err, &me) && (me.StatusCode == http.StatusNotFound || me.StatusCode == http.StatusForbidden) &&
+		strings.Contains(strings.ToLower(me.Message), "cache")
+}
+
+func (m *Model) generate(ctx context.Context, name string, contents []*genai.Content, cfg *genai.GenerateContentConfig, stream bool) iter.Seq2[*model.Response, error] {
 	return m.retry.Stream(ctx, provider, func(ctx context.Context) iter.Seq2[*model.Response, error] {
 		ra := new(retryAfter)
 		ctx = context.WithValue(ctx, retryAfterKey{}, ra)
 		if stream {
-			return m.streamOnce(ctx, name, req.Contents, cfg, ra)
+			return m.streamOnce(ctx, name, contents, cfg, ra)
 		}
 		return func(yield func(*model.Response, error) bool) {
-			resp, err := m.client.Models.GenerateContent(ctx, name, req.Contents, cfg)
+			resp, err := m.client.Models.GenerateContent(ctx, name, contents, cfg)
 			if err != nil {
 				yield(nil, convertError(err, ra))
 				return

@@ -64,7 +64,7 @@ func richRequest() *model.Request {
 					Properties: map[string]*genai.Schema{"city": {Type: genai.TypeString}},
 					Required:   []string{"city"},
 				},
-			}}}},
+			}}}, {GoogleSearch: &genai.GoogleSearch{}}, {URLContext: &genai.URLContext{}}, {CodeExecution: &genai.ToolCodeExecution{}}},
 		},
 	}
 }
@@ -398,5 +398,17 @@ func TestTruncatedBodyIsRetried(t *testing.T) {
 	}
 	if len(resps) != 1 || len(srv.Requests()) != 2 {
 		t.Errorf("responses = %d, requests = %d", len(resps), len(srv.Requests()))
+	}
+}
+
+// TestToolsWithSchema checks that the Gemini Developer API is reported as
+// unable to combine tools with a response schema, so agents use a
+// final-answer tool there.
+func TestToolsWithSchema(t *testing.T) {
+	srv := fakeapi.Start(t)
+	var m model.LLM = newModel(t, srv, nil)
+	c, ok := m.(model.ToolsWithSchema)
+	if !ok || c.ToolsWithSchema() {
+		t.Fatalf("implements=%v, combines on the Gemini API=%v", ok, ok && c.ToolsWithSchema())
 	}
 }

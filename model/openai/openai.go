@@ -12,7 +12,11 @@
 // messages (images as data-URL image_url parts); model contents become
 // assistant messages whose function calls are tool_calls; function
 // responses become tool messages carrying the tool_call_id. Function
-// declarations become function tools with their JSON Schema. Reasoning text
+// declarations become function tools with their JSON Schema. A genai
+// GoogleSearch tool sets web_search_options (for search models); URL
+// citations in the answer become grounding metadata. Other built-in tools
+// are rejected with model.ErrUnsupportedContent. A thinking config becomes
+// reasoning_effort (its level, or its budget's size class). Reasoning text
 // that some servers return (reasoning_content or reasoning) becomes thought
 // parts. A refusal is reported on the response (ErrorCode "REFUSAL",
 // FinishReason SAFETY), not as a Go error.
@@ -199,8 +203,16 @@ func (m *Model) params(req *model.Request) (oai.ChatCompletionNewParams, error) 
 		if t == nil {
 			continue
 		}
-		if len(t.FunctionDeclarations) == 0 {
-			return p, fmt.Errorf("openai: %w: only function tools are supported", model.ErrUnsupportedContent)
+		switch name := adapter.BuiltInToolName(t); name {
+		case "":
+		case "google_search":
+			// Chat Completions search models search when web_search_options
+			// is present.
+			p.WebSearchOptions = oai.ChatCompletionNewParamsWebSearchOptions{SearchContextSize: "medium"}
+			continue
+		default:
+			return p, fmt.Errorf("openai: %w: built-in tool %s cannot run on Chat Completions models (google_search runs as web search)",
+				model.ErrUnsupportedContent, name)
 		}
 		for _, d := range t.FunctionDeclarations {
 			if d == nil {
@@ -262,13 +274,8 @@ func (m *Model) params(req *model.Request) (oai.ChatCompletionNewParams, error) 
 	} else if cfg.ResponseMIMEType == "application/json" {
 		p.ResponseFormat.OfJSONObject = &shared.ResponseFormatJSONObjectParam{}
 	}
-	if tc := cfg.ThinkingConfig; tc != nil {
-		switch tc.ThinkingLevel {
-		case genai.ThinkingLevelLow:
-			p.ReasoningEffort = shared.ReasoningEffortLow
-		case genai.ThinkingLevelHigh:
-			p.ReasoningEffort = shared.ReasoningEffortHigh
-		}
+	if effort := adapter.ReasoningEffort(cfg.ThinkingConfig); effort != "" {
+		p.ReasoningEffort = shared.ReasoningEffort(effort)
 	}
 	return p, nil
 }
@@ -466,7 +473,38 @@ func fromCompletion(cc *oai.ChatCompletion) (*model.Response, error) {
 	if len(content.Parts) > 0 {
 		resp.Content = content
 	}
+	resp.GroundingMetadata = citations(msg.Annotations, msg.Content)
 	return resp, nil
+}
+
+// citations turns the URL citations of a web-search answer into grounding
+// metadata: one web chunk per distinct URL, and one support per citation
+// for the text span it covers.
+func citations(anns []oai.ChatCompletionMessageAnnotation, text string) *genai.GroundingMetadata {
+	var g *genai.GroundingMetadata
+	runes := []rune(text) // citation indices count characters
+	index := map[string]int32{}
+	for _, a := range anns {
+		c := a.URLCitation
+		if c.URL == "" {
+			continue
+		}
+		if g == nil {
+			g = &genai.GroundingMetadata{}
+		}
+		i, ok := index[c.URL]
+		if !ok {
+			i = int32(len(g.GroundingChunks))
+			index[c.URL] = i
+			g.GroundingChunks = append(g.GroundingChunks, &genai.GroundingChunk{Web: &genai.GroundingChunkWeb{URI: c.URL, Title: c.Title}})
+		}
+		seg := &genai.Segment{StartIndex: int32(c.StartIndex), EndIndex: int32(c.EndIndex)}
+		if c.StartIndex >= 0 && c.StartIndex <= c.EndIndex && int(c.EndIndex) <= len(runes) {
+			seg.Text = string(runes[c.StartIndex:c.EndIndex])
+		}
+		g.GroundingSupports = append(g.GroundingSupports, &genai.GroundingSupport{GroundingChunkIndices: []int32{i}, Segment: seg})
+	}
+	return g
 }
 
 func refuse(resp *model.Response, msg string) {

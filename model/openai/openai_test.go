@@ -60,6 +60,7 @@ func richRequest() *model.Request {
 		},
 		Config: &genai.GenerateContentConfig{
 			SystemInstruction: genai.NewContentFromText("You are a weather bot.", genai.RoleUser),
+			ThinkingConfig:    &genai.ThinkingConfig{IncludeThoughts: true, ThinkingLevel: genai.ThinkingLevelHigh},
 			Temperature:       ptr[float32](0.5),
 			MaxOutputTokens:   256,
 			StopSequences:     []string{"END"},
@@ -77,7 +78,7 @@ func richRequest() *model.Request {
 					Name:                 "get_time",
 					ParametersJsonSchema: map[string]any{"type": "object", "properties": map[string]any{"tz": map[string]any{"type": "string"}}},
 				},
-			}}},
+			}}, {GoogleSearch: &genai.GoogleSearch{}}},
 			ToolConfig: &genai.ToolConfig{FunctionCallingConfig: &genai.FunctionCallingConfig{Mode: genai.FunctionCallingConfigModeAuto}},
 		},
 	}
@@ -475,5 +476,70 @@ func TestHungAttemptIsRetried(t *testing.T) {
 		if n := len(srv.Requests()); n != 2 || len(resps) == 0 {
 			t.Errorf("stream=%v: requests = %d, responses = %d", stream, n, len(resps))
 		}
+	}
+}
+
+// TestThinkingToReasoningEffort checks the thinking config a planner sets
+// becomes reasoning_effort on the wire.
+func TestThinkingToReasoningEffort(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  *genai.ThinkingConfig
+		want string
+	}{
+		{&genai.ThinkingConfig{ThinkingLevel: genai.ThinkingLevelLow}, `"reasoning_effort":"low"`},
+		{&genai.ThinkingConfig{ThinkingLevel: genai.ThinkingLevelMedium}, `"reasoning_effort":"medium"`},
+		{&genai.ThinkingConfig{ThinkingBudget: ptr[int32](1024)}, `"reasoning_effort":"low"`},
+		{&genai.ThinkingConfig{ThinkingBudget: ptr[int32](32000)}, `"reasoning_effort":"high"`},
+		{&genai.ThinkingConfig{ThinkingBudget: ptr[int32](0)}, `"reasoning_effort":"minimal"`},
+		{&genai.ThinkingConfig{IncludeThoughts: true}, ""},
+	} {
+		srv := fakeapi.Start(t, fakeapi.File(t, 200, "testdata/text.json", false))
+		req := &model.Request{Contents: []*genai.Content{genai.NewContentFromText("hi", genai.RoleUser)},
+			Config: &genai.GenerateContentConfig{ThinkingConfig: tc.cfg}}
+		if _, err := fakeapi.Collect(newModel(t, srv, nil).Generate(t.Context(), req, false)); err != nil {
+			t.Fatal(err)
+		}
+		body := string(srv.Requests()[0].Body)
+		if tc.want == "" && strings.Contains(body, "reasoning_effort") || tc.want != "" && !strings.Contains(body, tc.want) {
+			t.Errorf("%+v: body %s, want %q", tc.cfg, body, tc.want)
+		}
+	}
+}
+
+// TestWebSearchCitations checks that the URL citations of a web-search
+// answer become grounding metadata: one chunk per page, one support per
+// cited span (indices count characters, not bytes).
+func TestWebSearchCitations(t *testing.T) {
+	srv := fakeapi.Start(t, fakeapi.File(t, 200, "testdata/web_search.json", false))
+	req := &model.Request{Contents: []*genai.Content{genai.NewContentFromText("weather?", genai.RoleUser)},
+		Config: &genai.GenerateContentConfig{Tools: []*genai.Tool{{GoogleSearch: &genai.GoogleSearch{}}}}}
+	resps, err := fakeapi.Collect(newModel(t, srv, nil).Generate(t.Context(), req, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := resps[0].GroundingMetadata
+	if g == nil || len(g.GroundingChunks) != 1 || g.GroundingChunks[0].Web.URI != "https://example.com/paris" || len(g.GroundingSupports) != 2 {
+		t.Fatalf("grounding = %+v", g)
+	}
+	if s := g.GroundingSupports[0].Segment.Text; s != "sunny in Paris." {
+		t.Errorf("first cited span = %q", s)
+	}
+	if s := g.GroundingSupports[1].Segment.Text; s != "Ça va" {
+		t.Errorf("second cited span = %q", s)
+	}
+}
+
+// TestUnsupportedBuiltInTool checks that a built-in tool Chat Completions
+// cannot run fails before anything is sent, naming the tool.
+func TestUnsupportedBuiltInTool(t *testing.T) {
+	srv := fakeapi.Start(t)
+	req := &model.Request{Contents: []*genai.Content{genai.NewContentFromText("hi", genai.RoleUser)},
+		Config: &genai.GenerateContentConfig{Tools: []*genai.Tool{{URLContext: &genai.URLContext{}}}}}
+	_, err := fakeapi.Collect(newModel(t, srv, nil).Generate(t.Context(), req, false))
+	if !errors.Is(err, model.ErrUnsupportedContent) || !strings.Contains(err.Error(), "url_context") {
+		t.Errorf("err = %v", err)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("%d requests sent", n)
 	}
 }

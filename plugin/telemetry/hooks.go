@@ -30,6 +30,7 @@ const (
 	keyResponseModel  = "gen_ai.response.model"
 	keyInputTokens    = "gen_ai.usage.input_tokens"
 	keyOutputTokens   = "gen_ai.usage.output_tokens"
+	keyCachedTokens   = "gen_ai.usage.cache_read.input_tokens"
 	keyFinishReasons  = "gen_ai.response.finish_reasons"
 	keyTopP           = "gen_ai.request.top_p"
 	keyMaxTokens      = "gen_ai.request.max_tokens"
@@ -344,6 +345,9 @@ func (t *Telemetry) afterModel(ctx context.Context, cc *agent.CallbackContext, r
 		attrs = append(attrs,
 			attribute.Int64(keyInputTokens, int64(u.PromptTokenCount)),
 			attribute.Int64(keyOutputTokens, int64(u.CandidatesTokenCount)))
+		if u.CachedContentTokenCount > 0 { // input tokens read from a provider's context cache
+			attrs = append(attrs, attribute.Int64(keyCachedTokens, int64(u.CachedContentTokenCount)))
+		}
 	}
 	if resp.FinishReason != "" {
 		attrs = append(attrs, attribute.StringSlice(keyFinishReasons, []string{string(resp.FinishReason)}))

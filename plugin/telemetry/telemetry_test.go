@@ -65,7 +65,9 @@ func s1Model(a, b int) *scripted.Model {
 			if e, ok := frs[0].Response["error"]; ok {
 				return scripted.Turn{Text: fmt.Sprint("failed: ", e), Usage: usage}, nil
 			}
-			return scripted.Turn{Text: fmt.Sprint(frs[0].Response["sum"]), Usage: usage}, nil
+			// The second call reads its prefix from a context cache.
+			cached := &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 10, CandidatesTokenCount: 3, CachedContentTokenCount: 8}
+			return scripted.Turn{Text: fmt.Sprint(frs[0].Response["sum"]), Usage: cached}, nil
 		}
 		turn := scripted.Call("add", map[string]any{"a": a, "b": b})
 		turn.Usage = usage
@@ -211,6 +213,12 @@ func TestS1SpanTree(t *testing.T) {
 		if got := llm[0].Attributes[k]; got != want {
 			t.Errorf("call_llm %s = %v (%T), want %v", k, got, got, want)
 		}
+	}
+	if got, ok := llm[0].Attributes["gen_ai.usage.cache_read.input_tokens"]; ok {
+		t.Errorf("first call reports %v cached tokens", got)
+	}
+	if got := llm[1].Attributes["gen_ai.usage.cache_read.input_tokens"]; got != int64(8) {
+		t.Errorf("cache hits = %v (%T), want 8", got, got)
 	}
 	if got := llm[1].Attributes["gcp.vertex.agent.event_id"]; got != final.ID {
 		t.Errorf("second call_llm event id %v, want %v", got, final.ID)

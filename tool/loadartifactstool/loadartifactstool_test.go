@@ -67,4 +67,17 @@ func TestLoadArtifacts(t *testing.T) {
 	if missing, _ := read["missing"].([]any); len(missing) != 1 || missing[0] != "nope.txt" {
 		t.Fatalf("missing %v", read["missing"])
 	}
+	// The binary file reaches the model as a real part after the response.
+	reqs := m.Requests()
+	after := reqs[2].Contents[len(reqs[2].Contents)-1]
+	if after.Role != genai.RoleUser || len(after.Parts) != 2 || after.Parts[1].InlineData == nil ||
+		string(after.Parts[1].InlineData.Data) != "\x89PNG" || after.Parts[1].InlineData.MIMEType != "image/png" {
+		t.Fatalf("content after the response = %+v", after.Parts)
+	}
+	if before := reqs[2].Contents[len(reqs[2].Contents)-2]; before.Parts[0].FunctionResponse == nil {
+		t.Fatalf("the file does not follow the function response: %+v", before)
+	}
+	if last := reqs[1].Contents[len(reqs[1].Contents)-1]; last.Parts[0].FunctionResponse == nil {
+		t.Errorf("a listing added content: %+v", last)
+	}
 }

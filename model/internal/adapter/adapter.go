@@ -230,3 +230,96 @@ func (a *Aggregator) Parts() []*genai.Part {
 func (a *Aggregator) Empty() bool {
 	return !a.open && len(a.parts) == 0
 }
+
+// ThinkingBudget returns the number of thinking tokens a thinking config
+// asks for, for providers that take a budget: the budget when it is
+// positive, else a budget for the thinking level (or for dynamic thinking,
+// budget -1). Zero means thinking stays off.
+func ThinkingBudget(tc *genai.ThinkingConfig) int64 {
+	if tc == nil {
+		return 0
+	}
+	if b := tc.ThinkingBudget; b != nil {
+		switch {
+		case *b > 0:
+			return int64(*b)
+		case *b == 0:
+			return 0
+		}
+		return 4096 // dynamic
+	}
+	switch tc.ThinkingLevel {
+	case genai.ThinkingLevelMinimal, genai.ThinkingLevelLow:
+		return 1024
+	case genai.ThinkingLevelMedium:
+		return 4096
+	case genai.ThinkingLevelHigh:
+		return 16384
+	}
+	return 0
+}
+
+// ReasoningEffort returns the reasoning effort ("minimal", "low", "medium"
+// or "high") a thinking config asks for, for providers that take an
+// effort, or "" to leave the provider's default: the thinking level when
+// set, else the budget's size class.
+func ReasoningEffort(tc *genai.ThinkingConfig) string {
+	if tc == nil {
+		return ""
+	}
+	switch tc.ThinkingLevel {
+	case genai.ThinkingLevelMinimal:
+		return "minimal"
+	case genai.ThinkingLevelLow:
+		return "low"
+	case genai.ThinkingLevelMedium:
+		return "medium"
+	case genai.ThinkingLevelHigh:
+		return "high"
+	}
+	b := tc.ThinkingBudget
+	switch {
+	case b == nil:
+		return ""
+	case *b == 0:
+		return "minimal"
+	case *b < 0:
+		return "medium"
+	case *b <= 2048:
+		return "low"
+	case *b <= 8192:
+		return "medium"
+	}
+	return "high"
+}
+
+// BuiltInToolName names the provider-side tool a genai tool asks for
+// ("google_search", "url_context", "code_execution", ...), or "" for a tool
+// that only declares functions.
+func BuiltInToolName(t *genai.Tool) string {
+	switch {
+	case t == nil:
+		return ""
+	case t.GoogleSearch != nil:
+		return "google_search"
+	case t.GoogleSearchRetrieval != nil:
+		return "google_search_retrieval"
+	case t.URLContext != nil:
+		return "url_context"
+	case t.CodeExecution != nil:
+		return "code_execution"
+	case t.Retrieval != nil:
+		return "retrieval"
+	case t.GoogleMaps != nil:
+		return "google_maps"
+	case t.EnterpriseWebSearch != nil:
+		return "enterprise_web_search"
+	case t.ComputerUse != nil:
+		return "computer_use"
+	case t.FileSearch != nil:
+		return "file_search"
+	case len(t.FunctionDeclarations) == 0:
+		return "unknown"
+	}
+	return ""
+}

@@ -7,11 +7,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"iter"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -60,6 +63,14 @@ type Server struct {
 	mu       sync.Mutex
 	replies  []Reply
 	requests []Request
+	caches   map[string]cachedContent // Gemini cachedContents by name
+	nextID   int
+}
+
+// cachedContent is one cache of the emulated Gemini cachedContents API.
+type cachedContent struct {
+	model   string
+	expires time.Time
 }
 
 // New starts a server that answers with replies in order. Requests past
@@ -91,10 +102,94 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.requests...)
 }
 
+// CachedContents returns the names of the Gemini caches that exist.
+func (s *Server) CachedContents() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.caches))
+	for n := range s.caches {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// DropCache removes a Gemini cache behind the client's back, as expiry on
+// the server does.
+func (s *Server) DropCache(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.caches, name)
+}
+
+// serveCache emulates Gemini's cachedContents endpoint (create, get,
+// delete) and checks the cachedContent a generate request refers to. It
+// reports whether it answered the request.
+func (s *Server) serveCache(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	p := r.URL.Path
+	if s.caches == nil {
+		s.caches = map[string]cachedContent{}
+	}
+	notFound := func() bool {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"error":{"code":404,"message":"CachedContent not found (or permission denied)","status":"NOT_FOUND"}}`))
+		return true
+	}
+	switch i := strings.Index(p, "cachedContents"); {
+	case i >= 0 && r.Method == http.MethodPost:
+		var req struct {
+			Model string `json:"model"`
+			TTL   string `json:"ttl"`
+		}
+		_ = json.Unmarshal(body, &req)
+		ttl, err := time.ParseDuration(req.TTL)
+		if err != nil {
+			ttl = time.Hour
+		}
+		s.nextID++
+		name := fmt.Sprintf("cachedContents/c%d", s.nextID)
+		s.caches[name] = cachedContent{model: req.Model, expires: time.Now().Add(ttl)}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"name":%q,"model":%q,"displayName":"loom","expireTime":%q,"usageMetadata":{"totalTokenCount":4096}}`,
+			name, req.Model, time.Now().Add(ttl).UTC().Format(time.RFC3339Nano))
+		return true
+	case i >= 0:
+		name := p[i:]
+		c, ok := s.caches[name]
+		if !ok {
+			return notFound()
+		}
+		if r.Method == http.MethodDelete {
+			delete(s.caches, name)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{}`))
+			return true
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"name":%q,"model":%q}`, name, c.model)
+		return true
+	case strings.Contains(p, ":generateContent") || strings.Contains(p, ":streamGenerateContent"):
+		var req struct {
+			CachedContent string `json:"cachedContent"`
+		}
+		if json.Unmarshal(body, &req) == nil && req.CachedContent != "" {
+			if _, ok := s.caches[req.CachedContent]; !ok {
+				return notFound()
+			}
+		}
+	}
+	return false
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
 	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
+	if s.serveCache(w, r, body) {
+		s.mu.Unlock()
+		return
+	}
 	var rep Reply
 	ok := len(s.replies) > 0
 	if ok {

@@ -1,0 +1,96 @@
+// Package builtintool provides typed wrappers for tools that run inside the
+// model provider rather than in the agent: Google Search grounding, URL
+// context and code execution. Each is a [tool.RequestProcessor] that adds
+// its genai tool to every request of the agent that has it; the model is
+// never asked to call it as a function.
+//
+// Gemini runs all three. The other adapters map what their provider has:
+// Anthropic and OpenAI run GoogleSearch as their own web search (Anthropic's
+// web_search server tool, OpenAI's web_search_options). Any other
+// combination fails before anything is sent, with an error that wraps
+// model.ErrUnsupportedContent and names the tool.
+//
+// What the provider reports about the search (queries, sources, which
+// text each source supports) is kept on the response's GroundingMetadata and
+// so on the event; executed code and its output are executableCode and
+// codeExecutionResult parts of the response.
+package builtintool
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/tool"
+)
+
+// Names of the built-in tools.
+const (
+	GoogleSearchName  = "google_search"
+	URLContextName    = "url_context"
+	CodeExecutionName = "code_execution"
+)
+
+// Tool is a provider-side tool. It is immutable and safe for concurrent
+// use.
+type Tool struct {
+	name, description string
+	gt                genai.Tool
+}
+
+var _ tool.RequestProcessor = (*Tool)(nil)
+
+// GoogleSearch returns the search grounding tool: the model searches the
+// web and grounds its answer in the results.
+func GoogleSearch() *Tool {
+	return &Tool{name: GoogleSearchName, description: "Searches the web to ground answers.",
+		gt: genai.Tool{GoogleSearch: &genai.GoogleSearch{}}}
+}
+
+// URLContext returns the URL context tool: the model reads the web pages
+// whose URLs appear in the conversation (Gemini only).
+func URLContext() *Tool {
+	return &Tool{name: URLContextName, description: "Reads the web pages at URLs given in the conversation.",
+		gt: genai.Tool{URLContext: &genai.URLContext{}}}
+}
+
+// CodeExecution returns the code execution tool: the model writes Python
+// and the provider runs it in its own sandbox (Gemini only).
+func CodeExecution() *Tool {
+	return &Tool{name: CodeExecutionName, description: "Runs Python code the model writes, in the provider's sandbox.",
+		gt: genai.Tool{CodeExecution: &genai.ToolCodeExecution{}}}
+}
+
+// Name implements tool.Tool.
+func (t *Tool) Name() string { return t.name }
+
+// Description implements tool.Tool.
+func (t *Tool) Description() string { return t.description }
+
+// Declaration implements tool.Tool: built-in tools are not functions.
+func (*Tool) Declaration() *genai.FunctionDeclaration { return nil }
+
+// Run implements tool.Tool. The provider runs the tool, so a function call
+// to it is an error the model can read.
+func (t *Tool) Run(context.Context, tool.Context, map[string]any) (map[string]any, error) {
+	return nil, fmt.Errorf("%s is built into the model and cannot be called as a function", t.name)
+}
+
+// GenaiTool returns a copy of the genai tool this tool adds to requests.
+func (t *Tool) GenaiTool() *genai.Tool {
+	gt := t.gt
+	return &gt
+}
+
+// ProcessRequest implements tool.RequestProcessor: it adds the tool to the
+// request's tools.
+func (t *Tool) ProcessRequest(_ context.Context, _ tool.Context, req *model.Request) error {
+	if req.Config == nil {
+		req.Config = &genai.GenerateContentConfig{}
+	}
+	req.Config.Tools = append(slices.Clip(req.Config.Tools), t.GenaiTool())
+	return nil
+}

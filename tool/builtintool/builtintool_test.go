@@ -1,0 +1,109 @@
+package builtintool_test
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"strings"
+	"testing"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent/llmagent"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/anthropic"
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/session/memsession"
+	"github.com/loomkit/loom/tool"
+	"github.com/loomkit/loom/tool/builtintool"
+	"github.com/loomkit/loom/tool/loadmemorytool"
+)
+
+// groundedModel answers with grounding metadata and records its requests.
+type groundedModel struct{ reqs []*model.Request }
+
+func (*groundedModel) Name() string { return "gemini-2.5-flash" }
+func (g *groundedModel) Generate(_ context.Context, req *model.Request, _ bool) iter.Seq2[*model.Response, error] {
+	g.reqs = append(g.reqs, req)
+	return func(yield func(*model.Response, error) bool) {
+		yield(&model.Response{
+			Content:           genai.NewContentFromText("Sunny.", genai.RoleModel),
+			GroundingMetadata: &genai.GroundingMetadata{WebSearchQueries: []string{"paris weather"}},
+		}, nil)
+	}
+}
+
+func run(t *testing.T, m model.LLM, tools ...tool.Tool) (*session.Session, error) {
+	t.Helper()
+	a, err := llmagent.New(llmagent.Config{Name: "a", Model: m, Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := memsession.NewService()
+	r, err := runner.New(runner.Config{AppName: "app", Agent: a, Sessions: svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := session.Key{AppName: "app", UserID: "u", SessionID: "s"}
+	if _, err := svc.Create(context.Background(), key, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, runErr := r.RunSync(context.Background(), "u", "s", genai.NewContentFromText("weather in Paris?", genai.RoleUser), nil)
+	s, err := svc.Get(context.Background(), key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, runErr
+}
+
+// TestBuiltInToolsInRequest checks that built-in tools reach the request
+// as genai tools next to the function declarations, are never declared as
+// functions, and that the grounding metadata of the answer is kept on the
+// committed event.
+func TestBuiltInToolsInRequest(t *testing.T) {
+	lm, _ := loadmemorytool.New()
+	m := &groundedModel{}
+	sess, err := run(t, m, builtintool.GoogleSearch(), builtintool.URLContext(), builtintool.CodeExecution(), lm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := m.reqs[0].Config.Tools
+	var decls []string
+	var search, url, code int
+	for _, gt := range tools {
+		for _, d := range gt.FunctionDeclarations {
+			decls = append(decls, d.Name)
+		}
+		if gt.GoogleSearch != nil {
+			search++
+		}
+		if gt.URLContext != nil {
+			url++
+		}
+		if gt.CodeExecution != nil {
+			code++
+		}
+	}
+	if strings.Join(decls, ",") != "load_memory" || search != 1 || url != 1 || code != 1 {
+		t.Fatalf("declarations %v; search %d url %d code %d", decls, search, url, code)
+	}
+	last := sess.At(sess.Len() - 1)
+	if last.GroundingMetadata == nil || last.GroundingMetadata.WebSearchQueries[0] != "paris weather" {
+		t.Errorf("committed event lost the grounding metadata: %+v", last.GroundingMetadata)
+	}
+}
+
+// TestBuiltInToolOnWrongModel checks the clear error when a built-in tool
+// is given to a model whose provider cannot run it: the invocation fails
+// naming the tool, and the model is not called.
+func TestBuiltInToolOnWrongModel(t *testing.T) {
+	m, err := anthropic.New("claude-sonnet-4-5", &anthropic.Options{BaseURL: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = run(t, m, builtintool.URLContext())
+	if !errors.Is(err, model.ErrUnsupportedContent) || !strings.Contains(err.Error(), "url_context") {
+		t.Fatalf("err = %v", err)
+	}
+}
