@@ -73,6 +73,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net/http"
 	"runtime"
@@ -81,7 +82,10 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/genai"
+
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/runner"
 )
 
@@ -137,6 +141,21 @@ type Config struct {
 	// connection, lifted once the body is read, so responses (event
 	// streams included) may take as long as they need.
 	BodyReadTimeout time.Duration
+	// Invoker, when set, runs the invocations of the run routes instead
+	// of the apps' runners in this process (durable/temporal.Client runs
+	// them on Temporal workers), and the cancel route cancels them through
+	// it as well.
+	Invoker Invoker
+}
+
+// Invoker runs invocations outside the server's process. Run behaves as
+// runner.Runner.Run of app: it yields the invocation's committed events as
+// they are committed; cancelling ctx stops the streaming (the client left,
+// or the server shuts down), not the invocation. Cancel stops the
+// invocations of a session.
+type Invoker interface {
+	Run(ctx context.Context, app *runner.Runner, userID, sessionID string, msg *genai.Content, opts *runner.RunOptions) iter.Seq2[*event.Event, error]
+	Cancel(ctx context.Context, app *runner.Runner, userID, sessionID string) error
 }
 
 // DefaultBodyReadTimeout is the body read limit used when
