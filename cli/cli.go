@@ -11,6 +11,7 @@
 //	web    serve the HTTP API and the dev web UI (open the printed URL)
 //	api    serve the HTTP API only
 //	run    chat with one application in the terminal
+//	worker run the invocations that web and api start on Temporal
 //	version
 //
 // web and api take --host (default 127.0.0.1), --port (default 8000) and
@@ -19,6 +20,14 @@
 // continue a session (its earlier conversation is shown first), --user and
 // --no-stream, before or after the name; it does not take --host, --port
 // or --allow-origins.
+//
+// # Durable execution
+//
+// web and api with --temporal HOST:PORT start each invocation as a workflow
+// of that Temporal server instead of running it in process; "loom worker
+// --temporal HOST:PORT", with the same applications and the same session
+// storage, runs them (package durable/temporal). Both take
+// --temporal-namespace and --temporal-task-queue.
 //
 // # Models and storage
 //
@@ -132,6 +141,8 @@ func Run(ctx context.Context, args []string, env Env, apps ...App) int {
 		err = serve(ctx, env, rest, apps, false)
 	case "run":
 		err = chat(ctx, env, rest, apps)
+	case "worker":
+		err = worker(ctx, env, rest, apps)
 	case "version", "--version", "-version":
 		fmt.Fprintf(env.Stdout, "loom %s (%s %s/%s)\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	case "help", "-h", "-help", "--help":
@@ -161,6 +172,8 @@ Usage:
   loom web [flags]          serve the HTTP API and the dev web UI
   loom api [flags]          serve the HTTP API only
   loom run [flags] APP      chat with an application in the terminal
+  loom worker --temporal HOST:PORT
+                            run invocations started on Temporal
   loom version              print the version
 
 Run "loom COMMAND -h" for the flags of a command.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loomkit/loom/durable/temporal"
 	"github.com/loomkit/loom/plugin"
 	"github.com/loomkit/loom/plugin/telemetry"
 	"github.com/loomkit/loom/runner"
@@ -41,6 +42,8 @@ func serve(ctx context.Context, env Env, args []string, apps []App, withUI bool)
 	host := fs.String("host", "127.0.0.1", "`address` to listen on (0.0.0.0 for every interface)")
 	port := fs.Int("port", 8000, "`port` to listen on (0 picks a free one)")
 	origins := fs.String("allow-origins", "", "comma-separated browser `origins` allowed to call the API (\"*\" for any, without credentials)")
+	var tf temporalFlags
+	tf.register(fs, "start invocations there, as workflows that loom worker runs, instead of in this process")
 	hosts := fs.String("allowed-hosts", "", "comma-separated `hosts` (name or name:port) accepted in the Host header besides localhost, 127.0.0.1 and [::1], and the --host address; \"*\" for any")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -81,7 +84,22 @@ func serve(ctx context.Context, env Env, args []string, apps []App, withUI bool)
 	} else if len(allowed) == 0 {
 		fmt.Fprintf(env.Stderr, "loom: listening on every interface; only localhost names are accepted as Host: pass --allowed-hosts with the names or addresses clients use\n")
 	}
-	api, err := server.New(server.Config{Apps: runners, AllowedOrigins: splitList(*origins), AllowedHosts: allowed, Version: version(), Traces: traceRoutes{tel}})
+	cfg := server.Config{Apps: runners, AllowedOrigins: splitList(*origins), AllowedHosts: allowed, Version: version(), Traces: traceRoutes{tel}}
+	if tf.addr != "" {
+		if err := checkShared(o.sessions); err != nil {
+			return err
+		}
+		c, err := tf.dial(ctx, env)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if cfg.Invoker, err = temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: tf.queue}); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stderr, "loom: invocations run on Temporal %s, task queue %s\n", tf.addr, tf.queue)
+	}
+	api, err := server.New(cfg)
 	if err != nil {
 		return err
 	}
