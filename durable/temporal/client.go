@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/genai"
 
+	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
@@ -85,14 +86,21 @@ func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID 
 			return
 		}
 		k := session.Key{AppName: app.AppName(), UserID: userID, SessionID: sessionID}
-		if _, err := app.Sessions().Get(ctx, k, &session.GetOptions{NoEvents: true}); err != nil {
+		sess, err := app.Sessions().Get(ctx, k, nil)
+		if err != nil {
 			yield(nil, err)
+			return
+		}
+		// Refuse here, as the runner would, a message that answers no
+		// pending call: the client gets a clear error and nothing is sent.
+		if _, err := agent.Pending(sess, msg); err != nil {
+			yield(nil, fmt.Errorf("%w: %w", runner.ErrInvalid, err))
 			return
 		}
 		m := Message{RequestID: newRequestID(), Content: msg, StateDelta: opts.StateDelta, InvocationID: opts.InvocationID, MaxLLMCalls: opts.MaxLLMCalls}
 		id := WorkflowID(k.AppName, userID, sessionID)
 		in := SessionInput{App: k.AppName, User: userID, Session: sessionID, TreeHash: TreeHash(app.Tree()), Options: c.cfg.Options}
-		_, err := c.cfg.Client.SignalWithStartWorkflow(ctx, id, signalMessage, m, client.StartWorkflowOptions{
+		_, err = c.cfg.Client.SignalWithStartWorkflow(ctx, id, signalMessage, m, client.StartWorkflowOptions{
 			ID:                       id,
 			TaskQueue:                c.cfg.TaskQueue,
 			WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,

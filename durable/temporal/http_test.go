@@ -84,6 +84,18 @@ func TestHTTPConfirmation(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// An answer to a call that is not pending is refused before anything
+	// reaches Temporal.
+	body, _ := json.Marshal(map[string]any{"appName": appName, "userId": user, "sessionId": k.SessionID, "newMessage": approve("nope", "adk_request_confirmation")})
+	resp, err := http.Post(hs.URL+"/run_sse", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 400 || resp.StatusCode >= 500 {
+		t.Fatalf("answer to no pending call: status %d, want a client error", resp.StatusCode)
+	}
+
 	frames := sse(t, hs.URL, k.SessionID, text("pay"))
 	b, _ := json.Marshal(frames)
 	if !strings.Contains(string(b), "adk_request_confirmation") || lines(t, dir, "pay.count") != 0 {
