@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/llmagent"
@@ -27,6 +28,8 @@ func suiteEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *runner.Runner,
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(quiet)
 	env := suite.NewTestWorkflowEnvironment()
+	// Tests share busy machines: a slow step is not a deadlock here.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	dir := t.TempDir()
 	svc := memsession.NewService()
 	app, err := newApp(dir, 10*time.Millisecond, svc)
