@@ -109,6 +109,9 @@ func (a *activities) step(ctx context.Context, in stepInput) (stepResult, error)
 	out := stepResult{InvocationID: invID, Done: true}
 	for ev, err := range events {
 		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return stepResult{}, cerr // cancelled: the failure is its consequence
+			}
 			return stepResult{}, classify(err)
 		}
 		if ev.Partial {
