@@ -14,6 +14,7 @@
 //	eval   run ADK eval sets against an application (exit status 1 when a
 //	       case misses a threshold)
 //	create scaffold a new application (--yaml: an agent config; --go: a Go module)
+//	worker run the invocations that web and api start on Temporal
 //	version
 //
 // web and api take --host (default 127.0.0.1), --port (default 8000),
@@ -42,6 +43,14 @@
 // previous version serving, and its error (file, line, field) is logged and
 // shown in the app list of the API and the dev UI. Go tools, callbacks and
 // agents that config files name are registered in [Program.Registry].
+//
+// # Durable execution
+//
+// web and api with --temporal HOST:PORT start each invocation as a workflow
+// of that Temporal server instead of running it in process; "loom worker
+// --temporal HOST:PORT", with the same applications and the same session
+// storage, runs them (package durable/temporal). Both take
+// --temporal-namespace and --temporal-task-queue.
 //
 // # Models and storage
 //
@@ -192,6 +201,8 @@ func (p Program) Run(ctx context.Context, args []string, env Env) int {
 		err = evalCmd(ctx, env, rest, p)
 	case "create":
 		err = create(env, rest)
+	case "worker":
+		err = worker(ctx, env, rest, p)
 	case "version", "--version", "-version":
 		fmt.Fprintf(env.Stdout, "loom %s (%s %s/%s)\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	case "help", "-h", "-help", "--help":
@@ -224,6 +235,8 @@ Usage:
   loom eval [flags] APP EVALSET...
                             run eval sets against an application
   loom create NAME          scaffold a new application (--yaml or --go)
+  loom worker --temporal HOST:PORT
+                            run invocations started on Temporal
   loom version              print the version
 
 Run "loom COMMAND -h" for the flags of a command.

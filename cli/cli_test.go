@@ -118,6 +118,11 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"run", "--sessions", "memory://", "--artifacts", "nosuch://b"}, 1, "", `nosuch://b: storage: artifacts: blobartifact`},
 		{[]string{"run", "--sessions", "memory://", "--artifacts", "bucket"}, 1, "", `bucket: storage: artifacts: unsupported storage url`},
 		{[]string{"web", "--port", "-5"}, 1, "", "listen"},
+		{[]string{"worker"}, 2, "", "--temporal is required"},
+		{[]string{"worker", "--temporal", "127.0.0.1:1", "extra"}, 2, "", `unexpected argument "extra"`},
+		{[]string{"worker", "--temporal", "127.0.0.1:1", "--sessions", "memory://"}, 1, "", "must share a session store"},
+		{[]string{"api", "--port", "0", "--temporal", "127.0.0.1:1", "--sessions", "memory://"}, 1, "", "must share a session store"},
+		{[]string{"help"}, 0, "loom worker --temporal", ""},
 	} {
 		code, out, errOut := run(t, "", tc.args...)
 		if code != tc.code || !strings.Contains(out, tc.inStdout) || !strings.Contains(errOut, tc.inStderr) {

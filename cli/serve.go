@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/agent/agentconfig"
+	"github.com/loomkit/loom/durable/temporal"
 	"github.com/loomkit/loom/plugin"
 	"github.com/loomkit/loom/plugin/telemetry"
 	"github.com/loomkit/loom/runner"
@@ -49,6 +50,8 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 	origins := fs.String("allow-origins", "", "comma-separated browser `origins` allowed to call the API (\"*\" for any, without credentials)")
 	evals := fs.String("evals", DefaultEvals, "`directory` of the eval sets and results the evaluation routes serve (results go to the session database when --sessions names one other than the default)")
 	withA2A := fs.Bool("a2a", false, "also serve every application over the Agent2Agent (A2A) protocol, at /a2a/APP (agent card at /a2a/APP"+a2aserver.CardPath+")")
+	var tf temporalFlags
+	tf.register(fs, "start invocations there, as workflows that loom worker runs, instead of in this process")
 	hosts := fs.String("allowed-hosts", "", "comma-separated `hosts` (name or name:port) accepted in the Host header besides localhost, 127.0.0.1 and [::1], and the --host address; \"*\" for any")
 	dirs, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -111,6 +114,20 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 		if cfg.EvalJudge, err = openModel(ctx, name, env.Getenv, o.modelTimeout); err != nil {
 			return fmt.Errorf("model %s: %w", name, err)
 		}
+	}
+	if tf.addr != "" {
+		if err := checkShared(o.sessions); err != nil {
+			return err
+		}
+		c, err := tf.dial(ctx, env)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if cfg.Invoker, err = temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: tf.queue}); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stderr, "loom: invocations run on Temporal %s, task queue %s\n", tf.addr, tf.queue)
 	}
 	api, err := server.New(cfg)
 	if err != nil {

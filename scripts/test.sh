@@ -2,11 +2,19 @@
 # test.sh runs Loom's whole test suite on a fresh machine.
 #
 # It installs and starts what the tests need (a local PostgreSQL server and
-# Debian's Chromium, both via apt when missing, and an MCP server and the
-# A2A JavaScript SDK from the npm registry; run as root), then runs every test of the module under the
-# race detector in shuffled order.
+# Debian's Chromium, both via apt when missing, an MCP server and the A2A
+# JavaScript SDK from the npm registry, and a Temporal development server
+# built from the Go module proxy; run as root), then runs every test of the
+# module under the race detector in shuffled order.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# A Temporal development server for durable/temporal, built from its Go
+# module on the first run (minutes): started first, in the background, so
+# that the build overlaps the other installs.
+temporal_out=$(mktemp)
+scripts/temporal.sh >"$temporal_out" &
+temporal_pid=$!
 
 # PostgreSQL for the sqlsession and sqlmemory backends.
 . scripts/postgres.sh
@@ -29,6 +37,14 @@ echo "test.sh: MCP server at $LOOM_MCP_EVERYTHING" >&2
 LOOM_A2A_JS=$(scripts/a2a-js.sh)
 export LOOM_A2A_JS
 echo "test.sh: A2A JavaScript SDK at $LOOM_A2A_JS" >&2
+if ! wait "$temporal_pid"; then
+	echo "test.sh: scripts/temporal.sh failed" >&2
+	exit 1
+fi
+LOOM_TEMPORAL_ADDR=$(cat "$temporal_out")
+rm -f "$temporal_out"
+export LOOM_TEMPORAL_ADDR
+echo "test.sh: Temporal at $LOOM_TEMPORAL_ADDR" >&2
 
 go test -race -shuffle=on -timeout 20m "$@" ./...
 

@@ -84,6 +84,9 @@ func (s *Server) invoke(r *http.Request, req *runRequest, streaming bool) (ctx c
 		return nil, nil, nil, err
 	}
 	opts := &runner.RunOptions{Streaming: streaming, StateDelta: req.StateDelta, InvocationID: req.InvocationID}
+	if s.cfg.Invoker != nil {
+		return ctx, s.cfg.Invoker.Run(ctx, a, req.UserID, req.SessionID, req.NewMessage, opts), done, nil
+	}
 	return ctx, a.Run(ctx, req.UserID, req.SessionID, req.NewMessage, opts), done, nil
 }
 

@@ -73,6 +73,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -82,8 +83,11 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/genai"
+
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/eval"
+	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/runner"
 )
@@ -157,6 +161,11 @@ type Config struct {
 	// server runs (runner.Config.Refresh). GET /list-apps?detailed=true
 	// and app-info show it as the fields "source" and "loadError".
 	Status func(app string) AppStatus
+	// Invoker, when set, runs the invocations of the run routes instead
+	// of the apps' runners in this process (durable/temporal.Client runs
+	// them on Temporal workers), and the cancel route cancels them through
+	// it as well.
+	Invoker Invoker
 }
 
 // AppStatus is what Config.Status reports of an app.
@@ -168,6 +177,16 @@ type AppStatus struct {
 	// to load, while the previous version keeps serving; empty when the
 	// latest version is the one serving.
 	LoadError string `json:"loadError,omitempty"`
+}
+
+// Invoker runs invocations outside the server's process. Run behaves as
+// runner.Runner.Run of app: it yields the invocation's committed events as
+// they are committed; cancelling ctx stops the streaming (the client left,
+// or the server shuts down), not the invocation. Cancel stops the
+// invocations of a session.
+type Invoker interface {
+	Run(ctx context.Context, app *runner.Runner, userID, sessionID string, msg *genai.Content, opts *runner.RunOptions) iter.Seq2[*event.Event, error]
+	Cancel(ctx context.Context, app *runner.Runner, userID, sessionID string) error
 }
 
 // DefaultBodyReadTimeout is the body read limit used when

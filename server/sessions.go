@@ -246,9 +246,14 @@ func (s *Server) forkSession(w http.ResponseWriter, r *http.Request) error {
 // cancelSession serves POST .../sessions/{sid}/cancel: it cancels the
 // invocations running in the session and answers {"cancelled": n}.
 func (s *Server) cancelSession(w http.ResponseWriter, r *http.Request) error {
-	_, key, err := s.sessionKey(r)
+	a, key, err := s.sessionKey(r)
 	if err != nil {
 		return err
+	}
+	if s.cfg.Invoker != nil {
+		if err := s.cfg.Invoker.Cancel(r.Context(), a, key.UserID, key.SessionID); err != nil {
+			return err
+		}
 	}
 	n := s.runs.cancel(sessionRef{key.AppName, key.UserID, key.SessionID})
 	return writeJSON(w, http.StatusOK, map[string]int{"cancelled": n})

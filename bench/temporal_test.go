@@ -1,0 +1,66 @@
+package bench_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"testing"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+
+	"github.com/loomkit/loom/durable/temporal"
+	"github.com/loomkit/loom/session/memsession"
+)
+
+// BenchmarkS1Temporal is scenario S1 with each invocation run as a Temporal
+// workflow (durable/temporal) on the development server of
+// LOOM_TEMPORAL_ADDR (scripts/temporal.sh), by a worker in this process,
+// one invocation at a time round-robin over 100 sessions:
+//
+//	LOOM_TEMPORAL_ADDR=$(scripts/temporal.sh) go test ./bench -run '^$' -bench 'S1Temporal$' -benchtime 200x
+func BenchmarkS1Temporal(b *testing.B) {
+	addr := os.Getenv("LOOM_TEMPORAL_ADDR")
+	if addr == "" {
+		b.Skip("LOOM_TEMPORAL_ADDR is not set; run scripts/temporal.sh")
+	}
+	c, err := client.Dial(client.Options{HostPort: addr, Logger: log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	svc := memsession.NewService()
+	r := newRunner(b, newS1Agent(b), svc)
+	queue := fmt.Sprintf("bench-s1-%d", os.Getpid())
+	w, err := temporal.NewWorker(c, queue, r)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	cl, err := temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: queue})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids := createSessions(b, svc, 100, queue+"-")
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		n := 0
+		for ev, err := range cl.Run(context.Background(), r, "user", ids[i%len(ids)], s1Message, nil) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ev.Content != nil {
+				n++
+			}
+		}
+		if n != 3 {
+			b.Fatalf("invocation yielded %d events, want 3", n)
+		}
+	}
+	b.StopTimer()
+	checkS1Sessions(b, svc, ids, b.N)
+}

@@ -1,0 +1,207 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	sdktemporal "go.temporal.io/sdk/temporal"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session"
+)
+
+// errInvalidType is the type of the application error for a request the
+// runner refuses (runner.ErrInvalid, a missing session): retrying it
+// cannot help.
+const errInvalidType = "LoomInvalid"
+
+// activities runs Steps on the runners of a worker.
+type activities struct {
+	apps map[string]*runner.Runner
+	hash map[string]string
+}
+
+func newActivities(apps []*runner.Runner) (*activities, error) {
+	a := &activities{apps: map[string]*runner.Runner{}, hash: map[string]string{}}
+	for _, r := range apps {
+		if r == nil {
+			return nil, errors.New("temporal: nil runner")
+		}
+		if _, dup := a.apps[r.AppName()]; dup {
+			return nil, fmt.Errorf("temporal: two apps named %q", r.AppName())
+		}
+		a.apps[r.AppName()] = r
+		a.hash[r.AppName()] = TreeHash(r.Tree())
+	}
+	return a, nil
+}
+
+// app returns the runner of the session's app after checking that it runs
+// the agent tree the workflow started with.
+func (a *activities) app(in SessionInput) (*runner.Runner, error) {
+	r := a.apps[in.App]
+	if r == nil {
+		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("temporal: this worker does not serve app %q", in.App), errInvalidType, nil)
+	}
+	if h := a.hash[in.App]; h != in.TreeHash {
+		return nil, sdktemporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("temporal: agent tree of app %q changed: the workflow started with tree %s, this worker runs tree %s; the invocation is not continued", in.App, in.TreeHash, h),
+			errTreeChanged, nil)
+	}
+	return r, nil
+}
+
+func key(in SessionInput) session.Key {
+	return session.Key{AppName: in.App, UserID: in.User, SessionID: in.Session}
+}
+
+// mark returns the length of the session log: where the next message goes.
+func (a *activities) mark(ctx context.Context, in SessionInput) (int, error) {
+	r, err := a.app(in)
+	if err != nil {
+		return 0, err
+	}
+	sess, err := r.Sessions().Get(ctx, key(in), nil)
+	if err != nil {
+		return 0, classify(err)
+	}
+	return sess.Len(), nil
+}
+
+// step advances an invocation by one model call or one tool round, or
+// until it ends or pauses.
+func (a *activities) step(ctx context.Context, in stepInput) (stepResult, error) {
+	r, err := a.app(in.Session)
+	if err != nil {
+		return stepResult{}, err
+	}
+	stop := heartbeat(ctx, in.Session.Options.withDefaults().HeartbeatTimeout/3)
+	defer stop()
+	opts := &runner.RunOptions{}
+	invID := in.InvocationID
+	msg := in.Message
+	if msg != nil {
+		opts.StateDelta, opts.InvocationID, opts.MaxLLMCalls = msg.StateDelta, msg.InvocationID, msg.MaxLLMCalls
+		sess, err := r.Sessions().Get(ctx, key(in.Session), nil)
+		if err != nil {
+			return stepResult{}, classify(err)
+		}
+		// An earlier attempt stored the message: resume its invocation.
+		for _, ev := range sess.EventsFrom(min(in.Floor, sess.Len())) {
+			if ev.Author == event.AuthorUser {
+				invID, msg = ev.InvocationID, nil
+				break
+			}
+		}
+	}
+	var events func(func(*event.Event, error) bool)
+	if msg != nil {
+		events = r.Run(ctx, in.Session.User, in.Session.Session, msg.Content, opts)
+	} else {
+		events = r.Resume(ctx, in.Session.User, in.Session.Session, invID, opts)
+	}
+	out := stepResult{InvocationID: invID, Done: true}
+	for ev, err := range events {
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return stepResult{}, cerr // cancelled: the failure is its consequence
+			}
+			return stepResult{}, classify(err)
+		}
+		if ev.Partial {
+			continue
+		}
+		out.InvocationID = ev.InvocationID
+		activity.RecordHeartbeat(ctx, ev.ID)
+		if len(ev.FunctionCalls()) > 0 || len(ev.FunctionResponses()) > 0 {
+			// A model turn that calls tools, or a tool round, is committed:
+			// the next Step goes on from the log.
+			out.Done = false
+			break
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return stepResult{}, err
+	}
+	if out.InvocationID == "" && msg != nil {
+		// Nothing was yielded (a plugin answered, or the agents were
+		// silent): the message is the invocation's only trace.
+		out.InvocationID = lastUserInvocation(ctx, r, in.Session, in.Floor)
+	}
+	if out.Done {
+		sess, err := r.Sessions().Get(ctx, key(in.Session), nil)
+		if err != nil {
+			return stepResult{}, classify(err)
+		}
+		out.Paused = paused(sess)
+	}
+	return out, nil
+}
+
+func lastUserInvocation(ctx context.Context, r *runner.Runner, in SessionInput, floor int) string {
+	sess, err := r.Sessions().Get(ctx, key(in), nil)
+	if err != nil {
+		return ""
+	}
+	for _, ev := range sess.EventsFrom(min(floor, sess.Len())) {
+		if ev.Author == event.AuthorUser {
+			return ev.InvocationID
+		}
+	}
+	return ""
+}
+
+// paused reports whether a call of the session still waits for the client.
+func paused(sess *session.Session) bool {
+	events := sess.Events()
+	for i, ev := range events {
+		calls, kinds := agent.PausingCalls(ev)
+		for j, fc := range calls {
+			if agent.Waiting(events[i+1:], kinds[j], fc.ID) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// classify makes errors that retrying cannot fix non-retryable.
+func classify(err error) error {
+	if errors.Is(err, runner.ErrInvalid) || errors.Is(err, session.ErrNotFound) || errors.Is(err, agent.ErrNotPending) {
+		return sdktemporal.NewNonRetryableApplicationError(err.Error(), errInvalidType, err)
+	}
+	return err
+}
+
+// heartbeat records a heartbeat every period until stop is called, so that
+// a long tool call keeps its Step alive and learns of a cancellation.
+func heartbeat(ctx context.Context, period time.Duration) func() {
+	if period <= 0 {
+		period = time.Second
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}

@@ -1,0 +1,223 @@
+package temporal
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"iter"
+	"net/url"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session"
+)
+
+// updateStarted is the update that answers, once a message's turn has
+// come, where the session log ended before it.
+const updateStarted = "loom.started"
+
+// WorkflowID returns the id of the workflow of a session.
+func WorkflowID(app, user, sessionID string) string {
+	return "loom/" + url.PathEscape(app) + "/" + url.PathEscape(user) + "/" + url.PathEscape(sessionID)
+}
+
+// ClientConfig configures a Client.
+type ClientConfig struct {
+	// Client is the Temporal client. Required.
+	Client client.Client
+	// TaskQueue is the queue the workers poll (default DefaultTaskQueue).
+	TaskQueue string
+	// Options are the workflows' activity settings.
+	Options Options
+	// Poll is how often the session log is read for new events while a
+	// message runs (default 50ms).
+	Poll time.Duration
+}
+
+// Client starts invocations on Temporal and streams their events from the
+// session log. It has the methods of server.Invoker, so that a server runs
+// its apps' invocations on Temporal workers instead of in process. It is
+// safe for concurrent use.
+type Client struct {
+	cfg ClientConfig
+}
+
+// NewClient returns a Client.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("temporal: a Temporal client is required")
+	}
+	if cfg.TaskQueue == "" {
+		cfg.TaskQueue = DefaultTaskQueue
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = 50 * time.Millisecond
+	}
+	return &Client{cfg: cfg}, nil
+}
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Run sends msg to the workflow of the session (starting it if none runs)
+// and yields the committed events of the invocation the message starts or
+// resumes, as they appear in the session log, like runner.Runner.Run does
+// in process. Partial events are not yielded. The session must exist.
+// Cancelling ctx stops the streaming, not the invocation: use Cancel.
+func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID string, msg *genai.Content, opts *runner.RunOptions) iter.Seq2[*event.Event, error] {
+	if opts == nil {
+		opts = &runner.RunOptions{}
+	}
+	return func(yield func(*event.Event, error) bool) {
+		if msg == nil {
+			yield(nil, fmt.Errorf("%w: no message", runner.ErrInvalid))
+			return
+		}
+		k := session.Key{AppName: app.AppName(), UserID: userID, SessionID: sessionID}
+		sess, err := app.Sessions().Get(ctx, k, nil)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		// Refuse here, as the runner would, a message that answers no
+		// pending call: the client gets a clear error and nothing is sent.
+		if _, err := agent.Pending(sess, msg); err != nil {
+			yield(nil, fmt.Errorf("%w: %w", runner.ErrInvalid, err))
+			return
+		}
+		m := Message{RequestID: newRequestID(), Content: msg, StateDelta: opts.StateDelta, InvocationID: opts.InvocationID, MaxLLMCalls: opts.MaxLLMCalls}
+		id := WorkflowID(k.AppName, userID, sessionID)
+		in := SessionInput{App: k.AppName, User: userID, Session: sessionID, TreeHash: TreeHash(app.Tree()), Options: c.cfg.Options}
+		_, err = c.cfg.Client.SignalWithStartWorkflow(ctx, id, signalMessage, m, client.StartWorkflowOptions{
+			ID:                       id,
+			TaskQueue:                c.cfg.TaskQueue,
+			WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		}, WorkflowName, in)
+		if err != nil {
+			yield(nil, fmt.Errorf("temporal: start session workflow: %w", err))
+			return
+		}
+		var floor int
+		if err := c.update(ctx, id, updateStarted, m.RequestID, &floor); err != nil {
+			yield(nil, err)
+			return
+		}
+		uctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		defer func() { cancel(); <-done }()
+		var st Status
+		var werr error
+		go func() {
+			defer close(done)
+			werr = c.update(uctx, id, updateWait, m.RequestID, &st)
+		}()
+		s := &stream{svc: app.Sessions(), key: k, next: floor}
+		t := time.NewTicker(c.cfg.Poll)
+		defer t.Stop()
+		for finished := false; !finished; {
+			select {
+			case <-done:
+				finished = true
+			case <-t.C:
+			case <-ctx.Done():
+				yield(nil, ctx.Err())
+				return
+			}
+			if !s.read(ctx, yield) {
+				return // the caller stopped reading: the invocation goes on
+			}
+		}
+		switch {
+		case werr != nil:
+			yield(nil, werr)
+		case st.Error != "":
+			yield(nil, fmt.Errorf("temporal: invocation %s: %s", st.InvocationID, st.Error))
+		}
+	}
+}
+
+// update runs an update of the workflow and waits for its result.
+func (c *Client) update(ctx context.Context, id, name, requestID string, out any) error {
+	h, err := c.cfg.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   id,
+		UpdateName:   name,
+		Args:         []any{requestID},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = h.Get(ctx, out)
+	}
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return fmt.Errorf("temporal: the session workflow ended before answering: %w", err)
+		}
+		return fmt.Errorf("temporal: %s: %w", name, err)
+	}
+	return nil
+}
+
+// stream reads a session log past a point and yields the events of the
+// invocation of its first user message.
+type stream struct {
+	svc          *session.Service
+	key          session.Key
+	next         int
+	invocationID string
+}
+
+// read yields the events logged since the last read. It returns false if
+// the caller stopped or reading failed (the error is yielded).
+func (s *stream) read(ctx context.Context, yield func(*event.Event, error) bool) bool {
+	sess, err := s.svc.Get(ctx, s.key, nil)
+	if err != nil {
+		yield(nil, err)
+		return false
+	}
+	for ; s.next < sess.Len(); s.next++ {
+		ev := sess.At(s.next)
+		if ev.Author == event.AuthorUser {
+			if s.invocationID == "" {
+				s.invocationID = ev.InvocationID
+			}
+			continue
+		}
+		if ev.InvocationID != s.invocationID {
+			continue
+		}
+		if !yield(ev, nil) {
+			s.next++
+			return false
+		}
+	}
+	return true
+}
+
+// Cancel cancels the workflow of a session: its running invocation stops
+// (the running activity learns it from its next heartbeat) and its queued
+// messages are dropped. Cancelling a session without a workflow does
+// nothing.
+func (c *Client) Cancel(ctx context.Context, app *runner.Runner, userID, sessionID string) error {
+	err := c.cfg.Client.CancelWorkflow(ctx, WorkflowID(app.AppName(), userID, sessionID), "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("temporal: cancel session workflow: %w", err)
+	}
+	return nil
+}

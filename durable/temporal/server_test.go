@@ -1,0 +1,302 @@
+package temporal_test
+
+// Tests against a real Temporal development server, started by
+// scripts/temporal.sh, whose address is given in LOOM_TEMPORAL_ADDR.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/loomkit/loom/durable/temporal"
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/storage"
+)
+
+// Environment of a worker process started by a test (see TestMain).
+const (
+	envWorker = "LOOM_TEMPORAL_TEST_WORKER" // the task queue
+	envDir    = "LOOM_TEMPORAL_TEST_DIR"
+	envDB     = "LOOM_TEMPORAL_TEST_DB"
+	envSlow   = "LOOM_TEMPORAL_TEST_SLOW"
+)
+
+func TestMain(m *testing.M) {
+	if queue := os.Getenv(envWorker); queue != "" {
+		os.Exit(workerMain(queue))
+	}
+	os.Exit(m.Run())
+}
+
+// workerMain runs a worker of the test app until the process is killed.
+func workerMain(queue string) int {
+	ctx := context.Background()
+	slow, err := time.ParseDuration(os.Getenv(envSlow))
+	if err != nil {
+		return fail(err)
+	}
+	svc, err := storage.OpenSessions(ctx, os.Getenv(envDB))
+	if err != nil {
+		return fail(err)
+	}
+	app, err := newApp(os.Getenv(envDir), slow, svc)
+	if err != nil {
+		return fail(err)
+	}
+	c, err := client.Dial(client.Options{HostPort: os.Getenv("LOOM_TEMPORAL_ADDR"), Logger: quiet})
+	if err != nil {
+		return fail(err)
+	}
+	w, err := temporal.NewWorker(c, queue, app)
+	if err != nil {
+		return fail(err)
+	}
+	if err := w.Run(nil); err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+func fail(err error) int {
+	os.Stderr.WriteString("test worker: " + err.Error() + "\n")
+	return 1
+}
+
+// temporalAddr returns the address of the Temporal server, or skips the
+// test (fails it under CI) when there is none.
+func temporalAddr(t *testing.T) string {
+	t.Helper()
+	addr := os.Getenv("LOOM_TEMPORAL_ADDR")
+	if addr == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("LOOM_TEMPORAL_ADDR is not set; run scripts/temporal.sh")
+		}
+		t.Skip("LOOM_TEMPORAL_ADDR is not set; run scripts/temporal.sh to start a Temporal development server")
+	}
+	return addr
+}
+
+func dial(t *testing.T) client.Client {
+	t.Helper()
+	c, err := client.Dial(client.Options{HostPort: temporalAddr(t), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// newQueue returns a task queue of the test's own, so that no other
+// worker takes its tasks.
+func newQueue() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "loom-test-" + hex.EncodeToString(b[:])
+}
+
+// startWorker starts a worker process of the test app on queue.
+func startWorker(t *testing.T, queue, dir, db string, slow time.Duration) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envWorker+"="+queue, envDir+"="+dir, envDB+"="+db, envSlow+"="+slow.String())
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type result struct {
+	events []*event.Event
+	err    error
+}
+
+// collect runs it in the background and delivers what it yielded.
+func collect(it func(func(*event.Event, error) bool)) <-chan result {
+	ch := make(chan result, 1)
+	go func() {
+		var r result
+		for ev, err := range it {
+			if err != nil {
+				r.err = err
+				break
+			}
+			r.events = append(r.events, ev)
+		}
+		ch <- r
+	}()
+	return ch
+}
+
+// TestWorkerKilledMidTool: the worker process running a slow tool is
+// killed (SIGKILL) in the middle of the call; a second worker finishes the
+// invocation. The tool completed exactly once, the session log equals that
+// of an uninterrupted in-process run, and the client streamed every event
+// from the log while the workflow ran in other processes.
+func TestWorkerKilledMidTool(t *testing.T) {
+	c := dial(t)
+	dir := t.TempDir()
+	db := "sqlite://" + dir + "/sessions.db"
+	ctx := context.Background()
+	svc, err := storage.OpenSessions(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	app, err := newApp(dir, 0, svc) // the client's copy of the app: its tree, never its tools
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := session.Key{AppName: appName, UserID: user, SessionID: "killed"}
+	if _, err := svc.Create(ctx, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	queue := newQueue()
+	first := startWorker(t, queue, dir, db, time.Minute)
+	cl, err := temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: queue, Options: temporal.Options{HeartbeatTimeout: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := collect(cl.Run(ctx, app, user, k.SessionID, text("slow"), nil))
+
+	waitFor(t, time.Minute, "the slow tool to start", func() bool { return lines(t, dir, "slow.started") == 1 })
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	if n := lines(t, dir, "slow.count"); n != 0 {
+		t.Fatalf("the killed call completed %d times", n)
+	}
+	startWorker(t, queue, dir, db, 200*time.Millisecond)
+
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the invocation did not finish on the second worker")
+	}
+	if res.err != nil {
+		t.Fatalf("run: %v", res.err)
+	}
+	if n := lines(t, dir, "slow.count"); n != 1 {
+		t.Fatalf("the tool completed %d times, want 1", n)
+	}
+	if n := lines(t, dir, "slow.started"); n != 2 {
+		t.Fatalf("the tool started %d times, want 2 (the killed call, then its retry)", n)
+	}
+	sess, err := svc.Get(ctx, k, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := shape(t, sess)
+	want := inProcess(t, sessionsIn(t), "slow")
+	if !slices.Equal(got, want) {
+		t.Fatalf("log on Temporal:\n%s\nuninterrupted, in process:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	var ids []string
+	for _, ev := range sess.Events()[1:] {
+		ids = append(ids, ev.ID)
+	}
+	var streamed []string
+	for _, ev := range res.events {
+		streamed = append(streamed, ev.ID)
+	}
+	if !slices.Equal(streamed, ids) {
+		t.Fatalf("streamed events %v, want the log's %v", streamed, ids)
+	}
+}
+
+// sessionsIn returns a fresh session service for a reference run.
+func sessionsIn(t *testing.T) *session.Service {
+	t.Helper()
+	svc, err := storage.OpenSessions(context.Background(), "memory://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// inProcessWorker runs a worker of app in the test process.
+func inProcessWorker(t *testing.T, c client.Client, queue string, app *runner.Runner) {
+	t.Helper()
+	w, err := temporal.NewWorker(c, queue, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+}
+
+// TestCancelStopsWorkflow: Cancel cancels the session's workflow while its
+// slow tool runs: the tool stops, the client's stream ends with an error,
+// and the workflow is cancelled.
+func TestCancelStopsWorkflow(t *testing.T) {
+	c := dial(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	svc := sessionsIn(t)
+	app, err := newApp(dir, time.Minute, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := session.Key{AppName: appName, UserID: user, SessionID: "cancelled-" + newQueue()}
+	if _, err := svc.Create(ctx, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	queue := newQueue()
+	inProcessWorker(t, c, queue, app)
+	cl, err := temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: queue, Options: temporal.Options{HeartbeatTimeout: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := collect(cl.Run(ctx, app, user, k.SessionID, text("slow"), nil))
+	waitFor(t, time.Minute, "the slow tool to start", func() bool { return lines(t, dir, "slow.started") == 1 })
+	if err := cl.Cancel(ctx, app, user, k.SessionID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case res := <-done:
+		if res.err == nil || !strings.Contains(strings.ToLower(res.err.Error()), "cancel") {
+			t.Fatalf("run error = %v, want a cancellation", res.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stream did not end after the cancellation")
+	}
+	waitFor(t, 30*time.Second, "the workflow to be cancelled", func() bool {
+		d, err := c.DescribeWorkflowExecution(ctx, temporal.WorkflowID(appName, user, k.SessionID), "")
+		return err == nil && d.WorkflowExecutionInfo.Status == enums.WORKFLOW_EXECUTION_STATUS_CANCELED
+	})
+	if n := lines(t, dir, "slow.count"); n != 0 {
+		t.Fatalf("the cancelled tool completed %d times", n)
+	}
+}

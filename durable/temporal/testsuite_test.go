@@ -1,0 +1,152 @@
+package temporal_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/llmagent"
+	"github.com/loomkit/loom/durable/temporal"
+	"github.com/loomkit/loom/model/scripted"
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/session/memsession"
+	"github.com/loomkit/loom/tool"
+	"github.com/loomkit/loom/tool/functiontool"
+)
+
+// suiteEnv returns a test workflow environment (with its own clock) that
+// runs the test app over a fresh memory session "s".
+func suiteEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *runner.Runner, string) {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(quiet)
+	env := suite.NewTestWorkflowEnvironment()
+	// Tests share busy machines: a slow step is not a deadlock here.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	dir := t.TempDir()
+	svc := memsession.NewService()
+	app, err := newApp(dir, 10*time.Millisecond, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := temporal.Register(env, app); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Create(context.Background(), session.Key{AppName: appName, UserID: user, SessionID: "s"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return env, app, dir
+}
+
+func stored(t *testing.T, app *runner.Runner, id string) *session.Session {
+	t.Helper()
+	sess, err := app.Sessions().Get(context.Background(), session.Key{AppName: appName, UserID: user, SessionID: id}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sess
+}
+
+// TestConfirmationAnsweredTenMinutesLater: an invocation that pauses on a
+// tool confirmation waits durably; the answer, signalled ten minutes of
+// workflow time later, resumes it: the tool runs once and the log equals
+// that of an in-process run of the same conversation.
+func TestConfirmationAnsweredTenMinutesLater(t *testing.T) {
+	env, app, dir := suiteEnv(t)
+	start := env.Now()
+	var answeredAt time.Time
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow("loom.message", temporal.Message{RequestID: "r1", Content: text("pay")})
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		if n := lines(t, dir, "pay.count"); n != 0 {
+			t.Errorf("the tool ran %d times before its confirmation", n)
+		}
+		answeredAt = env.Now()
+		id, name := confirmationCall(t, stored(t, app, "s"))
+		env.SignalWorkflow("loom.message", temporal.Message{RequestID: "r2", Content: approve(id, name)})
+	}, 10*time.Minute)
+	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{
+		App: appName, User: user, Session: "s", TreeHash: temporal.TreeHash(app.Tree()),
+		Options: temporal.Options{Idle: time.Hour},
+	})
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("the workflow did not complete")
+	}
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	if got := answeredAt.Sub(start); got < 10*time.Minute {
+		t.Fatalf("answered after %v of workflow time, want 10m", got)
+	}
+	if n := lines(t, dir, "pay.count"); n != 1 {
+		t.Fatalf("the confirmed tool ran %d times, want 1", n)
+	}
+	got := shape(t, stored(t, app, "s"))
+	want := inProcess(t, memsession.NewService(), "pay")
+	if !slices.Equal(got, want) {
+		t.Fatalf("log on Temporal:\n%s\nin process:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, `text="pay done"`) }) {
+		t.Fatalf("the resumed invocation did not answer: %v", got)
+	}
+}
+
+// TestChangedTreeRefused: a workflow started with another agent tree is
+// refused by the worker with an error naming both trees, and nothing is
+// stored.
+func TestChangedTreeRefused(t *testing.T) {
+	env, app, _ := suiteEnv(t)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow("loom.message", temporal.Message{RequestID: "r1", Content: text("hello")})
+	}, time.Second)
+	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{App: appName, User: user, Session: "s", TreeHash: "0123456789abcdef"})
+	err := env.GetWorkflowError()
+	if err == nil || !strings.Contains(err.Error(), "agent tree of app") || !strings.Contains(err.Error(), "0123456789abcdef") ||
+		!strings.Contains(err.Error(), temporal.TreeHash(app.Tree())) {
+		t.Fatalf("workflow error = %v, want a refusal naming both trees", err)
+	}
+	if n := stored(t, app, "s").Len(); n != 0 {
+		t.Fatalf("stored %d events, want none", n)
+	}
+}
+
+// TestTreeHash: the hash is the same for two builds of one tree and
+// changes with its structure (a tool added, an agent renamed).
+func TestTreeHash(t *testing.T) {
+	hash := func(name string, tools ...tool.Tool) string {
+		a, err := llmagent.New(llmagent.Config{Name: name, Model: scripted.NewSequence("m"), Tools: tools})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tree, err := agent.NewTree(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return temporal.TreeHash(tree)
+	}
+	mk := func(name string) tool.Tool {
+		tl, err := functiontool.New(functiontool.Config{Name: name}, func(context.Context, tool.Context, struct{}) (int, error) { return 1, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tl
+	}
+	base := hash("a", mk("x"))
+	if again := hash("a", mk("x")); again != base {
+		t.Fatalf("two builds of one tree: %s and %s", base, again)
+	}
+	if h := hash("a", mk("x"), mk("y")); h == base {
+		t.Fatal("a tool added did not change the hash")
+	}
+	if h := hash("b", mk("x")); h == base {
+		t.Fatal("a renamed agent did not change the hash")
+	}
+}

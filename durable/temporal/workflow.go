@@ -1,0 +1,234 @@
+package temporal
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	sdktemporal "go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+	"google.golang.org/genai"
+)
+
+// Names of the workflow, its signal, update and activities, as registered
+// with Temporal.
+const (
+	WorkflowName  = "loom.Session"
+	signalMessage = "loom.message"
+	updateWait    = "loom.wait"
+	activityMark  = "loom.Mark"
+	activityStep  = "loom.Step"
+)
+
+// SessionInput starts the workflow of one session.
+type SessionInput struct {
+	App      string
+	User     string
+	Session  string
+	TreeHash string // TreeHash of the starter's agent tree
+	// Paused carries, across a continue-as-new, that calls of the session
+	// wait for answers.
+	Paused bool
+	// Options are the activity settings (zero: the defaults).
+	Options Options
+}
+
+// Options are the retry and timeout settings of the activities. Zero
+// fields take the defaults documented on each.
+type Options struct {
+	// StepTimeout bounds one Step: one model call or one tool round
+	// (default 1h).
+	StepTimeout time.Duration
+	// HeartbeatTimeout is how long a worker may stay silent before its
+	// Step is retried elsewhere (default 30s). Steps heartbeat at a third
+	// of it while a tool runs.
+	HeartbeatTimeout time.Duration
+	// MaxAttempts bounds the attempts of one Step (default 10; negative:
+	// unlimited).
+	MaxAttempts int
+	// Idle is how long the workflow of a session that has nothing pending
+	// waits for another message before it completes (default 1m).
+	Idle time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.StepTimeout <= 0 {
+		o.StepTimeout = time.Hour
+	}
+	if o.HeartbeatTimeout <= 0 {
+		o.HeartbeatTimeout = 30 * time.Second
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 10
+	}
+	if o.MaxAttempts < 0 {
+		o.MaxAttempts = 0
+	}
+	if o.Idle <= 0 {
+		o.Idle = time.Minute
+	}
+	return o
+}
+
+// Message is a user message for the session, as signalled to its workflow.
+type Message struct {
+	RequestID    string
+	Content      *genai.Content
+	StateDelta   map[string]any `json:",omitempty"`
+	InvocationID string         `json:",omitempty"` // runner.RunOptions.InvocationID
+	MaxLLMCalls  int            `json:",omitempty"`
+}
+
+// Status is the outcome of one message, answered by the wait update.
+type Status struct {
+	// Started: the message's turn has come; Floor is the length of the
+	// session log before it.
+	Started      bool
+	Floor        int
+	Done         bool
+	InvocationID string `json:",omitempty"`
+	Paused       bool   `json:",omitempty"`
+	Error        string `json:",omitempty"`
+	Cancelled    bool   `json:",omitempty"`
+}
+
+// stepInput is the input of the Step activity.
+type stepInput struct {
+	Session SessionInput
+	// Message is the message to store and run; nil resumes InvocationID.
+	Message *Message `json:",omitempty"`
+	// Floor is the length of the session log before Message: events past
+	// it were stored by an earlier attempt.
+	Floor        int
+	InvocationID string `json:",omitempty"`
+}
+
+// stepResult is what one Step did.
+type stepResult struct {
+	InvocationID string
+	// Done: the invocation ended or paused; otherwise it goes on with
+	// another Step.
+	Done bool
+	// Paused: calls of the session wait for answers.
+	Paused bool
+}
+
+// errTreeChanged is the type of the application error an activity returns
+// for a changed agent tree.
+const errTreeChanged = "LoomTreeChanged"
+
+// SessionWorkflow is the workflow of one session: it runs the messages
+// signalled to it one at a time, each as a sequence of Step activities, and
+// waits durably while calls of the session are pending.
+func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
+	opts := in.Options.withDefaults()
+	statuses := map[string]*Status{}
+	if err := workflow.SetUpdateHandler(ctx, updateWait, func(ctx workflow.Context, requestID string) (Status, error) {
+		if err := workflow.Await(ctx, func() bool { st := statuses[requestID]; return st != nil && st.Done }); err != nil {
+			return Status{}, err
+		}
+		return *statuses[requestID], nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandler(ctx, updateStarted, func(ctx workflow.Context, requestID string) (int, error) {
+		if err := workflow.Await(ctx, func() bool { st := statuses[requestID]; return st != nil && (st.Started || st.Done) }); err != nil {
+			return 0, err
+		}
+		st := statuses[requestID]
+		if !st.Started {
+			return 0, fmt.Errorf("temporal: message %s failed before it started: %s", requestID, st.Error)
+		}
+		return st.Floor, nil
+	}); err != nil {
+		return err
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: opts.StepTimeout,
+		HeartbeatTimeout:    opts.HeartbeatTimeout,
+		RetryPolicy: &sdktemporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        time.Minute,
+			MaximumAttempts:        int32(opts.MaxAttempts),
+			NonRetryableErrorTypes: []string{errTreeChanged, errInvalidType},
+		},
+	})
+	ch := workflow.GetSignalChannel(ctx, signalMessage)
+	paused := in.Paused
+	finish := func(err error) error {
+		// Answer the waiting updates before the workflow ends.
+		_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+		return err
+	}
+	for {
+		var msg Message
+		if !ch.ReceiveAsync(&msg) {
+			if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+				return finish(workflow.NewContinueAsNewError(ctx, SessionWorkflow, SessionInput{
+					App: in.App, User: in.User, Session: in.Session, TreeHash: in.TreeHash, Paused: paused, Options: in.Options,
+				}))
+			}
+			got := false
+			wait := func() bool { return ch.Len() > 0 }
+			if paused {
+				// A pause waits as long as it takes.
+				if err := workflow.Await(ctx, wait); err != nil {
+					return finish(err)
+				}
+				got = true
+			} else {
+				ok, err := workflow.AwaitWithTimeout(ctx, opts.Idle, wait)
+				if err != nil {
+					return finish(err)
+				}
+				got = ok
+			}
+			if !got {
+				return finish(nil)
+			}
+			ch.ReceiveAsync(&msg)
+		}
+		st := &Status{}
+		statuses[msg.RequestID] = st
+		err := runMessage(ctx, actx, in, &msg, st)
+		st.Done = true
+		if err != nil {
+			st.Error = err.Error()
+			var ae *sdktemporal.ApplicationError
+			switch {
+			case sdktemporal.IsCanceledError(err) || ctx.Err() != nil:
+				st.Cancelled = true
+				return finish(err)
+			case errors.As(err, &ae) && ae.Type() == errTreeChanged:
+				return finish(err)
+			}
+			// Another message may still succeed: the session goes on.
+			continue
+		}
+		paused = st.Paused
+	}
+}
+
+// runMessage runs one message: it records where the log ends, then runs
+// Steps until the invocation ends or pauses.
+func runMessage(ctx, actx workflow.Context, in SessionInput, msg *Message, st *Status) error {
+	var floor int
+	if err := workflow.ExecuteActivity(actx, activityMark, in).Get(ctx, &floor); err != nil {
+		return err
+	}
+	st.Floor, st.Started = floor, true
+	step := stepInput{Session: in, Message: msg, Floor: floor}
+	for {
+		var out stepResult
+		if err := workflow.ExecuteActivity(actx, activityStep, step).Get(ctx, &out); err != nil {
+			return err
+		}
+		st.InvocationID = out.InvocationID
+		if out.Done {
+			st.Paused = out.Paused
+			return nil
+		}
+		step = stepInput{Session: in, InvocationID: out.InvocationID}
+	}
+}
