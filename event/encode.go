@@ -292,23 +292,7 @@ func (enc *encoder) strs(list []string) {
 
 // object encodes a map of JSON values, keys sorted; a nil map is null.
 func (enc *encoder) object(m map[string]any) {
-	if m == nil {
-		enc.buf = append(enc.buf, "null"...)
-		return
-	}
-	enc.buf = append(enc.buf, '{')
-	for i, k := range sortedKeys(m) {
-		if i > 0 {
-			enc.buf = append(enc.buf, ',')
-		}
-		enc.str(k)
-		enc.buf = append(enc.buf, ':')
-		enc.value(m[k])
-		if !enc.ok {
-			return
-		}
-	}
-	enc.buf = append(enc.buf, '}')
+	enc.valueAt(m, 0)
 }
 
 // maxFastDepth bounds the nesting the fast path follows; deeper values go
