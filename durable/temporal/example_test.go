@@ -72,8 +72,9 @@ func ExampleTreeHash() {
 		}
 		return t
 	}
-	fmt.Println(temporal.TreeHash(build("assistant")) == temporal.TreeHash(build("assistant")))
-	fmt.Println(temporal.TreeHash(build("assistant")) == temporal.TreeHash(build("helper")))
+	first, again, other := temporal.TreeHash(build("assistant")), temporal.TreeHash(build("assistant")), temporal.TreeHash(build("helper"))
+	fmt.Println(first == again)
+	fmt.Println(first == other)
 	// Output:
 	// true
 	// false
