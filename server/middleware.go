@@ -189,9 +189,10 @@ var errUnauthenticated = errors.New("unauthenticated")
 
 type authKey struct{}
 
-// authUser returns the user Config.Authenticate bound the request to, and
-// whether there is one.
-func authUser(ctx context.Context) (string, bool) {
+// AuthenticatedUser returns the user Config.Authenticate bound a request
+// to, from the request's context, and whether there is one. Handlers
+// served through Config.Mounts use it to keep each caller to its own data.
+func AuthenticatedUser(ctx context.Context) (string, bool) {
 	u, ok := ctx.Value(authKey{}).(string)
 	return u, ok
 }
@@ -220,7 +221,7 @@ func (s *Server) authenticate(r *http.Request) (*http.Request, error) {
 // checkUser fails with 403 if the request is bound to a user other than
 // user; an empty user names nobody and passes.
 func checkUser(r *http.Request, user string) error {
-	if bound, ok := authUser(r.Context()); ok && user != "" && user != bound {
+	if bound, ok := AuthenticatedUser(r.Context()); ok && user != "" && user != bound {
 		return &detailError{detail: "Access to user " + user + " is not allowed", err: errForbidden}
 	}
 	return nil

@@ -50,7 +50,7 @@ func decodeRunRequest(r *http.Request) (*runRequest, error) {
 	if req.NewMessage, err = f.content("newMessage"); err != nil {
 		return nil, err
 	}
-	if bound, ok := authUser(r.Context()); ok && req.UserID == "" {
+	if bound, ok := AuthenticatedUser(r.Context()); ok && req.UserID == "" {
 		req.UserID = bound
 	}
 	if err := checkUser(r, req.UserID); err != nil {

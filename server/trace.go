@@ -62,7 +62,7 @@ func (s *Server) traceQuery(r *http.Request) (q TraceQuery, ok bool, err error) 
 	if err := checkUser(r, q.UserID); err != nil {
 		return q, false, err
 	}
-	if bound, authed := authUser(r.Context()); authed {
+	if bound, authed := AuthenticatedUser(r.Context()); authed {
 		q.UserID = bound
 	}
 	if err := checkID("user id", q.UserID); err != nil {

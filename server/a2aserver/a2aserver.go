@@ -7,8 +7,10 @@
 // # Tasks and sessions
 //
 // An A2A context is a Loom session (the context id is the session id, of
-// the user "A2A_USER_" + context id, as ADK does); each task is one Loom
-// invocation. The task's status follows the invocation: "working" with a
+// the user "A2A_USER_" + context id, as ADK does; behind a server whose
+// Config.Authenticate binds requests to users, of the authenticated user,
+// and a task can then be read, cancelled or continued only by the user who
+// started it); each task is one Loom invocation. The task's status follows the invocation: "working" with a
 // message per committed event, an artifact update per final response text,
 // then "completed", "failed" (an error event or a run error), "canceled"
 // (tasks/cancel cancels the invocation) or "input-required" when the

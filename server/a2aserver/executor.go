@@ -16,8 +16,20 @@ import (
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/internal/a2aparts"
 	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/session"
 )
+
+// contextUser is the Loom user of a context's session: the caller that
+// server.Config.Authenticate bound the request to, so that a context id
+// names a different session for each caller, or else, as ADK does,
+// UserPrefix + the context id.
+func contextUser(ctx context.Context, contextID string) string {
+	if u, ok := server.AuthenticatedUser(ctx); ok {
+		return u
+	}
+	return UserPrefix + contextID
+}
 
 // UserPrefix is prefixed to a context id to name the Loom user of its
 // session, as ADK's A2A server does.
@@ -59,7 +71,7 @@ func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 		return fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
 	}
 
-	userID := UserPrefix + rc.ContextID
+	userID := contextUser(ctx, rc.ContextID)
 	if rc.StoredTask == nil { // a new task, maybe of a new context
 		key := session.Key{AppName: e.r.AppName(), UserID: userID, SessionID: rc.ContextID}
 		if _, err := e.r.Sessions().Create(ctx, key, nil); err != nil && !errors.Is(err, session.ErrAlreadyExists) {

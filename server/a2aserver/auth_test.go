@@ -1,0 +1,111 @@
+package a2aserver_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2aclient"
+	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
+
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/server/a2aserver"
+	"github.com/loomkit/loom/session"
+)
+
+// asUser is a transport that names the caller in the X-User header.
+type asUser struct{ user string }
+
+func (u asUser) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-User", u.user)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// With server.Config.Authenticate, a context's session belongs to the
+// caller, and a task only to the user who started it: another user can
+// neither read it nor answer its pause, and the same context id names a
+// session of their own.
+func TestAuthenticatedUsersAreIsolated(t *testing.T) {
+	r := newRunner(t)
+	h, err := a2aserver.New(a2aserver.Config{Runner: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	const prefix = "/a2a/assistant"
+	api, err := server.New(server.Config{Apps: []*runner.Runner{r},
+		Mounts: map[string]http.Handler{prefix: http.StripPrefix(prefix, h)},
+		Authenticate: func(req *http.Request) (string, error) {
+			if u := req.Header.Get("X-User"); u != "" {
+				return u, nil
+			}
+			return "", errors.New("who are you?")
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := func(user string) *a2aclient.Client {
+		hc := &http.Client{Transport: asUser{user}}
+		card, err := agentcard.NewResolver(hc).Resolve(ctx, srv.URL+prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	alice, bob := client("alice"), client("bob")
+
+	task := send(t, alice, a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "open a ticket"}))
+	pendingCall(t, task)
+	key := session.Key{AppName: r.AppName(), UserID: "alice", SessionID: string(task.ContextID)}
+	before, err := r.Sessions().Get(ctx, key, nil)
+	if err != nil {
+		t.Fatalf("alice's context is not alice's session: %v", err)
+	}
+
+	if got, err := bob.GetTask(ctx, &a2a.TaskQueryParams{ID: task.ID}); err == nil {
+		t.Fatalf("bob read alice's task: %+v", got)
+	}
+	if _, err := bob.CancelTask(ctx, &a2a.TaskIDParams{ID: task.ID}); err == nil {
+		t.Fatal("bob cancelled alice's task")
+	}
+	reply := a2a.NewMessage(a2a.MessageRoleUser, a2a.DataPart{Data: map[string]any{"status": "closed"}})
+	reply.TaskID, reply.ContextID = task.ID, task.ContextID
+	if res, err := bob.SendMessage(ctx, &a2a.MessageSendParams{Message: reply}); err == nil {
+		t.Fatalf("bob answered alice's task: %+v", res)
+	}
+	after, err := r.Sessions().Get(ctx, key, nil)
+	if err != nil || after.Len() != before.Len() {
+		t.Fatalf("alice's session changed by bob's requests: %d events, then %d (%v)", before.Len(), after.Len(), err)
+	}
+
+	// Bob's message in the same context id lands in a session of his own.
+	mine := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "open a ticket"})
+	mine.ContextID = task.ContextID
+	bobs := send(t, bob, mine)
+	if bobs.ID == task.ID {
+		t.Fatal("bob's message continued alice's task")
+	}
+	if _, err := r.Sessions().Get(ctx, session.Key{AppName: r.AppName(), UserID: "bob", SessionID: string(task.ContextID)}, nil); err != nil {
+		t.Fatalf("bob's message did not go to bob's session: %v", err)
+	}
+
+	// Alice still answers her own pause.
+	done := send(t, alice, reply)
+	if done.ID != task.ID || done.Status.State != a2a.TaskStateCompleted || artifactText(done) != "Ticket closed." {
+		t.Fatalf("alice's answer: task %s %s %q", done.ID, done.Status.State, artifactText(done))
+	}
+}
