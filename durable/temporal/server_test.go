@@ -175,7 +175,7 @@ func TestWorkerKilledMidTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := session.Key{AppName: appName, UserID: user, SessionID: "killed"}
+	k := session.Key{AppName: appName, UserID: user, SessionID: "killed-" + newQueue()} // a workflow id of its own on a shared server
 	if _, err := svc.Create(ctx, k, nil); err != nil {
 		t.Fatal(err)
 	}
