@@ -124,7 +124,7 @@ func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID 
 			defer close(done)
 			werr = c.update(uctx, id, updateWait, m.RequestID, &st)
 		}()
-		s := &stream{svc: app.Sessions(), key: k, next: floor}
+		s := &stream{svc: app.Sessions(), sess: sess, next: floor}
 		t := time.NewTicker(c.cfg.Poll)
 		defer t.Stop()
 		for finished := false; !finished; {
@@ -174,21 +174,22 @@ func (c *Client) update(ctx context.Context, id, name, requestID string, out any
 // invocation of its first user message.
 type stream struct {
 	svc          *session.Service
-	key          session.Key
+	sess         *session.Session // refreshed with what was appended since each read
 	next         int
 	invocationID string
 }
 
-// read yields the events logged since the last read. It returns false if
-// the caller stopped or reading failed (the error is yielded).
+// read yields the events logged since the last read, which it loads alone
+// (session.Service.Refresh), so a poll costs what was appended, not the
+// length of the session. It returns false if the caller stopped or reading
+// failed (the error is yielded).
 func (s *stream) read(ctx context.Context, yield func(*event.Event, error) bool) bool {
-	sess, err := s.svc.Get(ctx, s.key, nil)
-	if err != nil {
+	if err := s.svc.Refresh(ctx, s.sess); err != nil {
 		yield(nil, err)
 		return false
 	}
-	for ; s.next < sess.Len(); s.next++ {
-		ev := sess.At(s.next)
+	for ; s.next < s.sess.Len(); s.next++ {
+		ev := s.sess.At(s.next)
 		if ev.Author == event.AuthorUser {
 			if s.invocationID == "" {
 				s.invocationID = ev.InvocationID
