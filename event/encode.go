@@ -39,141 +39,127 @@ func appendEventJSON(dst []byte, e *Event) ([]byte, bool) {
 		return dst, false
 	}
 	enc := encoder{buf: dst, ok: true}
-	enc.buf = append(enc.buf, '{')
-	first := true
-	field := func(name string) {
-		if !first {
-			enc.buf = append(enc.buf, ',')
-		}
-		first = false
-		enc.buf = append(enc.buf, '"')
-		enc.buf = append(enc.buf, name...)
-		enc.buf = append(enc.buf, '"', ':')
-	}
+	o := enc.open()
 	if c := r.Content; c != nil {
-		field("content")
+		o.key("content")
 		enc.content(c)
 	}
-	if r.ModelVersion != "" {
-		field("modelVersion")
-		enc.str(r.ModelVersion)
-	}
-	if r.FinishReason != "" {
-		field("finishReason")
-		enc.str(string(r.FinishReason))
-	}
-	if r.ErrorCode != "" {
-		field("errorCode")
-		enc.str(r.ErrorCode)
-	}
-	if r.ErrorMessage != "" {
-		field("errorMessage")
-		enc.str(r.ErrorMessage)
-	}
-	if r.Partial {
-		field("partial")
-		enc.buf = append(enc.buf, "true"...)
-	}
-	if r.TurnComplete {
-		field("turnComplete")
-		enc.buf = append(enc.buf, "true"...)
-	}
-	if r.Interrupted {
-		field("interrupted")
-		enc.buf = append(enc.buf, "true"...)
-	}
-	if e.InvocationID != "" {
-		field("invocationId")
-		enc.str(e.InvocationID)
-	}
-	if e.Author != "" {
-		field("author")
-		enc.str(e.Author)
-	}
-	field("actions")
+	o.str("modelVersion", r.ModelVersion)
+	o.str("finishReason", string(r.FinishReason))
+	o.str("errorCode", r.ErrorCode)
+	o.str("errorMessage", r.ErrorMessage)
+	o.flag("partial", r.Partial)
+	o.flag("turnComplete", r.TurnComplete)
+	o.flag("interrupted", r.Interrupted)
+	o.str("invocationId", e.InvocationID)
+	o.str("author", e.Author)
+	o.key("actions")
 	enc.actions(a)
 	if len(e.LongRunningToolIDs) > 0 {
-		field("longRunningToolIds")
+		o.key("longRunningToolIds")
 		enc.strs(e.LongRunningToolIDs)
 	}
-	if e.Branch != "" {
-		field("branch")
-		enc.str(e.Branch)
-	}
-	if e.ID != "" {
-		field("id")
-		enc.str(e.ID)
-	}
-	field("timestamp")
+	o.str("branch", e.Branch)
+	o.str("id", e.ID)
+	o.key("timestamp")
 	enc.seconds(e.Timestamp)
 	if e.Output != nil {
-		field("output")
+		o.key("output")
 		enc.value(e.Output)
 	}
 	if ni := e.NodeInfo; ni != nil {
-		field("nodeInfo")
-		enc.buf = append(enc.buf, `{"path":`...)
+		o.key("nodeInfo")
+		n := enc.open()
+		n.key("path")
 		enc.str(ni.Path)
 		if len(ni.OutputFor) > 0 {
-			enc.buf = append(enc.buf, `,"outputFor":`...)
+			n.key("outputFor")
 			enc.strs(ni.OutputFor)
 		}
-		if ni.MessageAsOutput {
-			enc.buf = append(enc.buf, `,"messageAsOutput":true`...)
-		}
-		enc.buf = append(enc.buf, '}')
+		n.flag("messageAsOutput", ni.MessageAsOutput)
+		n.close()
 	}
-	enc.buf = append(enc.buf, '}')
+	o.close()
 	return enc.buf, enc.ok
 }
 
-func (enc *encoder) actions(a *Actions) {
+// object writes the members of one JSON object: open writes its '{', key
+// each member's name (after a comma but for the first), close its '}'.
+type object struct {
+	enc     *encoder
+	members int
+}
+
+func (enc *encoder) open() object {
 	enc.buf = append(enc.buf, '{')
-	if a.SkipSummarization {
-		enc.buf = append(enc.buf, `"skipSummarization":true,`...)
+	return object{enc: enc}
+}
+
+func (o *object) key(name string) {
+	if o.members > 0 {
+		o.enc.buf = append(o.enc.buf, ',')
 	}
-	enc.buf = append(enc.buf, `"stateDelta":`...)
+	o.members++
+	o.enc.str(name)
+	o.enc.buf = append(o.enc.buf, ':')
+}
+
+// str writes a string member, omitted when empty.
+func (o *object) str(name, v string) {
+	if v != "" {
+		o.key(name)
+		o.enc.str(v)
+	}
+}
+
+// flag writes a true member, omitted when false.
+func (o *object) flag(name string, v bool) {
+	if v {
+		o.key(name)
+		o.enc.buf = append(o.enc.buf, "true"...)
+	}
+}
+
+// values writes a map member, omitted when empty.
+func (o *object) values(name string, m map[string]any) {
+	if len(m) > 0 {
+		o.key(name)
+		o.enc.value(m)
+	}
+}
+
+func (o *object) close() { o.enc.buf = append(o.enc.buf, '}') }
+
+func (enc *encoder) actions(a *Actions) {
+	o := enc.open()
+	o.flag("skipSummarization", a.SkipSummarization)
+	o.key("stateDelta")
 	if a.StateDelta == nil {
 		enc.buf = append(enc.buf, "{}"...)
 	} else {
-		enc.object(a.StateDelta)
+		enc.value(a.StateDelta)
 	}
-	enc.buf = append(enc.buf, `,"artifactDelta":{`...)
-	for i, k := range sortedKeys(a.ArtifactDelta) {
-		if i > 0 {
-			enc.buf = append(enc.buf, ',')
-		}
-		enc.str(k)
-		enc.buf = append(enc.buf, ':')
+	o.key("artifactDelta")
+	d := enc.open()
+	for _, k := range sortedKeys(a.ArtifactDelta) {
+		d.key(k)
 		enc.buf = strconv.AppendInt(enc.buf, a.ArtifactDelta[k], 10)
 	}
-	enc.buf = append(enc.buf, '}')
-	if a.TransferToAgent != "" {
-		enc.buf = append(enc.buf, `,"transferToAgent":`...)
-		enc.str(a.TransferToAgent)
-	}
-	if a.Escalate {
-		enc.buf = append(enc.buf, `,"escalate":true`...)
-	}
+	d.close()
+	o.str("transferToAgent", a.TransferToAgent)
+	o.flag("escalate", a.Escalate)
 	enc.buf = append(enc.buf, `,"requestedAuthConfigs":{},"requestedToolConfirmations":{}`...)
-	if a.EndOfAgent {
-		enc.buf = append(enc.buf, `,"endOfAgent":true`...)
-	}
-	if len(a.AgentState) > 0 {
-		enc.buf = append(enc.buf, `,"agentState":`...)
-		enc.object(a.AgentState)
-	}
-	if a.RewindBeforeInvocationID != "" {
-		enc.buf = append(enc.buf, `,"rewindBeforeInvocationId":`...)
-		enc.str(a.RewindBeforeInvocationID)
-	}
-	enc.buf = append(enc.buf, '}')
+	o.flag("endOfAgent", a.EndOfAgent)
+	o.values("agentState", a.AgentState)
+	o.str("rewindBeforeInvocationId", a.RewindBeforeInvocationID)
+	o.close()
 }
 
 func (enc *encoder) content(c *genai.Content) {
-	enc.buf = append(enc.buf, '{')
+	o := enc.open()
 	if len(c.Parts) > 0 {
-		enc.buf = append(enc.buf, `"parts":[`...)
+		o.key("parts")
+		enc.buf = append(enc.buf, '[')
 		for i, p := range c.Parts {
 			if i > 0 {
 				enc.buf = append(enc.buf, ',')
@@ -182,14 +168,8 @@ func (enc *encoder) content(c *genai.Content) {
 		}
 		enc.buf = append(enc.buf, ']')
 	}
-	if c.Role != "" {
-		if len(c.Parts) > 0 {
-			enc.buf = append(enc.buf, ',')
-		}
-		enc.buf = append(enc.buf, `"role":`...)
-		enc.str(c.Role)
-	}
-	enc.buf = append(enc.buf, '}')
+	o.str("role", c.Role)
+	o.close()
 }
 
 func (enc *encoder) part(p *genai.Part) {
@@ -204,78 +184,34 @@ func (enc *encoder) part(p *genai.Part) {
 		enc.ok = false
 		return
 	}
-	enc.buf = append(enc.buf, '{')
-	n := len(enc.buf)
-	sep := func() {
-		if len(enc.buf) > n {
-			enc.buf = append(enc.buf, ',')
-		}
-	}
+	o := enc.open()
 	if fc := p.FunctionCall; fc != nil {
 		if fc.PartialArgs != nil || fc.WillContinue != nil {
 			enc.ok = false
 			return
 		}
-		enc.buf = append(enc.buf, `"functionCall":{`...)
-		m := len(enc.buf)
-		if fc.ID != "" {
-			enc.buf = append(enc.buf, `"id":`...)
-			enc.str(fc.ID)
-		}
-		if len(fc.Args) > 0 {
-			if len(enc.buf) > m {
-				enc.buf = append(enc.buf, ',')
-			}
-			enc.buf = append(enc.buf, `"args":`...)
-			enc.object(fc.Args)
-		}
-		if fc.Name != "" {
-			if len(enc.buf) > m {
-				enc.buf = append(enc.buf, ',')
-			}
-			enc.buf = append(enc.buf, `"name":`...)
-			enc.str(fc.Name)
-		}
-		enc.buf = append(enc.buf, '}')
+		o.key("functionCall")
+		c := enc.open()
+		c.str("id", fc.ID)
+		c.values("args", fc.Args)
+		c.str("name", fc.Name)
+		c.close()
 	}
 	if fr := p.FunctionResponse; fr != nil {
 		if fr.WillContinue != nil || fr.Scheduling != "" || fr.Parts != nil {
 			enc.ok = false
 			return
 		}
-		sep()
-		enc.buf = append(enc.buf, `"functionResponse":{`...)
-		m := len(enc.buf)
-		if fr.ID != "" {
-			enc.buf = append(enc.buf, `"id":`...)
-			enc.str(fr.ID)
-		}
-		if fr.Name != "" {
-			if len(enc.buf) > m {
-				enc.buf = append(enc.buf, ',')
-			}
-			enc.buf = append(enc.buf, `"name":`...)
-			enc.str(fr.Name)
-		}
-		if len(fr.Response) > 0 {
-			if len(enc.buf) > m {
-				enc.buf = append(enc.buf, ',')
-			}
-			enc.buf = append(enc.buf, `"response":`...)
-			enc.object(fr.Response)
-		}
-		enc.buf = append(enc.buf, '}')
+		o.key("functionResponse")
+		r := enc.open()
+		r.str("id", fr.ID)
+		r.str("name", fr.Name)
+		r.values("response", fr.Response)
+		r.close()
 	}
-	if p.Text != "" {
-		sep()
-		enc.buf = append(enc.buf, `"text":`...)
-		enc.str(p.Text)
-	}
-	if p.Thought {
-		sep()
-		enc.buf = append(enc.buf, `"thought":true`...)
-	}
-	enc.buf = append(enc.buf, '}')
+	o.str("text", p.Text)
+	o.flag("thought", p.Thought)
+	o.close()
 }
 
 // strs encodes a list of strings.
@@ -288,11 +224,6 @@ func (enc *encoder) strs(list []string) {
 		enc.str(s)
 	}
 	enc.buf = append(enc.buf, ']')
-}
-
-// object encodes a map of JSON values, keys sorted; a nil map is null.
-func (enc *encoder) object(m map[string]any) {
-	enc.valueAt(m, 0)
 }
 
 // maxFastDepth bounds the nesting the fast path follows; deeper values go
@@ -335,19 +266,15 @@ func (enc *encoder) valueAt(v any, depth int) {
 			enc.buf = append(enc.buf, "null"...)
 			return
 		}
-		enc.buf = append(enc.buf, '{')
-		for i, k := range sortedKeys(v) {
-			if i > 0 {
-				enc.buf = append(enc.buf, ',')
-			}
-			enc.str(k)
-			enc.buf = append(enc.buf, ':')
+		o := enc.open()
+		for _, k := range sortedKeys(v) {
+			o.key(k)
 			enc.valueAt(v[k], depth+1)
 			if !enc.ok {
 				return
 			}
 		}
-		enc.buf = append(enc.buf, '}')
+		o.close()
 	case []any:
 		if v == nil {
 			enc.buf = append(enc.buf, "null"...)
