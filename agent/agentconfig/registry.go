@@ -67,20 +67,14 @@ func (r *Registry) Tool(name string, t tool.Tool) *Registry {
 
 // ToolFunc registers a constructor called for every agent naming the tool.
 func (r *Registry) ToolFunc(name string, fn func() (tool.Tool, error)) *Registry {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.tools[name] = fn
-	return r
+	return register(r, r.tools, name, fn)
 }
 
 // Toolset registers a toolset constructor under name. It is called for
 // every agent naming the toolset; the loaded App closes what it returns
 // when it implements Close() error.
 func (r *Registry) Toolset(name string, fn func() (tool.Toolset, error)) *Registry {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.toolsets[name] = fn
-	return r
+	return register(r, r.toolsets, name, fn)
 }
 
 // Callback registers a callback under name, for the *_callbacks lists of a
@@ -88,47 +82,40 @@ func (r *Registry) Toolset(name string, fn func() (tool.Toolset, error)) *Regist
 // (agent.BeforeAgentCallback, agent.AfterModelCallback, ...) or a function
 // of the same signature; loading checks that it fits the list naming it.
 func (r *Registry) Callback(name string, fn any) *Registry {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.callbacks[name] = fn
-	return r
+	return register(r, r.callbacks, name, fn)
 }
 
 // Schema registers a JSON schema under name, for output_schema.
 func (r *Registry) Schema(name string, s *jsonschema.Schema) *Registry {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.schemas[name] = s
-	return r
+	return register(r, r.schemas, name, s)
 }
 
 // Agent registers an agent constructor under name, for sub-agents given by
 // code ("- code: my_agents.search"). It is called on every load: an agent
 // belongs to one tree.
 func (r *Registry) Agent(name string, fn func() (agent.Agent, error)) *Registry {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.agents[name] = fn
-	return r
+	return register(r, r.agents, name, fn)
 }
 
 // AgentClass registers an agent class under name, or replaces a built-in
 // one. This is how agent kinds beyond the built-in LlmAgent,
 // SequentialAgent, ParallelAgent and LoopAgent become available to files.
 func (r *Registry) AgentClass(name string, c AgentClass) *Registry {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.classes[name] = c
-	return r
+	return register(r, r.classes, name, c)
 }
 
 // ToolKind registers a tool kind under name, or replaces a built-in one
 // (McpToolset, AgentTool). This is how toolsets configured by args beyond
 // the built-in ones become available to files.
 func (r *Registry) ToolKind(name string, k ToolKind) *Registry {
+	return register(r, r.kinds, name, k)
+}
+
+// register sets m[name] = v under the registry's lock.
+func register[V any](r *Registry, m map[string]V, name string, v V) *Registry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.kinds[name] = k
+	m[name] = v
 	return r
 }
 
