@@ -89,6 +89,8 @@ func status(err error) int {
 		return http.StatusUnprocessableEntity
 	case errors.Is(err, errShutdown):
 		return http.StatusServiceUnavailable
+	case errors.Is(err, errBusy):
+		return http.StatusTooManyRequests
 	case errors.Is(err, errNotImplemented):
 		return http.StatusNotImplemented
 	case errors.Is(err, errCancelled):

@@ -335,7 +335,19 @@ func (s *Server) runEval(wrapped bool) apiFunc {
 	}
 }
 
+// maxEvalRuns bounds the eval runs a server does at once; a run request
+// beyond it is refused with 429.
+const maxEvalRuns = 2
+
+var errBusy = errors.New("too many requests")
+
 func (s *Server) evaluate(r *http.Request, a *runner.Runner, set *eval.Set, ids []string, metrics []*eval.Metric) (*eval.Report, error) {
+	select {
+	case s.evalRuns <- struct{}{}:
+		defer func() { <-s.evalRuns }()
+	default:
+		return nil, fmt.Errorf("%w: %d eval runs are in progress; try again when one ends", errBusy, maxEvalRuns)
+	}
 	opts := eval.Options{Runner: a, Metrics: metrics, CaseIDs: ids, Judge: s.cfg.EvalJudge}
 	if len(metrics) == 0 {
 		opts.Metrics = nil

@@ -1,15 +1,21 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/loomkit/loom/eval"
 	"github.com/loomkit/loom/server"
+	"google.golang.org/genai"
 )
 
 var (
@@ -146,5 +152,56 @@ func TestEvalSessionsNotListed(t *testing.T) {
 	w := f.do(t, "GET", "/apps/demo/users/u1/sessions", "")
 	if strings.Contains(w.Body.String(), eval.SessionPrefix) || !strings.Contains(w.Body.String(), `"s1"`) {
 		t.Errorf("listed sessions: %s", w.Body.String())
+	}
+}
+
+// TestEvalRunsAreBounded checks that a server does at most two eval runs
+// at once: a third run request while two are in progress gets 429, and
+// once they end a run is accepted again.
+func TestEvalRunsAreBounded(t *testing.T) {
+	store := eval.NewDirStore(t.TempDir())
+	f := newFixture(t, server.Config{Evals: store})
+	// The case's message makes the fixture's agent wait until the run's
+	// request ends.
+	setMessage := func(text string) *eval.Set {
+		return &eval.Set{EvalSetID: "slow", EvalCases: []*eval.Case{{EvalID: "c", Conversation: []*eval.Invocation{
+			{InvocationID: "i", UserContent: genai.NewContentFromText(text, genai.RoleUser)}}}}}
+	}
+	if err := store.CreateSet(context.Background(), "demo", setMessage("wait")); err != nil {
+		t.Fatal(err)
+	}
+	run := func(ctx context.Context) int {
+		req := httptest.NewRequest("POST", "/apps/demo/eval_sets/slow/run_eval", strings.NewReader(`{"evalMetrics":[{"metricName":"response_match_score","threshold":1}]}`)).WithContext(ctx)
+		w := httptest.NewRecorder()
+		f.srv.ServeHTTP(w, req)
+		return w.Code
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() { run(ctx) })
+	}
+	for range 2 {
+		select {
+		case <-f.started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the two eval runs did not start")
+		}
+	}
+	third, stop := context.WithTimeout(context.Background(), 5*time.Second) // unbounded, it would wait too
+	defer stop()
+	if code := run(third); code != http.StatusTooManyRequests {
+		t.Errorf("a third concurrent eval run: status %d, want 429", code)
+	}
+	cancel()
+	wg.Wait()
+	if err := store.UpdateSet(context.Background(), "demo", "slow", func(s *eval.Set) error {
+		*s = *setMessage("hello")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if code := run(context.Background()); code != 200 {
+		t.Errorf("an eval run after the others ended: status %d, want 200", code)
 	}
 }

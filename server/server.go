@@ -145,7 +145,8 @@ type Config struct {
 	// streams included) may take as long as they need.
 	BodyReadTimeout time.Duration
 	// Evals keeps the eval sets and results the evaluation routes serve
-	// (see server/eval.go); without it those routes answer 501.
+	// (see server/eval.go); without it those routes answer 501. At most two
+	// eval runs go on at once; a run request beyond them gets 429.
 	Evals eval.Store
 	// EvalJudge is the judge model of LLM-judged metrics in eval runs, and
 	// the simulated user of scenario cases. Optional.
@@ -207,6 +208,8 @@ type Server struct {
 	mux     *http.ServeMux
 	handler http.Handler
 	runs    runTracker
+	// evalRuns holds a token per eval run in progress (maxEvalRuns).
+	evalRuns chan struct{}
 }
 
 // New returns a server for cfg.
@@ -214,7 +217,7 @@ func New(cfg Config) (*Server, error) {
 	if len(cfg.Apps) == 0 {
 		return nil, errors.New("server: at least one app is required")
 	}
-	s := &Server{cfg: cfg, apps: map[string]*runner.Runner{}, log: cfg.Logger, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, apps: map[string]*runner.Runner{}, log: cfg.Logger, mux: http.NewServeMux(), evalRuns: make(chan struct{}, maxEvalRuns)}
 	for _, a := range cfg.Apps {
 		if a == nil {
 			return nil, errors.New("server: nil app runner")
