@@ -222,3 +222,38 @@ func TestSaveFilesSizeLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFileReferencesResolvedEveryTurn checks that a file saved as an
+// artifact in a later turn of a session reaches the model as its content in
+// that turn and every turn after it, while the agent's model history is
+// built incrementally across turns.
+func TestFileReferencesResolvedEveryTurn(t *testing.T) {
+	m := scripted.NewSequence("m", scripted.Text("one"), scripted.Text("two"), scripted.Text("three"))
+	a, _ := llmagent.New(llmagent.Config{Name: "a", Model: m})
+	r, _, _ := newRunner(t, a, plugin.SaveFilesAsArtifacts())
+	ctx := context.Background()
+	turns := []*genai.Content{
+		genai.NewContentFromText("hello", genai.RoleUser),
+		{Role: genai.RoleUser, Parts: []*genai.Part{
+			{InlineData: &genai.Blob{MIMEType: "text/plain", Data: []byte("file body"), DisplayName: "f.txt"}}}},
+		genai.NewContentFromText("and now?", genai.RoleUser),
+	}
+	for _, msg := range turns {
+		if _, err := r.RunSync(ctx, "u", "s", msg, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := m.Requests()
+	if len(reqs) != 3 || len(reqs[0].Contents) != 1 {
+		t.Fatalf("requests: %d", len(reqs))
+	}
+	for turn, req := range reqs[1:] {
+		if len(req.Contents) != 3+2*turn {
+			t.Fatalf("turn %d: %d contents", turn+2, len(req.Contents))
+		}
+		parts := req.Contents[2].Parts
+		if len(parts) != 2 || parts[1].InlineData == nil || string(parts[1].InlineData.Data) != "file body" {
+			t.Fatalf("turn %d: the model saw %+v", turn+2, parts)
+		}
+	}
+}

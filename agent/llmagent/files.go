@@ -21,14 +21,16 @@ const DefaultMaxFileBytes = 10 << 20
 // session artifacts (artifact.URI) with the artifacts' content: inline
 // data, or text. An artifact over the size limit, or one that cannot be
 // loaded, becomes a text part saying so. Contents it does not change are
-// shared.
-func (a *Agent) resolveArtifacts(ctx context.Context, inv *agent.Invocation, req *model.Request) error {
+// shared. The first skip contents are known to hold no reference and are
+// not looked at.
+func (a *Agent) resolveArtifacts(ctx context.Context, inv *agent.Invocation, req *model.Request, skip int) error {
 	limit := a.cfg.MaxFileBytes
 	if limit == 0 {
 		limit = DefaultMaxFileBytes
 	}
 	var out []*genai.Content
-	for i, c := range req.Contents {
+	for i := skip; i < len(req.Contents); i++ {
+		c := req.Contents[i]
 		if c == nil || !hasArtifactRef(c) {
 			if out != nil {
 				out = append(out, c)

@@ -118,7 +118,8 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 			cfg.ResponseJsonSchema = a.cfg.OutputSchema
 		}
 	}
-	contents := a.contents(inv)
+	contents, plain := a.contents(inv)
+	history := contents
 	if a.localExecutor() != nil {
 		contents = codeAsText(contents)
 	}
@@ -143,7 +144,14 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 			return nil, fmt.Errorf("llmagent: %s: tool %s: %w", a.Name(), name, err)
 		}
 	}
-	if err := a.resolveArtifacts(ctx, inv, &m.req); err != nil {
+	// The history's contents are known to hold no artifact reference when
+	// none of its events does: only what was put before or after them
+	// needs a look, so a long session costs nothing here.
+	skip := 0
+	if plain && len(history) > 0 && len(m.req.Contents) >= len(history) && &m.req.Contents[0] == &history[0] {
+		skip = len(history)
+	}
+	if err := a.resolveArtifacts(ctx, inv, &m.req, skip); err != nil {
 		return nil, err
 	}
 	if a.cfg.Planner != nil {
@@ -271,12 +279,13 @@ func joinInstructions(a, b string) string {
 	return a + "\n\n" + b
 }
 
-// contents returns the model history for this agent and branch.
-func (a *Agent) contents(inv *agent.Invocation) []*genai.Content {
+// contents returns the model history for this agent and branch, and
+// whether it is known to hold no artifact reference (see resolveArtifacts).
+func (a *Agent) contents(inv *agent.Invocation) ([]*genai.Content, bool) {
 	sess := inv.Session()
 	opts := event.HistoryOptions{Agent: a.Name(), Branch: inv.Branch()}
 	if a.cfg.IncludeContents == IncludeNone {
-		return currentTurn(sess, opts)
+		return currentTurn(sess, opts), false
 	}
 	return a.history(sess, opts).update(sess, opts)
 }
@@ -302,6 +311,7 @@ type history struct {
 	n     int          // events consumed
 	first *event.Event // the session's first event when consumption began
 	b     *event.HistoryBuilder
+	refs  bool // some event consumed has an artifact reference
 }
 
 type historyKey struct {
@@ -323,14 +333,16 @@ func (a *Agent) history(sess *session.Session, opts event.HistoryOptions) *histo
 	return h.(*history)
 }
 
-// update brings the history up to date with the session and returns it.
-// The returned slice has no spare capacity, so appending to it copies.
-func (h *history) update(sess *session.Session, opts event.HistoryOptions) []*genai.Content {
+// update brings the history up to date with the session and returns it,
+// with whether it is known to hold no artifact reference: none of the
+// events it was built from has one (its contents come from theirs). The
+// returned slice has no spare capacity, so appending to it copies.
+func (h *history) update(sess *session.Session, opts event.HistoryOptions) ([]*genai.Content, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := sess.Len()
 	if h.b == nil || n < h.n || (h.n > 0 && sess.At(0) != h.first) {
-		h.n, h.b = 0, event.NewHistoryBuilder(opts) // new, or the session copy was reloaded
+		h.n, h.b, h.refs = 0, event.NewHistoryBuilder(opts), false // new, or the session copy was reloaded
 	}
 	if h.n == 0 && n > 0 {
 		h.first = sess.At(0)
@@ -339,9 +351,15 @@ func (h *history) update(sess *session.Session, opts event.HistoryOptions) []*ge
 	// every model call.
 	rebuild := false
 	for i := h.n; i < n; i++ {
-		if e := sess.At(i); e != nil && (e.Actions.Compaction != nil || e.Actions.RewindBeforeInvocationID != "") {
-			rebuild = true
+		e := sess.At(i)
+		if e == nil {
 			break
+		}
+		if e.Actions.Compaction != nil || e.Actions.RewindBeforeInvocationID != "" {
+			rebuild = true
+		}
+		if e.Content != nil && hasArtifactRef(e.Content) {
+			h.refs = true
 		}
 	}
 	if rebuild {
@@ -359,7 +377,7 @@ func (h *history) update(sess *session.Session, opts event.HistoryOptions) []*ge
 		}
 	}
 	h.n = n
-	return h.b.Contents()
+	return h.b.Contents(), !h.refs
 }
 
 // instruction returns the agent's instruction for this step.
