@@ -220,6 +220,19 @@ func (e *Event) MarshalJSON() ([]byte, error) {
 	return e.marshalWire()
 }
 
+// AppendJSON appends the event's encoding in ADK's wire format, the bytes
+// MarshalJSON returns, to dst and returns the extended slice.
+func (e *Event) AppendJSON(dst []byte) ([]byte, error) {
+	if b, ok := appendEventJSON(dst, e); ok {
+		return b, nil
+	}
+	b, err := e.marshalWire()
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, b...), nil
+}
+
 // encodeBuffers are the scratch buffers of MarshalJSON's fast path.
 var encodeBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 

@@ -2,12 +2,15 @@ package runner_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/model"
@@ -177,5 +180,62 @@ func TestSessionCacheDisabled(t *testing.T) {
 	reqs := m.Requests()
 	if got := len(reqs[len(reqs)-1].Contents); got != 3 {
 		t.Fatalf("the second turn sent %d contents, want 3 (one, ok, two)", got)
+	}
+}
+
+// TestIdleSessionsAreTrimmed runs 150 turns in a session: the runner keeps
+// the idle session trimmed (session.Session.Trim), so its cached copy is
+// much smaller than a freshly loaded one, and the model sees on
+// the next turn exactly the history a runner without a cache sends.
+func TestIdleSessionsAreTrimmed(t *testing.T) {
+	ctx := context.Background()
+	svc := memsession.NewService()
+	a, m := echoLLM(t)
+	r, err := runner.New(runner.Config{AppName: "app", Agent: a, Sessions: svc, AutoCreateSession: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 150 {
+		if _, err := r.RunSync(ctx, "u", "s", genai.NewContentFromText(fmt.Sprint("turn ", i), genai.RoleUser), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, cached := r.CacheUsage()
+	full, err := svc.Get(ctx, session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.Len() != 300 || cached <= 0 || cached > full.Size()*2/3 {
+		t.Fatalf("cached %d bytes for a session of %d events and %d bytes loaded: want at most two thirds", cached, full.Len(), full.Size())
+	}
+
+	m.Recording()
+	b, fresh := echoLLM(t)
+	fresh.Recording()
+	uncached, err := runner.New(runner.Config{AppName: "app", Agent: b, Sessions: svc, SessionCacheSize: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := genai.NewContentFromText("last turn", genai.RoleUser)
+	if _, err := r.RunSync(ctx, "u", "s", last, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Get(ctx, session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The uncached runner answers the same question in a copy of the
+	// session as it stood before the last turn.
+	if _, err := r.Fork(ctx, "u", "s", full.At(299).ID, "copy"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := uncached.RunSync(ctx, "u", "copy", last, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, want := m.Requests(), fresh.Requests()
+	gotJSON, _ := json.Marshal(got[len(got)-1].Contents)
+	wantJSON, _ := json.Marshal(want[len(want)-1].Contents)
+	if len(got[len(got)-1].Contents) != 301 || string(gotJSON) != string(wantJSON) {
+		t.Fatalf("history of the trimmed session's turn (%d contents) differs from an uncached runner's:\n%s\nwant\n%s",
+			len(got[len(got)-1].Contents), gotJSON, wantJSON)
 	}
 }

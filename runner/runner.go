@@ -121,7 +121,19 @@ type liveSession struct {
 	refs int
 	elem *list.Element // position in idle, when idle
 	size int64         // sess.Size() when it became idle
+	// trimmed is sess.Len() when sess was last trimmed (guarded by sem).
+	trimmed int
 }
+
+// Between invocations, a live session keeps its latest idleDecoded events
+// decoded and the older ones encoded (session.Session.Trim), once at least
+// trimBatch events can go: what the next turn reads is the latest events,
+// and an agent's model history is kept apart. Trimming in batches encodes
+// a batch into one buffer.
+const (
+	idleDecoded = 8
+	trimBatch   = 64
+)
 
 // New returns a runner.
 func New(cfg Config) (*Runner, error) {
@@ -580,6 +592,12 @@ func (r *Runner) acquire(ctx context.Context, key session.Key) (*liveSession, er
 }
 
 func (r *Runner) release(ls *liveSession) {
+	if ls.sess != nil {
+		if n := ls.sess.Len(); n >= ls.trimmed+idleDecoded+trimBatch {
+			ls.sess.Trim(idleDecoded)
+			ls.trimmed = n - idleDecoded
+		}
+	}
 	<-ls.sem
 	r.unref(ls)
 }
@@ -635,6 +653,6 @@ func (r *Runner) load(ctx context.Context, ls *liveSession, create bool) (*sessi
 	if err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
-	ls.sess = sess
+	ls.sess, ls.trimmed = sess, 0
 	return sess, nil
 }

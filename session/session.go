@@ -58,7 +58,8 @@ type Session struct {
 
 	mu      sync.RWMutex
 	state   map[string]any
-	events  []*event.Event
+	events  []*event.Event // nil where raw holds the event (see Trim)
+	raw     [][]byte       // the encoded form of trimmed events, by index
 	seq     int64
 	updated time.Time
 	created time.Time
@@ -122,14 +123,24 @@ func (s *Session) Len() int {
 	return len(s.events)
 }
 
-// At returns the i-th event (0 is the oldest), or nil if out of range.
+// At returns the i-th event (0 is the oldest), or nil if out of range. An
+// event the session keeps encoded (see Trim) is decoded anew at each call.
 func (s *Session) At(i int) *event.Event {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	if i < 0 || i >= len(s.events) {
+		s.mu.RUnlock()
 		return nil
 	}
-	return s.events[i]
+	ev := s.events[i]
+	var raw []byte
+	if ev == nil {
+		raw = s.raw[i]
+	}
+	s.mu.RUnlock()
+	if ev != nil {
+		return ev
+	}
+	return decodeTrimmed(raw)
 }
 
 // Events returns the session's events, oldest first. The slice is the
@@ -137,14 +148,26 @@ func (s *Session) At(i int) *event.Event {
 func (s *Session) Events() []*event.Event { return s.EventsFrom(0) }
 
 // EventsFrom returns the events from index i on (i may equal Len). It costs
-// time proportional to the number of events returned.
+// time proportional to the number of events returned, and a decode for each
+// one the session keeps encoded (see Trim).
 func (s *Session) EventsFrom(i int) []*event.Event {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	if i < 0 || i > len(s.events) {
+		s.mu.RUnlock()
 		return nil
 	}
-	return append([]*event.Event(nil), s.events[i:]...)
+	out := append([]*event.Event(nil), s.events[i:]...)
+	var raw [][]byte
+	if i < len(s.raw) {
+		raw = s.raw[i:]
+	}
+	s.mu.RUnlock()
+	for j, b := range raw {
+		if out[j] == nil {
+			out[j] = decodeTrimmed(b)
+		}
+	}
+	return out
 }
 
 // LastUpdateTime returns the time of the last change to the session.
@@ -167,15 +190,19 @@ func (s *Session) CreateTime() time.Time {
 func (s *Session) MarshalJSON() ([]byte, error) {
 	s.mu.RLock()
 	w := struct {
-		ID             string         `json:"id"`
-		AppName        string         `json:"appName"`
-		UserID         string         `json:"userId"`
-		State          map[string]any `json:"state"`
-		Events         []*event.Event `json:"events"`
-		LastUpdateTime event.Seconds  `json:"lastUpdateTime"`
-	}{s.key.SessionID, s.key.AppName, s.key.UserID, s.state, s.events, event.Seconds(s.updated)}
-	if w.Events == nil {
-		w.Events = []*event.Event{}
+		ID             string           `json:"id"`
+		AppName        string           `json:"appName"`
+		UserID         string           `json:"userId"`
+		State          map[string]any   `json:"state"`
+		Events         []json.Marshaler `json:"events"`
+		LastUpdateTime event.Seconds    `json:"lastUpdateTime"`
+	}{s.key.SessionID, s.key.AppName, s.key.UserID, s.state, make([]json.Marshaler, len(s.events)), event.Seconds(s.updated)}
+	for i, ev := range s.events {
+		if ev != nil {
+			w.Events[i] = ev
+		} else {
+			w.Events[i] = json.RawMessage(s.raw[i]) // the event's own encoding
+		}
 	}
 	defer s.mu.RUnlock()
 	return json.Marshal(&w)
@@ -551,7 +578,7 @@ func (s *Service) Refresh(ctx context.Context, sess *Session) error {
 		}
 		fresh := newSession(rec)
 		sess.mu.Lock()
-		sess.state, sess.events, sess.seq, sess.updated, sess.created = fresh.state, fresh.events, fresh.seq, fresh.updated, fresh.created
+		sess.state, sess.events, sess.raw, sess.seq, sess.updated, sess.created = fresh.state, fresh.events, nil, fresh.seq, fresh.updated, fresh.created
 		sess.evBytes, sess.stateBytes = fresh.evBytes, fresh.stateBytes
 		sess.mu.Unlock()
 		s.gate.observed(sess.key, rec.Seq, unixNanos(rec.CreateTime))

@@ -1,0 +1,139 @@
+package session_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/session/memsession"
+)
+
+// TestTrimKeepsWhatIsRead checks that a trimmed session reads exactly as
+// before (each event, a range of them, its JSON), holds less memory, and
+// keeps working: appends, refreshes and later trims.
+func TestTrimKeepsWhatIsRead(t *testing.T) {
+	ctx := context.Background()
+	svc := memsession.NewService()
+	key := session.Key{AppName: "app", UserID: "u", SessionID: "s"}
+	sess, err := svc.Create(ctx, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range sizeEvents(40, 50) {
+		if err := svc.AppendEvent(ctx, sess, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	encode := func(evs []*event.Event) string {
+		b, err := json.Marshal(evs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	wholeBefore, _ := json.Marshal(sess)
+	eventsBefore := encode(sess.Events())
+	first, last := sess.At(0), sess.At(39)
+	sizeBefore := sess.Size()
+
+	sess.Trim(4)
+	if got := sess.Size(); got >= sizeBefore/2 {
+		t.Fatalf("trimmed size %d, before %d: want less than half", got, sizeBefore)
+	}
+	if sess.At(0) != first || sess.At(39) != last {
+		t.Fatal("the first and the kept events are not the same values")
+	}
+	if got := encode(sess.Events()); got != eventsBefore {
+		t.Fatalf("events read after Trim differ:\n%s\nwant\n%s", got, eventsBefore)
+	}
+	if got, want := encode(sess.EventsFrom(17)), encode(sess.Events()[17:]); got != want || sess.Len() != 40 {
+		t.Fatalf("EventsFrom(17) = %s, want %s", got, want)
+	}
+	for i := range sess.Len() {
+		if got, want := encode([]*event.Event{sess.At(i)}), encode(sess.Events()[i:i+1]); got != want {
+			t.Fatalf("At(%d) = %s, want %s", i, got, want)
+		}
+	}
+	if whole, _ := json.Marshal(sess); string(whole) != string(wholeBefore) {
+		t.Fatalf("session JSON after Trim:\n%s\nwant\n%s", whole, wholeBefore)
+	}
+
+	// The trimmed copy appends, refreshes and trims again.
+	other, err := svc.Get(ctx, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	more := sizeEvents(8, 10)
+	for _, ev := range more[:4] {
+		if err := svc.AppendEvent(ctx, sess, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := svc.Refresh(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	other.Trim(0)
+	sess.Trim(2)
+	sess.Trim(2)
+	stored, err := svc.Get(ctx, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := encode(stored.Events())
+	for _, s := range []*session.Session{sess, other} {
+		if got := encode(s.Events()); got != want || s.Len() != 44 {
+			t.Fatalf("after appends and trims: %d events %s\nwant %s", s.Len(), got, want)
+		}
+	}
+	for _, ev := range more[4:] {
+		if err := svc.AppendEvent(ctx, other, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := svc.Refresh(ctx, sess); err != nil || sess.Len() != 48 || sess.At(47).ID != more[7].ID {
+		t.Fatalf("refresh of a trimmed copy: %d events, %v", sess.Len(), err)
+	}
+}
+
+// TestTrimWhileReading trims a session while readers read it (run with
+// -race): every read sees every event.
+func TestTrimWhileReading(t *testing.T) {
+	ctx := context.Background()
+	svc := memsession.NewService()
+	sess, err := svc.Create(ctx, session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range sizeEvents(200, 10) {
+		if err := svc.AppendEvent(ctx, sess, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := make([]string, 0, 200)
+	for _, ev := range sess.Events() {
+		ids = append(ids, ev.ID)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 20 {
+				var got []string
+				for _, ev := range sess.Events() {
+					got = append(got, ev.ID)
+				}
+				if !slices.Equal(got, ids) || sess.At(100).ID != ids[100] {
+					t.Error("a read during Trim lost events")
+					return
+				}
+			}
+		})
+	}
+	for keep := 150; keep >= 0; keep -= 10 {
+		sess.Trim(keep)
+	}
+	wg.Wait()
+}
