@@ -13,10 +13,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"slices"
-	"sort"
 	"sync"
 	"time"
+
+	"github.com/google/btree"
 
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/session"
@@ -28,8 +28,9 @@ type Store struct {
 	closed   bool
 	sessions map[session.Key]*record
 	// order holds each app's session keys sorted by (UserID, SessionID),
-	// so that a page of a listing costs a binary search and its own size.
-	order map[string][]session.Key
+	// so that creating or deleting a session costs a logarithm of their
+	// number and a page of a listing a search and its own size.
+	order map[string]*btree.BTreeG[session.Key]
 	app   map[string]map[string]any
 	user  map[[2]string]map[string]any
 }
@@ -47,7 +48,7 @@ type record struct {
 func New() *Store {
 	return &Store{
 		sessions: map[session.Key]*record{},
-		order:    map[string][]session.Key{},
+		order:    map[string]*btree.BTreeG[session.Key]{},
 		app:      map[string]map[string]any{},
 		user:     map[[2]string]map[string]any{},
 	}
@@ -79,8 +80,11 @@ func (s *Store) CreateSession(ctx context.Context, rec *session.Record, d sessio
 	session.ApplyDelta(st, rec.State)
 	s.sessions[rec.Key] = &record{state: st, ids: map[string]struct{}{}, created: rec.CreateTime, updated: rec.UpdateTime}
 	keys := s.order[rec.Key.AppName]
-	i, _ := slices.BinarySearchFunc(keys, rec.Key, cmpKey)
-	s.order[rec.Key.AppName] = slices.Insert(keys, i, rec.Key)
+	if keys == nil {
+		keys = btree.NewG(orderDegree, lessKey)
+		s.order[rec.Key.AppName] = keys
+	}
+	keys.ReplaceOrInsert(rec.Key)
 	s.applyShared(rec.Key, d)
 	return nil
 }
@@ -180,31 +184,32 @@ func (s *Store) ListSessions(ctx context.Context, app, user string, after sessio
 		return nil, err
 	}
 	keys := s.order[app]
+	if keys == nil || limit <= 0 {
+		return nil, nil
+	}
 	start := session.Key{AppName: app, UserID: user}
 	if after.SessionID != "" && (user == "" || after.UserID >= user) {
 		start = after
 	}
-	i, found := slices.BinarySearchFunc(keys, start, cmpKey)
-	if found && start.SessionID != "" {
-		i++
-	}
-	keys = keys[i:]
-	if user != "" {
-		// The user's sessions are a contiguous run of the order.
-		keys = keys[:sort.Search(len(keys), func(i int) bool { return keys[i].UserID > user })]
-	}
-	if len(keys) > limit {
-		keys = keys[:limit]
-	}
-	out := make([]*session.Record, len(keys))
-	for i, k := range keys {
-		out[i] = s.fill(k, s.sessions[k])
-	}
+	var out []*session.Record
+	keys.AscendGreaterOrEqual(start, func(k session.Key) bool {
+		if k == start && start.SessionID != "" {
+			return true // the page starts strictly after it
+		}
+		if user != "" && k.UserID != user {
+			return false // the user's sessions are a contiguous run of the order
+		}
+		out = append(out, s.fill(k, s.sessions[k]))
+		return len(out) < limit
+	})
 	return out, nil
 }
 
-func cmpKey(a, b session.Key) int {
-	return cmp.Or(cmp.Compare(a.UserID, b.UserID), cmp.Compare(a.SessionID, b.SessionID))
+// orderDegree is the degree of the B-trees of session keys.
+const orderDegree = 16
+
+func lessKey(a, b session.Key) bool {
+	return cmp.Or(cmp.Compare(a.UserID, b.UserID), cmp.Compare(a.SessionID, b.SessionID)) < 0
 }
 
 // DeleteSession implements session.Store.
@@ -218,14 +223,11 @@ func (s *Store) DeleteSession(ctx context.Context, key session.Key) error {
 		return nil
 	}
 	delete(s.sessions, key)
-	keys := s.order[key.AppName]
-	if i, ok := slices.BinarySearchFunc(keys, key, cmpKey); ok {
-		keys = slices.Delete(keys, i, i+1)
-	}
-	if len(keys) == 0 {
-		delete(s.order, key.AppName)
-	} else {
-		s.order[key.AppName] = keys
+	if keys := s.order[key.AppName]; keys != nil {
+		keys.Delete(key)
+		if keys.Len() == 0 {
+			delete(s.order, key.AppName)
+		}
 	}
 	return nil
 }
