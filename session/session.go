@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
 
@@ -70,8 +71,20 @@ type Session struct {
 
 func newSession(r *Record) *Session {
 	st := mergeState(r)
-	return &Session{key: r.Key, state: st, events: r.Events, seq: r.Seq, updated: r.UpdateTime, created: r.CreateTime,
+	s := &Session{key: r.Key, state: st, events: r.Events, seq: r.Seq, updated: r.UpdateTime, created: r.CreateTime,
 		evBytes: eventsSize(r.Events), stateBytes: stateSize(st)}
+	if r.Events == nil && len(r.Raw) > 0 {
+		// The events stay encoded, as Trim leaves them, but for the
+		// first, which tells this copy from a reloaded one.
+		s.raw = slices.Clip(r.Raw)
+		s.events = make([]*event.Event, len(r.Raw))
+		s.events[0] = decodeTrimmed(r.Raw[0])
+		s.evBytes = eventSize(s.events[0]) + int64(8*len(r.Raw))
+		for _, b := range r.Raw[1:] {
+			s.evBytes += int64(len(b)) + rawSliceSize
+		}
+	}
+	return s
 }
 
 // ID returns the session id.
@@ -322,9 +335,9 @@ func (s *Service) Get(ctx context.Context, key Key, opts *GetOptions) (*Session,
 	if err := checkKey(key, false); err != nil {
 		return nil, err
 	}
-	var w Window
+	w := Window{Encoded: true}
 	if opts != nil {
-		w = Window{None: opts.NoEvents, Recent: opts.NumRecentEvents, After: opts.After}
+		w = Window{None: opts.NoEvents, Recent: opts.NumRecentEvents, After: opts.After, Encoded: true}
 	}
 	rec, err := s.store.GetSession(ctx, key, w)
 	if err != nil {

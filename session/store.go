@@ -67,6 +67,12 @@ type Record struct {
 	UserState map[string]any
 	// Events are the selected events, oldest first.
 	Events []*event.Event
+	// Raw, which a store may set instead of Events when the window asks
+	// for Encoded events, holds the selected events in their JSON encoding
+	// (as event.Event.MarshalJSON writes them), oldest first. The service
+	// keeps them so and decodes an event when it is read; the store must
+	// never change the bytes.
+	Raw [][]byte
 	// Seq is the sequence number of the session's last event (0: none).
 	Seq int64
 	// CreateTime is the time the session was created.
@@ -97,6 +103,9 @@ type Window struct {
 	// AfterSeq, when positive, keeps only events whose sequence number is
 	// greater (used to load what was appended since a known point).
 	AfterSeq int64
+	// Encoded lets a store that keeps events encoded return them so, in
+	// Record.Raw, without decoding them.
+	Encoded bool
 }
 
 // Leaser is an optional interface of a Store whose sessions several

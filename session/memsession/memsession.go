@@ -13,6 +13,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -153,6 +154,12 @@ func (s *Store) GetSession(ctx context.Context, key session.Key, w session.Windo
 			i--
 		}
 		lo = i
+	}
+	if w.Encoded {
+		// The stored bytes are never changed, and the clipped slice
+		// cannot be appended to in place.
+		out.Raw = slices.Clip(r.events[lo:])
+		return out, nil
 	}
 	evs, err := decode(r.events[lo:])
 	if err != nil {
