@@ -75,14 +75,12 @@ func newSession(r *Record) *Session {
 		evBytes: eventsSize(r.Events), stateBytes: stateSize(st)}
 	if r.Events == nil && len(r.Raw) > 0 {
 		// The events stay encoded, as Trim leaves them, but for the
-		// first, which tells this copy from a reloaded one.
+		// first, which tells this copy from a reloaded one. The bytes are
+		// the store's: this copy holds only its references to them.
 		s.raw = slices.Clip(r.Raw)
 		s.events = make([]*event.Event, len(r.Raw))
 		s.events[0] = decodeTrimmed(r.Raw[0])
-		s.evBytes = eventSize(s.events[0]) + int64(8*len(r.Raw))
-		for _, b := range r.Raw[1:] {
-			s.evBytes += int64(len(b)) + rawSliceSize
-		}
+		s.evBytes = eventSize(s.events[0]) + int64(len(r.Raw))*(8+rawSliceSize)
 	}
 	return s
 }

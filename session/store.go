@@ -67,11 +67,13 @@ type Record struct {
 	UserState map[string]any
 	// Events are the selected events, oldest first.
 	Events []*event.Event
-	// Raw, which a store may set instead of Events when the window asks
-	// for Encoded events, holds the selected events in their JSON encoding
-	// (as event.Event.MarshalJSON writes them), oldest first. The service
-	// keeps them so and decodes an event when it is read; the store must
-	// never change the bytes.
+	// Raw, which a store that keeps its events encoded in memory may set
+	// instead of Events when the window asks for Encoded events, holds the
+	// selected events in their JSON encoding (as event.Event.MarshalJSON
+	// writes them), oldest first. The bytes stay the store's, shared with
+	// the sessions loaded from it: the store must never change them, and a
+	// session does not count them in its Size. The service keeps them so
+	// and decodes an event when it is read.
 	Raw [][]byte
 	// Seq is the sequence number of the session's last event (0: none).
 	Seq int64
