@@ -267,7 +267,16 @@ func (enc *encoder) valueAt(v any, depth int) {
 			return
 		}
 		o := enc.open()
-		for _, k := range sortedKeys(v) {
+		var small [8]string // the keys of a small map stay on the stack
+		keys := small[:0]
+		if len(v) > len(small) {
+			keys = make([]string, 0, len(v))
+		}
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
 			o.key(k)
 			enc.valueAt(v[k], depth+1)
 			if !enc.ok {

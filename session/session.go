@@ -60,7 +60,8 @@ type Session struct {
 	mu      sync.RWMutex
 	state   map[string]any
 	events  []*event.Event // nil where raw holds the event (see Trim)
-	raw     [][]byte       // the encoded form of trimmed events, by index
+	raw     [][]byte       // the encoded form of events, by index, where known
+	trimmed int            // events before it were looked at by Trim
 	seq     int64
 	updated time.Time
 	created time.Time
@@ -77,7 +78,7 @@ func newSession(r *Record) *Session {
 		// The events stay encoded, as Trim leaves them, but for the
 		// first, which tells this copy from a reloaded one. The bytes are
 		// the store's: this copy holds only its references to them.
-		s.raw = slices.Clip(r.Raw)
+		s.raw, s.trimmed = slices.Clip(r.Raw), len(r.Raw)
 		s.events = make([]*event.Event, len(r.Raw))
 		s.events[0] = decodeTrimmed(r.Raw[0])
 		s.evBytes = eventSize(s.events[0]) + int64(len(r.Raw))*(8+rawSliceSize)
@@ -481,6 +482,17 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	if seq > 0 && ev.Timestamp.Before(last) {
 		ev.Timestamp = last
 	}
+	// A store that keeps events encoded in memory gets them encoded here,
+	// and the session keeps the same bytes for when it trims the event.
+	var data []byte
+	enc, _ := s.store.(EncodedAppender)
+	if enc != nil {
+		var err error
+		if data, err = ev.MarshalJSON(); err != nil {
+			ev.ID, ev.Timestamp, ev.Actions.StateDelta = origID, origTime, fullDelta
+			return fmt.Errorf("session: append event: %w: encode event: %w", ErrInvalid, err)
+		}
+	}
 	// One append of the session at a time from this service, and none
 	// through a copy known to be stale (gate.go).
 	e := s.gate.enter(sess.key)
@@ -490,7 +502,11 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 		if e.behind(seq, unixNanos(created)) {
 			err = ErrStale
 		} else {
-			err = s.store.AppendEvent(ctx, sess.key, created, seq, ev, d)
+			if enc != nil {
+				err = enc.AppendEncoded(ctx, sess.key, created, seq, ev, data, d)
+			} else {
+				err = s.store.AppendEvent(ctx, sess.key, created, seq, ev, d)
+			}
 			if err != nil && s.committed(ctx, err, sess.key, created, seq, ev.ID) {
 				err = nil // the commit's outcome was unknown, and it happened
 			}
@@ -510,13 +526,31 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	}
 	size := eventSize(ev)
 	sess.mu.Lock()
-	sess.events = append(sess.events, ev)
+	if data != nil {
+		// The store's bytes, for Trim; they are not counted (Record.Raw).
+		if pad := len(sess.events) - len(sess.raw); pad > 0 {
+			sess.raw = append(sess.raw, make([][]byte, pad)...)
+		}
+		sess.raw = append(growOne(sess.raw), data)
+		size += rawSliceSize
+	}
+	sess.events = append(growOne(sess.events), ev)
 	sess.evBytes += size
 	ApplyDelta(sess.state, fullDelta)
 	sess.seq = seq + 1
 	sess.updated = ev.Timestamp
 	sess.mu.Unlock()
 	return nil
+}
+
+// growOne returns s with room for one more element: a full slice grows
+// by half its length, at least 8, fewer steps than append's doubling from
+// one for the few events of a new session.
+func growOne[T any](s []T) []T {
+	if len(s) < cap(s) {
+		return s
+	}
+	return slices.Grow(s, max(8, len(s)/2))
 }
 
 // lookupTimeout bounds the read that settles an append of unknown outcome.
@@ -589,7 +623,8 @@ func (s *Service) Refresh(ctx context.Context, sess *Session) error {
 		}
 		fresh := newSession(rec)
 		sess.mu.Lock()
-		sess.state, sess.events, sess.raw, sess.seq, sess.updated, sess.created = fresh.state, fresh.events, nil, fresh.seq, fresh.updated, fresh.created
+		sess.state, sess.events, sess.raw, sess.trimmed = fresh.state, fresh.events, fresh.raw, fresh.trimmed
+		sess.seq, sess.updated, sess.created = fresh.seq, fresh.updated, fresh.created
 		sess.evBytes, sess.stateBytes = fresh.evBytes, fresh.stateBytes
 		sess.mu.Unlock()
 		s.gate.observed(sess.key, rec.Seq, unixNanos(rec.CreateTime))

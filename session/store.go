@@ -110,6 +110,15 @@ type Window struct {
 	Encoded bool
 }
 
+// EncodedAppender is an optional interface of a Store that keeps its events
+// encoded in memory (see Record.Raw). The service encodes each event once,
+// as event.Event.MarshalJSON does, and AppendEncoded stores data as the
+// event, which it does as AppendEvent would; the bytes are then shared with
+// the session that appended them, and the store must never change them.
+type EncodedAppender interface {
+	AppendEncoded(ctx context.Context, key Key, created time.Time, seq int64, ev *event.Event, data []byte, d Delta) error
+}
+
 // Leaser is an optional interface of a Store whose sessions several
 // processes may write: server replicas sharing one database. A lease makes
 // a holder the session's only writer until it releases it, so that an

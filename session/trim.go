@@ -23,24 +23,36 @@ const rawSliceSize = 24
 // The runner trims the sessions it keeps between invocations: what a new
 // turn reads is the latest events (and the first, which tells a reloaded
 // copy from the one it had), and an agent's model history is kept apart.
-// Trimming costs one encoding of each event trimmed, once.
+// Trimming an event costs nothing when its store keeps it encoded (see
+// EncodedAppender), and one encoding otherwise.
 func (s *Session) Trim(keep int) {
 	keep = max(keep, 0)
 	s.mu.RLock()
-	done := len(s.raw) // events before it were looked at by an earlier Trim
+	done := s.trimmed
 	from, to := max(done, 1), len(s.events)-keep
 	if from >= to {
 		s.mu.RUnlock()
 		return
 	}
-	evs := s.events[from:to:to] // events are immutable: encode them unlocked
+	evs := slices.Clone(s.events[from:to])
+	var have [][]byte // the bytes already known
+	if from < len(s.raw) {
+		have = s.raw[from:min(to, len(s.raw))]
+	}
 	s.mu.RUnlock()
 
-	// The batch shares one buffer, of its size.
+	// Events are immutable: those whose bytes are not known are encoded
+	// unlocked, into one buffer.
 	raw := make([][]byte, len(evs))
 	ends := make([]int, len(evs))
-	buf := make([]byte, 0, 384*len(evs))
+	var buf []byte
 	for i, ev := range evs {
+		if ev == nil || (i < len(have) && have[i] != nil) {
+			continue
+		}
+		if buf == nil {
+			buf = make([]byte, 0, 384*(len(evs)-i))
+		}
 		var err error
 		if buf, err = ev.AppendJSON(buf); err != nil {
 			return // an event that does not encode: nothing is trimmed this time
@@ -52,12 +64,14 @@ func (s *Session) Trim(keep int) {
 	}
 	start := 0
 	for i, end := range ends {
-		raw[i], start = buf[start:end:end], end
+		if end > 0 {
+			raw[i], start = buf[start:end:end], end
+		}
 	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.raw) != done || len(s.events) < to {
+	if s.trimmed != done || len(s.events) < to {
 		return // reloaded or trimmed meanwhile
 	}
 	for i, ev := range evs {
@@ -65,15 +79,22 @@ func (s *Session) Trim(keep int) {
 			return // reloaded meanwhile
 		}
 	}
-	s.raw = slices.Grow(s.raw, to-len(s.raw))
-	if done == 0 {
-		s.raw = append(s.raw, nil) // the first event stays decoded
+	if pad := to - len(s.raw); pad > 0 {
+		s.raw = append(s.raw, make([][]byte, pad)...)
 	}
 	for i, ev := range evs {
-		s.raw = append(s.raw, raw[i])
-		s.events[from+i] = nil
-		s.evBytes += int64(len(raw[i])) + rawSliceSize - eventSize(ev)
+		switch {
+		case ev == nil:
+		case raw[i] != nil:
+			s.raw[from+i] = raw[i]
+			s.events[from+i] = nil
+			s.evBytes += int64(len(raw[i])) + rawSliceSize - eventSize(ev)
+		default: // the store's bytes, counted as a reference when appended
+			s.events[from+i] = nil
+			s.evBytes -= eventSize(ev)
+		}
 	}
+	s.trimmed = to
 }
 
 // decodeTrimmed decodes an event Trim encoded. The session's own encoding

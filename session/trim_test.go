@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -10,14 +11,28 @@ import (
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
+	"github.com/loomkit/loom/session/sqlsession"
 )
 
 // TestTrimKeepsWhatIsRead checks that a trimmed session reads exactly as
 // before (each event, a range of them, its JSON), holds less memory, and
 // keeps working: appends, refreshes and later trims.
 func TestTrimKeepsWhatIsRead(t *testing.T) {
+	// In memory, Trim drops the decoded events and keeps the store's
+	// bytes; on SQLite it encodes them.
+	t.Run("memory", func(t *testing.T) { testTrim(t, memsession.NewService()) })
+	t.Run("sqlite", func(t *testing.T) {
+		svc, err := sqlsession.NewService(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "s.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer svc.Close()
+		testTrim(t, svc)
+	})
+}
+
+func testTrim(t *testing.T, svc *session.Service) {
 	ctx := context.Background()
-	svc := memsession.NewService()
 	key := session.Key{AppName: "app", UserID: "u", SessionID: "s"}
 	sess, err := svc.Create(ctx, key, nil)
 	if err != nil {

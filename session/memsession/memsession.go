@@ -245,6 +245,12 @@ func (s *Store) AppendEvent(ctx context.Context, key session.Key, created time.T
 	if err != nil {
 		return fmt.Errorf("%w: encode event: %w", session.ErrInvalid, err)
 	}
+	return s.AppendEncoded(ctx, key, created, seq, ev, stored, d)
+}
+
+// AppendEncoded implements session.EncodedAppender: stored, the encoding of
+// ev, is kept as the event, shared with the session that appends it.
+func (s *Store) AppendEncoded(ctx context.Context, key session.Key, created time.Time, seq int64, ev *event.Event, stored []byte, d session.Delta) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(ctx); err != nil {
