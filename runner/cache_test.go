@@ -125,7 +125,9 @@ func TestEvictedSessionReloads(t *testing.T) {
 		}
 		return texts
 	}
-	filler := strings.Repeat("f", 40<<10) // two of these do not fit in the cache
+	// A session holding one of these, in its event and in its model
+	// history, fits in the cache; two such sessions do not.
+	filler := strings.Repeat("f", 20<<10)
 
 	turn("a", "a1 "+filler)
 	if n, _ := r.CacheUsage(); n != 1 {
@@ -248,5 +250,34 @@ func TestIdleSessionsAreTrimmed(t *testing.T) {
 	if len(got[len(got)-1].Contents) != 301 || string(gotJSON) != string(wantJSON) {
 		t.Fatalf("history of the trimmed session's turn (%d contents) differs from an uncached runner's:\n%s\nwant\n%s",
 			len(got[len(got)-1].Contents), gotJSON, wantJSON)
+	}
+}
+
+// TestCacheCountsModelHistories checks that the model history an LLM agent
+// keeps for a cached session counts in the cache's bytes, so that the
+// cache's bound holds what sessions really keep in memory.
+func TestCacheCountsModelHistories(t *testing.T) {
+	ctx := context.Background()
+	svc := memsession.NewService()
+	a, _ := echoLLM(t)
+	r, err := runner.New(runner.Config{AppName: "app", Agent: a, Sessions: svc, AutoCreateSession: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if _, err := r.RunSync(ctx, "u", "s", genai.NewContentFromText(fmt.Sprint("question ", i), genai.RoleUser), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stored, err := svc.Get(ctx, session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var history int64 // what the agent's history of the 200 contents holds, at least
+	for _, ev := range stored.Events() {
+		history += session.ContentSize(ev.Content)
+	}
+	if _, cached := r.CacheUsage(); stored.Len() != 200 || cached < history {
+		t.Fatalf("the cache counts %d bytes for a session whose model history holds %d", cached, history)
 	}
 }

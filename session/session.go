@@ -68,6 +68,7 @@ type Session struct {
 
 	evBytes    int64 // estimated memory of events (see Size)
 	stateBytes int64 // estimated memory of state when loaded or refreshed
+	charged    int64 // memory held on the session's behalf (see Charge)
 }
 
 func newSession(r *Record) *Session {
@@ -625,7 +626,7 @@ func (s *Service) Refresh(ctx context.Context, sess *Session) error {
 		sess.mu.Lock()
 		sess.state, sess.events, sess.raw, sess.trimmed = fresh.state, fresh.events, fresh.raw, fresh.trimmed
 		sess.seq, sess.updated, sess.created = fresh.seq, fresh.updated, fresh.created
-		sess.evBytes, sess.stateBytes = fresh.evBytes, fresh.stateBytes
+		sess.evBytes, sess.stateBytes, sess.charged = fresh.evBytes, fresh.stateBytes, 0
 		sess.mu.Unlock()
 		s.gate.observed(sess.key, rec.Seq, unixNanos(rec.CreateTime))
 		return nil

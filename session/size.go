@@ -24,7 +24,8 @@ const (
 
 // Size estimates the memory this copy of the session holds, in bytes: its
 // events (their structures, texts, inline data, function arguments and
-// results, state deltas and other maps) and its state. Strings and byte
+// results, state deltas and other maps), its state, and what is held on
+// its behalf (see Charge). Strings and byte
 // slices count their length; a value of a type other than the JSON-like
 // ones (maps, slices, strings, numbers, booleans) counts a fixed amount.
 // The estimate is kept up to date as events are appended and the session is
@@ -32,8 +33,23 @@ const (
 func (s *Session) Size() int64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.evBytes + s.stateBytes
+	return s.evBytes + s.stateBytes + s.charged
 }
+
+// Charge adds n bytes (n may be negative) to the session copy's Size for
+// memory held on its behalf outside it, such as the model history an agent
+// builds from its events and keeps for its next turns, so that a cache of
+// sessions bounded in bytes bounds that memory too. A reload of the copy
+// (Refresh of a session deleted and created again) drops the charges.
+func (s *Session) Charge(n int64) {
+	s.mu.Lock()
+	s.charged += n
+	s.mu.Unlock()
+}
+
+// ContentSize estimates the memory of a content in bytes, as Size counts
+// the content of an event.
+func ContentSize(c *genai.Content) int64 { return contentSize(c) }
 
 // eventsSize estimates the memory of events.
 func eventsSize(evs []*event.Event) int64 {

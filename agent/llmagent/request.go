@@ -311,7 +311,8 @@ type history struct {
 	n     int          // events consumed
 	first *event.Event // the session's first event when consumption began
 	b     *event.HistoryBuilder
-	refs  bool // some event consumed has an artifact reference
+	refs  bool  // some event consumed has an artifact reference
+	size  int64 // the estimated memory of the contents, charged to the session
 }
 
 type historyKey struct {
@@ -342,7 +343,8 @@ func (h *history) update(sess *session.Session, opts event.HistoryOptions) ([]*g
 	defer h.mu.Unlock()
 	n := sess.Len()
 	if h.b == nil || n < h.n || (h.n > 0 && sess.At(0) != h.first) {
-		h.n, h.b, h.refs = 0, event.NewHistoryBuilder(opts), false // new, or the session copy was reloaded
+		// New, or the session copy was reloaded, which dropped its charges.
+		h.n, h.b, h.refs, h.size = 0, event.NewHistoryBuilder(opts), false, 0
 	}
 	if h.n == 0 && n > 0 {
 		h.first = sess.At(0)
@@ -362,8 +364,11 @@ func (h *history) update(sess *session.Session, opts event.HistoryOptions) ([]*g
 			h.refs = true
 		}
 	}
+	had := len(h.b.Contents())
 	if rebuild {
-		h.b = event.NewHistoryBuilder(opts)
+		h.b, had = event.NewHistoryBuilder(opts), 0
+		sess.Charge(-h.size)
+		h.size = 0
 		for _, e := range event.ModelView(sess.Events()) {
 			h.b.Add(e)
 		}
@@ -377,7 +382,17 @@ func (h *history) update(sess *session.Session, opts event.HistoryOptions) ([]*g
 		}
 	}
 	h.n = n
-	return h.b.Contents(), !h.refs
+	contents := h.b.Contents()
+	// The session's cache, bounded in bytes, counts the history with it.
+	var added int64
+	for _, c := range contents[had:] {
+		added += session.ContentSize(c) + 8
+	}
+	if added != 0 {
+		sess.Charge(added)
+		h.size += added
+	}
+	return contents, !h.refs
 }
 
 // instruction returns the agent's instruction for this step.
