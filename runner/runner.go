@@ -67,15 +67,18 @@ type Config struct {
 	// negative disables the cache).
 	SessionCacheSize int
 	// SessionCacheBytes bounds the estimated memory (session.Session.Size)
-	// of the idle live sessions kept (default DefaultSessionCacheBytes;
-	// negative disables the cache). The least recently used are dropped
-	// first; a session larger than the bound is not kept, and its next turn
-	// loads it from the store.
+	// of the idle live sessions kept, with what is kept on their behalf,
+	// such as their agents' model histories (default
+	// DefaultSessionCacheBytes; negative disables the cache). The least
+	// recently used are dropped first; a session larger than the bound is
+	// not kept, and its next turn loads it from the store. Between
+	// invocations a kept session holds only its latest events decoded
+	// (session.Session.Trim).
 	SessionCacheBytes int64
 }
 
 // DefaultSessionCacheBytes is the default of Config.SessionCacheBytes.
-const DefaultSessionCacheBytes = 64 << 20
+const DefaultSessionCacheBytes = 256 << 20
 
 // RunOptions are the per-run settings. The zero value is the default.
 type RunOptions struct {
