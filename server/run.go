@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"sync"
+	"time"
 
 	"google.golang.org/genai"
 
@@ -144,6 +146,7 @@ func (s *Server) runSSE(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer done()
 	st := &sseStream{w: w, rc: http.NewResponseController(w)}
+	defer st.close()
 	for ev, err := range events {
 		if err != nil {
 			return st.fail(runError(ctx, req, err), s)
@@ -169,9 +172,22 @@ type sseStream struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	started bool
-	broken  bool
 	buf     []byte
+
+	// mu orders writes and the delayed flush; the fields below are its.
+	mu      sync.Mutex
+	broken  bool        // the client is gone
+	pending bool        // written, not yet flushed
+	flusher *time.Timer // flushes what is pending flushDelay after it was written
+	closed  bool
 }
+
+// flushDelay is how long a written frame may wait in the response buffer
+// for the frames that follow it before it is flushed: the frames of an
+// invocation whose steps take no time (a scripted model, a fast tool, the
+// end of a run) leave in one write, and a frame followed by a slow step
+// (a model call, a long tool) still reaches the client within this delay.
+const flushDelay = time.Millisecond
 
 func (st *sseStream) start() {
 	if st.started {
@@ -185,9 +201,11 @@ func (st *sseStream) start() {
 	st.w.WriteHeader(http.StatusOK)
 }
 
-// write sends one complete frame in a single Write and flushes it. It
-// reports false once the client is gone.
+// write sends one complete frame in a single Write, to be flushed within
+// flushDelay. It reports false once the client is gone.
 func (st *sseStream) write(frame []byte) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	st.start()
 	if st.broken {
 		return false
@@ -196,20 +214,57 @@ func (st *sseStream) write(frame []byte) bool {
 		st.broken = true
 		return false
 	}
-	if err := st.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		st.broken = true
-		return false
+	if !st.pending {
+		st.pending = true
+		if st.flusher == nil {
+			st.flusher = time.AfterFunc(flushDelay, st.flush)
+		} else {
+			st.flusher.Reset(flushDelay)
+		}
 	}
 	return true
 }
 
+// flush sends what is pending, unless the handler is done with the stream.
+func (st *sseStream) flush() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.closed || !st.pending || st.broken {
+		return
+	}
+	st.pending = false
+	if err := st.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		st.broken = true
+	}
+}
+
+// close ends the delayed flushes before the handler returns, which sends
+// what is left.
+func (st *sseStream) close() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.closed = true
+	if st.flusher != nil {
+		st.flusher.Stop()
+	}
+}
+
 // frame writes "data: <json>\n\n" for v.
 func (st *sseStream) frame(v any) bool {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b, _ = json.Marshal(map[string]string{"error": "encode event: " + err.Error()})
+	var err error
+	st.buf = append(st.buf[:0], "data: "...)
+	if ev, ok := v.(*event.Event); ok {
+		st.buf, err = ev.AppendJSON(st.buf) // the event's own encoding, with no copy
+	} else {
+		var b []byte
+		b, err = json.Marshal(v)
+		st.buf = append(st.buf, b...)
 	}
-	st.buf = append(append(append(st.buf[:0], "data: "...), b...), "\n\n"...)
+	if err != nil {
+		b, _ := json.Marshal(map[string]string{"error": "encode event: " + err.Error()})
+		st.buf = append(append(st.buf[:0], "data: "...), b...)
+	}
+	st.buf = append(st.buf, "\n\n"...)
 	return st.write(st.buf)
 }
 
