@@ -27,7 +27,6 @@ func (w *writeRecorder) Write(b []byte) (int, error) {
 	return w.ResponseRecorder.Write(b)
 }
 
-
 func mustCreate(t *testing.T, f *fixture, id string) {
 	t.Helper()
 	if w := f.do(t, "POST", "/apps/demo/users/u1/sessions", `{"sessionId":"`+id+`"}`); w.Code != http.StatusOK {
