@@ -2,12 +2,14 @@ package telemetry
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"unsafe"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Span is one recorded span as the debug trace routes report it. Times are
@@ -68,10 +70,13 @@ type Exporter struct {
 	total uint64 // spans exported since creation
 }
 
-// record is a finished span as the trace routes report it, with the keys
-// they search by.
+// record is a finished span, kept as the SDK hands it over and converted
+// to a Span only when a trace route reads it, with the keys the routes
+// search by.
 type record struct {
-	span    Span
+	span    sdktrace.ReadOnlySpan // nil if converted
+	conv    *Span                 // the span, converted at once because it had attributes to cut
+	traceID trace.TraceID
 	owner   Owner
 	eventID string
 	size    int64 // estimated memory
@@ -122,7 +127,7 @@ func NewExporterWith(opts ExporterOptions) *Exporter {
 func (e *Exporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
 	recs := make([]record, 0, len(spans))
 	for _, s := range spans {
-		recs = append(recs, convert(s, e.maxAttr))
+		recs = append(recs, keep(s, e.maxAttr))
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -190,23 +195,23 @@ func (e *Exporter) SessionSpans(_ context.Context, owner Owner) ([]Span, error) 
 		return out, nil
 	}
 	e.mu.Lock()
-	traces := map[string]bool{}
+	traces := map[trace.TraceID]bool{}
 	e.each(func(r *record) {
 		if r.owner.matches(owner) {
-			traces[r.span.TraceID] = true
+			traces[r.traceID] = true
 		}
 	})
+	var found []record
 	if len(traces) > 0 {
 		e.each(func(r *record) {
-			if traces[r.span.TraceID] {
-				out = append(out, r.span)
+			if traces[r.traceID] {
+				found = append(found, *r)
 			}
 		})
 	}
 	e.mu.Unlock()
-	// The caller owns what it gets: the stored maps stay untouched.
-	for i := range out {
-		out[i].Attributes = cloneAttrs(out[i].Attributes)
+	for _, r := range found {
+		out = append(out, r.read(e.maxAttr))
 	}
 	slices.SortStableFunc(out, func(a, b Span) int {
 		switch {
@@ -229,75 +234,66 @@ func (e *Exporter) EventAttributes(_ context.Context, owner Owner, eventID strin
 		return nil, nil
 	}
 	e.mu.Lock()
-	var found map[string]any
+	var found *record
 	e.each(func(r *record) {
 		if found == nil && r.eventID == eventID && r.owner.matches(owner) {
-			found = r.span.Attributes
+			c := *r
+			found = &c
 		}
 	})
 	e.mu.Unlock()
-	return cloneAttrs(found), nil
+	if found == nil {
+		return nil, nil
+	}
+	return found.read(e.maxAttr).Attributes, nil
 }
 
-func cloneAttrs(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
+// read returns the record's span, the caller's own.
+func (r *record) read(maxAttr int) Span {
+	if r.conv == nil {
+		return convert(r.span, maxAttr)
 	}
-	c := make(map[string]any, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
+	sp := *r.conv
+	sp.Attributes = maps.Clone(sp.Attributes)
+	return sp
 }
 
-// Estimated fixed costs of a record and of one attribute in its map.
+// Estimated fixed costs of a record (with the SDK's snapshot of the span)
+// and of one attribute in the snapshot.
 const (
-	recordBytes = int64(unsafe.Sizeof(record{})) + 56 // and its map's header
-	attrBytes   = 40                                  // a map slot and the boxed value
+	recordBytes = int64(unsafe.Sizeof(record{})) + 512
+	attrBytes   = 48
 )
 
-// convert turns a finished SDK span into a record, truncating string
-// attributes to maxAttr bytes (none if negative).
-func convert(s sdktrace.ReadOnlySpan, maxAttr int) record {
-	sc := s.SpanContext()
-	attrs := s.Attributes()
-	r := record{span: Span{
-		Name:       s.Name(),
-		SpanID:     sc.SpanID().String(),
-		TraceID:    sc.TraceID().String(),
-		StartTime:  s.StartTime().UnixNano(),
-		EndTime:    s.EndTime().UnixNano(),
-		Attributes: make(map[string]any, len(attrs)),
-	}}
-	if p := s.Parent(); p.SpanID().IsValid() {
-		r.span.ParentSpanID = p.SpanID().String()
-	}
-	r.size = recordBytes + int64(len(r.span.Name)+len(r.span.SpanID)+len(r.span.TraceID)+len(r.span.ParentSpanID))
-	for _, kv := range attrs {
-		v := attrValue(kv.Value)
-		switch x := v.(type) {
-		case string:
-			if maxAttr >= 0 {
-				x = truncate(x, maxAttr)
-				v = x
-			}
-			r.size += int64(len(x))
-		case []string:
-			for i, e := range x {
-				if maxAttr >= 0 {
-					x[i] = truncate(e, maxAttr)
-				}
-				r.size += 16 + int64(len(x[i]))
-			}
-		case []int64:
-			r.size += 8 * int64(len(x))
-		case []float64:
-			r.size += 8 * int64(len(x))
-		case []bool:
-			r.size += int64(len(x))
-		}
+// keep makes the record of a finished SDK span: its search keys and its
+// estimated memory. Converting it waits for a read (convert), unless it has
+// string attributes over maxAttr bytes: then it is converted (and they are
+// cut) at once, so that the long values are not held.
+func keep(s sdktrace.ReadOnlySpan, maxAttr int) record {
+	r := record{span: s, traceID: s.SpanContext().TraceID(), size: recordBytes + int64(len(s.Name()))}
+	for _, kv := range s.Attributes() {
 		r.size += attrBytes + int64(len(kv.Key))
-		r.span.Attributes[string(kv.Key)] = v
+		switch kv.Value.Type() {
+		case attribute.STRING:
+			n := len(kv.Value.AsString())
+			if maxAttr >= 0 && n > maxAttr {
+				r.conv = new(Span)
+			}
+			r.size += int64(n)
+		case attribute.STRINGSLICE:
+			for _, x := range kv.Value.AsStringSlice() {
+				if maxAttr >= 0 && len(x) > maxAttr {
+					r.conv = new(Span)
+				}
+				r.size += 16 + int64(len(x))
+			}
+		case attribute.INT64SLICE:
+			r.size += 8 * int64(len(kv.Value.AsInt64Slice()))
+		case attribute.FLOAT64SLICE:
+			r.size += 8 * int64(len(kv.Value.AsFloat64Slice()))
+		case attribute.BOOLSLICE:
+			r.size += int64(len(kv.Value.AsBoolSlice()))
+		}
 		switch kv.Key {
 		case keySessionID:
 			r.owner.SessionID = kv.Value.AsString()
@@ -309,7 +305,70 @@ func convert(s sdktrace.ReadOnlySpan, maxAttr int) record {
 			r.eventID = kv.Value.AsString()
 		}
 	}
+	if r.conv != nil {
+		*r.conv, r.span = convert(s, maxAttr), nil
+		r.size = recordBytes + spanSize(r.conv)
+	}
 	return r
+}
+
+// spanSize estimates the memory of a converted span.
+func spanSize(sp *Span) int64 {
+	n := int64(len(sp.Name) + len(sp.SpanID) + len(sp.TraceID) + len(sp.ParentSpanID))
+	for k, v := range sp.Attributes {
+		n += attrBytes + int64(len(k))
+		switch x := v.(type) {
+		case string:
+			n += int64(len(x))
+		case []string:
+			for _, e := range x {
+				n += 16 + int64(len(e))
+			}
+		case []int64:
+			n += 8 * int64(len(x))
+		case []float64:
+			n += 8 * int64(len(x))
+		case []bool:
+			n += int64(len(x))
+		}
+	}
+	return n
+}
+
+// convert turns a finished SDK span into the Span the trace routes report,
+// a value of the caller's own, truncating string attributes to maxAttr
+// bytes (none if negative).
+func convert(s sdktrace.ReadOnlySpan, maxAttr int) Span {
+	sc := s.SpanContext()
+	attrs := s.Attributes()
+	span := Span{
+		Name:       s.Name(),
+		SpanID:     sc.SpanID().String(),
+		TraceID:    sc.TraceID().String(),
+		StartTime:  s.StartTime().UnixNano(),
+		EndTime:    s.EndTime().UnixNano(),
+		Attributes: make(map[string]any, len(attrs)),
+	}
+	if p := s.Parent(); p.SpanID().IsValid() {
+		span.ParentSpanID = p.SpanID().String()
+	}
+	for _, kv := range attrs {
+		v := attrValue(kv.Value)
+		switch x := v.(type) {
+		case string:
+			if maxAttr >= 0 {
+				v = truncate(x, maxAttr)
+			}
+		case []string:
+			for i, e := range x {
+				if maxAttr >= 0 {
+					x[i] = truncate(e, maxAttr)
+				}
+			}
+		}
+		span.Attributes[string(kv.Key)] = v
+	}
+	return span
 }
 
 // attrValue returns the JSON-friendly value of an attribute.

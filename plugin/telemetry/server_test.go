@@ -238,6 +238,14 @@ func BenchmarkS1Telemetry(b *testing.B) {
 	benchS1(b, f.runner)
 }
 
+// BenchmarkS1TelemetryNoPayloads is BenchmarkS1Telemetry with payload
+// recording off (Config.MaxPayloadBytes negative): spans and attributes
+// only.
+func BenchmarkS1TelemetryNoPayloads(b *testing.B) {
+	f := newFixture(b, telemetry.Config{MaxPayloadBytes: -1}, s1Agent(b, s1Model(1, 2)))
+	benchS1(b, f.runner)
+}
+
 // BenchmarkS1Plain is the same S1 invocation without telemetry.
 func BenchmarkS1Plain(b *testing.B) {
 	r, err := runner.New(runner.Config{AppName: "app", Agent: s1Agent(b, s1Model(1, 2)), Sessions: newSessions(), AutoCreateSession: true})
