@@ -12,7 +12,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/genai"
 
@@ -558,9 +557,7 @@ func (st *invState) endAll(ctx context.Context, t *Telemetry) {
 		st.span.SetStatus(codes.Error, cause.Error())
 	}
 	st.span.End()
-	attrs := metric.WithAttributes(attribute.String(keyAgentName, st.rootAgent))
-	t.m.invocations.Add(context.WithoutCancel(ctx), 1, attrs)
-	t.m.invDur.Record(context.WithoutCancel(ctx), time.Since(st.start).Seconds(), attrs)
+	t.m.recordInvocation(context.WithoutCancel(ctx), st.rootAgent, time.Since(st.start))
 }
 
 // payload returns v as JSON, truncated to the configured length.

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -27,10 +28,42 @@ type instruments struct {
 	toolDur     metric.Float64Histogram
 	invocations metric.Int64Counter
 	invDur      metric.Float64Histogram
+	sets        *attrSets
+}
+
+// attrSets caches the attribute sets of measurements, which repeat (the
+// same model, tool or agent, with or without an error type): a cached set
+// costs a measurement no allocation. At most maxAttrSets are kept.
+type attrSets struct {
+	mu sync.Mutex
+	m  map[attrKey]metric.MeasurementOption
+}
+
+// attrKey names an attribute set: its kind and up to three values.
+type attrKey struct{ kind, a, b, c string }
+
+const maxAttrSets = 1024
+
+// option returns the measurement option of the set k names, built by kvs
+// the first time.
+func (s *attrSets) option(k attrKey, kvs func() []attribute.KeyValue) metric.MeasurementOption {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o, ok := s.m[k]; ok {
+		return o
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(kvs()...))
+	if len(s.m) < maxAttrSets {
+		if s.m == nil {
+			s.m = map[attrKey]metric.MeasurementOption{}
+		}
+		s.m[k] = o
+	}
+	return o
 }
 
 func newInstruments(m metric.Meter) (instruments, error) {
-	var in instruments
+	in := instruments{sets: &attrSets{}}
 	var errs [5]error
 	in.tokens, errs[0] = m.Int64Histogram(MetricTokenUsage,
 		metric.WithDescription("Tokens used per model call, by token type."), metric.WithUnit("{token}"),
@@ -47,22 +80,34 @@ func newInstruments(m metric.Meter) (instruments, error) {
 	return in, errors.Join(errs[:]...)
 }
 
-// modelAttrs are the attributes of a model call's measurements.
-func modelAttrs(c *call) []attribute.KeyValue {
-	return []attribute.KeyValue{
+// modelAttrs are the attributes of a model call's measurements, with a
+// last one if it is set.
+func modelAttrs(model string, last attribute.KeyValue) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{
 		attribute.String(keyOperationName, opGenerateContent),
 		attribute.String(keySystem, systemName),
-		attribute.String(keyRequestModel, c.model),
+		attribute.String(keyRequestModel, model),
 	}
+	if last.Valid() {
+		attrs = append(attrs, last)
+	}
+	return attrs
 }
 
 // recordModelDuration records how long a model call took.
 func (in *instruments) recordModelDuration(ctx context.Context, c *call, err error) {
-	attrs := modelAttrs(c)
+	var etype string
 	if err != nil {
-		attrs = append(attrs, attribute.String(keyErrorType, errorType(err)))
+		etype = errorType(err)
 	}
-	in.modelDur.Record(ctx, time.Since(c.start).Seconds(), metric.WithAttributes(attrs...))
+	opt := in.sets.option(attrKey{"model", c.model, etype, ""}, func() []attribute.KeyValue {
+		var last attribute.KeyValue
+		if err != nil {
+			last = attribute.String(keyErrorType, etype)
+		}
+		return modelAttrs(c.model, last)
+	})
+	in.modelDur.Record(ctx, time.Since(c.start).Seconds(), opt)
 }
 
 // recordTokens records a model response's token usage.
@@ -71,22 +116,44 @@ func (in *instruments) recordTokens(ctx context.Context, c *call, resp *model.Re
 	if u == nil {
 		return
 	}
-	attrs := append(modelAttrs(c), attribute.String(keyTokenType, "input"))
-	in.tokens.Record(ctx, int64(u.PromptTokenCount), metric.WithAttributes(attrs...))
-	attrs[len(attrs)-1] = attribute.String(keyTokenType, "output")
-	in.tokens.Record(ctx, int64(u.CandidatesTokenCount), metric.WithAttributes(attrs...))
+	for _, m := range [...]struct {
+		kind  string
+		count int32
+	}{{"input", u.PromptTokenCount}, {"output", u.CandidatesTokenCount}} {
+		opt := in.sets.option(attrKey{"tokens", c.model, m.kind, ""}, func() []attribute.KeyValue {
+			return modelAttrs(c.model, attribute.String(keyTokenType, m.kind))
+		})
+		in.tokens.Record(ctx, int64(m.count), opt)
+	}
 }
 
 // recordTool records a tool call's duration.
 func (in *instruments) recordTool(ctx context.Context, c *call, err error) {
-	attrs := []attribute.KeyValue{
-		attribute.String(keyOperationName, opExecuteTool),
-		attribute.String(keyToolName, c.tool),
-	}
+	var etype string
 	if err != nil {
-		attrs = append(attrs, attribute.String(keyErrorType, errorType(err)))
+		etype = errorType(err)
 	}
-	in.toolDur.Record(ctx, time.Since(c.start).Seconds(), metric.WithAttributes(attrs...))
+	opt := in.sets.option(attrKey{"tool", c.tool, etype, ""}, func() []attribute.KeyValue {
+		attrs := []attribute.KeyValue{
+			attribute.String(keyOperationName, opExecuteTool),
+			attribute.String(keyToolName, c.tool),
+		}
+		if err != nil {
+			attrs = append(attrs, attribute.String(keyErrorType, etype))
+		}
+		return attrs
+	})
+	in.toolDur.Record(ctx, time.Since(c.start).Seconds(), opt)
+}
+
+// recordInvocation counts an invocation of the root agent and records how
+// long it took.
+func (in *instruments) recordInvocation(ctx context.Context, rootAgent string, d time.Duration) {
+	opt := in.sets.option(attrKey{"invocation", rootAgent, "", ""}, func() []attribute.KeyValue {
+		return []attribute.KeyValue{attribute.String(keyAgentName, rootAgent)}
+	})
+	in.invocations.Add(ctx, 1, opt)
+	in.invDur.Record(ctx, d.Seconds(), opt)
 }
 
 // errorType is the error.type of an error: the provider's code of a model
