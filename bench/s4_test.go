@@ -25,7 +25,9 @@ const s4Events = 10000
 //
 //   - Append: append 10,000 events, each with a one-key state delta, to one
 //     session through the session service, one at a time (events/s);
-//   - Read10000: read that session with all its events (ns, B, allocs);
+//   - Read10000: read that session with all its events (ns, B, allocs),
+//     which a store may hand over encoded, to be decoded when read;
+//     Read10000Events also reads every event, decoded;
 //   - S1: scenario S1 with sessions on that backend: each iteration is
 //     exactly 2,000 invocations round-robin over 100 sessions (ns/inv).
 //
@@ -102,6 +104,27 @@ func benchS4(b *testing.B, newURL func(b *testing.B) string) {
 			}
 			if sess.Len() != s4Events {
 				b.Fatalf("read %d events, want %d", sess.Len(), s4Events)
+			}
+		}
+	})
+
+	// Read10000Events reads the session and then every one of its
+	// events, decoded: the cost of a reader that needs them all.
+	b.Run("Read10000Events", func(b *testing.B) {
+		svc := open(b)
+		appendAll(b, svc, "read")
+		key := session.Key{AppName: "bench", UserID: "user", SessionID: "read"}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			sess, err := svc.Get(ctx, key, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			evs := sess.Events()
+			if len(evs) != s4Events || evs[s4Events-1].Content.Parts[0].Text != "event text" ||
+				fmt.Sprint(evs[s4Events-1].Actions.StateDelta["counter"]) != fmt.Sprint(s4Events-1) {
+				b.Fatalf("read %d events, want %d", len(evs), s4Events)
 			}
 		}
 	})

@@ -31,10 +31,19 @@ type Decoder struct {
 	ptrs     []*genai.Part
 	scratch  []*genai.Part
 	strs     map[string]string
+	block    int // the size of the next block of contents or parts
 }
 
-// decodeBlock is the number of contents or parts a Decoder allocates at once.
+// decodeBlock is the largest number of contents or parts a Decoder
+// allocates at once: its blocks double up to it, so that a Decoder used
+// for one event allocates little, and one used for many few times.
 const decodeBlock = 64
+
+// nextBlock returns the size of the next block to allocate.
+func (d *Decoder) nextBlock() int {
+	d.block = min(max(2*d.block, 2), decodeBlock)
+	return d.block
+}
 
 // maxInterned bounds the strings a Decoder shares, and internLen their length.
 const (
@@ -67,7 +76,7 @@ func (d *Decoder) fast(data []byte, e *Event) bool {
 
 func (d *Decoder) content() *genai.Content {
 	if len(d.contents) == 0 {
-		d.contents = make([]genai.Content, decodeBlock)
+		d.contents = make([]genai.Content, d.nextBlock())
 	}
 	c := &d.contents[0]
 	d.contents = d.contents[1:]
@@ -76,7 +85,7 @@ func (d *Decoder) content() *genai.Content {
 
 func (d *Decoder) part() *genai.Part {
 	if len(d.parts) == 0 {
-		d.parts = make([]genai.Part, decodeBlock)
+		d.parts = make([]genai.Part, d.nextBlock())
 	}
 	p := &d.parts[0]
 	d.parts = d.parts[1:]
@@ -90,7 +99,7 @@ func (d *Decoder) partSlice(n int) []*genai.Part {
 		return make([]*genai.Part, n)
 	}
 	if len(d.ptrs) < n {
-		d.ptrs = make([]*genai.Part, decodeBlock)
+		d.ptrs = make([]*genai.Part, max(n, d.nextBlock()))
 	}
 	s := d.ptrs[:n:n]
 	d.ptrs = d.ptrs[n:]

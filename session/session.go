@@ -77,12 +77,17 @@ func newSession(r *Record) *Session {
 		evBytes: eventsSize(r.Events), stateBytes: stateSize(st)}
 	if r.Events == nil && len(r.Raw) > 0 {
 		// The events stay encoded, as Trim leaves them, but for the
-		// first, which tells this copy from a reloaded one. The bytes are
-		// the store's: this copy holds only its references to them.
+		// first, which tells this copy from a reloaded one. Bytes the
+		// store shares are not this copy's: it holds references to them.
 		s.raw, s.trimmed = slices.Clip(r.Raw), len(r.Raw)
 		s.events = make([]*event.Event, len(r.Raw))
-		s.events[0] = decodeTrimmed(r.Raw[0])
+		s.events[0] = decodeTrimmed(new(event.Decoder), r.Raw[0])
 		s.evBytes = eventSize(s.events[0]) + int64(len(r.Raw))*(8+rawSliceSize)
+		if !r.RawShared {
+			for _, b := range r.Raw[1:] {
+				s.evBytes += int64(len(b))
+			}
+		}
 	}
 	return s
 }
@@ -153,7 +158,7 @@ func (s *Session) At(i int) *event.Event {
 	if ev != nil {
 		return ev
 	}
-	return decodeTrimmed(raw)
+	return decodeTrimmed(new(event.Decoder), raw)
 }
 
 // Events returns the session's events, oldest first. The slice is the
@@ -175,9 +180,10 @@ func (s *Session) EventsFrom(i int) []*event.Event {
 		raw = s.raw[i:]
 	}
 	s.mu.RUnlock()
+	var d event.Decoder // one for the batch
 	for j, b := range raw {
 		if out[j] == nil {
-			out[j] = decodeTrimmed(b)
+			out[j] = decodeTrimmed(&d, b)
 		}
 	}
 	return out

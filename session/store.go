@@ -67,14 +67,16 @@ type Record struct {
 	UserState map[string]any
 	// Events are the selected events, oldest first.
 	Events []*event.Event
-	// Raw, which a store that keeps its events encoded in memory may set
-	// instead of Events when the window asks for Encoded events, holds the
-	// selected events in their JSON encoding (as event.Event.MarshalJSON
-	// writes them), oldest first. The bytes stay the store's, shared with
-	// the sessions loaded from it: the store must never change them, and a
-	// session does not count them in its Size. The service keeps them so
-	// and decodes an event when it is read.
+	// Raw, which a store may set instead of Events when the window asks
+	// for Encoded events, holds the selected events in their JSON encoding
+	// (as event.Event.MarshalJSON writes them), oldest first. The service
+	// keeps them so and decodes an event when it is read; the bytes must
+	// never change.
 	Raw [][]byte
+	// RawShared tells that Raw's bytes are the store's own, which it keeps
+	// in memory and shares with the sessions loaded from it: a session
+	// then does not count them in its Size.
+	RawShared bool
 	// Seq is the sequence number of the session's last event (0: none).
 	Seq int64
 	// CreateTime is the time the session was created.
@@ -105,8 +107,8 @@ type Window struct {
 	// AfterSeq, when positive, keeps only events whose sequence number is
 	// greater (used to load what was appended since a known point).
 	AfterSeq int64
-	// Encoded lets a store that keeps events encoded return them so, in
-	// Record.Raw, without decoding them.
+	// Encoded lets the store return the events encoded, in Record.Raw,
+	// without decoding them.
 	Encoded bool
 }
 

@@ -97,11 +97,10 @@ func (s *Session) Trim(keep int) {
 	s.trimmed = to
 }
 
-// decodeTrimmed decodes an event Trim encoded. The session's own encoding
-// always decodes; should it not, the event read says so instead of
-// stopping the process.
-func decodeTrimmed(b []byte) *event.Event {
-	var d event.Decoder
+// decodeTrimmed decodes an event kept encoded, with d. The session's own
+// encoding always decodes; should it not, the event read says so instead
+// of stopping the process.
+func decodeTrimmed(d *event.Decoder, b []byte) *event.Event {
 	ev := new(event.Event)
 	if err := d.Decode(b, ev); err != nil {
 		ev = &event.Event{}

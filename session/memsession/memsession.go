@@ -158,7 +158,7 @@ func (s *Store) GetSession(ctx context.Context, key session.Key, w session.Windo
 	if w.Encoded {
 		// The stored bytes are never changed, and the clipped slice
 		// cannot be appended to in place.
-		out.Raw = slices.Clip(r.events[lo:])
+		out.Raw, out.RawShared = slices.Clip(r.events[lo:]), true
 		return out, nil
 	}
 	evs, err := decode(r.events[lo:])

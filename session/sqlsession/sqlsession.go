@@ -466,10 +466,10 @@ func (s *Store) GetSession(ctx context.Context, key session.Key, w session.Windo
 		if err != nil {
 			return nil, fmt.Errorf("sqlsession: read session: %w", err)
 		}
-		if err := readSession(rows, rec, after, recent); err != nil {
+		if err := readSession(rows, rec, after, recent, w.Encoded); err != nil {
 			return nil, err
 		}
-		if !w.None && rec.Events == nil {
+		if !w.None && rec.Events == nil && rec.Raw == nil {
 			rec.Events = []*event.Event{}
 		}
 		return rec, nil
@@ -483,7 +483,7 @@ func (s *Store) GetSession(ctx context.Context, key session.Key, w session.Windo
 	if err != nil {
 		return nil, fmt.Errorf("sqlsession: read session: %w", err)
 	}
-	if err := readSession(rows, rec, noEvents, noEvents); err != nil {
+	if err := readSession(rows, rec, noEvents, noEvents, false); err != nil {
 		return nil, err
 	}
 	if rec.Events, err = s.readEvents(ctx, tx, key, rec.Seq, w); err != nil {
@@ -504,7 +504,8 @@ func sessionArgs(k session.Key, after, recent int64) []any {
 }
 
 // readSession reads the rows of querySession into rec, and closes rows.
-func readSession(rows *sql.Rows, rec *session.Record, after, recent int64) error {
+// With encoded set, the events are returned encoded (Record.Raw).
+func readSession(rows *sql.Rows, rec *session.Record, after, recent int64, encoded bool) error {
 	defer rows.Close()
 	rec.State, rec.UserState, rec.AppState = map[string]any{}, map[string]any{}, map[string]any{}
 	maps := [3]map[string]any{rec.State, rec.UserState, rec.AppState}
@@ -512,7 +513,7 @@ func readSession(rows *sql.Rows, rec *session.Record, after, recent int64) error
 		kind      int64
 		name, raw sql.RawBytes
 		found     bool
-		events    eventReader
+		events    = eventReader{encoded: encoded}
 		lastSeq   int64
 		sorted    = true
 	)
@@ -558,7 +559,11 @@ func readSession(rows *sql.Rows, rec *session.Record, after, recent int64) error
 	if !found {
 		return session.ErrNotFound
 	}
-	rec.Events = events.result(sorted)
+	if encoded {
+		rec.Raw = events.rawResult(sorted)
+	} else {
+		rec.Events = events.result(sorted)
+	}
 	return nil
 }
 
@@ -569,10 +574,24 @@ type eventReader struct {
 	store []event.Event
 	evs   []*event.Event
 	seqs  []int64
+
+	// With encoded set, the events are kept as read: raw are their
+	// bytes, copied into arena, a buffer of rawChunk bytes at a time.
+	encoded bool
+	raw     [][]byte
+	arena   []byte
 }
+
+// rawChunk is the size of the buffers encoded events are copied into.
+const rawChunk = 64 << 10
 
 // size announces how many events are coming.
 func (r *eventReader) size(n int) {
+	if r.encoded {
+		r.raw = slices.Grow(r.raw, n)
+		r.seqs = slices.Grow(r.seqs, n)
+		return
+	}
 	if cap(r.evs)-len(r.evs) < n {
 		r.evs = slices.Grow(r.evs, n)
 		r.seqs = slices.Grow(r.seqs, n)
@@ -583,6 +602,17 @@ func (r *eventReader) size(n int) {
 }
 
 func (r *eventReader) add(data []byte, seq int64) error {
+	if r.encoded {
+		// data is the driver's until the next row: copy it.
+		if len(data) > cap(r.arena)-len(r.arena) {
+			r.arena = make([]byte, 0, max(rawChunk, len(data)))
+		}
+		start := len(r.arena)
+		r.arena = append(r.arena, data...)
+		r.raw = append(r.raw, r.arena[start:len(r.arena):len(r.arena)])
+		r.seqs = append(r.seqs, seq)
+		return nil
+	}
 	if len(r.store) == cap(r.store) {
 		r.store = make([]event.Event, 0, max(16, 2*len(r.evs)))
 	}
@@ -599,18 +629,31 @@ func (r *eventReader) add(data []byte, seq int64) error {
 // result returns the events in sequence order.
 func (r *eventReader) result(sorted bool) []*event.Event {
 	if !sorted {
-		idx := make([]int, len(r.evs))
-		for i := range idx {
-			idx[i] = i
-		}
-		slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(r.seqs[a], r.seqs[b]) })
-		out := make([]*event.Event, len(idx))
-		for i, j := range idx {
-			out[i] = r.evs[j]
-		}
-		return out
+		return inSeqOrder(r.evs, r.seqs)
 	}
 	return r.evs
+}
+
+// rawResult returns the encoded events in sequence order.
+func (r *eventReader) rawResult(sorted bool) [][]byte {
+	if !sorted {
+		return inSeqOrder(r.raw, r.seqs)
+	}
+	return r.raw
+}
+
+// inSeqOrder returns xs sorted by their sequence numbers seqs.
+func inSeqOrder[T any](xs []T, seqs []int64) []T {
+	idx := make([]int, len(xs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(seqs[a], seqs[b]) })
+	out := make([]T, len(idx))
+	for i, j := range idx {
+		out[i] = xs[j]
+	}
+	return out
 }
 
 // backwardPage is how many events a read scanning back from the end of a
