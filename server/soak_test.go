@@ -41,7 +41,7 @@ func TestSoakMemoryLevelsOff(t *testing.T) {
 		t.Skip("a 3 s soak")
 	}
 	ctx := context.Background()
-	svc, err := sqlsession.NewService(ctx, "sqlite://"+filepath.Join(t.TempDir(), "sessions.db"), nil)
+	svc, err := sqlsession.NewService(ctx, "sqlite://"+filepath.Join(t.TempDir(), "sessions.db")+"?_pragma=cache_size(-128)", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,18 +14,20 @@ import (
 // content is encoded once instead of on every call. Entries are keyed by
 // weak pointers, so a cached encoding never outlives its content nor is
 // taken for another content at a reused address; the cache holds at most
-// maxCachedJSON bytes of encodings, the oldest evicted first. Contents are
+// max bytes of encodings, the oldest evicted first. Contents are
 // never modified once in a history (a changed content is a new value),
 // which is what keeps a cached encoding right. It is safe for concurrent
 // use.
 type contentCache struct {
+	max   int // set before use
 	mu    sync.Mutex
 	m     map[weak.Pointer[genai.Content]][]byte
 	queue []weak.Pointer[genai.Content] // insertion order, for eviction
 	bytes int
 }
 
-// maxCachedJSON bounds the encodings a Telemetry keeps.
+// maxCachedJSON bounds the encodings a Telemetry keeps: a quarter of
+// Config.MaxSpanBytes, and no more than this.
 const maxCachedJSON = 8 << 20
 
 // encode returns the JSON of c without its inline data parts.
@@ -38,7 +40,7 @@ func (cc *contentCache) encode(c *genai.Content) ([]byte, error) {
 		return b, nil
 	}
 	b, err := json.Marshal(withoutInlineData(c))
-	if err != nil || len(b) > maxCachedJSON/64 {
+	if err != nil || len(b) > cc.max/64 {
 		return b, err // large contents are encoded each time, never cached
 	}
 	cc.mu.Lock()
@@ -49,7 +51,7 @@ func (cc *contentCache) encode(c *genai.Content) ([]byte, error) {
 	if _, ok := cc.m[key]; ok {
 		return b, nil // encoded concurrently
 	}
-	for cc.bytes+len(b) > maxCachedJSON && len(cc.queue) > 0 {
+	for cc.bytes+len(b) > cc.max && len(cc.queue) > 0 {
 		old := cc.queue[0]
 		cc.queue = cc.queue[1:]
 		cc.bytes -= len(cc.m[old])

@@ -12,7 +12,7 @@ import (
 // TestContentCache: a cached encoding is the content's JSON without inline
 // data, computed once per content, and the cache stays within its bound.
 func TestContentCache(t *testing.T) {
-	var cc contentCache
+	cc := contentCache{max: maxCachedJSON}
 	c := &genai.Content{Role: "user", Parts: []*genai.Part{
 		{Text: "hello"},
 		{InlineData: &genai.Blob{MIMEType: "image/png", Data: []byte{1, 2, 3}}},

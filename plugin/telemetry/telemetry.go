@@ -103,7 +103,9 @@ type Config struct {
 	MaxSpans int
 	// MaxSpanBytes bounds the estimated memory of the spans a created
 	// Exporter keeps, payloads included (DefaultMaxSpanBytes if zero;
-	// negative: bounded by MaxSpans only).
+	// negative: bounded by MaxSpans only). A quarter of it (up to 8 MiB)
+	// bounds the encodings of model history contents kept to record
+	// payloads without encoding a content again at every model call.
 	MaxSpanBytes int64
 	// MaxPayloadBytes truncates the JSON payloads recorded on spans (model
 	// requests and responses, tool arguments and results), marking the
@@ -132,6 +134,10 @@ func New(cfg Config) (*Telemetry, error) {
 	t := &Telemetry{exp: cfg.Exporter, maxPayload: cfg.MaxPayloadBytes, invs: map[string]*invState{}}
 	if t.maxPayload == 0 {
 		t.maxPayload = DefaultMaxPayloadBytes
+	}
+	t.contents.max = maxCachedJSON
+	if cfg.MaxSpanBytes > 0 {
+		t.contents.max = int(min(cfg.MaxSpanBytes/4, maxCachedJSON))
 	}
 	tp := cfg.TracerProvider
 	if tp == nil {
