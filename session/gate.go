@@ -163,6 +163,19 @@ func (s *Service) readAfter(ctx context.Context, k Key, seq int64) (*Record, []*
 	e.fmu.Lock()
 	f := e.pending
 	if f == nil {
+		// No batch is waiting: with the slot free, this refresh reads
+		// alone, and what it reads is all its own.
+		select {
+		case e.slot <- struct{}{}:
+			e.fmu.Unlock()
+			rec, err := s.store.GetSession(ctx, k, Window{AfterSeq: seq})
+			<-e.slot
+			if err != nil {
+				return nil, nil, err
+			}
+			return rec, rec.Events, nil
+		default:
+		}
 		f = &flight{after: seq, done: make(chan struct{})}
 		e.pending = f
 	}

@@ -113,13 +113,21 @@ func (s *Store) applyShared(key session.Key, d session.Delta) {
 func (s *Store) fill(key session.Key, r *record) *session.Record {
 	return &session.Record{
 		Key:        key,
-		State:      event.CloneMap(r.state),
-		AppState:   event.CloneMap(s.app[key.AppName]),
-		UserState:  event.CloneMap(s.user[[2]string{key.AppName, key.UserID}]),
+		State:      cloneState(r.state),
+		AppState:   cloneState(s.app[key.AppName]),
+		UserState:  cloneState(s.user[[2]string{key.AppName, key.UserID}]),
 		Seq:        int64(len(r.events)),
 		CreateTime: r.created,
 		UpdateTime: r.updated,
 	}
+}
+
+// cloneState copies a state map for a record, nil for an empty one.
+func cloneState(m map[string]any) map[string]any {
+	if len(m) == 0 {
+		return nil
+	}
+	return event.CloneMap(m)
 }
 
 // GetSession implements session.Store. Its cost is proportional to the
