@@ -21,6 +21,7 @@ package event
 
 import (
 	"crypto/rand"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -132,26 +133,69 @@ func NewInvocationID() string { return newUUID("e-") }
 func NewCallID() string { return newUUID(GeneratedCallIDPrefix) }
 
 // newUUID returns prefix followed by a random UUID v4 in its canonical
-// form, built in a single allocation (ids are made on every event).
+// form. Ids are made on every event: those of the runtime's prefixes are
+// made idBatch at a time, in one string they share.
 func newUUID(prefix string) string {
-	var u uuid.UUID
-	if _, err := rand.Read(u[:]); err != nil {
+	var pool *sync.Pool
+	switch prefix {
+	case "":
+		pool = &idPools[0]
+	case "e-":
+		pool = &idPools[1]
+	case GeneratedCallIDPrefix:
+		pool = &idPools[2]
+	default:
+		var buf [idBatch * 64]byte
+		return string(appendUUIDs(buf[:0], prefix, 1))
+	}
+	b, _ := pool.Get().(*idRun)
+	if b == nil {
+		b = &idRun{}
+	}
+	if b.rest == "" {
+		var buf [idBatch * (len(GeneratedCallIDPrefix) + 36)]byte
+		b.rest, b.width = string(appendUUIDs(buf[:0], prefix, idBatch)), len(prefix)+36
+	}
+	id := b.rest[:b.width]
+	b.rest = b.rest[b.width:]
+	pool.Put(b)
+	return id
+}
+
+// idBatch is how many ids of one prefix are made at once.
+const idBatch = 16
+
+// idPools hold the runs of ids not handed out yet, by prefix.
+var idPools [3]sync.Pool
+
+// idRun is a run of ids of one prefix, each width bytes, in one string.
+type idRun struct {
+	rest  string
+	width int
+}
+
+// appendUUIDs appends n ids: prefix followed by a random UUID v4 in its
+// canonical form.
+func appendUUIDs(dst []byte, prefix string, n int) []byte {
+	var random [idBatch * 16]byte
+	if _, err := rand.Read(random[:16*n]); err != nil {
 		panic(err) // as uuid.NewString does: crypto/rand never fails
 	}
-	u[6] = u[6]&0x0f | 0x40 // version 4
-	u[8] = u[8]&0x3f | 0x80 // variant RFC 4122
 	const hexDigits = "0123456789abcdef"
-	var buf [len(GeneratedCallIDPrefix) + 36]byte // the longest prefix
-	n := copy(buf[:], prefix)
-	for i, b := range u {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			buf[n] = '-'
-			n++
+	for k := range n {
+		var u uuid.UUID
+		copy(u[:], random[16*k:])
+		u[6] = u[6]&0x0f | 0x40 // version 4
+		u[8] = u[8]&0x3f | 0x80 // variant RFC 4122
+		dst = append(dst, prefix...)
+		for i, b := range u {
+			if i == 4 || i == 6 || i == 8 || i == 10 {
+				dst = append(dst, '-')
+			}
+			dst = append(dst, hexDigits[b>>4], hexDigits[b&0x0f])
 		}
-		buf[n], buf[n+1] = hexDigits[b>>4], hexDigits[b&0x0f]
-		n += 2
 	}
-	return string(buf[:n])
+	return dst
 }
 
 // Now returns the current time truncated to microseconds, the precision that

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -334,5 +335,46 @@ func TestE1NewIDsAllocateOnce(t *testing.T) {
 		if err != nil || !strings.HasPrefix(inv, "e-") || u.Version() != 4 || u.Variant() != uuid.RFC4122 || "e-"+u.String() != inv {
 			t.Fatalf("invocation id %q is not e- + a canonical UUID v4 (%v)", inv, err)
 		}
+	}
+}
+
+// TestIDsAreDistinctAcrossGoroutines makes ids of each kind from several
+// goroutines at once (ids are made in runs that goroutines take turns
+// with): every one is a canonical UUID v4 after its prefix, and none
+// repeats.
+func TestIDsAreDistinctAcrossGoroutines(t *testing.T) {
+	kinds := []struct {
+		prefix string
+		make   func() string
+	}{{"", event.NewID}, {"e-", event.NewInvocationID}, {event.GeneratedCallIDPrefix, event.NewCallID}}
+	const goroutines, each = 8, 500
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				k := kinds[(g+i)%len(kinds)]
+				id := k.make()
+				rest, ok := strings.CutPrefix(id, k.prefix)
+				u, err := uuid.Parse(rest)
+				if !ok || err != nil || u.Version() != 4 || u.Variant() != uuid.RFC4122 || u.String() != rest {
+					t.Errorf("id %q is not %q and a canonical UUID v4 (%v)", id, k.prefix, err)
+					return
+				}
+				mu.Lock()
+				dup := seen[id]
+				seen[id] = true
+				mu.Unlock()
+				if dup {
+					t.Errorf("id %q made twice", id)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != goroutines*each {
+		t.Fatalf("%d distinct ids, want %d", len(seen), goroutines*each)
 	}
 }
