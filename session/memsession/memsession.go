@@ -179,6 +179,9 @@ func (s *Store) GetSession(ctx context.Context, key session.Key, w session.Windo
 
 // decode decodes stored events, all in one allocation.
 func decode(data [][]byte) ([]*event.Event, error) {
+	if len(data) == 0 {
+		return []*event.Event{}, nil
+	}
 	var dec event.Decoder
 	store := make([]event.Event, len(data))
 	evs := make([]*event.Event, len(data))
