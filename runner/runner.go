@@ -124,15 +124,19 @@ type liveSession struct {
 	refs int
 	elem *list.Element // position in idle, when idle
 	size int64         // sess.Size() when it became idle
-	// trimmed is sess.Len() when sess was last trimmed (guarded by sem).
-	trimmed int
+	// Guarded by sem: began is sess.Len() when the invocation under way
+	// began; trimmed is the number of events sess's last Trim left
+	// encoded, as far as the runner knows.
+	began, trimmed int
 }
 
-// Between invocations, a live session keeps its latest idleDecoded events
-// decoded and the older ones encoded (session.Session.Trim), once at least
-// trimBatch events can go: what the next turn reads is the latest events,
-// and an agent's model history is kept apart. Trimming in batches encodes
-// a batch into one buffer.
+// Between invocations, a live session keeps decoded the events of its last
+// invocation, and at least its latest idleDecoded, and the older ones
+// encoded (session.Session.Trim), once at least trimBatch events can go:
+// what the next turn reads is those events (agents bring their model
+// histories up to date with what was added since they last ran), and an
+// agent's model history is kept apart. Trimming in batches encodes a batch
+// into one buffer.
 const (
 	idleDecoded = 8
 	trimBatch   = 64
@@ -596,9 +600,10 @@ func (r *Runner) acquire(ctx context.Context, key session.Key) (*liveSession, er
 
 func (r *Runner) release(ls *liveSession) {
 	if ls.sess != nil {
-		if n := ls.sess.Len(); n >= ls.trimmed+idleDecoded+trimBatch {
-			ls.sess.Trim(idleDecoded)
-			ls.trimmed = n - idleDecoded
+		n := ls.sess.Len()
+		if keep := max(idleDecoded, n-ls.began); n-keep >= ls.trimmed+trimBatch {
+			ls.sess.Trim(keep)
+			ls.trimmed = n - keep
 		}
 	}
 	<-ls.sem
@@ -639,6 +644,7 @@ func (r *Runner) load(ctx context.Context, ls *liveSession, create bool) (*sessi
 	if ls.sess != nil {
 		err := svc.Refresh(ctx, ls.sess)
 		if err == nil {
+			ls.began = ls.sess.Len()
 			return ls.sess, nil
 		}
 		ls.sess = nil
@@ -656,6 +662,6 @@ func (r *Runner) load(ctx context.Context, ls *liveSession, create bool) (*sessi
 	if err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
-	ls.sess, ls.trimmed = sess, 0
+	ls.sess, ls.began, ls.trimmed = sess, sess.Len(), 0
 	return sess, nil
 }

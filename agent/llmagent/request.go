@@ -349,8 +349,9 @@ func (h *history) update(sess *session.Session, opts event.HistoryOptions) ([]*g
 	if h.n == 0 && n > 0 {
 		h.first = sess.At(0)
 	}
-	// The new events are read in place (At), not copied out: this runs on
-	// every model call.
+	// The new events are read in place (At), once each, not copied out:
+	// this runs on every model call.
+	had := len(h.b.Contents())
 	rebuild := false
 	for i := h.n; i < n; i++ {
 		e := sess.At(i)
@@ -359,24 +360,21 @@ func (h *history) update(sess *session.Session, opts event.HistoryOptions) ([]*g
 		}
 		if e.Actions.Compaction != nil || e.Actions.RewindBeforeInvocationID != "" {
 			rebuild = true
+			break
 		}
 		if e.Content != nil && hasArtifactRef(e.Content) {
 			h.refs = true
 		}
+		h.b.Add(e)
 	}
-	had := len(h.b.Contents())
 	if rebuild {
+		// A compaction or a rewind changes what came before: start over.
 		h.b, had = event.NewHistoryBuilder(opts), 0
 		sess.Charge(-h.size)
 		h.size = 0
 		for _, e := range event.ModelView(sess.Events()) {
-			h.b.Add(e)
-		}
-	} else {
-		for i := h.n; i < n; i++ {
-			e := sess.At(i)
-			if e == nil {
-				break
+			if e.Content != nil && hasArtifactRef(e.Content) {
+				h.refs = true
 			}
 			h.b.Add(e)
 		}
