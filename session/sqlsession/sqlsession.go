@@ -97,6 +97,9 @@ type Store struct {
 	pgAppend [1 << 6]atomic.Pointer[string]
 	// leases are the session leases (lease.go).
 	leases leases
+	// appends are the appends waiting to share a transaction on pin
+	// (batch.go).
+	appends appendQueue
 }
 
 // statements are the read statements, prepared once per store; database/sql
@@ -378,33 +381,11 @@ func (s *Store) AppendEvent(ctx context.Context, key session.Key, created time.T
 	if s.db.Dialect == sqldb.Postgres {
 		return s.appendPostgres(ctx, key, created, seq, ev, data, changes)
 	}
-	tx, err := s.beginWrite(ctx)
-	if err != nil {
-		return err
+	a := appendArgs{key: key, created: created, seq: seq, ev: ev, data: data, changes: changes}
+	if s.pin == nil {
+		return s.appendTx(ctx, &a, false)
 	}
-	defer tx.end()
-	k := key
-	res, err := tx.exec(wInsertEvent, insertEventArgs(k, created, seq, ev, data)...)
-	if err != nil {
-		if e := conflict(err); e != nil {
-			return e
-		}
-		return fmt.Errorf("sqlsession: insert event: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("sqlsession: insert event: %w", err)
-	}
-	if n == 0 {
-		return whyNotAppended(tx.queryRow(wExistsSession, k.AppName, k.UserID, k.SessionID), created, seq)
-	}
-	if err := applyChanges(&tx, key, changes); err != nil {
-		return err
-	}
-	if err := tx.commit(); err != nil {
-		return fmt.Errorf("sqlsession: commit: %w", err)
-	}
-	return nil
+	return s.appendBatched(ctx, &a)
 }
 
 // conflict maps the PostgreSQL errors of two racing appends to the
