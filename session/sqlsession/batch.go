@@ -79,7 +79,7 @@ func (s *Store) appendBatched(ctx context.Context, a *appendArgs) error {
 		w.ctx, w.a = ctx, *a
 		q.waiting = append(q.waiting, w)
 		q.mu.Unlock()
-		if err, done := q.wait(w); done {
+		if done, err := q.wait(w); done {
 			return err
 		}
 	} else {
@@ -91,9 +91,9 @@ func (s *Store) appendBatched(ctx context.Context, a *appendArgs) error {
 }
 
 // wait waits until w is given the turn (done false: the caller leads) or
-// its outcome is in, and recycles w. A caller whose context ends while w is
-// still waiting withdraws it.
-func (q *appendQueue) wait(w *queued) (err error, done bool) {
+// its outcome is in (done true), and recycles w. A caller whose context
+// ends while w is still waiting withdraws it.
+func (q *appendQueue) wait(w *queued) (done bool, err error) {
 	select {
 	case <-w.wake:
 	case <-w.ctx.Done():
@@ -103,7 +103,7 @@ func (q *appendQueue) wait(w *queued) (err error, done bool) {
 			q.mu.Unlock()
 			err = fmt.Errorf("sqlsession: append: %w", w.ctx.Err())
 			w.recycle()
-			return err, true
+			return true, err
 		}
 		q.mu.Unlock()
 		<-w.wake // taken or given the turn meanwhile
@@ -111,15 +111,16 @@ func (q *appendQueue) wait(w *queued) (err error, done bool) {
 	err, lead, ctx := w.err, w.lead, w.ctx
 	w.recycle()
 	if !lead {
-		return err, true
+		return true, err
 	}
 	if err := ctx.Err(); err != nil {
 		q.pass()
-		return fmt.Errorf("sqlsession: append: %w", err), true
+		return true, fmt.Errorf("sqlsession: append: %w", err)
 	}
-	return nil, false
+	return false, nil
 }
 
+// recycle clears w and returns it to the pool.
 func (w *queued) recycle() {
 	w.ctx, w.a, w.err, w.lead = nil, appendArgs{}, nil, false
 	queuedPool.Put(w)

@@ -39,6 +39,16 @@
 // even past the caller's deadline, so that an error means nothing was
 // stored.
 //
+// # Durability and group commit
+//
+// A SQLite file runs in WAL mode with synchronous=NORMAL: an acknowledged
+// append survives a crash of the process; a power loss may lose the last
+// transactions, never corrupts the database. Its writes go through one
+// connection, and appends that arrive while another's transaction runs
+// share the next one (at most 64 a transaction; see batch.go), each with
+// its own outcome, so that many sessions appending at once pay for few
+// commits. PostgreSQL commits each append on its own.
+//
 // # Leases
 //
 // Store implements session.Leaser, so that processes sharing the database
@@ -363,7 +373,8 @@ func (s *Store) CreateSession(ctx context.Context, rec *session.Record, d sessio
 // writers from the same seq may both pass the check, and the second then
 // collides with the first on the events' primary key (or on the session's
 // row, if it was deleted meanwhile), which also reads as ErrStale (or
-// ErrNotFound).
+// ErrNotFound). On a SQLite file, appends that arrive together share a
+// transaction, each with its own outcome (batch.go).
 //
 // Session-scoped state lives one row per key rather than as a JSON document
 // on the session row: the seq check would guard a read-modify-write just as
