@@ -57,8 +57,8 @@ type appendQueue struct {
 	mu      sync.Mutex
 	busy    bool // an append holds the turn
 	waiting []*queued
-	// batch is the taker's view of the appends it took (reused: only the
-	// turn's holder uses it).
+	// batch holds the appends the turn's holder took, until it has given
+	// them their outcomes (reused: the turn passes on only after that).
 	batch []*queued
 	// commits counts the COMMITs of append transactions.
 	commits atomic.Int64
