@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +26,9 @@ const s4Events = 10000
 //
 //   - Append: append 10,000 events, each with a one-key state delta, to one
 //     session through the session service, one at a time (events/s);
+//   - AppendParallel: append 10,000 events in all, each with a one-key
+//     state delta, from 16 sessions at once (625 each, one at a time per
+//     session), as a server with many conversations does (events/s);
 //   - Read10000: read that session with all its events (ns, B, allocs),
 //     which a store may hand over encoded, to be decoded when read;
 //     Read10000Events also reads every event, decoded;
@@ -87,6 +91,57 @@ func benchS4(b *testing.B, newURL func(b *testing.B) string) {
 		}
 		if v, _ := sess.Get("counter"); sess.Len() != s4Events || fmt.Sprint(v) != fmt.Sprint(s4Events-1) {
 			b.Fatalf("appended session holds %d events and counter %v, want %d and %d", sess.Len(), v, s4Events, s4Events-1)
+		}
+		b.ReportMetric(float64(n*s4Events)/b.Elapsed().Seconds(), "events/s")
+	})
+
+	b.Run("AppendParallel", func(b *testing.B) {
+		const sessions = 16
+		svc := open(b)
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			b.StopTimer()
+			sess := make([]*session.Session, sessions)
+			for i := range sess {
+				var err error
+				key := session.Key{AppName: "bench", UserID: "user", SessionID: fmt.Sprintf("par%d-%d", n, i)}
+				if sess[i], err = svc.Create(ctx, key, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StartTimer()
+			var wg sync.WaitGroup
+			errs := make(chan error, sessions)
+			for _, s := range sess {
+				wg.Go(func() {
+					for i := range s4Events / sessions {
+						ev := event.NewModelText("inv", "agent", "event text")
+						ev.Actions.StateDelta = map[string]any{"counter": i}
+						if err := svc.AppendEvent(ctx, s, ev); err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			close(errs)
+			if err := <-errs; err != nil {
+				b.Fatal(err)
+			}
+			for _, s := range sess {
+				got, err := svc.Get(ctx, s.Key(), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if v, _ := got.Get("counter"); got.Len() != s4Events/sessions || fmt.Sprint(v) != fmt.Sprint(s4Events/sessions-1) {
+					b.Fatalf("session %s holds %d events and counter %v, want %d and %d", s.Key().SessionID, got.Len(), v, s4Events/sessions, s4Events/sessions-1)
+				}
+			}
+			b.StartTimer()
+			n++
 		}
 		b.ReportMetric(float64(n*s4Events)/b.Elapsed().Seconds(), "events/s")
 	})
