@@ -1,7 +1,6 @@
 package telemetry
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -282,8 +281,8 @@ func (t *Telemetry) requestPayload(req *model.Request) string {
 		contents = append(contents, b)
 		used += len(b) + 1
 	}
-	var buf bytes.Buffer
-	buf.Grow(used + 1024) // the contents, the model and most configurations
+	var buf strings.Builder // its String does not copy
+	buf.Grow(used + 1024)   // the contents, the model and most configurations
 	buf.WriteString(`{"model":`)
 	buf.WriteString(quote(req.Model))
 	if omitted := len(req.Contents) - len(contents); omitted > 0 {
