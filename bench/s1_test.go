@@ -15,6 +15,8 @@ import (
 	"github.com/loomkit/loom/agent/workflowagent"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"
+	"github.com/loomkit/loom/plugin"
+	"github.com/loomkit/loom/plugin/telemetry"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
@@ -110,6 +112,48 @@ func BenchmarkS1(b *testing.B) {
 	}
 	b.StopTimer()
 	checkS1Sessions(b, svc, ids, b.N)
+}
+
+// BenchmarkS1Telemetry is S1 with the telemetry plugin recording into its
+// in-memory span store, as "loom web" records: Plain is S1 without it,
+// NoPayloads records spans and metrics, Payloads also records the model
+// and tool payloads. Run it as -benchtime=2000x and compare the three.
+func BenchmarkS1Telemetry(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		cfg  *telemetry.Config
+	}{{"Plain", nil}, {"NoPayloads", &telemetry.Config{MaxPayloadBytes: -1}}, {"Payloads", &telemetry.Config{}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			svc := memsession.NewService()
+			cfg := runner.Config{AppName: "bench", Agent: newS1Agent(b), Sessions: svc}
+			var tel *telemetry.Telemetry
+			if tc.cfg != nil {
+				var err error
+				if tel, err = telemetry.New(*tc.cfg); err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { tel.Shutdown(context.Background()) })
+				cfg.Plugins = []*plugin.Plugin{tel.Plugin()}
+			}
+			r, err := runner.New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ids := createSessions(b, svc, 100)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				if n := invoke(b, r, ids[i%len(ids)]); n != 3 {
+					b.Fatalf("invocation yielded %d events, want 3", n)
+				}
+			}
+			b.StopTimer()
+			checkS1Sessions(b, svc, ids, b.N)
+			if tel != nil && tel.Exporter().Exported() < uint64(b.N) {
+				b.Fatalf("%d spans recorded for %d invocations", tel.Exporter().Exported(), b.N)
+			}
+		})
+	}
 }
 
 // checkS1Sessions fails b unless n invocations, round-robin over the
