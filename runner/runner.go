@@ -19,7 +19,6 @@
 package runner
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -109,8 +108,8 @@ type Runner struct {
 
 	mu        sync.Mutex
 	live      map[session.Key]*liveSession
-	idle      *list.List // of *liveSession with refs == 0, most recent first
-	idleBytes int64      // sum of the idle sessions' sizes
+	idle      idleList // the live sessions with refs == 0, most recent first
+	idleBytes int64    // sum of the idle sessions' sizes
 	limit     int        // of idle sessions
 	maxBytes  int64      // of idleBytes
 }
@@ -122,8 +121,11 @@ type liveSession struct {
 	sem  chan struct{}
 	sess *session.Session // nil until loaded
 	refs int
-	elem *list.Element // position in idle, when idle
-	size int64         // sess.Size() when it became idle
+	// prev and next link the session in the idle list; idle says it is
+	// in it.
+	prev, next *liveSession
+	idle       bool
+	size       int64 // sess.Size() when it became idle
 	// Guarded by sem: began is sess.Len() when the invocation under way
 	// began; trimmed is the number of events sess's last Trim left
 	// encoded, as far as the runner knows.
@@ -165,7 +167,7 @@ func New(cfg Config) (*Runner, error) {
 	if limit < 0 || maxBytes < 0 {
 		limit, maxBytes = 0, 0
 	}
-	r := &Runner{cfg: cfg, callbacks: plugin.Merge(cfg.Plugins), live: map[session.Key]*liveSession{}, idle: list.New(),
+	r := &Runner{cfg: cfg, callbacks: plugin.Merge(cfg.Plugins), live: map[session.Key]*liveSession{},
 		limit: limit, maxBytes: maxBytes}
 	r.tree.Store(tree)
 	return r, nil
@@ -198,7 +200,7 @@ func (r *Runner) Refresh(ctx context.Context) *agent.Tree {
 func (r *Runner) CacheUsage() (sessions int, bytes int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.idle.Len(), r.idleBytes
+	return r.idle.n, r.idleBytes
 }
 
 // AppName returns the application name.
@@ -583,9 +585,8 @@ func (r *Runner) acquire(ctx context.Context, key session.Key) (*liveSession, er
 		r.live[key] = ls
 	}
 	ls.refs++
-	if ls.elem != nil {
-		r.idle.Remove(ls.elem)
-		ls.elem = nil
+	if ls.idle {
+		r.idle.remove(ls)
 		r.idleBytes -= ls.size
 	}
 	r.mu.Unlock()
@@ -627,14 +628,47 @@ func (r *Runner) unref(ls *liveSession) {
 		delete(r.live, ls.key)
 		return
 	}
-	ls.elem = r.idle.PushFront(ls)
+	r.idle.pushFront(ls)
 	r.idleBytes += ls.size
-	for r.idle.Len() > r.limit || r.idleBytes > r.maxBytes {
-		old := r.idle.Remove(r.idle.Back()).(*liveSession)
-		old.elem = nil
+	for r.idle.n > r.limit || r.idleBytes > r.maxBytes {
+		old := r.idle.tail
+		r.idle.remove(old)
 		r.idleBytes -= old.size
 		delete(r.live, old.key)
 	}
+}
+
+// idleList is a doubly linked list of idle live sessions, through the
+// sessions themselves, so that a session going idle costs no allocation.
+type idleList struct {
+	head, tail *liveSession
+	n          int
+}
+
+func (l *idleList) pushFront(ls *liveSession) {
+	ls.prev, ls.next, ls.idle = nil, l.head, true
+	if l.head != nil {
+		l.head.prev = ls
+	} else {
+		l.tail = ls
+	}
+	l.head = ls
+	l.n++
+}
+
+func (l *idleList) remove(ls *liveSession) {
+	if ls.prev != nil {
+		ls.prev.next = ls.next
+	} else {
+		l.head = ls.next
+	}
+	if ls.next != nil {
+		ls.next.prev = ls.prev
+	} else {
+		l.tail = ls.prev
+	}
+	ls.prev, ls.next, ls.idle = nil, nil, false
+	l.n--
 }
 
 // load returns the live session for an invocation: the cached copy brought
