@@ -110,8 +110,8 @@ type Runner struct {
 	live      map[session.Key]*liveSession
 	idle      idleList // the live sessions with refs == 0, most recent first
 	idleBytes int64    // sum of the idle sessions' sizes
-	limit     int        // of idle sessions
-	maxBytes  int64      // of idleBytes
+	limit     int      // of idle sessions
+	maxBytes  int64    // of idleBytes
 }
 
 // liveSession is a session copy kept across invocations, with the lock that
