@@ -125,7 +125,7 @@ func (t *Telemetry) begin(ctx context.Context, inv *agent.Invocation) {
 	if a := inv.Agent(); a != nil {
 		st.rootAgent = a.Name()
 	}
-	_, st.span = t.tracer.Start(ctx, SpanInvocation, trace.WithTimestamp(st.start), trace.WithAttributes(
+	_, st.span = t.tracer.Start(ctx, SpanInvocation, trace.WithAttributes(
 		attribute.String(keyInvocationID, inv.ID()),
 		attribute.String(keySessionID, st.sessionID),
 		attribute.String(keyConversationID, st.sessionID),
@@ -198,7 +198,7 @@ func (t *Telemetry) beforeAgent(ctx context.Context, cc *agent.CallbackContext) 
 	defer st.mu.Unlock()
 	parent := st.parentLocked(c.branch, "")
 	_, c.span = t.tracer.Start(trace.ContextWithSpan(ctx, parent), SpanInvokeAgent+" "+a.Name(),
-		trace.WithTimestamp(c.start), trace.WithAttributes(attrs...))
+		trace.WithAttributes(attrs...))
 	st.agents = append(st.agents, c)
 	return nil, nil
 }
@@ -253,7 +253,7 @@ func (t *Telemetry) beforeModel(ctx context.Context, cc *agent.CallbackContext, 
 	defer st.mu.Unlock()
 	parent := st.parentLocked(c.branch, c.agent)
 	_, c.span = t.tracer.Start(trace.ContextWithSpan(ctx, parent), SpanCallLLM,
-		trace.WithTimestamp(c.start), trace.WithAttributes(attrs...))
+		trace.WithAttributes(attrs...))
 	if old := st.models[cc]; old != nil {
 		old.finish() // the same context reused for a second call: close the first
 	}
@@ -424,7 +424,7 @@ func (t *Telemetry) beforeTool(ctx context.Context, tc tool.Context, tl tool.Too
 	defer st.mu.Unlock()
 	parent := st.parentLocked(c.branch, c.agent)
 	_, c.span = t.tracer.Start(trace.ContextWithSpan(ctx, parent), SpanExecuteTool+" "+tl.Name(),
-		trace.WithTimestamp(c.start), trace.WithAttributes(attrs...))
+		trace.WithAttributes(attrs...))
 	if old := st.tools[tc.FunctionCallID()]; old != nil {
 		old.finish()
 	}
