@@ -35,9 +35,9 @@ func (s *Session) Trim(keep int) {
 		return
 	}
 	evs := slices.Clone(s.events[from:to])
-	var have [][]byte // the bytes already known
+	var have [][]byte // the bytes already known (a copy: another Trim may write s.raw)
 	if from < len(s.raw) {
-		have = s.raw[from:min(to, len(s.raw))]
+		have = slices.Clone(s.raw[from:min(to, len(s.raw))])
 	}
 	s.mu.RUnlock()
 

@@ -152,3 +152,44 @@ func TestTrimWhileReading(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestConcurrentTrims trims one session from several goroutines at once
+// (run with -race), in memory, where the store's bytes are kept, and on
+// SQLite, where Trim encodes: the events read stay the same.
+func TestConcurrentTrims(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { testConcurrentTrims(t, memsession.NewService()) })
+	t.Run("sqlite", func(t *testing.T) {
+		svc, err := sqlsession.NewService(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "s.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer svc.Close()
+		testConcurrentTrims(t, svc)
+	})
+}
+
+func testConcurrentTrims(t *testing.T, svc *session.Service) {
+	ctx := context.Background()
+	sess, err := svc.Create(ctx, session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range sizeEvents(300, 10) {
+		if err := svc.AppendEvent(ctx, sess, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, _ := json.Marshal(sess.Events())
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for keep := 250 - g; keep >= 0; keep -= 25 {
+				sess.Trim(keep)
+			}
+		})
+	}
+	wg.Wait()
+	if got, _ := json.Marshal(sess.Events()); string(got) != string(want) || sess.Len() != 300 {
+		t.Fatalf("after concurrent trims the session reads differently")
+	}
+}
