@@ -99,9 +99,16 @@ func createSessions(tb testing.TB, svc *session.Service, n int, prefix ...string
 // BenchmarkS1 is scenario S1: in-memory sessions, the S1 agent, one
 // invocation per iteration round-robin over 100 sessions. Run it as
 // -benchtime=2000x so that each session ends with 80 events.
-func BenchmarkS1(b *testing.B) {
+func BenchmarkS1(b *testing.B) { benchS1(b) }
+
+// benchS1 runs S1 on a runner with the given plugins and checks every
+// session's events afterwards.
+func benchS1(b *testing.B, plugins ...*plugin.Plugin) {
 	svc := memsession.NewService()
-	r := newRunner(b, newS1Agent(b), svc)
+	r, err := runner.New(runner.Config{AppName: "bench", Agent: newS1Agent(b), Sessions: svc, Plugins: plugins})
+	if err != nil {
+		b.Fatal(err)
+	}
 	ids := createSessions(b, svc, 100)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -119,38 +126,20 @@ func BenchmarkS1(b *testing.B) {
 // NoPayloads records spans and metrics, Payloads also records the model
 // and tool payloads. Run it as -benchtime=2000x and compare the three.
 func BenchmarkS1Telemetry(b *testing.B) {
+	b.Run("Plain", func(b *testing.B) { benchS1(b) })
 	for _, tc := range []struct {
 		name string
-		cfg  *telemetry.Config
-	}{{"Plain", nil}, {"NoPayloads", &telemetry.Config{MaxPayloadBytes: -1}}, {"Payloads", &telemetry.Config{}}} {
+		cfg  telemetry.Config
+	}{{"NoPayloads", telemetry.Config{MaxPayloadBytes: -1}}, {"Payloads", telemetry.Config{}}} {
 		b.Run(tc.name, func(b *testing.B) {
-			svc := memsession.NewService()
-			cfg := runner.Config{AppName: "bench", Agent: newS1Agent(b), Sessions: svc}
-			var tel *telemetry.Telemetry
-			if tc.cfg != nil {
-				var err error
-				if tel, err = telemetry.New(*tc.cfg); err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { tel.Shutdown(context.Background()) })
-				cfg.Plugins = []*plugin.Plugin{tel.Plugin()}
-			}
-			r, err := runner.New(cfg)
+			tel, err := telemetry.New(tc.cfg)
 			if err != nil {
 				b.Fatal(err)
 			}
-			ids := createSessions(b, svc, 100)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; b.Loop(); i++ {
-				if n := invoke(b, r, ids[i%len(ids)]); n != 3 {
-					b.Fatalf("invocation yielded %d events, want 3", n)
-				}
-			}
-			b.StopTimer()
-			checkS1Sessions(b, svc, ids, b.N)
-			if tel != nil && tel.Exporter().Exported() < uint64(b.N) {
-				b.Fatalf("%d spans recorded for %d invocations", tel.Exporter().Exported(), b.N)
+			defer tel.Shutdown(context.Background())
+			benchS1(b, tel.Plugin())
+			if got := tel.Exporter().Exported(); got < uint64(b.N) {
+				b.Fatalf("%d spans recorded for %d invocations", got, b.N)
 			}
 		})
 	}
