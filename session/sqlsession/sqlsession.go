@@ -568,7 +568,8 @@ type eventReader struct {
 	seqs  []int64
 
 	// With encoded set, the events are kept as read: raw are their
-	// bytes, copied into arena, a buffer of rawChunk bytes at a time.
+	// bytes, copied into arena, a buffer that doubles up to rawChunk bytes
+	// at a time (so that a short session's read stays small).
 	encoded bool
 	raw     [][]byte
 	arena   []byte
@@ -597,7 +598,7 @@ func (r *eventReader) add(data []byte, seq int64) error {
 	if r.encoded {
 		// data is the driver's until the next row: copy it.
 		if len(data) > cap(r.arena)-len(r.arena) {
-			r.arena = make([]byte, 0, max(rawChunk, len(data)))
+			r.arena = make([]byte, 0, max(min(2*cap(r.arena), rawChunk), 1024, len(data)))
 		}
 		start := len(r.arena)
 		r.arena = append(r.arena, data...)
