@@ -47,3 +47,26 @@ func TestContentCache(t *testing.T) {
 	}
 	_ = keep
 }
+
+// TestContentCacheFollowsSpanBytes: the cache of a Telemetry holds at most
+// a quarter of Config.MaxSpanBytes, so that a small span budget bounds it
+// too (it used to hold 8 MiB whatever the budget).
+func TestContentCacheFollowsSpanBytes(t *testing.T) {
+	const spanBytes = 1 << 20
+	tel, err := New(Config{MaxSpanBytes: spanBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := make([]*genai.Content, 0, 1000)
+	for i := range 1000 { // 1000 × about 2 KiB is more than the bound
+		c := &genai.Content{Role: "user", Parts: []*genai.Part{{Text: fmt.Sprint(i, strings.Repeat("y", 2<<10))}}}
+		keep = append(keep, c)
+		if _, err := tel.contents.encode(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tel.contents.bytes > spanBytes/4 || tel.contents.bytes < spanBytes/8 {
+		t.Fatalf("the content cache holds %d bytes for a span budget of %d, want at most a quarter", tel.contents.bytes, spanBytes)
+	}
+	_ = keep
+}
