@@ -240,6 +240,9 @@ func (b *HistoryBuilder) replace(at [2]int, p *genai.Part) {
 	b.contents[at[0]] = c
 }
 
+// Len returns the number of contents built so far.
+func (b *HistoryBuilder) Len() int { return len(b.contents) }
+
 // Contents returns the history built so far. The slice has no spare
 // capacity and is never changed by later calls, so callers may keep it;
 // they must not modify it.

@@ -351,7 +351,7 @@ func (h *history) update(sess *session.Session, opts event.HistoryOptions) ([]*g
 	}
 	// The new events are read in place (At), once each, not copied out:
 	// this runs on every model call.
-	had := len(h.b.Contents())
+	had := h.b.Len()
 	rebuild := false
 	for i := h.n; i < n; i++ {
 		e := sess.At(i)
