@@ -630,3 +630,44 @@ func TestNaming(t *testing.T) {
 		t.Fatalf("names %v\nwant %v", got, want)
 	}
 }
+
+// TestSharedSchemasBounded: a small document whose schemas each refer to
+// the next through eight properties would spell out 8^depth schemas in a
+// declaration; the conversion stops at its size bound instead.
+func TestSharedSchemasBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"openapi":"3.0.3","info":{"title":"fan","version":"1"},"paths":{"/x":{"post":{"operationId":"fan",` +
+		`"requestBody":{"content":{"application/json":{"schema":{"$ref":"#/components/schemas/S0"}}}},` +
+		`"responses":{"200":{"description":"ok"}}}}},"components":{"schemas":{`)
+	const levels = 8
+	for i := range levels {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"S%d":{"type":"object","properties":{`, i)
+		for p := range 8 {
+			if p > 0 {
+				b.WriteString(",")
+			}
+			if i == levels-1 {
+				fmt.Fprintf(&b, `"p%d":{"type":"string"}`, p)
+			} else {
+				fmt.Fprintf(&b, `"p%d":{"$ref":"#/components/schemas/S%d"}`, p, i+1)
+			}
+		}
+		b.WriteString("}}")
+	}
+	b.WriteString("}}}")
+	ts, err := openapitool.New(context.Background(), openapitool.Config{Spec: []byte(b.String()), BaseURL: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := toolsByName(t, ts)["fan"].Declaration()
+	out, err := json.Marshal(d.ParametersJsonSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) > 1<<20 || !strings.Contains(string(out), `"p7"`) {
+		t.Fatalf("a %d-byte document made a %d-byte declaration", b.Len(), len(out))
+	}
+}

@@ -7,9 +7,14 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
-// maxSchemaDepth bounds the nesting of a converted schema, so that a deep
-// or recursive document cannot make a huge declaration.
-const maxSchemaDepth = 12
+// maxSchemaDepth bounds the nesting of a converted schema, and
+// maxSchemaNodes the number of schemas one conversion writes, so that a
+// deep, recursive or widely shared document cannot make a huge declaration
+// (a schema reached along several paths is written once per path).
+const (
+	maxSchemaDepth = 12
+	maxSchemaNodes = 2000
+)
 
 // schemaOf returns the schema a reference resolves to, or nil.
 func schemaOf(ref *openapi3.SchemaRef) *openapi3.Schema {
@@ -23,7 +28,8 @@ func schemaOf(ref *openapi3.SchemaRef) *openapi3.Schema {
 // loader) to the JSON schema of a function declaration. description, when
 // not empty, is used in place of the schema's own. In a request (request
 // true) read-only properties are left out. A schema that refers back to
-// itself becomes an unconstrained object at the point of recursion.
+// itself becomes an unconstrained object at the point of recursion, as
+// does any schema past the bounds of depth and size.
 func jsonSchema(ref *openapi3.SchemaRef, description string, request bool) map[string]any {
 	c := converter{request: request, onPath: map[*openapi3.Schema]bool{}}
 	out := c.convert(schemaOf(ref), 0)
@@ -36,6 +42,7 @@ func jsonSchema(ref *openapi3.SchemaRef, description string, request bool) map[s
 type converter struct {
 	request bool
 	onPath  map[*openapi3.Schema]bool // schemas being converted, to stop recursion
+	nodes   int                       // schemas written so far
 }
 
 func (c *converter) convert(s *openapi3.Schema, depth int) map[string]any {
@@ -43,7 +50,8 @@ func (c *converter) convert(s *openapi3.Schema, depth int) map[string]any {
 	if s == nil {
 		return out
 	}
-	if c.onPath[s] || depth > maxSchemaDepth {
+	c.nodes++
+	if c.onPath[s] || depth > maxSchemaDepth || c.nodes > maxSchemaNodes {
 		out["type"] = "object"
 		if s.Description != "" {
 			out["description"] = s.Description
