@@ -1,6 +1,7 @@
 package llmagent_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -10,6 +11,8 @@ import (
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"
+	"github.com/loomkit/loom/tool"
+	"github.com/loomkit/loom/tool/functiontool"
 )
 
 func systemTexts(req *model.Request) []string {
@@ -76,5 +79,45 @@ func TestStaticInstruction(t *testing.T) {
 			t.Logf("%s: %q", x.Role, x.Parts[0].Text)
 		}
 		t.Fatalf("contents of the second request are not history, dynamic instruction, user turn")
+	}
+}
+
+// TestStaticInstructionKeepsToolPairs: with a static instruction, the
+// templated instruction goes before the user's message, not between a
+// function call and its response in the next step of the tool loop.
+func TestStaticInstructionKeepsToolPairs(t *testing.T) {
+	m := scripted.NewSequence("m", scripted.Call("echo", map[string]any{"v": "x"}), scripted.Text("done"))
+	echo, err := functiontool.New(functiontool.Config{Name: "echo", Description: "Echoes v."},
+		func(_ context.Context, _ tool.Context, args struct {
+			V string `json:"v"`
+		}) (string, error) {
+			return args.V, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := mustAgent(t, llmagent.Config{Name: "a", Model: m, Tools: []tool.Tool{echo},
+		StaticInstruction: genai.NewContentFromText("Static.", genai.RoleUser),
+		Instruction:       "Be brief."})
+	f := newFixture(t, a, nil, nil)
+	f.run(t, "hi", nil)
+	reqs := m.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	c := reqs[1].Contents
+	var got []string
+	for _, x := range c {
+		switch p := x.Parts[0]; {
+		case p.FunctionCall != nil:
+			got = append(got, "call")
+		case p.FunctionResponse != nil:
+			got = append(got, "response")
+		default:
+			got = append(got, p.Text)
+		}
+	}
+	if strings.Join(got, "|") != "Be brief.|hi|call|response" {
+		t.Fatalf("second request contents %q, want the instruction before the user turn and the call next to its response", got)
 	}
 }

@@ -181,11 +181,20 @@ func requestProcessors(tools map[string]tool.Tool) []string {
 	return names
 }
 
-// insertBeforeUserTurn returns contents with c placed before the trailing
-// run of user contents (the latest user turn), in a new slice.
+// insertBeforeUserTurn returns contents with c placed before the latest
+// user turn (the run of user contents with text that ends with the latest
+// one), in a new slice: not between a function call and its response, which
+// are user contents too. Without a user turn, c goes last.
 func insertBeforeUserTurn(contents []*genai.Content, c *genai.Content) []*genai.Content {
+	isTurn := func(x *genai.Content) bool { return x != nil && x.Role == genai.RoleUser && hasUserText(x) }
 	at := len(contents)
-	for at > 0 && contents[at-1] != nil && contents[at-1].Role == genai.RoleUser {
+	for i := len(contents) - 1; i >= 0; i-- {
+		if isTurn(contents[i]) {
+			at = i
+			break
+		}
+	}
+	for at > 0 && at < len(contents) && isTurn(contents[at-1]) {
 		at--
 	}
 	out := make([]*genai.Content, 0, len(contents)+1)
