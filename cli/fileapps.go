@@ -121,7 +121,12 @@ func (f *fileApp) refresh(context.Context) agent.Agent {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	sum, err := fingerprint(f.dir)
-	if err == nil && f.loaded && sum == f.sum {
+	if err != nil {
+		// A directory the fingerprint cannot cover (too many files) is a
+		// state too: only a change of it reloads.
+		sum = "unreadable: " + err.Error()
+	}
+	if f.loaded && sum == f.sum {
 		return f.root()
 	}
 	f.sum, f.loaded = sum, true
@@ -180,7 +185,10 @@ func fingerprint(dir string) (string, error) {
 	n := 0
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return err
+			// An entry that cannot be read counts as its error, so that
+			// the rest is still fingerprinted.
+			fmt.Fprintf(h, "%s\x00unreadable\x00%v\x00", p, err)
+			return nil
 		}
 		if d.IsDir() {
 			if p != dir && strings.HasPrefix(d.Name(), ".") {
@@ -196,7 +204,8 @@ func fingerprint(dir string) (string, error) {
 		}
 		data, err := readBounded(p, agentconfig.MaxFileBytes+1)
 		if err != nil {
-			return err
+			fmt.Fprintf(h, "%s\x00unreadable\x00%v\x00", p, err)
+			return nil
 		}
 		fmt.Fprintf(h, "%s\x00%d\x00", p, len(data))
 		h.Write(data)

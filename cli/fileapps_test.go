@@ -234,3 +234,30 @@ func runArgs(t *testing.T, args ...string) (int, string, string) {
 	code := cli.Run(context.Background(), args, cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: noEnv}, assistantApp)
 	return code, out.String(), errb.String()
 }
+
+// TestUnreadableFileDoesNotReload: a YAML name that cannot be read (an
+// editor's lock file, a broken symlink) in an app's directory does not
+// make every turn load the app again; an edit still does.
+func TestUnreadableFileDoesNotReload(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "helper", "root_agent.yaml")
+	writeFile(t, root, "name: helper\ninstruction: Help.\n")
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "helper", ".#root_agent.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	var log syncBuffer
+	base := startServerLog(t, []string{"api", dir}, &log)
+	createSession(t, base, "helper")
+	for _, text := range []string{"one", "two", "three"} {
+		if code, got := turn(t, base, "helper", text); code != 200 || got != "helper> [offline echo] "+text {
+			t.Fatalf("turn %q = %d %q", text, code, got)
+		}
+	}
+	if strings.Contains(log.String(), "reloaded") {
+		t.Fatalf("the app reloaded without an edit:\n%s", log.String())
+	}
+	writeFile(t, root, "name: helper2\ninstruction: Help.\n")
+	if code, got := turn(t, base, "helper", "four"); code != 200 || got != "helper2> [offline echo] four" {
+		t.Fatalf("turn after an edit = %d %q", code, got)
+	}
+}
