@@ -126,6 +126,9 @@ func (c *Context) RunNode(ctx context.Context, n *Node, input any) (any, error) 
 	if c.err != nil {
 		return nil, c.err
 	}
+	if err := c.run.step(1); err != nil {
+		return nil, err
+	}
 	c.run.mu.Lock()
 	c.run.dynamic[c.path+"/"+n.name]++
 	seq := c.run.dynamic[c.path+"/"+n.name]

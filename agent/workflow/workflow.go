@@ -86,8 +86,9 @@ type Config struct {
 	Edges []Edge
 	// Start names the first node; empty means the first of Nodes.
 	Start string
-	// MaxSteps bounds the node runs of one workflow run (DefaultMaxSteps
-	// when zero): a workflow that exceeds it ends with an error event.
+	// MaxSteps bounds the node runs of one workflow run, dynamic ones
+	// (Context.RunNode) included (DefaultMaxSteps when zero): a workflow
+	// that exceeds it ends with an error event.
 	MaxSteps int
 	// BeforeAgent and AfterAgent callbacks run around the workflow.
 	BeforeAgent []agent.BeforeAgentCallback
@@ -236,6 +237,22 @@ type run struct {
 
 	mu      sync.Mutex
 	dynamic map[string]int // runs of dynamic children, by parent path + name
+	steps   int            // node runs so far, scheduled and dynamic
+}
+
+// step counts n node runs, and fails once the run has made more than the
+// workflow's MaxSteps.
+func (r *run) step(n int) error {
+	limit := r.w.cfg.MaxSteps
+	if limit == 0 {
+		limit = DefaultMaxSteps
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.steps += n; r.steps > limit {
+		return fmt.Errorf("more than %d node runs", limit)
+	}
+	return nil
 }
 
 func (w *Workflow) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
@@ -270,10 +287,6 @@ func (w *Workflow) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 			}
 		}
 		emit := func(ev *event.Event) bool { return yield(ev, nil) }
-		maxSteps := w.cfg.MaxSteps
-		if maxSteps == 0 {
-			maxSteps = DefaultMaxSteps
-		}
 		runs := map[string]int{}
 		edges := make([]int, len(w.cfg.Edges))
 		joins := map[string]map[string]any{}
@@ -283,7 +296,6 @@ func (w *Workflow) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 		}
 		ready := []activation{schedule(w.nodes[w.cfg.Start], input, fromUser)}
 		var last any
-		steps := 0
 		for len(ready) > 0 {
 			if inv.Ended() {
 				return
@@ -292,9 +304,8 @@ func (w *Workflow) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 				yield(nil, fmt.Errorf("workflow %s: %w", w.Name(), err))
 				return
 			}
-			steps += len(ready)
-			if steps > maxSteps {
-				r.fail(c, ready[0].path, fmt.Errorf("more than %d node runs", maxSteps), yield)
+			if err := r.step(len(ready)); err != nil {
+				r.fail(c, ready[0].path, err, yield)
 				return
 			}
 			results := r.wave(ctx, ready, emit)

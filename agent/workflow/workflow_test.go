@@ -178,6 +178,26 @@ func TestMaxStepsEndsUnboundedLoop(t *testing.T) {
 	}
 }
 
+// TestMaxStepsCountsDynamicNodes: a node that runs itself as a dynamic
+// child, without end, is stopped by MaxSteps with an error event.
+func TestMaxStepsCountsDynamicNodes(t *testing.T) {
+	var self *workflow.Node
+	self = workflow.Func("self", func(ctx context.Context, nc *workflow.Context, in string) (string, error) {
+		out, err := nc.RunNode(ctx, self, in+".")
+		if err != nil {
+			return "", err
+		}
+		return workflow.Convert[string](out)
+	})
+	w := mustNew(t, workflow.Config{Name: "deep", MaxSteps: 20, Nodes: []*workflow.Node{self}})
+	r, key := setup(t, w, nil)
+	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("0"), nil))
+	ev := errorEvent(evs)
+	if ev == nil || ev.ErrorCode != workflow.ErrorCodeNodeFailed || !strings.Contains(ev.ErrorMessage, "more than 20") {
+		t.Fatalf("error event = %+v", ev)
+	}
+}
+
 // TestRetryThenSucceed: a failing node is retried with backoff.
 func TestRetryThenSucceed(t *testing.T) {
 	var calls atomic.Int32
