@@ -16,6 +16,11 @@ import (
 // the criterion does not say, as in ADK.
 const defaultSamples = 5
 
+// MaxJudgeSamples bounds JudgeOptions.NumSamples: a metric asking a judge
+// more times per invocation is refused, so that a request cannot make a
+// run call the judge without end.
+const MaxJudgeSamples = 25
+
 func samples(c *Criterion) int {
 	if c != nil && c.JudgeOptions != nil && c.JudgeOptions.NumSamples > 0 {
 		return c.JudgeOptions.NumSamples

@@ -136,6 +136,9 @@ func (r *Registry) Scorer(m *Metric, env *Env) (Scorer, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown metric %q (known: %v)", m.MetricName, r.Names())
 	}
+	if c := m.criterion(); c != nil && c.JudgeOptions != nil && c.JudgeOptions.NumSamples > MaxJudgeSamples {
+		return nil, fmt.Errorf("metric %s: num_samples %d is over the limit of %d", m.MetricName, c.JudgeOptions.NumSamples, MaxJudgeSamples)
+	}
 	s, err := f(m.criterion(), env)
 	if err != nil {
 		return nil, fmt.Errorf("metric %s: %w", m.MetricName, err)

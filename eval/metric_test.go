@@ -273,3 +273,18 @@ func TestGrounding(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeSamplesBounded: a metric asking the judge more than
+// MaxJudgeSamples times per invocation is refused before anything runs.
+func TestJudgeSamplesBounded(t *testing.T) {
+	reg := NewRegistry()
+	judge := scripted.NewSequence("judge")
+	m := &Metric{MetricName: JudgedMatchMetric, Criterion: &Criterion{Threshold: 0.5, JudgeOptions: &JudgeOptions{NumSamples: 1_000_000_000}}}
+	if _, err := reg.Scorer(m, &Env{Judge: judge}); err == nil || !strings.Contains(err.Error(), "over the limit") {
+		t.Fatalf("err = %v, want the sample limit", err)
+	}
+	m.Criterion.JudgeOptions.NumSamples = MaxJudgeSamples
+	if _, err := reg.Scorer(m, &Env{Judge: judge}); err != nil {
+		t.Fatalf("at the limit: %v", err)
+	}
+}
