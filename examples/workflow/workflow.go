@@ -67,11 +67,16 @@ func New(llm model.LLM) (agent.Agent, error) {
 	}, graph.WithDescription("Routes refunds and questions."))
 
 	var mu sync.Mutex
-	failed := map[string]bool{} // lookups that already failed once, by path
+	failed := map[string]bool{} // lookups failing their first attempt, by invocation and path
 	lookup := graph.Func("lookup_order", func(_ context.Context, nc *graph.Context, in string) (Order, error) {
+		key := nc.Invocation().ID() + "/" + nc.Path()
 		mu.Lock()
-		first := !failed[nc.Path()]
-		failed[nc.Path()] = true
+		first := !failed[key]
+		if first {
+			failed[key] = true
+		} else {
+			delete(failed, key) // the retry: done with the key
+		}
 		mu.Unlock()
 		if first {
 			return Order{}, fmt.Errorf("order service busy")
