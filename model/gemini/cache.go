@@ -175,10 +175,19 @@ func (c *cacheManager) forget(name string) {
 	c.entries = kept
 }
 
-// delete removes caches from the API, best effort.
+// deleteTimeout bounds the deletion of caches the model call no longer
+// needs, which outlives the call's own cancellation.
+const deleteTimeout = 10 * time.Second
+
+// delete removes caches from the API, best effort, within deleteTimeout.
 func (c *cacheManager) delete(ctx context.Context, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
+	defer cancel()
 	for _, name := range names {
-		_, _ = c.client.Caches.Delete(context.WithoutCancel(ctx), name, nil)
+		_, _ = c.client.Caches.Delete(dctx, name, nil)
 	}
 }
 
