@@ -213,7 +213,10 @@ func writeInputs(dir string, files []File) (map[string][]byte, error) {
 func outputs(dir string, before map[string][]byte, maxBytes int64, maxFiles int) ([]File, error) {
 	var out []File
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || len(out) >= maxFiles {
+		if len(out) >= maxFiles {
+			return filepath.SkipAll // enough: the rest is not looked at
+		}
+		if err != nil {
 			return nil // unreadable entries are skipped
 		}
 		if !d.Type().IsRegular() {
