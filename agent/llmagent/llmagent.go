@@ -165,7 +165,7 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("llmagent: %s: duplicate tool %q", cfg.Name, t.Name())
 		}
 		if t.Name() == transferToolName || t.Name() == SetModelResponseName {
-			return nil, fmt.Errorf("llmagent: %s: tool name %q is reserved", cfg.Name, transferToolName)
+			return nil, fmt.Errorf("llmagent: %s: tool name %q is reserved", cfg.Name, t.Name())
 		}
 		a.tools[t.Name()] = t
 	}
