@@ -41,18 +41,32 @@ func Def(name string) *jsonschema.Schema {
 	return &jsonschema.Schema{Ref: "#/$defs/" + name, Defs: defs()}
 }
 
-// resolved caches resolved schemas by identity.
-var resolved sync.Map // *jsonschema.Schema → *jsonschema.Resolved
+// resolved caches resolved schemas by identity, up to maxResolved of them
+// (the built-in classes' and kinds' schemas, and those registered with
+// them); a schema past the bound is resolved at each use.
+var (
+	resolvedMu sync.Mutex
+	resolved   = map[*jsonschema.Schema]*jsonschema.Resolved{}
+)
+
+const maxResolved = 256
 
 func resolve(s *jsonschema.Schema) (*jsonschema.Resolved, error) {
-	if r, ok := resolved.Load(s); ok {
-		return r.(*jsonschema.Resolved), nil
+	resolvedMu.Lock()
+	r, ok := resolved[s]
+	resolvedMu.Unlock()
+	if ok {
+		return r, nil
 	}
 	r, err := s.Resolve(nil)
 	if err != nil {
 		return nil, err
 	}
-	resolved.Store(s, r)
+	resolvedMu.Lock()
+	if len(resolved) < maxResolved {
+		resolved[s] = r
+	}
+	resolvedMu.Unlock()
 	return r, nil
 }
 
