@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loomkit/loom/event"
 	"google.golang.org/genai"
 )
 
@@ -161,7 +162,7 @@ func parseTestFile(path string, data []byte) (*Set, error) {
 		}
 		c.SessionInput = &SessionInput{AppName: init.AppName, UserID: init.UserID, State: init.State}
 	}
-	return &Set{EvalSetID: name, EvalCases: []*Case{c}, CreationTimestamp: seconds(time.Now())}, nil
+	return &Set{EvalSetID: name, EvalCases: []*Case{c}, CreationTimestamp: event.ToSeconds(time.Now())}, nil
 }
 
 // WriteTestFile writes a set of one static case in the old *.test.json
@@ -297,8 +298,6 @@ func writeFileAtomic(path string, data []byte) error {
 }
 
 // seconds is a time as ADK's float seconds.
-func seconds(t time.Time) float64 { return float64(t.UnixMicro()) / 1e6 }
-
 // Text joins the text parts of content with newlines, as ADK's metrics
 // read a response. Thoughts are left out.
 func Text(c *genai.Content) string {

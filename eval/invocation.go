@@ -31,7 +31,7 @@ func InvocationsFromEvents(events []*event.Event) []*Invocation {
 				continue // a state change, or answers to paused calls
 			}
 			flush()
-			cur = &Invocation{InvocationID: ev.InvocationID, UserContent: ev.Content, CreationTimestamp: seconds(ev.Timestamp)}
+			cur = &Invocation{InvocationID: ev.InvocationID, UserContent: ev.Content, CreationTimestamp: event.ToSeconds(ev.Timestamp)}
 			continue
 		}
 		if cur != nil {

@@ -174,7 +174,7 @@ feed:
 	}
 	now := time.Now()
 	id := ResultID(opts.Runner.AppName(), set.EvalSetID, now)
-	report := &Report{Result: &SetResult{EvalSetResultID: id, EvalSetResultName: id, EvalSetID: set.EvalSetID, CreationTimestamp: seconds(now), EvalCaseResults: []*CaseResult{}}}
+	report := &Report{Result: &SetResult{EvalSetResultID: id, EvalSetResultName: id, EvalSetID: set.EvalSetID, CreationTimestamp: event.ToSeconds(now), EvalCaseResults: []*CaseResult{}}}
 	for i, c := range cases {
 		sum := summarize(c.EvalID, opts.Metrics, results[i], errs[i])
 		report.Cases = append(report.Cases, sum)
@@ -185,7 +185,7 @@ feed:
 
 // ResultID is the id of a result as ADK forms it: app, set and time.
 func ResultID(app, setID string, t time.Time) string {
-	return strings.ReplaceAll(fmt.Sprintf("%s_%s_%.6f", app, setID, seconds(t)), "/", "_")
+	return strings.ReplaceAll(fmt.Sprintf("%s_%s_%.6f", app, setID, event.ToSeconds(t)), "/", "_")
 }
 
 func summarize(id string, metrics []*Metric, runs []*CaseResult, errs []error) *CaseSummary {
@@ -327,7 +327,7 @@ func Infer(ctx context.Context, r *runner.Runner, c *Case, userID string, opts *
 			}
 			events = append(events, ev)
 		}
-		inv := &Invocation{UserContent: msg, CreationTimestamp: seconds(time.Now())}
+		inv := &Invocation{UserContent: msg, CreationTimestamp: event.ToSeconds(time.Now())}
 		if len(events) > 0 {
 			inv.InvocationID = events[0].InvocationID
 		}

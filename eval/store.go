@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/loomkit/loom/event"
 )
 
 // Errors of a [Store].
@@ -140,7 +142,7 @@ func (d *DirStore) CreateSet(_ context.Context, app string, s *Set) error {
 		return fmt.Errorf("eval set %q: %w", s.EvalSetID, ErrExists)
 	}
 	if s.CreationTimestamp == 0 {
-		s.CreationTimestamp = seconds(time.Now())
+		s.CreationTimestamp = event.ToSeconds(time.Now())
 	}
 	if s.EvalCases == nil {
 		s.EvalCases = []*Case{}

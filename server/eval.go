@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/eval"
+	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
 )
@@ -171,7 +172,7 @@ func (s *Server) addSessionToEvalSet(w http.ResponseWriter, r *http.Request) err
 		EvalID:            ids[0],
 		Conversation:      eval.InvocationsFromEvents(sess.Events()),
 		SessionInput:      &eval.SessionInput{AppName: a.AppName(), UserID: ids[2], State: map[string]any{}},
-		CreationTimestamp: float64(time.Now().UnixMicro()) / 1e6,
+		CreationTimestamp: event.ToSeconds(time.Now()),
 	}
 	if err := eval.AddCase(r.Context(), s.cfg.Evals, a.AppName(), r.PathValue("set"), c); err != nil {
 		return evalError(err)
