@@ -182,6 +182,13 @@ func (db *DB) checkpointer() {
 	}
 }
 
+// FreshBlobs reports whether the driver hands over every BLOB value of a
+// row in memory of its own, never written again: then a reader may keep a
+// value it scanned as a []byte (through a sql.Scanner or sql.RawBytes)
+// past the next row instead of copying it. True for SQLite, whose driver
+// copies each value out of the database engine; pgx reuses its buffers.
+func (db *DB) FreshBlobs() bool { return db.Dialect == SQLite }
+
 // Close closes both pools.
 func (db *DB) Close() error {
 	if db.stop != nil {

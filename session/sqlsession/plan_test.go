@@ -86,7 +86,7 @@ func TestEventReaderOrder(t *testing.T) {
 	r.size(3)
 	for _, seq := range []int64{2, 3, 1} {
 		data := []byte(`{"id":"e` + strconv.FormatInt(seq, 10) + `","actions":{}}`)
-		if err := r.add(data, seq); err != nil {
+		if err := r.add(data, false, seq); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -136,5 +136,30 @@ func TestWriteConnectionRecovers(t *testing.T) {
 	}
 	if got.Len() != want {
 		t.Fatalf("stored %d events, want %d (first append: %v)", got.Len(), want, first)
+	}
+}
+
+// TestEventReaderOwnership checks that an encoded read copies the bytes
+// the driver may write again and keeps the ones it hands over.
+func TestEventReaderOwnership(t *testing.T) {
+	r := eventReader{encoded: true}
+	driver := []byte(`{"id":"e1"}`)
+	own := []byte(`{"id":"e2"}`)
+	if err := r.add(driver, false, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.add(own, true, 2); err != nil {
+		t.Fatal(err)
+	}
+	copy(driver, `{"id":"xx"}`) // the driver reuses its buffer
+	raw := r.rawResult(true)
+	if len(raw) != 2 || string(raw[0]) != `{"id":"e1"}` || string(raw[1]) != `{"id":"e2"}` {
+		t.Fatalf("read %q", raw)
+	}
+	if &raw[1][0] != &own[0] {
+		t.Fatal("bytes of the reader's own were copied")
+	}
+	if cap(raw[1]) != len(raw[1]) {
+		t.Fatalf("kept bytes have spare capacity %d: an append to them could write over memory", cap(raw[1])-len(raw[1]))
 	}
 }

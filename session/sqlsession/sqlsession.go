@@ -458,7 +458,7 @@ func (s *Store) GetSession(ctx context.Context, key session.Key, w session.Windo
 		if err != nil {
 			return nil, fmt.Errorf("sqlsession: read session: %w", err)
 		}
-		if err := readSession(rows, rec, after, recent, w.Encoded); err != nil {
+		if err := readSession(rows, rec, after, recent, w.Encoded, s.db.FreshBlobs()); err != nil {
 			return nil, err
 		}
 		if !w.None && rec.Events == nil && rec.Raw == nil {
@@ -475,7 +475,7 @@ func (s *Store) GetSession(ctx context.Context, key session.Key, w session.Windo
 	if err != nil {
 		return nil, fmt.Errorf("sqlsession: read session: %w", err)
 	}
-	if err := readSession(rows, rec, noEvents, noEvents, false); err != nil {
+	if err := readSession(rows, rec, noEvents, noEvents, false, false); err != nil {
 		return nil, err
 	}
 	if rec.Events, err = s.readEvents(ctx, tx, key, rec.Seq, w); err != nil {
@@ -496,14 +496,17 @@ func sessionArgs(k session.Key, after, recent int64) []any {
 }
 
 // readSession reads the rows of querySession into rec, and closes rows.
-// With encoded set, the events are returned encoded (Record.Raw).
-func readSession(rows *sql.Rows, rec *session.Record, after, recent int64, encoded bool) error {
+// With encoded set, the events are returned encoded (Record.Raw); with
+// fresh set too, the driver's bytes of each event are kept as they are
+// (see sqldb.DB.FreshBlobs).
+func readSession(rows *sql.Rows, rec *session.Record, after, recent int64, encoded, fresh bool) error {
 	defer rows.Close()
 	rec.State, rec.UserState, rec.AppState = map[string]any{}, map[string]any{}, map[string]any{}
 	maps := [3]map[string]any{rec.State, rec.UserState, rec.AppState}
 	var (
 		kind      int64
-		name, raw sql.RawBytes
+		name      sql.RawBytes
+		raw       = column{fresh: fresh}
 		found     bool
 		events    = eventReader{encoded: encoded}
 		lastSeq   int64
@@ -520,7 +523,7 @@ func readSession(rows *sql.Rows, rec *session.Record, after, recent int64, encod
 				sorted = false
 			}
 			lastSeq = seq
-			if err := events.add(raw, seq); err != nil {
+			if err := events.add(raw.b, raw.owned, seq); err != nil {
 				return err
 			}
 		case kind == sessionRow:
@@ -537,7 +540,7 @@ func readSession(rows *sql.Rows, rec *session.Record, after, recent int64, encod
 			}
 		case kind >= 0:
 			var v any
-			if err := json.Unmarshal(raw, &v); err != nil {
+			if err := json.Unmarshal(raw.b, &v); err != nil {
 				return fmt.Errorf("sqlsession: read state %q: %w", name, err)
 			}
 			maps[kind][string(name)] = v
@@ -555,6 +558,32 @@ func readSession(rows *sql.Rows, rec *session.Record, after, recent int64, encod
 		rec.Raw = events.rawResult(sorted)
 	} else {
 		rec.Events = events.result(sorted)
+	}
+	return nil
+}
+
+// column scans a column's bytes without copying them; owned reports
+// whether they are the reader's to keep. A driver that hands over fresh
+// memory for each value (sqldb.DB.FreshBlobs) gives BLOBs of the reader's
+// own; any other bytes are the driver's until the next row, as with
+// sql.RawBytes.
+type column struct {
+	fresh bool
+	b     []byte
+	owned bool
+}
+
+// Scan implements sql.Scanner.
+func (c *column) Scan(src any) error {
+	switch v := src.(type) {
+	case []byte:
+		c.b, c.owned = v, c.fresh
+	case string:
+		c.b, c.owned = []byte(v), true
+	case nil:
+		c.b, c.owned = nil, false
+	default:
+		return fmt.Errorf("unexpected %T value", src)
 	}
 	return nil
 }
@@ -594,9 +623,15 @@ func (r *eventReader) size(n int) {
 	}
 }
 
-func (r *eventReader) add(data []byte, seq int64) error {
+// add reads the event data of sequence number seq. Unless owned, data is
+// the driver's until the next row.
+func (r *eventReader) add(data []byte, owned bool, seq int64) error {
 	if r.encoded {
-		// data is the driver's until the next row: copy it.
+		if owned {
+			r.raw = append(r.raw, data[:len(data):len(data)])
+			r.seqs = append(r.seqs, seq)
+			return nil
+		}
 		if len(data) > cap(r.arena)-len(r.arena) {
 			r.arena = make([]byte, 0, max(min(2*cap(r.arena), rawChunk), 1024, len(data)))
 		}

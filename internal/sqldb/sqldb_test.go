@@ -1,0 +1,65 @@
+package sqldb_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"testing"
+
+	"github.com/loomkit/loom/internal/sqldb"
+	"github.com/loomkit/loom/internal/sqldb/sqldbtest"
+)
+
+// TestFreshBlobs checks the property FreshBlobs promises against the
+// driver in use: BLOB values scanned as sql.RawBytes stay intact, each in
+// memory of its own, after the rows that follow them are read, across
+// pages of the table and past the end of the rows.
+func TestFreshBlobs(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqldb.Open(ctx, sqldbtest.SQLiteURL(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if !db.FreshBlobs() {
+		t.Fatal("SQLite: FreshBlobs is false")
+	}
+	if _, err := db.W.ExecContext(ctx, `CREATE TABLE b (id INTEGER PRIMARY KEY, v BLOB)`); err != nil {
+		t.Fatal(err)
+	}
+	want := make([][]byte, 500)
+	for i := range want {
+		want[i] = bytes.Repeat([]byte(fmt.Sprintf("%03d-", i)), 1+i%300) // some span overflow pages
+		if _, err := db.W.ExecContext(ctx, `INSERT INTO b (id, v) VALUES (?, ?)`, i, want[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := db.R.QueryContext(ctx, `SELECT v FROM b ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept [][]byte
+	for rows.Next() {
+		var raw sql.RawBytes
+		if err := rows.Scan(&raw); err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, raw)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	if len(kept) != len(want) {
+		t.Fatalf("read %d rows, want %d", len(kept), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(kept[i], want[i]) {
+			t.Fatalf("row %d changed after later rows were read: %.20q…, want %.20q…", i, kept[i], want[i])
+		}
+		if i > 0 && &kept[i][0] == &kept[i-1][0] {
+			t.Fatalf("rows %d and %d share memory", i-1, i)
+		}
+	}
+}
