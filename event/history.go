@@ -264,12 +264,17 @@ func (e *Event) ContentFor(agent, branch string) *genai.Content {
 	var parts []*genai.Part
 	var one *historyContent // a one-part content and its part list, allocated together
 	if len(e.Content.Parts) == 1 {
-		one = new(historyContent)
-		parts = one.parts[:0]
+		if c := stripped(e.Content.Parts[0]); c != nil {
+			one = &c.historyContent
+			parts = append(one.parts[:0], &c.part) // the loop below has nothing left to do
+		} else {
+			one = new(historyContent)
+			parts = one.parts[:0]
+		}
 	} else {
 		parts = make([]*genai.Part, 0, len(e.Content.Parts))
 	}
-	for _, p := range e.Content.Parts {
+	for _, p := range e.Content.Parts[len(parts):] {
 		switch {
 		case p == nil:
 		case p.FunctionCall != nil && isRuntimeCall(p.FunctionCall.Name):
@@ -306,6 +311,36 @@ type historyContent struct {
 	parts   [1]*genai.Part
 }
 
+// strippedCall is a history content whose one part is a copy of a
+// function call or response without its generated id, allocated together.
+type strippedCall struct {
+	historyContent
+	part genai.Part
+	call genai.FunctionCall
+	resp genai.FunctionResponse
+}
+
+// stripped returns a copy of a function call or response part without its
+// generated id, inside the one-part content that will hold it, or nil for
+// any other part. Runtime calls are not history and are never copied.
+func stripped(p *genai.Part) *strippedCall {
+	switch {
+	case p == nil:
+		return nil
+	case p.FunctionCall != nil && strings.HasPrefix(p.FunctionCall.ID, GeneratedCallIDPrefix) && !isRuntimeCall(p.FunctionCall.Name):
+		c := &strippedCall{part: *p, call: *p.FunctionCall}
+		c.call.ID = ""
+		c.part.FunctionCall = &c.call
+		return c
+	case p.FunctionResponse != nil && strings.HasPrefix(p.FunctionResponse.ID, GeneratedCallIDPrefix) && !isRuntimeCall(p.FunctionResponse.Name):
+		c := &strippedCall{part: *p, resp: *p.FunctionResponse}
+		c.resp.ID = ""
+		c.part.FunctionResponse = &c.resp
+		return c
+	}
+	return nil
+}
+
 // InBranch reports whether an event on eventBranch is visible to an agent on
 // branch: events with no branch are visible everywhere, and an agent sees its
 // own branch and its ancestors'.
@@ -319,22 +354,7 @@ func isRuntimeCall(name string) bool {
 }
 
 func stripGeneratedID(p *genai.Part) *genai.Part {
-	switch {
-	case p.FunctionCall != nil && strings.HasPrefix(p.FunctionCall.ID, GeneratedCallIDPrefix):
-		c := &struct {
-			part genai.Part
-			call genai.FunctionCall
-		}{*p, *p.FunctionCall}
-		c.call.ID = ""
-		c.part.FunctionCall = &c.call
-		return &c.part
-	case p.FunctionResponse != nil && strings.HasPrefix(p.FunctionResponse.ID, GeneratedCallIDPrefix):
-		c := &struct {
-			part genai.Part
-			resp genai.FunctionResponse
-		}{*p, *p.FunctionResponse}
-		c.resp.ID = ""
-		c.part.FunctionResponse = &c.resp
+	if c := stripped(p); c != nil {
 		return &c.part
 	}
 	return p
