@@ -193,7 +193,7 @@ func (a *Agent) loadArtifact(ctx context.Context, inv *agent.Invocation, name st
 	s := inv.Session()
 	p, err := svc.Load(ctx, artifact.Ref{AppName: s.AppName(), UserID: s.UserID(), SessionID: s.ID(), Name: name}, version)
 	switch {
-	case errors.Is(err, artifact.ErrNotFound) || errors.Is(err, artifact.ErrInvalid):
+	case errors.Is(err, artifact.ErrNotFound) || errors.Is(err, artifact.ErrInvalid) || (err == nil && p == nil):
 		return nil, &genai.Part{Text: fmt.Sprintf("[File %q is not available]", name)}, nil
 	case err != nil:
 		return nil, nil, fmt.Errorf("llmagent: %s: load file %q for the model: %w", a.Name(), name, err)
