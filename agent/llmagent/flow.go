@@ -36,8 +36,9 @@ func (a *Agent) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event
 		if !ok {
 			return
 		}
+		files := &fileCache{} // the model calls of this run share their loads
 		for next == nil && !inv.Ended() {
-			next, ok = a.step(ctx, inv, yield)
+			next, ok = a.step(ctx, inv, files, yield)
 			if !ok {
 				return
 			}
@@ -57,14 +58,14 @@ func (a *Agent) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event
 // step makes one model call and runs its function calls. It returns the
 // agent to continue with: nil to call the model again, a itself to stop, or
 // a transfer target. ok is false when the caller must stop at once.
-func (a *Agent) step(ctx context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) (next agent.Agent, ok bool) {
+func (a *Agent) step(ctx context.Context, inv *agent.Invocation, files *fileCache, yield func(*event.Event, error) bool) (next agent.Agent, ok bool) {
 	tools, err := a.resolveTools(ctx, inv)
 	if err != nil {
 		yield(nil, err)
 		return nil, false
 	}
 	cc := agent.NewCallbackContext(inv)
-	req, err := a.buildRequest(ctx, inv, cc, tools)
+	req, err := a.buildRequest(ctx, inv, cc, tools, files)
 	if err != nil {
 		yield(nil, err)
 		return nil, false

@@ -114,6 +114,13 @@ type Config struct {
 	// artifact.URI); a larger one is replaced by a note saying so. Zero
 	// means DefaultMaxFileBytes; negative means no limit.
 	MaxFileBytes int64
+	// MaxRequestFileBytes bounds the artifact bytes shown to the model in
+	// one request, over all the file references of its history, so that
+	// a history with many files does not load them all. The newest
+	// references are shown first; one that no longer fits is replaced by
+	// a note saying so. Zero means DefaultMaxRequestFileBytes; negative
+	// means no limit.
+	MaxRequestFileBytes int64
 	// GenerateConfig holds sampling settings and other model parameters. It
 	// is copied for every request.
 	GenerateConfig *genai.GenerateContentConfig

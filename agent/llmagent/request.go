@@ -47,8 +47,9 @@ func (a *Agent) resolveTools(ctx context.Context, inv *agent.Invocation) (map[st
 	return tools, nil
 }
 
-// buildRequest assembles the model request of one step.
-func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, tools map[string]tool.Tool) (*model.Request, error) {
+// buildRequest assembles the model request of one step; files is the
+// run's cache of the artifacts shown to the model.
+func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, tools map[string]tool.Tool, files *fileCache) (*model.Request, error) {
 	// The request's parts are owned by it (callbacks may change them) and
 	// allocated together.
 	m := &requestMemory{}
@@ -151,7 +152,7 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 	if plain && len(history) > 0 && len(m.req.Contents) >= len(history) && &m.req.Contents[0] == &history[0] {
 		skip = len(history)
 	}
-	if err := a.resolveArtifacts(ctx, inv, &m.req, skip); err != nil {
+	if err := a.resolveArtifacts(ctx, inv, &m.req, skip, files); err != nil {
 		return nil, err
 	}
 	if a.cfg.Planner != nil {
