@@ -239,3 +239,37 @@ func TestAddSessionToMemoryMatchesAddSession(t *testing.T) {
 		t.Errorf("the session makes %d memories, want 11: %v", len(all), entryKeys(all))
 	}
 }
+
+// BenchmarkAddSessionToMemory runs invocations with the plugin in a
+// session that already holds n earlier invocations: the time per
+// invocation should not depend on n.
+func BenchmarkAddSessionToMemory(b *testing.B) {
+	for _, n := range []int{10, 2000} {
+		b.Run(fmt.Sprint("session=", n), func(b *testing.B) {
+			a, err := llmagent.New(llmagent.Config{Name: "a", Model: scripted.New("m", func(_ context.Context, req *model.Request) (scripted.Turn, error) {
+				return scripted.Text("noted " + scripted.LastUserText(req)), nil
+			})})
+			if err != nil {
+				b.Fatal(err)
+			}
+			r, err := runner.New(runner.Config{AppName: "app", Agent: a, Sessions: memsession.NewService(), Memory: memmemory.NewService(),
+				Plugins: []*plugin.Plugin{plugin.AddSessionToMemory()}, AutoCreateSession: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			run := func(i int) {
+				if _, err := r.RunSync(b.Context(), "u", "s", genai.NewContentFromText(fmt.Sprint("note ", i), genai.RoleUser), nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for i := range n {
+				run(i)
+			}
+			i := n
+			for b.Loop() {
+				run(i)
+				i++
+			}
+		})
+	}
+}
