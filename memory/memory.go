@@ -2,9 +2,11 @@
 // sessions that can be searched from any later session of the same user.
 //
 // [Service] owns the rules: which events of a session become memories (those
-// with text), that adding a session again replaces what it added before, and
-// that a search only ever sees the memories of one (app, user). Backends
-// implement the narrow [Store] interface.
+// with text), that adding a session again replaces what it added before,
+// that adding some events of a session again updates their memories and
+// leaves the rest of the session's, and that a search only ever sees the
+// memories of one (app, user). Backends implement the narrow [Store]
+// interface.
 package memory
 
 import (
@@ -55,11 +57,17 @@ func (e *Entry) Text() string {
 }
 
 // Store is the storage driver behind a Service. Implementations must be
-// safe for concurrent use.
+// safe for concurrent use. A session holds at most one entry per id; the
+// entries of one call have distinct ids (the Service sees to it).
 type Store interface {
 	// Replace stores entries as the memories of one session of (app, user),
 	// replacing whatever that session stored before, atomically.
 	Replace(ctx context.Context, app, user, sessionID string, entries []Entry) error
+	// Upsert stores entries as memories of one session of (app, user),
+	// atomically: an entry replaces the session's entry with the same id,
+	// and the session's other entries stay. Its cost depends on the number
+	// of entries given, not on the number the session holds.
+	Upsert(ctx context.Context, app, user, sessionID string, entries []Entry) error
 	// Search returns up to limit entries of (app, user) that match query,
 	// best match first. Matching is word-based and case-insensitive.
 	Search(ctx context.Context, app, user, query string, limit int) ([]Entry, error)
@@ -77,21 +85,64 @@ func NewService(store Store) *Service { return &Service{store: store} }
 func (s *Service) Close() error { return s.store.Close() }
 
 // AddSession remembers the text-bearing events of a session. Adding the same
-// session again replaces its earlier memories.
+// session again replaces its earlier memories. It reads every event of the
+// session; [Service.AddEvents] adds only some.
 func (s *Service) AddSession(ctx context.Context, sess *session.Session) error {
 	if sess == nil {
 		return fmt.Errorf("%w: nil session", ErrInvalid)
 	}
-	var entries []Entry
-	for _, e := range sess.Events() {
-		if c := textOnly(e); c != nil {
-			entries = append(entries, Entry{ID: e.ID, SessionID: sess.ID(), Author: e.Author, Timestamp: e.Timestamp, Content: c})
-		}
-	}
-	if err := s.store.Replace(ctx, sess.AppName(), sess.UserID(), sess.ID(), entries); err != nil {
+	if err := s.store.Replace(ctx, sess.AppName(), sess.UserID(), sess.ID(), entries(sess, sess.Events())); err != nil {
 		return fmt.Errorf("memory: add session %s: %w", sess.ID(), err)
 	}
 	return nil
+}
+
+// AddEvents remembers the text-bearing events among events, which belong to
+// sess, by the rule of AddSession. An event added again (here or by
+// AddSession) is still one memory, updated; the memories of the session's
+// other events stay. Its cost depends on len(events), not on the length of
+// the session: adding each new event of a session once, as it comes,
+// leaves the same memories as adding the whole session at the end.
+func (s *Service) AddEvents(ctx context.Context, sess *session.Session, events []*event.Event) error {
+	if sess == nil {
+		return fmt.Errorf("%w: nil session", ErrInvalid)
+	}
+	es := entries(sess, events)
+	if len(es) == 0 {
+		return nil
+	}
+	if err := s.store.Upsert(ctx, sess.AppName(), sess.UserID(), sess.ID(), es); err != nil {
+		return fmt.Errorf("memory: add events of session %s: %w", sess.ID(), err)
+	}
+	return nil
+}
+
+// entries returns the memories events of sess make: one per text-bearing
+// event (see textOnly), in order, and one per event id (the last event with
+// an id wins).
+func entries(sess *session.Session, events []*event.Event) []Entry {
+	var out []Entry
+	var at map[string]int // index in out by entry id
+	for _, e := range events {
+		if e == nil {
+			continue
+		}
+		c := textOnly(e)
+		if c == nil {
+			continue
+		}
+		en := Entry{ID: e.ID, SessionID: sess.ID(), Author: e.Author, Timestamp: e.Timestamp, Content: c}
+		if at == nil {
+			at = make(map[string]int, len(events))
+		}
+		if i, ok := at[e.ID]; ok {
+			out[i] = en
+			continue
+		}
+		at[e.ID] = len(out)
+		out = append(out, en)
+	}
+	return out
 }
 
 func textOnly(e *event.Event) *genai.Content {

@@ -6,8 +6,8 @@ import (
 	"github.com/loomkit/loom/plugin"
 )
 
-// Give the plugin to a runner that has a memory service: every session is
-// remembered after each invocation.
+// Give the plugin to a runner that has a memory service: the events of
+// each invocation are remembered when it ends.
 func ExampleAddSessionToMemory() {
 	p := plugin.AddSessionToMemory()
 	fmt.Println(p.Name, p.AfterAgents != nil)

@@ -29,8 +29,9 @@ import (
 type Store struct {
 	mu     sync.RWMutex
 	closed bool
-	// users maps (app, user) to that user's memories by session id.
-	users map[[2]string]map[string][]stored
+	// users maps (app, user) to that user's memories by session id, then
+	// by entry id.
+	users map[[2]string]map[string]map[string]*stored
 }
 
 type stored struct {
@@ -39,7 +40,7 @@ type stored struct {
 }
 
 // New returns an empty store.
-func New() *Store { return &Store{users: map[[2]string]map[string][]stored{}} }
+func New() *Store { return &Store{users: map[[2]string]map[string]map[string]*stored{}} }
 
 // NewService returns a memory service over a new in-memory store.
 func NewService() *memory.Service { return memory.NewService(New()) }
@@ -66,18 +67,23 @@ func cloneEntry(e memory.Entry) memory.Entry {
 	return e
 }
 
-// Replace implements memory.Store.
-func (s *Store) Replace(ctx context.Context, app, user, sessionID string, entries []memory.Entry) error {
-	// Copy and tokenize outside the lock.
-	recs := make([]stored, 0, len(entries))
+// records copies and tokenizes entries, one record per id.
+func records(entries []memory.Entry) map[string]*stored {
+	recs := make(map[string]*stored, len(entries))
 	for _, e := range entries {
 		c := cloneEntry(e)
 		words := map[string]struct{}{}
 		for _, w := range tokenize(c.Text()) {
 			words[w] = struct{}{}
 		}
-		recs = append(recs, stored{entry: c, words: words})
+		recs[c.ID] = &stored{entry: c, words: words}
 	}
+	return recs
+}
+
+// Replace implements memory.Store.
+func (s *Store) Replace(ctx context.Context, app, user, sessionID string, entries []memory.Entry) error {
+	recs := records(entries) // outside the lock
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(ctx); err != nil {
@@ -93,10 +99,38 @@ func (s *Store) Replace(ctx context.Context, app, user, sessionID string, entrie
 		return nil
 	}
 	if sessions == nil {
-		sessions = map[string][]stored{}
+		sessions = map[string]map[string]*stored{}
 		s.users[k] = sessions
 	}
 	sessions[sessionID] = recs
+	return nil
+}
+
+// Upsert implements memory.Store.
+func (s *Store) Upsert(ctx context.Context, app, user, sessionID string, entries []memory.Entry) error {
+	recs := records(entries) // outside the lock
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	k := [2]string{app, user}
+	sessions := s.users[k]
+	if sessions == nil {
+		sessions = map[string]map[string]*stored{}
+		s.users[k] = sessions
+	}
+	have := sessions[sessionID]
+	if have == nil {
+		sessions[sessionID] = recs
+		return nil
+	}
+	for id, r := range recs {
+		have[id] = r
+	}
 	return nil
 }
 
@@ -120,21 +154,21 @@ func (s *Store) Search(ctx context.Context, app, user, query string, limit int) 
 		return nil, err
 	}
 	for _, recs := range s.users[[2]string{app, user}] {
-		for i := range recs {
+		for _, r := range recs {
 			score := 0
 			for w := range q {
-				if _, ok := recs[i].words[w]; ok {
+				if _, ok := r.words[w]; ok {
 					score++
 				}
 			}
 			if score > 0 {
-				hits = append(hits, hit{score, &recs[i]})
+				hits = append(hits, hit{score, r})
 			}
 		}
 	}
 	s.mu.RUnlock()
-	// Stored records are never modified after Replace, so they can be read
-	// and copied outside the lock.
+	// Stored records are never modified once stored (Upsert replaces them
+	// whole), so they can be read and copied outside the lock.
 	slices.SortFunc(hits, func(a, b hit) int {
 		return cmp.Or(
 			cmp.Compare(b.score, a.score),
@@ -155,7 +189,7 @@ func (s *Store) Search(ctx context.Context, app, user, query string, limit int) 
 func (s *Store) Close() error {
 	s.mu.Lock()
 	s.closed = true
-	s.users = map[[2]string]map[string][]stored{}
+	s.users = map[[2]string]map[string]map[string]*stored{}
 	s.mu.Unlock()
 	return nil
 }

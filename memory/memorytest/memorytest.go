@@ -13,7 +13,9 @@
 // by session/memsession, so it checks what users see: text events become
 // searchable, matching is word-based and case-insensitive, entries matching
 // more query words rank first, searches are confined to one (app, user),
-// re-adding a session replaces its memories, and limits are honoured.
+// re-adding a session replaces its memories, adding some events of a
+// session updates theirs and keeps the others (Store.Upsert), and limits
+// are honoured.
 //
 // The queries avoid common stop words and the texts avoid words that differ
 // only by a suffix, so that stores built on full-text engines with stemming
@@ -24,6 +26,7 @@ package memorytest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -59,6 +62,9 @@ func Run(t *testing.T, newStore func(t *testing.T) memory.Store) {
 		{"UserAndAppIsolation", testIsolation},
 		{"ReAddReplaces", testReAdd},
 		{"ReplaceDirect", testReplaceDirect},
+		{"AddEvents", testAddEvents},
+		{"UpsertDirect", testUpsertDirect},
+		{"ConcurrentUpserts", testConcurrentUpserts},
 		{"EmptyQuery", testEmptyQuery},
 		{"OperatorCharacters", testOperators},
 		{"Limit", testLimit},
@@ -424,5 +430,157 @@ func testConcurrentAdds(t *testing.T, f *fixture) {
 	}
 	if got := len(f.search(t, app, user, "shared topic", 100)); got != n {
 		t.Errorf("Search(shared topic) returned %d entries, want %d", got, n)
+	}
+}
+
+// ids returns the entry ids of es, sorted, and fails on an id seen twice.
+func ids(t *testing.T, es []memory.Entry) []string {
+	t.Helper()
+	out := make([]string, 0, len(es))
+	for _, e := range es {
+		if slices.Contains(out, e.ID) {
+			t.Errorf("entry %q returned twice", e.ID)
+		}
+		out = append(out, e.ID)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// testAddEvents checks Service.AddEvents: only the given events are added,
+// by the rule of AddSession; an event added again is one memory, updated
+// in place; the session's other memories stay.
+func testAddEvents(t *testing.T, f *fixture) {
+	ctx := t.Context()
+	s := f.newSession(t, app, user, "s1",
+		msg{event.AuthorUser, "kiwi orchard visit"},
+		msg{"agent", "kiwi harvest starts in May"},
+	)
+	f.add(t, f.newSession(t, app, user, "s2", msg{"agent", "kiwi from another session"}))
+	evs := s.Events()
+	addEvents := func(evs ...*event.Event) {
+		t.Helper()
+		if err := f.mem.AddEvents(ctx, s, evs); err != nil {
+			t.Fatalf("AddEvents: %v", err)
+		}
+	}
+	addEvents(evs[0])
+	wantTexts(t, "kiwi", f.search(t, app, user, "kiwi", 10), "kiwi orchard visit", "kiwi from another session")
+	addEvents(evs[0], evs[1])
+	addEvents(evs[0])
+	wantTexts(t, "kiwi", f.search(t, app, user, "kiwi", 10),
+		"kiwi orchard visit", "kiwi harvest starts in May", "kiwi from another session")
+
+	// An event given twice in one call is one memory.
+	f.appendText(t, s, msg{event.AuthorUser, "kiwi jam recipe"})
+	last := s.At(s.Len() - 1)
+	addEvents(last, last)
+	res := f.search(t, app, user, "kiwi", 10)
+	if got := ids(t, res); len(got) != 4 {
+		t.Errorf("Search(kiwi) ids = %q, want 4", got)
+	}
+	wantTexts(t, "kiwi", res, "kiwi orchard visit", "kiwi harvest starts in May", "kiwi jam recipe", "kiwi from another session")
+
+	// Events without text add nothing, and adding nothing changes nothing.
+	call := &event.Event{ID: event.NewID(), Author: "agent", Timestamp: f.nextTime()}
+	call.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{
+		genai.NewPartFromFunctionCall("kiwi_lookup", map[string]any{"q": "kiwi"}),
+		{Text: "kiwi thinking", Thought: true},
+	}}
+	f.appendEvent(t, s, call)
+	addEvents(call)
+	addEvents()
+	addEvents(nil)
+	wantTexts(t, "kiwi", f.search(t, app, user, "kiwi", 10),
+		"kiwi orchard visit", "kiwi harvest starts in May", "kiwi jam recipe", "kiwi from another session")
+
+	// Entries made by AddEvents are those AddSession makes, and the two
+	// mix: re-adding the whole session and then some of its events again
+	// leaves one memory per event.
+	before := f.search(t, app, user, "kiwi", 10)
+	f.add(t, s)
+	addEvents(evs[1])
+	after := f.search(t, app, user, "kiwi", 10)
+	if !slices.Equal(ids(t, before), ids(t, after)) {
+		t.Errorf("after AddSession, ids = %q, want %q", ids(t, after), ids(t, before))
+	}
+	byID := map[string]memory.Entry{}
+	for _, e := range before {
+		byID[e.ID] = e
+	}
+	for _, e := range after {
+		b := byID[e.ID]
+		if e.SessionID != b.SessionID || e.Author != b.Author || !e.Timestamp.Equal(b.Timestamp) || e.Text() != b.Text() ||
+			e.Content == nil || b.Content == nil || e.Content.Role != b.Content.Role {
+			t.Errorf("entry %s from AddSession = %+v, from AddEvents %+v", e.ID, e, b)
+		}
+	}
+	if err := f.mem.AddEvents(ctx, nil, evs); !errors.Is(err, memory.ErrInvalid) {
+		t.Errorf("AddEvents(nil session) = %v, want ErrInvalid", err)
+	}
+}
+
+// testUpsertDirect checks Store.Upsert: an entry replaces the session's
+// entry with its id, other entries and sessions stay, and Replace still
+// replaces everything.
+func testUpsertDirect(t *testing.T, f *fixture) {
+	ctx := t.Context()
+	entry := func(session, id, text string) memory.Entry {
+		return memory.Entry{ID: id, SessionID: session, Author: "agent", Timestamp: f.nextTime(),
+			Content: genai.NewContentFromText(text, genai.RoleModel)}
+	}
+	upsert := func(session string, es ...memory.Entry) {
+		t.Helper()
+		if err := f.store.Upsert(ctx, app, user, session, es); err != nil {
+			t.Fatalf("Upsert: %v", err)
+		}
+	}
+	// Into a session with no memories yet.
+	upsert("s1", entry("s1", "e1", "old cactus note"), entry("s1", "e2", "fern note"))
+	if err := f.store.Replace(ctx, app, user, "s2", []memory.Entry{entry("s2", "e1", "other cactus note")}); err != nil {
+		t.Fatalf("Replace: %v", err)
+	}
+	upsert("s1", entry("s1", "e1", "new orchid note"), entry("s1", "e3", "tulip note"))
+	upsert("s1")
+	wantTexts(t, "cactus", f.search(t, app, user, "cactus", 10), "other cactus note")
+	wantTexts(t, "note", f.search(t, app, user, "note", 10), "new orchid note", "fern note", "tulip note", "other cactus note")
+	// Another user's session of the same id is another session.
+	if err := f.store.Upsert(ctx, app, "bob", "s1", []memory.Entry{entry("s1", "e1", "bob orchid")}); err != nil {
+		t.Fatalf("Upsert: %v", err)
+	}
+	wantTexts(t, "orchid", f.search(t, app, user, "orchid", 10), "new orchid note")
+	// Replace drops what Upsert stored.
+	if err := f.store.Replace(ctx, app, user, "s1", []memory.Entry{entry("s1", "e4", "lily note")}); err != nil {
+		t.Fatalf("Replace: %v", err)
+	}
+	wantTexts(t, "note", f.search(t, app, user, "note", 10), "lily note", "other cactus note")
+	if err := f.store.Replace(ctx, app, user, "s1", nil); err != nil {
+		t.Fatalf("Replace with no entries: %v", err)
+	}
+	upsert("s1", entry("s1", "e4", "lily again"))
+	wantTexts(t, "lily", f.search(t, app, user, "lily", 10), "lily again")
+}
+
+// testConcurrentUpserts checks that concurrent upserts of the same ids into
+// one session leave one memory per id.
+func testConcurrentUpserts(t *testing.T, f *fixture) {
+	const n = 8
+	words := []string{"amber", "birch", "cobalt", "dune", "ember", "fjord", "glacier", "harbor"}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			es := []memory.Entry{
+				{ID: "shared", SessionID: "s1", Author: "agent", Timestamp: f.nextTime(), Content: genai.NewContentFromText("common walnut", genai.RoleModel)},
+				{ID: fmt.Sprint("own", i), SessionID: "s1", Author: "agent", Timestamp: f.nextTime(), Content: genai.NewContentFromText(words[i]+" walnut", genai.RoleModel)},
+			}
+			if err := f.store.Upsert(context.Background(), app, user, "s1", es); err != nil {
+				t.Errorf("Upsert %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	res := f.search(t, app, user, "walnut", 100)
+	if got := len(ids(t, res)); got != n+1 {
+		t.Errorf("Search(walnut) returned %d entries, want %d", got, n+1)
 	}
 }

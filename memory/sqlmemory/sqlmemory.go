@@ -43,8 +43,8 @@ type Options struct {
 // Store is a memory.Store on a SQL database. It is safe for concurrent use,
 // also by several processes sharing the database.
 type Store struct {
-	db                       *sqldb.DB
-	lock, del, insert, query *sql.Stmt
+	db                                 *sqldb.DB
+	lock, del, delEntry, insert, query *sql.Stmt
 }
 
 // Open opens (and creates or upgrades if needed) the memory store at dsn.
@@ -85,15 +85,16 @@ func (s *Store) prepare(ctx context.Context) error {
 	}
 	w, r := s.db.W, s.db.R
 	s.del = p(w, `DELETE FROM memories WHERE app_name = ? AND user_id = ? AND session_id = ?`)
+	s.delEntry = p(w, `DELETE FROM memories WHERE app_name = ? AND user_id = ? AND session_id = ? AND id = ?`)
 	s.insert = p(w, `INSERT INTO memories (app_name, user_id, session_id, id, author, event_time, content, body)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
 	const cols = `m.id, m.session_id, m.author, m.event_time, m.content, m.body`
 	switch s.db.Dialect {
 	case sqldb.Postgres:
-		// Replacing a session's memories is delete-then-insert; two
-		// concurrent replaces of one session must not interleave, which
-		// READ COMMITTED alone would allow. SQLite's immediate
-		// transactions already serialize writers.
+		// Replacing a session's memories, or some of them, is
+		// delete-then-insert; two concurrent writes to one session must
+		// not interleave, which READ COMMITTED alone would allow.
+		// SQLite's immediate transactions already serialize writers.
 		s.lock = p(w, `SELECT pg_advisory_xact_lock(hashtextextended(?, 0))`)
 		s.query = p(r, `SELECT `+cols+` FROM memories m, websearch_to_tsquery('simple', ?) q
 			WHERE m.words @@ q AND m.app_name = ? AND m.user_id = ?
@@ -111,6 +112,21 @@ func (s *Store) Close() error { return s.db.Close() }
 
 // Replace implements memory.Store, in one transaction.
 func (s *Store) Replace(ctx context.Context, app, user, sessionID string, entries []memory.Entry) error {
+	return s.write(ctx, app, user, sessionID, entries, true)
+}
+
+// Upsert implements memory.Store, in one transaction.
+func (s *Store) Upsert(ctx context.Context, app, user, sessionID string, entries []memory.Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	return s.write(ctx, app, user, sessionID, entries, false)
+}
+
+// write stores entries in one transaction: after deleting all the
+// session's memories when replace is set, else the memories of the
+// entries' ids.
+func (s *Store) write(ctx context.Context, app, user, sessionID string, entries []memory.Entry, replace bool) error {
 	type row struct {
 		content []byte
 		body    string
@@ -133,8 +149,17 @@ func (s *Store) Replace(ctx context.Context, app, user, sessionID string, entrie
 			return fmt.Errorf("sqlmemory: lock session: %w", err)
 		}
 	}
-	if _, err := tx.StmtContext(ctx, s.del).ExecContext(ctx, app, user, sessionID); err != nil {
-		return fmt.Errorf("sqlmemory: delete: %w", err)
+	if replace {
+		if _, err := tx.StmtContext(ctx, s.del).ExecContext(ctx, app, user, sessionID); err != nil {
+			return fmt.Errorf("sqlmemory: delete: %w", err)
+		}
+	} else {
+		del := tx.StmtContext(ctx, s.delEntry)
+		for _, e := range entries {
+			if _, err := del.ExecContext(ctx, app, user, sessionID, e.ID); err != nil {
+				return fmt.Errorf("sqlmemory: delete entry: %w", err)
+			}
+		}
 	}
 	ins := tx.StmtContext(ctx, s.insert)
 	for i, e := range entries {
