@@ -195,11 +195,17 @@ func hasUserText(c *genai.Content) bool {
 
 // planReActStream marks the streamed text of a plan-then-act response:
 // text before the final-answer tag, once a planning tag has appeared, is
-// thought; text after it is the answer. It keeps the text seen so far.
+// thought; text after it is the answer. A tag may be split across chunks,
+// so it keeps the end of the text seen so far, shorter than any tag: each
+// chunk is searched once, whatever the length of the response.
 type planReActStream struct {
-	seen      strings.Builder
+	tail      string // the last bytes seen, fewer than the longest tag
+	planning  bool   // a planning tag has appeared
 	answering bool
 }
+
+// longestPlanTag is the length of the longest tag planReActStream looks for.
+const longestPlanTag = len(TagFinalAnswer)
 
 // process returns the content of a partial response with its text parts
 // marked; content is not modified.
@@ -213,10 +219,10 @@ func (s *planReActStream) process(c *genai.Content) *genai.Content {
 			out.Parts = append(out.Parts, p)
 			continue
 		}
-		before := s.seen.Len()
-		s.seen.WriteString(p.Text)
-		all := s.seen.String()
-		if i := strings.Index(all, TagFinalAnswer); i >= 0 {
+		before := len(s.tail)
+		window := s.tail + p.Text
+		s.tail = window[max(len(window)-(longestPlanTag-1), 0):]
+		if i := strings.Index(window, TagFinalAnswer); i >= 0 {
 			s.answering = true
 			// The tag may have begun in an earlier chunk.
 			cut := max(i+len(TagFinalAnswer)-before, 0)
@@ -228,8 +234,9 @@ func (s *planReActStream) process(c *genai.Content) *genai.Content {
 			}
 			continue
 		}
+		s.planning = s.planning || hasPlanningTag(window)
 		cp := *p
-		cp.Thought = hasPlanningTag(all)
+		cp.Thought = s.planning
 		out.Parts = append(out.Parts, &cp)
 	}
 	return out

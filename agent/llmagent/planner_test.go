@@ -144,3 +144,40 @@ func TestPlanReActStreaming(t *testing.T) {
 		t.Errorf("final = %q", last.Text())
 	}
 }
+
+// TestPlanReActStreamingByteChunks streams a long plan one byte per chunk:
+// the tags, split over many chunks, still divide thought from answer.
+func TestPlanReActStreamingByteChunks(t *testing.T) {
+	plan := "/*PLANNING*/ " + strings.Repeat("think ", 500) + "/*ACTION*/ act "
+	text := plan + "/*FINAL_ANSWER*/ the answer"
+	chunks := make([]string, len(text))
+	for i := range text {
+		chunks[i] = text[i : i+1]
+	}
+	m := scripted.NewSequence("m", scripted.Turn{Text: text, Chunks: chunks})
+	a := mustAgent(t, llmagent.Config{Name: "a", Model: m, Planner: llmagent.PlanReActPlanner{}})
+	evs := newFixture(t, a, nil, nil).run(t, "go", &runner.RunOptions{Streaming: true})
+	var answer, thought strings.Builder
+	for _, ev := range evs {
+		if !ev.Partial {
+			continue
+		}
+		for _, p := range ev.Content.Parts {
+			if p.Thought {
+				thought.WriteString(p.Text)
+			} else {
+				answer.WriteString(p.Text)
+			}
+		}
+	}
+	// A chunk is thought once a planning tag is complete: the bytes of the
+	// first tag before its last one went out as answer text, and those of
+	// the final-answer tag before its last one as thought.
+	first := len(llmagent.TagPlanning) - 1
+	if got, want := thought.String(), plan[first:]+"/*FINAL_ANSWER*"; got != want {
+		t.Errorf("streamed thought = %.30q…%q, want %.30q…%q", got, got[max(len(got)-30, 0):], want, want[len(want)-30:])
+	}
+	if got, want := answer.String(), plan[:first]+" the answer"; got != want {
+		t.Errorf("streamed answer = %q, want %q", got, want)
+	}
+}
