@@ -27,10 +27,11 @@ func (u asUser) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// With server.Config.Authenticate, a context's session belongs to the
-// caller, and a task only to the user who started it: another user can
-// neither read it nor answer its pause, and the same context id names a
-// session of their own.
+// TestAuthenticatedUsersAreIsolated checks CONFORMANCE S8 over A2A: with
+// server.Config.Authenticate, a context's session belongs to the caller,
+// and a task only to the user who started it: another user can neither
+// read it nor answer its pause, and the same context id names a session
+// of their own.
 func TestAuthenticatedUsersAreIsolated(t *testing.T) {
 	r := newRunner(t)
 	h, err := a2aserver.New(a2aserver.Config{Runner: r})
