@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,6 +59,16 @@ func TestMain(m *testing.M) {
 // the kernel picks. It prints "port N" on stdout and serves until its stdin
 // closes or it is signalled.
 func s5Serve() error {
+	if path := os.Getenv("LOOM_BENCH_S5_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	root, err := s1Agent()
 	if err != nil {
 		return err
@@ -202,7 +213,8 @@ func s5Duration(b *testing.B, name string, def time.Duration) time.Duration {
 //	go test ./bench -run '^$' -bench S5 -benchtime 1x
 //
 // LOOM_BENCH_S5_DURATION and LOOM_BENCH_S5_WARMUP (Go durations) shorten
-// the round for a quick check. Metrics: req/s, p50-ms and p99-ms latency of
+// the round for a quick check; LOOM_BENCH_S5_CPUPROFILE names a file for
+// the server's CPU profile. Metrics: req/s, p50-ms and p99-ms latency of
 // a request, server-peak-RSS-MB (the server's VmHWM) and server-cpu-us/req
 // (the server's user plus system CPU time over the measured window, divided
 // by the requests); ns/op is the whole round.

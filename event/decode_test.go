@@ -231,3 +231,35 @@ func ExampleDecoder() {
 	// e1 user Hi map[]
 	// e2 root Hello! map[greeted:true]
 }
+
+// FuzzUnmarshalContent checks that the parser's fast path of
+// UnmarshalContent decodes exactly what encoding/json does, whenever it
+// takes the input.
+func FuzzUnmarshalContent(f *testing.F) {
+	for _, s := range []string{
+		`{"role":"user","parts":[{"text":"What is 1+2?"}]}`,
+		` {"parts":[{"text":"a\u00e9\n"},{"thought":true,"text":"t"}] , "role":"model"} `,
+		`{"parts":[{"functionCall":{"id":"c1","name":"add","args":{"a":1,"b":[2,"x",null]}}}]}`,
+		`{"parts":[{"functionResponse":{"name":"add","response":{"result":3}}}],"role":"user"}`,
+		`{"parts":[{"thoughtSignature":"c2ln","text":"x"}]}`,
+		`{"role":"user","role":"model"}`, `{"Role":"user"}`, `{"parts":null}`, `{}`, `{"parts":[{}]}`,
+		"{\"parts\":[{\"text\":\"\xff\"}]}", `{"parts":[{"text":"a"}]} {}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, ok := fastContent(data)
+		if !ok {
+			return
+		}
+		want, err := unmarshalContent(data)
+		if err != nil {
+			t.Fatalf("fast path decoded %q, encoding/json refuses it: %v", data, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			gj, _ := json.Marshal(got)
+			wj, _ := json.Marshal(want)
+			t.Fatalf("%q:\nfast %s\njson %s", data, gj, wj)
+		}
+	})
+}

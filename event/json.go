@@ -364,8 +364,17 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 // UnmarshalContent decodes a genai content (such as a user message in a run
 // request), accepting the same variations as [Event.UnmarshalJSON]:
 // camelCase or snake_case keys and either base64 alphabet. Canonical input
-// takes a strict fast path.
+// takes a strict fast path: the parser of a Decoder, then encoding/json
+// with no unknown field.
 func UnmarshalContent(data []byte) (*genai.Content, error) {
+	if c, ok := fastContent(data); ok {
+		return c, nil
+	}
+	return unmarshalContent(data)
+}
+
+// unmarshalContent is UnmarshalContent without the parser's fast path.
+func unmarshalContent(data []byte) (*genai.Content, error) {
 	var c genai.Content
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -381,6 +390,19 @@ func UnmarshalContent(data []byte) (*genai.Content, error) {
 		return nil, fmt.Errorf("event: decode content: %w", err)
 	}
 	return &c, nil
+}
+
+// fastContent decodes data with the parser of a Decoder, and reports
+// whether it could.
+func fastContent(data []byte) (*genai.Content, bool) {
+	var d Decoder
+	p := parser{d: &d, data: data}
+	p.ws()
+	c, ok := p.content()
+	if p.ws(); !ok || p.i != len(data) {
+		return nil, false
+	}
+	return c, true
 }
 
 // UnmarshalJSON decodes actions, accepting the same variations as

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"iter"
 	"net/http"
+	"unicode/utf8"
 
 	"google.golang.org/genai"
 
@@ -55,28 +57,102 @@ func readObject(r *http.Request) (fields, error) {
 }
 
 // decodeObject decodes a JSON object request body. An empty body is an
-// empty object.
+// empty object. A member given twice, under either spelling of its key,
+// takes its last value.
 func decodeObject(body []byte) (fields, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 || string(body) == "null" {
 		return fields{}, nil
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(body, &raw); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			return nil, unprocessable("Request body must be a JSON object")
-		}
+	if !json.Valid(body) {
+		var v any
+		err := json.Unmarshal(body, &v)
 		return nil, badRequest("Invalid JSON: %v", err)
 	}
-	f := make(fields, len(raw))
-	for k, v := range raw {
-		if string(v) == "null" {
+	if body[0] != '{' {
+		return nil, unprocessable("Request body must be a JSON object")
+	}
+	f := make(fields, 8)
+	for key, value := range members(body) {
+		k, ok := plainString(key)
+		if !ok {
+			if err := json.Unmarshal(key, &k); err != nil {
+				return nil, badRequest("Invalid JSON: %v", err)
+			}
+		}
+		k = event.CamelCase(k)
+		if string(value) == "null" {
+			delete(f, k)
 			continue
 		}
-		f[event.CamelCase(k)] = v
+		f[k] = value
 	}
 	return f, nil
+}
+
+// members yields the members of a valid JSON object: each key, quoted as
+// sent, and its value, both slices of obj.
+func members(obj []byte) iter.Seq2[[]byte, []byte] {
+	return func(yield func(key, value []byte) bool) {
+		i := 1 // past '{'
+		for {
+			i = skipSpace(obj, i)
+			switch obj[i] {
+			case '}':
+				return
+			case ',':
+				i++
+				continue
+			}
+			end := valueEnd(obj, i)
+			key := obj[i:end]
+			i = skipSpace(obj, skipSpace(obj, end)+1) // past ':'
+			end = valueEnd(obj, i)
+			if !yield(key, obj[i:end]) {
+				return
+			}
+			i = end
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the index just past the valid JSON value at b[i].
+func valueEnd(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i // the end of the enclosing object
+			}
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
 }
 
 // string returns a string member ("" when absent).
@@ -85,6 +161,9 @@ func (f fields) string(key string) (string, error) {
 	if !ok {
 		return "", nil
 	}
+	if s, ok := plainString(raw); ok {
+		return s, nil
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", unprocessable("%s must be a string", key)
@@ -92,10 +171,34 @@ func (f fields) string(key string) (string, error) {
 	return s, nil
 }
 
+// plainString returns the string a JSON string value without escapes
+// stands for, as encoding/json decodes it, and reports whether raw is one.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	in := raw[1 : len(raw)-1]
+	for _, c := range in {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	if !utf8.Valid(in) {
+		return "", false
+	}
+	return string(in), true
+}
+
 // bool returns a boolean member (false when absent).
 func (f fields) bool(key string) (bool, error) {
 	raw, ok := f[key]
 	if !ok {
+		return false, nil
+	}
+	switch string(raw) {
+	case "true":
+		return true, nil
+	case "false":
 		return false, nil
 	}
 	var b bool
