@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 
@@ -11,6 +12,9 @@ import (
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/session/memsession"
+	"github.com/loomkit/loom/session/sqlsession"
 	"github.com/loomkit/loom/tool"
 	"github.com/loomkit/loom/tool/functiontool"
 )
@@ -67,8 +71,21 @@ func TestR7LimitCountsCallsAcrossPauses(t *testing.T) {
 // TestR7LimitCountsCallsAcrossResume: an invocation whose model always
 // calls a tool is interrupted after each tool round and continued with
 // Runner.Resume. With MaxLLMCalls 3 it ends with ErrLLMCallLimit after
-// exactly 3 model calls in all, as an uninterrupted run does.
+// exactly 3 model calls in all, as an uninterrupted run does, in memory
+// and on SQLite (where events are read back from their JSON).
 func TestR7LimitCountsCallsAcrossResume(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { limitAcrossResume(t, memsession.NewService()) })
+	t.Run("sqlite", func(t *testing.T) {
+		store, err := sqlsession.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "sessions.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { store.Close() })
+		limitAcrossResume(t, session.NewService(store, nil))
+	})
+}
+
+func limitAcrossResume(t *testing.T, svc *session.Service) {
 	var ran atomic.Int64
 	work, err := functiontool.New(functiontool.Config{Name: "work"},
 		func(context.Context, tool.Context, struct{}) (map[string]any, error) {
@@ -79,8 +96,15 @@ func TestR7LimitCountsCallsAcrossResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, calls := callsForever("work")
-	r, _, key := setup(t, llm(t, "worker", m, work), runner.Config{})
+	r, err := runner.New(runner.Config{AppName: app, Agent: llm(t, "worker", m, work), Sessions: svc})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
+	key := session.Key{AppName: app, UserID: user, SessionID: "s1"}
+	if _, err := svc.Create(ctx, key, nil); err != nil {
+		t.Fatal(err)
+	}
 	opts := &runner.RunOptions{MaxLLMCalls: 3}
 	// run ranges over evs until the first tool round is committed.
 	run := func(evs func(func(*event.Event, error) bool)) (invID string, err error) {
@@ -119,7 +143,9 @@ func TestR7LimitCountsCallsAcrossResume(t *testing.T) {
 // after the same 3 calls, the reference of the tests above.
 func TestR7UninterruptedLimit(t *testing.T) {
 	work, err := functiontool.New(functiontool.Config{Name: "work"},
-		func(context.Context, tool.Context, struct{}) (map[string]any, error) { return map[string]any{"done": true}, nil })
+		func(context.Context, tool.Context, struct{}) (map[string]any, error) {
+			return map[string]any{"done": true}, nil
+		})
 	if err != nil {
 		t.Fatal(err)
 	}
