@@ -106,7 +106,9 @@ func TestR7EventsRecordModelCalls(t *testing.T) {
 
 	t.Run("confirmation", func(t *testing.T) {
 		pay, err := functiontool.New(functiontool.Config{Name: "pay", RequireConfirmation: true},
-			func(context.Context, tool.Context, struct{}) (map[string]any, error) { return map[string]any{"paid": true}, nil })
+			func(context.Context, tool.Context, struct{}) (map[string]any, error) {
+				return map[string]any{"paid": true}, nil
+			})
 		if err != nil {
 			t.Fatal(err)
 		}
