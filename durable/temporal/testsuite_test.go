@@ -195,7 +195,7 @@ func TestR7LimitAcrossSteps(t *testing.T) {
 	if n := lines(t, dir, "loop.model"); n != 3 {
 		t.Fatalf("the model was called %d times, want 3 (status %+v)", n, st)
 	}
-	if !st.Done || !strings.Contains(st.Error, agent.ErrLLMCallLimit.Error()) {
+	if !st.Done || !strings.Contains(st.Error, agent.ErrLLMCallLimit.Error()) || st.ErrorType != "LoomLLMCallLimit" {
 		t.Fatalf("status %+v, want the invocation ended by %q", st, agent.ErrLLMCallLimit)
 	}
 	if retried.Load() {
