@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sync/atomic"
 
 	"google.golang.org/genai"
@@ -21,12 +22,36 @@ var ErrLLMCallLimit = errors.New("agent: maximum number of LLM calls per invocat
 // RunConfig.MaxLLMCalls is zero.
 const DefaultMaxLLMCalls = 500
 
+// MetadataLLMCall is the CustomMetadata key, with the value true, of the
+// event built from a model's response: the one event each model call
+// commits (see MarkLLMCall). Events that answer without the model (a
+// before-model callback's response, tool responses, code execution
+// results, structured answers, requests to the client) do not carry it.
+const MetadataLLMCall = "llmCall"
+
+// MarkLLMCall marks ev as the event of one model call, in a copy of its
+// CustomMetadata. The LLM agent marks the event of each response it got by
+// calling its model (CountLLMCall counted the call), and only that event.
+func MarkLLMCall(ev *event.Event) {
+	m := make(map[string]any, len(ev.CustomMetadata)+1)
+	maps.Copy(m, ev.CustomMetadata)
+	m[MetadataLLMCall] = true
+	ev.CustomMetadata = m
+}
+
+// IsLLMCall reports whether ev records one model call (MarkLLMCall).
+func IsLLMCall(ev *event.Event) bool {
+	v, _ := ev.CustomMetadata[MetadataLLMCall].(bool)
+	return v
+}
+
 // RunConfig holds the per-run settings of an invocation.
 type RunConfig struct {
 	// Streaming makes models stream: partial events are yielded as text
 	// arrives, followed by one aggregated event.
 	Streaming bool
-	// MaxLLMCalls limits model calls per invocation: zero means
+	// MaxLLMCalls limits model calls per invocation, counted across every
+	// run that resumes it (see InvocationConfig.LLMCalls): zero means
 	// DefaultMaxLLMCalls, a negative value means no limit.
 	MaxLLMCalls int
 }
@@ -41,6 +66,11 @@ type InvocationConfig struct {
 	Memory      *memory.Service
 	UserContent *genai.Content
 	RunConfig   RunConfig
+	// LLMCalls is the number of model calls the invocation made before
+	// this run. When it resumes an invocation, the runner counts them in
+	// the session log (the invocation's events for which IsLLMCall holds),
+	// so that they count against RunConfig.MaxLLMCalls.
+	LLMCalls int
 	// Callbacks are global callbacks (from plugins) applied before the
 	// agents' own.
 	Callbacks Callbacks
@@ -93,6 +123,7 @@ func NewInvocation(cfg InvocationConfig) *Invocation {
 		inv Invocation
 		sh  shared
 	}{sh: shared{cfg: cfg}}
+	b.sh.llmCalls.Store(int64(cfg.LLMCalls))
 	b.inv = Invocation{agent: root, shared: &b.sh}
 	return &b.inv
 }
@@ -167,7 +198,9 @@ func (inv *Invocation) Ended() bool {
 }
 
 // CountLLMCall records a model call and returns an error wrapping
-// ErrLLMCallLimit when the invocation exceeds its limit.
+// ErrLLMCallLimit when the invocation exceeds its limit. The count starts
+// at InvocationConfig.LLMCalls: the calls made before the invocation was
+// resumed count too.
 func (inv *Invocation) CountLLMCall() error {
 	n := inv.shared.llmCalls.Add(1)
 	limit := int64(inv.shared.cfg.RunConfig.MaxLLMCalls)

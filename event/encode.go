@@ -31,7 +31,7 @@ type encoder struct {
 func appendEventJSON(dst []byte, e *Event) ([]byte, bool) {
 	r := &e.Response
 	if r.GroundingMetadata != nil || r.CitationMetadata != nil || r.UsageMetadata != nil || r.LogprobsResult != nil ||
-		r.InputTranscription != nil || r.OutputTranscription != nil || r.CustomMetadata != nil || r.AvgLogprobs != 0 {
+		r.InputTranscription != nil || r.OutputTranscription != nil || r.AvgLogprobs != 0 {
 		return dst, false
 	}
 	a := &e.Actions
@@ -44,6 +44,7 @@ func appendEventJSON(dst []byte, e *Event) ([]byte, bool) {
 		o.key("content")
 		enc.content(c)
 	}
+	o.values("customMetadata", r.CustomMetadata)
 	o.str("modelVersion", r.ModelVersion)
 	o.str("finishReason", string(r.FinishReason))
 	o.str("errorCode", r.ErrorCode)

@@ -49,6 +49,7 @@ func encodeCorpus() []*Event {
 	flags.Response.ModelVersion, flags.Response.FinishReason = "m-1", genai.FinishReasonStop
 	flags.Response.ErrorCode, flags.Response.ErrorMessage = "E", "bad <thing>"
 	flags.Content = &genai.Content{Role: "model"}
+	flags.CustomMetadata = map[string]any{"llmCall": true, "b": []any{1.5, "x"}, "a": map[string]any{"z": nil}}
 	zero := &Event{}
 	node := NewModelText("inv-3", "wf", "done")
 	node.Timestamp = ts

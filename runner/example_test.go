@@ -2,18 +2,24 @@ package runner_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/artifact"
 	"github.com/loomkit/loom/artifact/memartifact"
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
+	"github.com/loomkit/loom/tool"
+	"github.com/loomkit/loom/tool/functiontool"
 )
 
 // A custom agent yields a state change and reads it back after the yield:
@@ -104,4 +110,38 @@ func ExampleRunner_Fork() {
 	// s1: "second draft", versions [0 1]
 	// s1-alt: "first draft", versions [0]
 	// after delete: []
+}
+
+// The model-call limit holds across resumes: each answer to the paused
+// call resumes the same invocation, and the calls it made before count.
+func ExampleRunOptions_maxLLMCalls() {
+	ctx := context.Background()
+	ask, _ := functiontool.New(functiontool.Config{Name: "ask", LongRunning: true},
+		func(context.Context, tool.Context, struct{}) (map[string]any, error) { return nil, nil })
+	m := scripted.New("m", func(context.Context, *model.Request) (scripted.Turn, error) { return scripted.Call("ask", nil), nil })
+	asker, _ := llmagent.New(llmagent.Config{Name: "asker", Model: m, Tools: []tool.Tool{ask}})
+	r, _ := runner.New(runner.Config{AppName: "demo", Agent: asker, Sessions: memsession.NewService(), AutoCreateSession: true})
+	opts := &runner.RunOptions{MaxLLMCalls: 2}
+	msg := genai.NewContentFromText("go", genai.RoleUser)
+	for run := 1; run <= 3; run++ {
+		var callID string
+		for ev, err := range r.Run(ctx, "ada", "s1", msg, opts) {
+			if err != nil {
+				fmt.Printf("run %d: limit reached: %v\n", run, errors.Is(err, agent.ErrLLMCallLimit))
+				return
+			}
+			if agent.IsLLMCall(ev) {
+				fmt.Printf("run %d: model call\n", run)
+			}
+			if len(ev.LongRunningToolIDs) > 0 {
+				callID = ev.LongRunningToolIDs[0]
+			}
+		}
+		msg = &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{
+			ID: callID, Name: "ask", Response: map[string]any{"answer": run}}}}}
+	}
+	// Output:
+	// run 1: model call
+	// run 2: model call
+	// run 3: limit reached: true
 }

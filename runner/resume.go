@@ -28,6 +28,11 @@ import (
 //
 // An invocation interrupted by a crash continues with [Runner.Resume], from
 // what was committed: no tool call whose response was committed runs again.
+//
+// However it resumes, the model calls an invocation already made count
+// against its limit (RunOptions.MaxLLMCalls): they are the invocation's
+// events that record a model call (agent.IsLLMCall), counted while the log
+// is scanned for the invocation.
 
 // resumption says which invocation a run continues, and where.
 type resumption struct {
@@ -38,6 +43,7 @@ type resumption struct {
 	first       string // author of the invocation's first agent event
 	userContent *genai.Content
 	tree        *agent.Tree
+	llmCalls    int // model calls the invocation made (agent.IsLLMCall)
 }
 
 // invocationID returns the id of the invocation to run: the resumed one, or
@@ -47,6 +53,15 @@ func (res *resumption) invocationID() string {
 		return event.NewInvocationID()
 	}
 	return res.id
+}
+
+// priorLLMCalls returns the model calls made before the run: those of the
+// resumed invocation, or none.
+func (res *resumption) priorLLMCalls() int {
+	if res == nil {
+		return 0
+	}
+	return res.llmCalls
 }
 
 func (res *resumption) callBranch() string {
@@ -105,7 +120,8 @@ func (r *Runner) resumption(tree *agent.Tree, sess *session.Session, msg *genai.
 }
 
 // locate finds the invocation's first event, its first agent event and its
-// user message. It scans the whole session, which only resuming does.
+// user message, and counts its model calls. It scans the whole session,
+// which only resuming does.
 func (r *Runner) locate(sess *session.Session, res *resumption) bool {
 	res.floor = -1
 	for i, ev := range sess.Events() {
@@ -114,6 +130,9 @@ func (r *Runner) locate(sess *session.Session, res *resumption) bool {
 		}
 		if res.floor < 0 {
 			res.floor = i
+		}
+		if agent.IsLLMCall(ev) {
+			res.llmCalls++
 		}
 		if ev.Author == event.AuthorUser {
 			if res.userContent == nil {
@@ -135,8 +154,10 @@ func (r *Runner) locate(sess *session.Session, res *resumption) bool {
 // stays paused until its calls are answered through Run. An invocation that
 // had finished yields nothing.
 //
-// It fails with an error wrapping ErrInvalid, storing nothing, if the
-// session has no such invocation. The iterator behaves as Run's; opts may
+// The model calls the invocation made before count against
+// opts.MaxLLMCalls, as if it had not been interrupted. It fails with an
+// error wrapping ErrInvalid, storing nothing, if the session has no such
+// invocation. The iterator behaves as Run's; opts may
 // be nil (its StateDelta and InvocationID are not used).
 func (r *Runner) Resume(ctx context.Context, userID, sessionID, invocationID string, opts *RunOptions) iter.Seq2[*event.Event, error] {
 	if opts == nil {

@@ -87,7 +87,10 @@ type RunOptions struct {
 	// StateDelta is applied with the user message event.
 	StateDelta map[string]any
 	// MaxLLMCalls limits model calls in the invocation (0: the default of
-	// agent.DefaultMaxLLMCalls; negative: no limit).
+	// agent.DefaultMaxLLMCalls; negative: no limit). The calls a resumed
+	// invocation made before count too: after a pause, a crash or on
+	// Temporal, exceeding the limit ends it with agent.ErrLLMCallLimit as in
+	// one uninterrupted run.
 	MaxLLMCalls int
 	// InvocationID, when set, resumes that invocation of the session with
 	// the new message instead of starting a new one (see resume.go). A
@@ -294,6 +297,7 @@ func (r *Runner) invoke(ctx context.Context, tree *agent.Tree, sess *session.Ses
 		Memory:      r.cfg.Memory,
 		UserContent: msg,
 		RunConfig:   agent.RunConfig{Streaming: opts.Streaming, MaxLLMCalls: opts.MaxLLMCalls},
+		LLMCalls:    res.priorLLMCalls(),
 		Callbacks:   r.callbacks,
 		Credentials: creds,
 		// Shared by every invocation value built from cfg.

@@ -70,13 +70,16 @@ func (a *Agent) step(ctx context.Context, inv *agent.Invocation, files *fileCach
 		yield(nil, err)
 		return nil, false
 	}
-	resp, ok := a.callModel(ctx, inv, cc, req, yield)
+	resp, called, ok := a.callModel(ctx, inv, cc, req, yield)
 	if !ok {
 		return nil, false
 	}
 	ev := inv.NewEvent()
 	ev.Response = *resp
 	ev.Partial = false
+	if called {
+		agent.MarkLLMCall(ev) // counted again when the invocation resumes
+	}
 	if a.cfg.Planner != nil && resp.Content != nil {
 		if parts := a.cfg.Planner.ProcessResponse(ctx, cc, resp.Content.Parts); parts != nil {
 			ev.Content = &genai.Content{Role: resp.Content.Role, Parts: parts}
@@ -174,23 +177,33 @@ func (a *Agent) afterCalls(ctx context.Context, inv *agent.Invocation, calls []*
 
 // callModel runs the before-model callbacks, the model (streaming partial
 // events through yield) and the after-model callbacks, and returns the
-// complete response.
+// complete response. called reports that the model was called (counted by
+// CountLLMCall): false when a before-model callback answered instead.
 func (a *Agent) callModel(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, req *model.Request,
-	yield func(*event.Event, error) bool) (*model.Response, bool) {
+	yield func(*event.Event, error) bool) (resp *model.Response, called, ok bool) {
 	for _, cb := range chain(inv.Callbacks().BeforeModel, a.cfg.BeforeModel) {
 		resp, err := cb(ctx, cc, req)
 		if err != nil {
 			yield(nil, fmt.Errorf("llmagent: %s: before-model callback: %w", a.Name(), err))
-			return nil, false
+			return nil, false, false
 		}
 		if resp != nil {
-			return a.afterModel(ctx, inv, cc, resp, yield)
+			resp, ok := a.afterModel(ctx, inv, cc, resp, yield)
+			return resp, false, ok
 		}
 	}
 	if err := inv.CountLLMCall(); err != nil {
 		yield(nil, err)
-		return nil, false
+		return nil, false, false
 	}
+	resp, ok = a.generate(ctx, inv, cc, req, yield)
+	return resp, true, ok
+}
+
+// generate calls the model, streaming partial events through yield, and
+// runs the model-error or after-model callbacks on what it returned.
+func (a *Agent) generate(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, req *model.Request,
+	yield func(*event.Event, error) bool) (*model.Response, bool) {
 	// The loop body sets only st and leaves by break: every variable it
 	// captured or returned from would take an allocation of its own.
 	var st struct {

@@ -21,6 +21,11 @@ import (
 // cannot help.
 const errInvalidType = "LoomInvalid"
 
+// errLLMCallLimitType is the type of the application error for an
+// invocation that exceeded its model-call limit (agent.ErrLLMCallLimit):
+// it has ended, as it would in process, and a retry would fail again.
+const errLLMCallLimitType = "LoomLLMCallLimit"
+
 // activities runs Steps on the runners of a worker.
 type activities struct {
 	apps map[string]*runner.Runner
@@ -83,7 +88,9 @@ func (a *activities) step(ctx context.Context, in stepInput) (stepResult, error)
 	}
 	stop := heartbeat(ctx, in.Session.Options.withDefaults().HeartbeatTimeout/3)
 	defer stop()
-	opts := &runner.RunOptions{}
+	// The runner counts the model calls earlier Steps made against the
+	// limit.
+	opts := &runner.RunOptions{MaxLLMCalls: in.MaxLLMCalls}
 	invID := in.InvocationID
 	msg := in.Message
 	if msg != nil {
@@ -173,8 +180,11 @@ func paused(sess *session.Session) bool {
 
 // classify makes errors that retrying cannot fix non-retryable.
 func classify(err error) error {
-	if errors.Is(err, runner.ErrInvalid) || errors.Is(err, session.ErrNotFound) || errors.Is(err, agent.ErrNotPending) {
+	switch {
+	case errors.Is(err, runner.ErrInvalid) || errors.Is(err, session.ErrNotFound) || errors.Is(err, agent.ErrNotPending):
 		return sdktemporal.NewNonRetryableApplicationError(err.Error(), errInvalidType, err)
+	case errors.Is(err, agent.ErrLLMCallLimit):
+		return sdktemporal.NewNonRetryableApplicationError(err.Error(), errLLMCallLimitType, err)
 	}
 	return err
 }

@@ -67,7 +67,9 @@ func lines(t *testing.T, dir, name string) int {
 // scripted model calls the tool the user message names ("slow" sleeps for
 // slow and records its start and its completion in dir; "pay" requires a
 // confirmation and records its runs) and then answers "<tool> done", and a
-// reporter that answers "reported".
+// reporter that answers "reported". For "loop", the model calls the tool
+// "loop" on every turn (recording each call in loop.model), and gives up
+// with a text after loopGiveUp calls.
 func newAgent(dir string, slow time.Duration) (agent.Agent, error) {
 	slowTool, err := functiontool.New(functiontool.Config{Name: "slow", Description: "Works for a while."},
 		func(ctx context.Context, tc tool.Context, _ struct{}) (map[string]any, error) {
@@ -97,7 +99,23 @@ func newAgent(dir string, slow time.Duration) (agent.Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	loopTool, err := functiontool.New(functiontool.Config{Name: "loop", Description: "Asks to be called again."},
+		func(context.Context, tool.Context, struct{}) (map[string]any, error) {
+			return map[string]any{"again": true}, nil
+		})
+	if err != nil {
+		return nil, err
+	}
 	m := scripted.New("assistant-model", func(ctx context.Context, req *model.Request) (scripted.Turn, error) {
+		if scripted.LastUserText(req) == "loop" {
+			if lines, err := os.ReadFile(filepath.Join(dir, "loop.model")); err == nil && strings.Count(string(lines), "\n") >= loopGiveUp {
+				return scripted.Text("loop gave up"), nil
+			}
+			if err := appendLine(dir, "loop.model", "called"); err != nil {
+				return scripted.Turn{}, err
+			}
+			return scripted.Call("loop", nil), nil
+		}
 		if frs := scripted.LastFunctionResponse(req); len(frs) > 0 {
 			return scripted.Text(frs[0].Name + " done"), nil
 		}
@@ -108,7 +126,7 @@ func newAgent(dir string, slow time.Duration) (agent.Agent, error) {
 			return scripted.Text("echo " + text), nil
 		}
 	})
-	assistant, err := llmagent.New(llmagent.Config{Name: "assistant", Model: m, Tools: []tool.Tool{slowTool, payTool}})
+	assistant, err := llmagent.New(llmagent.Config{Name: "assistant", Model: m, Tools: []tool.Tool{slowTool, payTool, loopTool}})
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +137,10 @@ func newAgent(dir string, slow time.Duration) (agent.Agent, error) {
 	}
 	return workflowagent.NewSequential(workflowagent.Config{Name: "pipeline", SubAgents: []agent.Agent{assistant, reporter}})
 }
+
+// loopGiveUp bounds the model calls of "loop", so that a run the call
+// limit does not stop still ends.
+const loopGiveUp = 10
 
 // newApp returns the test app's runner over svc.
 func newApp(dir string, slow time.Duration, svc *session.Service) (*runner.Runner, error) {

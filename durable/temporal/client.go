@@ -144,7 +144,7 @@ func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID 
 		case werr != nil:
 			yield(nil, werr)
 		case st.Error != "":
-			yield(nil, fmt.Errorf("temporal: invocation %s: %s", st.InvocationID, st.Error))
+			yield(nil, st.err())
 		}
 	}
 }
@@ -222,3 +222,24 @@ func (c *Client) Cancel(ctx context.Context, app *runner.Runner, userID, session
 	}
 	return nil
 }
+
+// err returns the error that ended the message: one that wraps
+// agent.ErrLLMCallLimit for an invocation that exceeded its model-call
+// limit, as runner.Runner.Run's would.
+func (st *Status) err() error {
+	e := &invocationError{msg: fmt.Sprintf("temporal: invocation %s: %s", st.InvocationID, st.Error)}
+	if st.ErrorType == errLLMCallLimitType {
+		e.kind = agent.ErrLLMCallLimit
+	}
+	return e
+}
+
+// invocationError is the failure of an invocation that ran on a worker, as
+// its status reports it.
+type invocationError struct {
+	msg  string
+	kind error // a Loom error it stands for, or nil
+}
+
+func (e *invocationError) Error() string { return e.msg }
+func (e *invocationError) Unwrap() error { return e.kind }

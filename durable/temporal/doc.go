@@ -34,6 +34,12 @@
 //   - the session log stays the source of truth: the HTTP API, the dev UI
 //     and in-process runners read it as they always do.
 //
+// The model-call limit of a message (runner.RunOptions.MaxLLMCalls) is
+// passed to every Step of its invocation, and the runner counts the calls
+// earlier Steps made from the log, so it holds as in process; exceeding it
+// ends the invocation with a non-retryable error that [Client.Run] returns
+// wrapping agent.ErrLLMCallLimit.
+//
 // A tool call that was running when its worker died runs again on another
 // worker (its response was not committed); one that completed and was
 // committed never runs again. Tools with side effects should therefore

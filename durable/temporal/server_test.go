@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"os"
 	"os/exec"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/durable/temporal"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/runner"
@@ -298,5 +300,48 @@ func TestCancelStopsWorkflow(t *testing.T) {
 	})
 	if n := lines(t, dir, "slow.count"); n != 0 {
 		t.Fatalf("the cancelled tool completed %d times", n)
+	}
+}
+
+// TestR7LimitOnServer: on a real server, a message whose agent's model
+// always calls a tool, sent with MaxLLMCalls 3, ends with an error wrapping
+// agent.ErrLLMCallLimit after exactly 3 model calls, as Runner.Run would.
+func TestR7LimitOnServer(t *testing.T) {
+	c := dial(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	svc := sessionsIn(t)
+	app, err := newApp(dir, 0, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := session.Key{AppName: appName, UserID: user, SessionID: "limit-" + newQueue()}
+	if _, err := svc.Create(ctx, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	queue := newQueue()
+	inProcessWorker(t, c, queue, app)
+	cl, err := temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: queue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res result
+	select {
+	case res = <-collect(cl.Run(ctx, app, user, k.SessionID, text("loop"), &runner.RunOptions{MaxLLMCalls: 3})):
+	case <-time.After(time.Minute):
+		t.Fatalf("the invocation did not end (%d model calls)", lines(t, dir, "loop.model"))
+	}
+	if !errors.Is(res.err, agent.ErrLLMCallLimit) {
+		t.Fatalf("run error = %v, want agent.ErrLLMCallLimit", res.err)
+	}
+	if n := lines(t, dir, "loop.model"); n != 3 {
+		t.Fatalf("the model was called %d times, want 3", n)
+	}
+	calls := 0
+	for _, ev := range res.events {
+		calls += len(ev.FunctionCalls())
+	}
+	if calls != 3 {
+		t.Fatalf("streamed %d tool calls, want 3", calls)
 	}
 }

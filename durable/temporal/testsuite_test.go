@@ -2,10 +2,15 @@ package temporal_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
@@ -148,5 +153,52 @@ func TestTreeHash(t *testing.T) {
 	}
 	if h := hash("b", mk("x")); h == base {
 		t.Fatal("a renamed agent did not change the hash")
+	}
+}
+
+// TestR7LimitAcrossSteps: on Temporal an invocation advances one model call
+// or tool round per Step, each resuming it from the log. An agent whose
+// model always calls a tool, run with MaxLLMCalls 3, still ends with the
+// call limit after exactly 3 model calls, and the limit is not retried.
+func TestR7LimitAcrossSteps(t *testing.T) {
+	env, r, dir := suiteEnv(t)
+	env.SetTestTimeout(2 * time.Minute) // wall-clock bound if the loop does not end
+	var retried atomic.Bool
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		if info.Attempt > 1 {
+			retried.Store(true)
+		}
+	})
+	var st temporal.Status
+	var updateErr error
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow("loom.message", temporal.Message{RequestID: "r1", Content: text("loop"), MaxLLMCalls: 3})
+		env.UpdateWorkflow("loom.wait", "w1", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { updateErr = err },
+			OnComplete: func(res any, err error) {
+				updateErr = err
+				if s, ok := res.(temporal.Status); ok {
+					st = s
+				} else if err == nil {
+					updateErr = fmt.Errorf("update result %T, want temporal.Status", res)
+				}
+			},
+		}, "r1")
+	}, time.Second)
+	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{App: appName, User: user, Session: "s", TreeHash: temporal.TreeHash(r.Tree())})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	if updateErr != nil {
+		t.Fatalf("wait update: %v", updateErr)
+	}
+	if n := lines(t, dir, "loop.model"); n != 3 {
+		t.Fatalf("the model was called %d times, want 3 (status %+v)", n, st)
+	}
+	if !st.Done || !strings.Contains(st.Error, agent.ErrLLMCallLimit.Error()) || st.ErrorType != "LoomLLMCallLimit" {
+		t.Fatalf("status %+v, want the invocation ended by %q", st, agent.ErrLLMCallLimit)
+	}
+	if retried.Load() {
+		t.Fatal("a Step was retried: the call limit must end the invocation at once")
 	}
 }

@@ -89,7 +89,10 @@ type Status struct {
 	InvocationID string `json:",omitempty"`
 	Paused       bool   `json:",omitempty"`
 	Error        string `json:",omitempty"`
-	Cancelled    bool   `json:",omitempty"`
+	// ErrorType is the type of the application error that ended the
+	// message, if an activity returned one.
+	ErrorType string `json:",omitempty"`
+	Cancelled bool   `json:",omitempty"`
 }
 
 // stepInput is the input of the Step activity.
@@ -101,6 +104,9 @@ type stepInput struct {
 	// it were stored by an earlier attempt.
 	Floor        int
 	InvocationID string `json:",omitempty"`
+	// MaxLLMCalls is the message's limit, for the Steps that resume its
+	// invocation (the runner counts the calls they made before).
+	MaxLLMCalls int `json:",omitempty"`
 }
 
 // stepResult is what one Step did.
@@ -196,6 +202,9 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 		if err != nil {
 			st.Error = err.Error()
 			var ae *sdktemporal.ApplicationError
+			if errors.As(err, &ae) {
+				st.ErrorType = ae.Type()
+			}
 			switch {
 			case sdktemporal.IsCanceledError(err) || ctx.Err() != nil:
 				st.Cancelled = true
@@ -229,6 +238,6 @@ func runMessage(ctx, actx workflow.Context, in SessionInput, msg *Message, st *S
 			st.Paused = out.Paused
 			return nil
 		}
-		step = stepInput{Session: in, InvocationID: out.InvocationID}
+		step = stepInput{Session: in, InvocationID: out.InvocationID, MaxLLMCalls: msg.MaxLLMCalls}
 	}
 }
