@@ -759,10 +759,12 @@ func (r *run) answer(inv *agent.Invocation, id string) (map[string]any, bool) {
 			return a.Response.Response, true
 		}
 	}
-	sess := inv.Session()
-	for i := sess.Len() - 1; i >= 0; i-- {
-		ev := sess.At(i)
-		if ev.Author != event.AuthorUser || ev.InvocationID != inv.ID() {
+	// An answer the node used in an earlier run: only a workflow that
+	// resumes has one, among its events since its resume point.
+	evs := agent.ResumeEvents(r.inv)
+	for i := len(evs) - 1; i >= 0; i-- {
+		ev := evs[i]
+		if ev.Author != event.AuthorUser {
 			continue
 		}
 		for _, fr := range ev.FunctionResponses() {

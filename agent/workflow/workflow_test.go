@@ -18,6 +18,7 @@ import (
 	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model/scripted"
+	"github.com/loomkit/loom/session/memsession"
 	"github.com/loomkit/loom/session/sqlsession"
 	"github.com/loomkit/loom/tool"
 	"github.com/loomkit/loom/tool/functiontool"
@@ -533,5 +534,50 @@ func TestHumanInputResumesAfterRestart(t *testing.T) {
 	evs = collect(t, r2.Resume(ctx, userID, key.SessionID, ev.InvocationID, nil))
 	if len(evs) != 0 || after.Load() != 1 {
 		t.Errorf("resuming a finished invocation gave %d events", len(evs))
+	}
+}
+
+// TestNodeAsksTwice: a node asks for input twice in one run. When the
+// second answer resumes it, the node runs again from its start, and its
+// first request finds the first answer in the log, where the invocation
+// committed it. (CONFORMANCE A12)
+func TestNodeAsksTwice(t *testing.T) {
+	var runs atomic.Int32
+	var got []string
+	ask := workflow.Func("ask", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+		runs.Add(1)
+		first, err := nc.RequestInput(workflow.InputRequest{Message: "name?"})
+		if err != nil {
+			return "", err
+		}
+		second, err := nc.RequestInput(workflow.InputRequest{Message: "city?"})
+		if err != nil {
+			return "", err
+		}
+		got = append(got, fmt.Sprint(first["v"], "/", second["v"]))
+		return fmt.Sprint(first["v"], " from ", second["v"]), nil
+	})
+	w := mustNew(t, workflow.Config{Name: "form", Nodes: []*workflow.Node{ask}})
+	r, key := setup(t, w, memsession.NewService())
+	ctx := context.Background()
+	answer := func(id, v string) []*event.Event {
+		msg := text("")
+		msg.Parts = []*genai.Part{workflow.InputResponse(id, map[string]any{"v": v})}
+		return collect(t, r.Run(ctx, userID, key.SessionID, msg, nil))
+	}
+	_, fc := inputCall(t, collect(t, r.Run(ctx, userID, key.SessionID, text("go"), nil)))
+	if fc.Args["message"] != "name?" {
+		t.Fatalf("first request %v", fc.Args)
+	}
+	_, fc = inputCall(t, answer(fc.ID, "Ada"))
+	if fc.Args["message"] != "city?" {
+		t.Fatalf("second request %v", fc.Args)
+	}
+	evs := answer(fc.ID, "London")
+	if out := outputOf(t, evs, "form"); out != "Ada from London" {
+		t.Errorf("output = %v", out)
+	}
+	if runs.Load() != 3 || !slices.Equal(got, []string{"Ada/London"}) {
+		t.Errorf("node ran %d times and finished with %v; want 3 and [Ada/London]", runs.Load(), got)
 	}
 }
