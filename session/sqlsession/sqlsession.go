@@ -504,13 +504,13 @@ func readSession(rows *sql.Rows, rec *session.Record, after, recent int64, encod
 	rec.State, rec.UserState, rec.AppState = map[string]any{}, map[string]any{}, map[string]any{}
 	maps := [3]map[string]any{rec.State, rec.UserState, rec.AppState}
 	var (
-		kind      int64
-		name      sql.RawBytes
-		raw       = column{fresh: fresh}
-		found     bool
-		events    = eventReader{encoded: encoded}
-		lastSeq   int64
-		sorted    = true
+		kind    int64
+		name    sql.RawBytes
+		raw     = column{fresh: fresh}
+		found   bool
+		events  = eventReader{encoded: encoded}
+		lastSeq int64
+		sorted  = true
 	)
 	for rows.Next() {
 		if err := rows.Scan(&kind, &name, &raw); err != nil {
