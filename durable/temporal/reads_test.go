@@ -160,3 +160,52 @@ func TestPauseOfEarlierMessageKept(t *testing.T) {
 		t.Fatalf("the confirmed tool ran %d times, want 1", n)
 	}
 }
+
+// TestRunReadsOnServer: on a real server, with the client and an
+// in-process worker sharing a counting store, sending a message to a
+// session of many messages reads a bounded number of events: neither the
+// client nor the activities read the whole log.
+func TestRunReadsOnServer(t *testing.T) {
+	c := dial(t)
+	ctx := context.Background()
+	store := &countingStore{Store: memsession.New()}
+	svc := session.NewService(store, nil)
+	app, err := newApp(t.TempDir(), 0, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := session.Key{AppName: appName, UserID: user, SessionID: "reads-" + newQueue()}
+	if _, err := svc.Create(ctx, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	queue := newQueue()
+	inProcessWorker(t, c, queue, app)
+	cl, err := temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: queue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 15
+	var last int64
+	for i := range n {
+		before := store.events.Load()
+		var res result
+		select {
+		case res = <-collect(cl.Run(ctx, app, user, k.SessionID, text(fmt.Sprint("hello ", i)), nil)):
+		case <-time.After(time.Minute):
+			t.Fatalf("message %d did not end", i+1)
+		}
+		if res.err != nil || len(res.events) == 0 {
+			t.Fatalf("message %d: %d events, error %v", i+1, len(res.events), res.err)
+		}
+		last = store.events.Load() - before
+	}
+	total := stored(t, app, k.SessionID).Len()
+	perMessage := total / n
+	if perMessage < 3 || total != perMessage*n {
+		t.Fatalf("the session holds %d events, want the same number (at least 3) for each of the %d messages", total, n)
+	}
+	if bound := int64(4 * perMessage); last > bound {
+		t.Fatalf("the last message read %d events (the session had %d), want at most %d", last, total-perMessage, bound)
+	}
+	t.Logf("the last message read %d events (session: %d events)", last, total)
+}
