@@ -83,11 +83,15 @@ func ExampleService_Get() {
 	}
 	meta, _ := svc.Get(ctx, s.Key(), &session.GetOptions{NoEvents: true})
 	fmt.Println(meta.Len(), "events loaded")
+	// What was appended since the log had 8 events; Seq is the log's length.
+	since, _ := svc.Get(ctx, s.Key(), &session.GetOptions{AfterSeq: 8})
+	fmt.Println(since.Len(), "events loaded of", since.Seq())
 	// Output:
 	// message 8
 	// message 9
 	// message 10
 	// 0 events loaded
+	// 2 events loaded of 10
 }
 
 // Refresh brings a copy of a session up to date with what another writer

@@ -141,6 +141,15 @@ func (s *Session) Len() int {
 	return len(s.events)
 }
 
+// Seq returns the sequence number of the session's last event when it was
+// loaded or last appended to or refreshed (0: none): the length of its log,
+// however few of its events this copy holds (see GetOptions).
+func (s *Session) Seq() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.seq
+}
+
 // At returns the i-th event (0 is the oldest), or nil if out of range. An
 // event the session keeps encoded (see Trim) is decoded anew at each call.
 func (s *Session) At(i int) *event.Event {
@@ -333,6 +342,11 @@ type GetOptions struct {
 	NumRecentEvents int
 	// After, when set, returns only events at or after this time.
 	After time.Time
+	// AfterSeq, when positive, returns only the events after the first
+	// AfterSeq of the log (an event's sequence number is its position in
+	// the log, counting from 1): what was appended since the log had
+	// AfterSeq events.
+	AfterSeq int64
 }
 
 // Get loads a session. It fails with an error wrapping ErrNotFound if the
@@ -343,7 +357,7 @@ func (s *Service) Get(ctx context.Context, key Key, opts *GetOptions) (*Session,
 	}
 	w := Window{Encoded: true}
 	if opts != nil {
-		w = Window{None: opts.NoEvents, Recent: opts.NumRecentEvents, After: opts.After, Encoded: true}
+		w = Window{None: opts.NoEvents, Recent: opts.NumRecentEvents, After: opts.After, AfterSeq: opts.AfterSeq, Encoded: true}
 	}
 	rec, err := s.store.GetSession(ctx, key, w)
 	if err != nil {

@@ -67,20 +67,23 @@ func key(in SessionInput) session.Key {
 }
 
 // mark returns the length of the session log: where the next message goes.
+// It reads no event.
 func (a *activities) mark(ctx context.Context, in SessionInput) (int, error) {
 	r, err := a.app(in)
 	if err != nil {
 		return 0, err
 	}
-	sess, err := r.Sessions().Get(ctx, key(in), nil)
+	sess, err := r.Sessions().Get(ctx, key(in), &session.GetOptions{NoEvents: true})
 	if err != nil {
 		return 0, classify(err)
 	}
-	return sess.Len(), nil
+	return int(sess.Seq()), nil
 }
 
 // step advances an invocation by one model call or one tool round, or
-// until it ends or pauses.
+// until it ends or pauses. It reads the session log from in.WaitFrom on
+// only: the message's own events and those of calls still waiting (the
+// runner reads the rest, once, into the session it keeps).
 func (a *activities) step(ctx context.Context, in stepInput) (stepResult, error) {
 	r, err := a.app(in.Session)
 	if err != nil {
@@ -93,18 +96,17 @@ func (a *activities) step(ctx context.Context, in stepInput) (stepResult, error)
 	opts := &runner.RunOptions{MaxLLMCalls: in.MaxLLMCalls}
 	invID := in.InvocationID
 	msg := in.Message
+	// Nothing before from waits for the client, and from <= Floor.
+	from := max(min(in.WaitFrom, in.Floor), 0)
+	var log *session.Session // the log from from on
 	if msg != nil {
 		opts.StateDelta, opts.InvocationID, opts.MaxLLMCalls = msg.StateDelta, msg.InvocationID, msg.MaxLLMCalls
-		sess, err := r.Sessions().Get(ctx, key(in.Session), nil)
-		if err != nil {
-			return stepResult{}, classify(err)
+		if log, err = since(ctx, r, in.Session, from); err != nil {
+			return stepResult{}, err
 		}
 		// An earlier attempt stored the message: resume its invocation.
-		for _, ev := range sess.EventsFrom(min(in.Floor, sess.Len())) {
-			if ev.Author == event.AuthorUser {
-				invID, msg = ev.InvocationID, nil
-				break
-			}
+		if id, ok := firstUserInvocation(log, in.Floor); ok {
+			invID, msg = id, nil
 		}
 	}
 	var events func(func(*event.Event, error) bool)
@@ -136,46 +138,68 @@ func (a *activities) step(ctx context.Context, in stepInput) (stepResult, error)
 	if err := ctx.Err(); err != nil {
 		return stepResult{}, err
 	}
+	if !out.Done {
+		return out, nil
+	}
+	// The invocation ended or paused: whether calls wait is in the log
+	// from from on, with what this Step appended.
+	if log == nil {
+		log, err = since(ctx, r, in.Session, from)
+	} else {
+		err = r.Sessions().Refresh(ctx, log)
+	}
+	if err != nil {
+		return stepResult{}, classify(err)
+	}
 	if out.InvocationID == "" && msg != nil {
 		// Nothing was yielded (a plugin answered, or the agents were
 		// silent): the message is the invocation's only trace.
-		out.InvocationID = lastUserInvocation(ctx, r, in.Session, in.Floor)
+		out.InvocationID, _ = firstUserInvocation(log, in.Floor)
 	}
-	if out.Done {
-		sess, err := r.Sessions().Get(ctx, key(in.Session), nil)
-		if err != nil {
-			return stepResult{}, classify(err)
-		}
-		out.Paused = paused(sess)
-	}
+	out.WaitFrom, out.Paused = waitingFrom(log)
 	return out, nil
 }
 
-func lastUserInvocation(ctx context.Context, r *runner.Runner, in SessionInput, floor int) string {
-	sess, err := r.Sessions().Get(ctx, key(in), nil)
+// since reads the session log from index from on. The session it returns
+// holds the last events of the log: its first is at index Seq() - Len().
+func since(ctx context.Context, r *runner.Runner, in SessionInput, from int) (*session.Session, error) {
+	sess, err := r.Sessions().Get(ctx, key(in), &session.GetOptions{AfterSeq: int64(from)})
 	if err != nil {
-		return ""
+		return nil, classify(err)
 	}
-	for _, ev := range sess.EventsFrom(min(floor, sess.Len())) {
-		if ev.Author == event.AuthorUser {
-			return ev.InvocationID
-		}
-	}
-	return ""
+	return sess, nil
 }
 
-// paused reports whether a call of the session still waits for the client.
-func paused(sess *session.Session) bool {
-	events := sess.Events()
+// offset returns the log index of the first event of a session read by
+// since.
+func offset(log *session.Session) int { return int(log.Seq()) - log.Len() }
+
+// firstUserInvocation returns the invocation of the first user message of
+// the log at or after index floor.
+func firstUserInvocation(log *session.Session, floor int) (string, bool) {
+	for _, ev := range log.EventsFrom(min(max(floor-offset(log), 0), log.Len())) {
+		if ev.Author == event.AuthorUser {
+			return ev.InvocationID, true
+		}
+	}
+	return "", false
+}
+
+// waitingFrom reports whether a call of the log still waits for the
+// client, and the log index before which none does: that of the first
+// event with a waiting call, or the length of the log. The events before
+// log's first have no waiting call (see stepInput.WaitFrom).
+func waitingFrom(log *session.Session) (int, bool) {
+	events := log.Events()
 	for i, ev := range events {
 		calls, kinds := agent.PausingCalls(ev)
 		for j, fc := range calls {
 			if agent.Waiting(events[i+1:], kinds[j], fc.ID) {
-				return true
+				return offset(log) + i, true
 			}
 		}
 	}
-	return false
+	return int(log.Seq()), false
 }
 
 // classify makes errors that retrying cannot fix non-retryable.

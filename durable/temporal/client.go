@@ -86,16 +86,24 @@ func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID 
 			return
 		}
 		k := session.Key{AppName: app.AppName(), UserID: userID, SessionID: sessionID}
-		sess, err := app.Sessions().Get(ctx, k, nil)
+		// Refuse here, as the runner would, a message that answers no
+		// pending call: the client gets a clear error and nothing is sent.
+		// Only a message that answers calls needs the log for that: against
+		// an empty log, agent.Pending refuses it and nothing else.
+		sess, err := app.Sessions().Get(ctx, k, &session.GetOptions{NoEvents: true})
 		if err != nil {
 			yield(nil, err)
 			return
 		}
-		// Refuse here, as the runner would, a message that answers no
-		// pending call: the client gets a clear error and nothing is sent.
 		if _, err := agent.Pending(sess, msg); err != nil {
-			yield(nil, fmt.Errorf("%w: %w", runner.ErrInvalid, err))
-			return
+			if sess, err = app.Sessions().Get(ctx, k, nil); err != nil {
+				yield(nil, err)
+				return
+			}
+			if _, err := agent.Pending(sess, msg); err != nil {
+				yield(nil, fmt.Errorf("%w: %w", runner.ErrInvalid, err))
+				return
+			}
 		}
 		m := Message{RequestID: newRequestID(), Content: msg, StateDelta: opts.StateDelta, InvocationID: opts.InvocationID, MaxLLMCalls: opts.MaxLLMCalls}
 		id := WorkflowID(k.AppName, userID, sessionID)
@@ -124,7 +132,12 @@ func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID 
 			defer close(done)
 			werr = c.update(uctx, id, updateWait, m.RequestID, &st)
 		}()
-		s := &stream{svc: app.Sessions(), sess: sess, next: floor}
+		// The invocation's events are those after the floor.
+		if sess, err = app.Sessions().Get(ctx, k, &session.GetOptions{AfterSeq: int64(floor)}); err != nil {
+			yield(nil, err)
+			return
+		}
+		s := &stream{svc: app.Sessions(), sess: sess, next: max(floor-(int(sess.Seq())-sess.Len()), 0)}
 		t := time.NewTicker(c.cfg.Poll)
 		defer t.Stop()
 		for finished := false; !finished; {
@@ -175,7 +188,7 @@ func (c *Client) update(ctx context.Context, id, name, requestID string, out any
 type stream struct {
 	svc          *session.Service
 	sess         *session.Session // refreshed with what was appended since each read
-	next         int
+	next         int              // index in sess of the next event to look at
 	invocationID string
 }
 

@@ -34,6 +34,17 @@
 //   - the session log stays the source of truth: the HTTP API, the dev UI
 //     and in-process runners read it as they always do.
 //
+// The activities read only what they need from the session log, so that a
+// turn late in a long conversation costs no more than an early one: Mark
+// reads no event (the log's length is the last sequence number), and a Step
+// reads the events from the message's floor on, or from the first call
+// still waiting for the client if one of an earlier message does
+// (session.GetOptions.AfterSeq). The workflow carries that point from
+// message to message: a call answered stays answered, so no call before it
+// can wait again. The first message a workflow handles reads the log once
+// in full to find it. The runner keeps its copy of the session between
+// Steps and loads only what was appended (session.Service.Refresh).
+//
 // The model-call limit of a message (runner.RunOptions.MaxLLMCalls) is
 // passed to every Step of its invocation, and the runner counts the calls
 // earlier Steps made from the log, so it holds as in process; exceeding it

@@ -29,6 +29,9 @@ type SessionInput struct {
 	// Paused carries, across a continue-as-new, that calls of the session
 	// wait for answers.
 	Paused bool
+	// WaitFrom carries, across a continue-as-new, the index of the session
+	// log before which no call waits for an answer (0: unknown).
+	WaitFrom int `json:",omitempty"`
 	// Options are the activity settings (zero: the defaults).
 	Options Options
 }
@@ -100,9 +103,15 @@ type stepInput struct {
 	Session SessionInput
 	// Message is the message to store and run; nil resumes InvocationID.
 	Message *Message `json:",omitempty"`
-	// Floor is the length of the session log before Message: events past
-	// it were stored by an earlier attempt.
-	Floor        int
+	// Floor is the length of the session log before the message: events
+	// past it were stored by an earlier attempt, or by the Steps before.
+	Floor int
+	// WaitFrom is the index of the session log before which no call waits
+	// for the client, as the previous message left it (0: unknown, the
+	// whole log is read). Whether calls wait after the Step is decided
+	// from the events from there on: a call answered stays answered, so
+	// those before cannot wait again.
+	WaitFrom     int    `json:",omitempty"`
 	InvocationID string `json:",omitempty"`
 	// MaxLLMCalls is the message's limit, for the Steps that resume its
 	// invocation (the runner counts the calls they made before).
@@ -117,6 +126,9 @@ type stepResult struct {
 	Done bool
 	// Paused: calls of the session wait for answers.
 	Paused bool
+	// WaitFrom, when Done, is the index of the session log before which no
+	// call waits for the client (its length if none waits).
+	WaitFrom int `json:",omitempty"`
 }
 
 // errTreeChanged is the type of the application error an activity returns
@@ -161,7 +173,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 		},
 	})
 	ch := workflow.GetSignalChannel(ctx, signalMessage)
-	paused := in.Paused
+	paused, waitFrom := in.Paused, in.WaitFrom
 	finish := func(err error) error {
 		// Answer the waiting updates before the workflow ends.
 		_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
@@ -172,7 +184,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 		if !ch.ReceiveAsync(&msg) {
 			if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 				return finish(workflow.NewContinueAsNewError(ctx, SessionWorkflow, SessionInput{
-					App: in.App, User: in.User, Session: in.Session, TreeHash: in.TreeHash, Paused: paused, Options: in.Options,
+					App: in.App, User: in.User, Session: in.Session, TreeHash: in.TreeHash, Paused: paused, WaitFrom: waitFrom, Options: in.Options,
 				}))
 			}
 			got := false
@@ -197,7 +209,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 		}
 		st := &Status{}
 		statuses[msg.RequestID] = st
-		err := runMessage(ctx, actx, in, &msg, st)
+		next, err := runMessage(ctx, actx, in, &msg, waitFrom, st)
 		st.Done = true
 		if err != nil {
 			st.Error = err.Error()
@@ -212,32 +224,36 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 			case errors.As(err, &ae) && ae.Type() == errTreeChanged:
 				return finish(err)
 			}
-			// Another message may still succeed: the session goes on.
+			// Another message may still succeed: the session goes on. What
+			// the failed one stored may hold waiting calls: the next
+			// message looks for them from the same waitFrom.
 			continue
 		}
-		paused = st.Paused
+		paused, waitFrom = st.Paused, next
 	}
 }
 
 // runMessage runs one message: it records where the log ends, then runs
-// Steps until the invocation ends or pauses.
-func runMessage(ctx, actx workflow.Context, in SessionInput, msg *Message, st *Status) error {
+// Steps until the invocation ends or pauses. waitFrom is the index of the
+// log before which no call waits (stepInput.WaitFrom); it returns that of
+// the log the message leaves.
+func runMessage(ctx, actx workflow.Context, in SessionInput, msg *Message, waitFrom int, st *Status) (int, error) {
 	var floor int
 	if err := workflow.ExecuteActivity(actx, activityMark, in).Get(ctx, &floor); err != nil {
-		return err
+		return 0, err
 	}
 	st.Floor, st.Started = floor, true
-	step := stepInput{Session: in, Message: msg, Floor: floor}
+	step := stepInput{Session: in, Message: msg, Floor: floor, WaitFrom: waitFrom}
 	for {
 		var out stepResult
 		if err := workflow.ExecuteActivity(actx, activityStep, step).Get(ctx, &out); err != nil {
-			return err
+			return 0, err
 		}
 		st.InvocationID = out.InvocationID
 		if out.Done {
 			st.Paused = out.Paused
-			return nil
+			return out.WaitFrom, nil
 		}
-		step = stepInput{Session: in, InvocationID: out.InvocationID, MaxLLMCalls: msg.MaxLLMCalls}
+		step = stepInput{Session: in, InvocationID: out.InvocationID, MaxLLMCalls: msg.MaxLLMCalls, Floor: floor, WaitFrom: waitFrom}
 	}
 }

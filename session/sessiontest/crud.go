@@ -49,6 +49,12 @@ func testS6Windows(t *testing.T, h *harness) {
 		{"after-all", &session.GetOptions{After: ts(6)}, nil},
 		// ADK's num_recent_events=0 ("no events") is NoEvents in Loom.
 		{"recent-0", &session.GetOptions{NoEvents: true}, nil},
+		{"after-seq-3", &session.GetOptions{AfterSeq: 3}, []string{"ev-4", "ev-5"}},
+		{"after-seq-0", &session.GetOptions{AfterSeq: 0}, []string{"ev-1", "ev-2", "ev-3", "ev-4", "ev-5"}},
+		{"after-seq-5", &session.GetOptions{AfterSeq: 5}, nil},
+		{"after-seq-9", &session.GetOptions{AfterSeq: 9}, nil},
+		{"after-seq-2-recent-1", &session.GetOptions{AfterSeq: 2, NumRecentEvents: 1}, []string{"ev-5"}},
+		{"after-seq-1-after-4", &session.GetOptions{AfterSeq: 1, After: ts(4)}, []string{"ev-4", "ev-5"}},
 	} {
 		got, err := h.svc.Get(t.Context(), s.Key(), tc.opts)
 		if err != nil {
@@ -57,6 +63,9 @@ func testS6Windows(t *testing.T, h *harness) {
 		wantIDs(t, tc.name, got.Events(), tc.want...)
 		if got.Len() != len(tc.want) {
 			t.Errorf("%s: Len = %d, want %d", tc.name, got.Len(), len(tc.want))
+		}
+		if got.Seq() != 5 {
+			t.Errorf("%s: Seq = %d, want 5 whatever the window", tc.name, got.Seq())
 		}
 		for _, e := range got.Events() {
 			if n := strings.TrimPrefix(e.ID, "ev-"); e.Content == nil || len(e.Content.Parts) != 1 || e.Content.Parts[0].Text != n {

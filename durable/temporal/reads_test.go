@@ -1,0 +1,211 @@
+package temporal_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/loomkit/loom/durable/temporal"
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/session/memsession"
+)
+
+// countingStore is a session store that counts the reads made through it
+// and the events they return.
+type countingStore struct {
+	session.Store
+	reads, events atomic.Int64
+}
+
+func (s *countingStore) GetSession(ctx context.Context, key session.Key, w session.Window) (*session.Record, error) {
+	rec, err := s.Store.GetSession(ctx, key, w)
+	if err == nil {
+		s.reads.Add(1)
+		s.events.Add(int64(len(rec.Events) + len(rec.Raw)))
+	}
+	return rec, err
+}
+
+// countingEnv returns a test workflow environment that runs the test app
+// over a counting memory store holding the empty session "s".
+func countingEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *runner.Runner, *countingStore, string) {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(quiet)
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	store := &countingStore{Store: memsession.New()}
+	svc := session.NewService(store, nil)
+	dir := t.TempDir()
+	app, err := newApp(dir, time.Millisecond, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := temporal.Register(env, app); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Create(context.Background(), session.Key{AppName: appName, UserID: user, SessionID: "s"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return env, app, store, dir
+}
+
+// TestStepReadsDoNotGrow: the activities of a message read what the
+// message needs, not the whole session. 21 messages, each run in three
+// Steps (a model turn calling a tool, the tool round, the answers), are
+// signalled one after the other; however long the session has grown, the
+// activities of a message read a bounded number of events.
+func TestStepReadsDoNotGrow(t *testing.T) {
+	env, app, store, _ := countingEnv(t)
+	const n = 21
+	// events[i] and reads[i]: what was read before message i was
+	// signalled (events[n]: at the end). A message's activities have all
+	// run before the next delayed callback: the test clock waits for them.
+	var events, reads [n + 1]int64
+	for i := range n {
+		env.RegisterDelayedCallback(func() {
+			events[i], reads[i] = store.events.Load(), store.reads.Load()
+			env.SignalWorkflow("loom.message", temporal.Message{RequestID: fmt.Sprint("r", i), Content: text("slow")})
+		}, time.Duration(i+1)*time.Second)
+	}
+	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{
+		App: appName, User: user, Session: "s", TreeHash: temporal.TreeHash(app.Tree()),
+		Options: temporal.Options{Idle: time.Minute},
+	})
+	events[n], reads[n] = store.events.Load(), store.reads.Load()
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("the workflow did not complete")
+	}
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	total := stored(t, app, "s").Len()
+	perMessage := total / n
+	if perMessage < 4 || total != perMessage*n {
+		t.Fatalf("the session holds %d events, want the same number (at least 4) for each of the %d messages", total, n)
+	}
+	// The activities must read at most the message's own events, a few
+	// times over; the whole session is 20 times that for the last one.
+	bound := int64(3 * perMessage)
+	for i := 1; i < n; i++ {
+		if got := events[i+1] - events[i]; got > bound {
+			t.Errorf("message %d (after %d events) read %d events in %d reads, want at most %d", i+1, i*perMessage, got, reads[i+1]-reads[i], bound)
+		}
+	}
+	t.Logf("the last message read %d events in %d reads (session: %d events)", events[n]-events[n-1], reads[n]-reads[n-1], total)
+}
+
+// TestPauseOfEarlierMessageKept: a call of an earlier message that still
+// waits for the client keeps the session paused through later messages
+// that do not answer it: their status reports the pause and the workflow
+// waits for the answer beyond its idle time. The answer, two hours later,
+// resumes the call's invocation and ends the pause.
+func TestPauseOfEarlierMessageKept(t *testing.T) {
+	env, app, _, dir := countingEnv(t)
+	statuses := map[string]*temporal.Status{}
+	var updateErr error
+	at := func(d time.Duration, id string, msg func() temporal.Message) {
+		env.RegisterDelayedCallback(func() {
+			m := msg()
+			m.RequestID = id
+			env.SignalWorkflow("loom.message", m)
+			st := &temporal.Status{}
+			statuses[id] = st
+			env.UpdateWorkflow("loom.wait", "w-"+id, &testsuite.TestUpdateCallback{
+				OnReject: func(err error) { updateErr = err },
+				OnComplete: func(res any, err error) {
+					if err != nil {
+						updateErr = err
+					} else if s, ok := res.(temporal.Status); ok {
+						*st = s
+					} else {
+						updateErr = fmt.Errorf("update result %T, want temporal.Status", res)
+					}
+				},
+			}, id)
+		}, d)
+	}
+	at(time.Second, "pay", func() temporal.Message { return temporal.Message{Content: text("pay")} })
+	at(2*time.Second, "hello", func() temporal.Message { return temporal.Message{Content: text("hello")} })
+	at(3*time.Second, "again", func() temporal.Message { return temporal.Message{Content: text("again")} })
+	at(2*time.Hour, "answer", func() temporal.Message {
+		return temporal.Message{Content: approve(confirmationCall(t, stored(t, app, "s")))}
+	})
+	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{
+		App: appName, User: user, Session: "s", TreeHash: temporal.TreeHash(app.Tree()),
+		Options: temporal.Options{Idle: time.Minute},
+	})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	if updateErr != nil {
+		t.Fatalf("wait update: %v", updateErr)
+	}
+	for id, want := range map[string]bool{"pay": true, "hello": true, "again": true, "answer": false} {
+		st := statuses[id]
+		if st == nil || !st.Done || st.Error != "" {
+			t.Fatalf("message %s: status %+v, want done without error", id, st)
+		}
+		if st.Paused != want {
+			t.Errorf("message %s: Paused = %v, want %v", id, st.Paused, want)
+		}
+	}
+	if n := lines(t, dir, "pay.count"); n != 1 {
+		t.Fatalf("the confirmed tool ran %d times, want 1", n)
+	}
+}
+
+// TestRunReadsOnServer: on a real server, with the client and an
+// in-process worker sharing a counting store, sending a message to a
+// session of many messages reads a bounded number of events: neither the
+// client nor the activities read the whole log.
+func TestRunReadsOnServer(t *testing.T) {
+	c := dial(t)
+	ctx := context.Background()
+	store := &countingStore{Store: memsession.New()}
+	svc := session.NewService(store, nil)
+	app, err := newApp(t.TempDir(), 0, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := session.Key{AppName: appName, UserID: user, SessionID: "reads-" + newQueue()}
+	if _, err := svc.Create(ctx, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	queue := newQueue()
+	inProcessWorker(t, c, queue, app)
+	cl, err := temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: queue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 15
+	var last int64
+	for i := range n {
+		before := store.events.Load()
+		var res result
+		select {
+		case res = <-collect(cl.Run(ctx, app, user, k.SessionID, text(fmt.Sprint("hello ", i)), nil)):
+		case <-time.After(time.Minute):
+			t.Fatalf("message %d did not end", i+1)
+		}
+		if res.err != nil || len(res.events) == 0 {
+			t.Fatalf("message %d: %d events, error %v", i+1, len(res.events), res.err)
+		}
+		last = store.events.Load() - before
+	}
+	total := stored(t, app, k.SessionID).Len()
+	perMessage := total / n
+	if perMessage < 3 || total != perMessage*n {
+		t.Fatalf("the session holds %d events, want the same number (at least 3) for each of the %d messages", total, n)
+	}
+	if bound := int64(4 * perMessage); last > bound {
+		t.Fatalf("the last message read %d events (the session had %d), want at most %d", last, total-perMessage, bound)
+	}
+	t.Logf("the last message read %d events (session: %d events)", last, total)
+}
