@@ -120,14 +120,12 @@ func (r *Runner) resumption(tree *agent.Tree, sess *session.Session, msg *genai.
 }
 
 // locate finds the invocation's first event, its first agent event and its
-// user message, and counts its model calls. It scans the whole session,
-// which only resuming does.
+// user message, and counts its model calls. It looks at the whole session
+// (without decoding the events of other invocations), which only resuming
+// does.
 func (r *Runner) locate(sess *session.Session, res *resumption) bool {
 	res.floor = -1
-	for i, ev := range sess.Events() {
-		if ev.InvocationID != res.id {
-			continue
-		}
+	for i, ev := range sess.InvocationEvents(res.id) {
 		if res.floor < 0 {
 			res.floor = i
 		}

@@ -22,12 +22,14 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"iter"
 	"slices"
 	"sync"
 	"time"
@@ -196,6 +198,54 @@ func (s *Session) EventsFrom(i int) []*event.Event {
 		}
 	}
 	return out
+}
+
+// InvocationEvents yields the events of one invocation with their indexes,
+// oldest first. An event the session keeps encoded (see Trim) is decoded
+// only if its encoding holds the invocation id, so finding the events of
+// an invocation in a long, trimmed session costs a scan of bytes, not a
+// decode of every event.
+func (s *Session) InvocationEvents(invocationID string) iter.Seq2[int, *event.Event] {
+	return func(yield func(int, *event.Event) bool) {
+		var quoted []byte // the id as JSON writes it, if no byte of it is escaped
+		if plainID(invocationID) {
+			quoted = append(append(append(quoted, '"'), invocationID...), '"')
+		}
+		var d event.Decoder
+		for i := 0; ; i++ {
+			s.mu.RLock()
+			if i >= len(s.events) {
+				s.mu.RUnlock()
+				return
+			}
+			ev := s.events[i]
+			var raw []byte
+			if ev == nil {
+				raw = s.raw[i]
+			}
+			s.mu.RUnlock()
+			if ev == nil {
+				if quoted != nil && !bytes.Contains(raw, quoted) {
+					continue
+				}
+				ev = decodeTrimmed(&d, raw)
+			}
+			if ev.InvocationID == invocationID && !yield(i, ev) {
+				return
+			}
+		}
+	}
+}
+
+// plainID reports whether JSON writes id as it is, between quotes.
+func plainID(id string) bool {
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return id != ""
 }
 
 // LastUpdateTime returns the time of the last change to the session.

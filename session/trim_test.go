@@ -193,3 +193,80 @@ func testConcurrentTrims(t *testing.T, svc *session.Service) {
 		t.Fatalf("after concurrent trims the session reads differently")
 	}
 }
+
+// TestInvocationEvents checks that InvocationEvents yields exactly the
+// events of one invocation, with their indexes, in a trimmed session and
+// one that is not: also when another event's text holds the id, and for
+// an id that JSON escapes.
+func TestInvocationEvents(t *testing.T) {
+	ctx := context.Background()
+	svc := memsession.NewService()
+	sess, err := svc.Create(ctx, session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"inv-a", "inv-b", `inv<"c">`}
+	for i := range 30 {
+		id := ids[i%len(ids)]
+		text := "text"
+		if i%5 == 0 {
+			text = `mentions "inv-a" and inv<"c">`
+		}
+		if err := svc.AppendEvent(ctx, sess, event.NewModelText(id, "agent", text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string) {
+		for _, id := range append(ids, "inv-none") {
+			var want, got []int
+			for i, ev := range sess.Events() {
+				if ev.InvocationID == id {
+					want = append(want, i)
+				}
+			}
+			for i, ev := range sess.InvocationEvents(id) {
+				if ev.InvocationID != id || sess.At(i).ID != ev.ID {
+					t.Fatalf("%s: %s: event %d is %+v", when, id, i, ev)
+				}
+				got = append(got, i)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: %s: indexes %v, want %v", when, id, got, want)
+			}
+		}
+	}
+	check("decoded")
+	sess.Trim(2)
+	check("trimmed")
+}
+
+// BenchmarkInvocationEvents finds the events of the last invocation of a
+// trimmed session of 4,000 events (1,000 invocations), as resuming it does.
+func BenchmarkInvocationEvents(b *testing.B) {
+	ctx := context.Background()
+	svc := memsession.NewService()
+	sess, err := svc.Create(ctx, session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var last string
+	for i := range 4000 {
+		if i%4 == 0 {
+			last = event.NewInvocationID()
+		}
+		if err := svc.AppendEvent(ctx, sess, event.NewModelText(last, "agent", "some text of the conversation")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sess.Trim(4)
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		for range sess.InvocationEvents(last) {
+			n++
+		}
+		if n != 4 {
+			b.Fatalf("found %d events", n)
+		}
+	}
+}
