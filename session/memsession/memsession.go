@@ -7,12 +7,17 @@
 // event, which the garbage collector does not scan. A read decodes the
 // events it returns, so what a reader gets back is what a SQL store would
 // give it (numbers in the state deltas of events read back are float64).
+//
+// Besides its events a session holds little: its state (no map while it
+// is empty) and, per event, its timestamp and a hash of its id, all in
+// one pointer-free slice.
 package memsession
 
 import (
 	"cmp"
 	"context"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"sync"
 	"time"
@@ -34,16 +39,29 @@ type Store struct {
 	order map[string]*btree.BTreeG[session.Key]
 	app   map[string]map[string]any
 	user  map[[2]string]map[string]any
+	seed  maphash.Seed // of the hashes of event ids
 }
 
 type record struct {
-	state   map[string]any
-	events  [][]byte // the encoded events, in order
-	times   []int64  // their timestamps (Unix nanoseconds), for time windows
-	ids     map[string]struct{}
+	state  map[string]any // nil while empty
+	events [][]byte       // the encoded events, in order
+	meta   []eventMeta    // by event
+	// idSet holds the id hashes of meta once the session has more than
+	// linearIDs events; shorter sessions scan meta.
+	idSet   map[uint64]struct{}
 	created time.Time
 	updated time.Time
 }
+
+// eventMeta is what a session keeps of an event besides its encoding.
+type eventMeta struct {
+	time int64  // the timestamp (Unix nanoseconds), for time windows
+	id   uint64 // the hash of the id, for the duplicate check
+}
+
+// linearIDs is the number of events up to which the duplicate check of an
+// append scans the session's id hashes rather than a set of them.
+const linearIDs = 32
 
 // New returns an empty store.
 func New() *Store {
@@ -52,6 +70,7 @@ func New() *Store {
 		order:    map[string]*btree.BTreeG[session.Key]{},
 		app:      map[string]map[string]any{},
 		user:     map[[2]string]map[string]any{},
+		seed:     maphash.MakeSeed(),
 	}
 }
 
@@ -77,9 +96,9 @@ func (s *Store) CreateSession(ctx context.Context, rec *session.Record, d sessio
 	if _, ok := s.sessions[rec.Key]; ok {
 		return session.ErrAlreadyExists
 	}
-	st := map[string]any{}
-	session.ApplyDelta(st, rec.State)
-	s.sessions[rec.Key] = &record{state: st, ids: map[string]struct{}{}, created: rec.CreateTime, updated: rec.UpdateTime}
+	r := &record{created: rec.CreateTime, updated: rec.UpdateTime}
+	r.applyState(rec.State)
+	s.sessions[rec.Key] = r
 	keys := s.order[rec.Key.AppName]
 	if keys == nil {
 		keys = btree.NewG(orderDegree, lessKey)
@@ -157,8 +176,8 @@ func (s *Store) GetSession(ctx context.Context, key session.Key, w session.Windo
 		// The service keeps timestamps in commit order; scan back from
 		// the end so the cost follows the size of the result.
 		after := w.After.UnixNano()
-		i := len(r.times)
-		for i > lo && r.times[i-1] >= after {
+		i := len(r.meta)
+		for i > lo && r.meta[i-1].time >= after {
 			i--
 		}
 		lo = i
@@ -274,16 +293,75 @@ func (s *Store) AppendEncoded(ctx context.Context, key session.Key, created time
 	if int64(len(r.events)) != seq || !r.created.Equal(created) {
 		return session.ErrStale
 	}
-	if _, dup := r.ids[ev.ID]; dup {
+	h := maphash.String(s.seed, ev.ID)
+	dup, err := r.holds(ev.ID, h)
+	if err != nil {
+		return err
+	}
+	if dup {
 		return fmt.Errorf("%w: event %s", session.ErrAlreadyExists, ev.ID)
 	}
 	r.events = append(r.events, stored)
-	r.times = append(r.times, ev.Timestamp.UnixNano())
-	r.ids[ev.ID] = struct{}{}
-	session.ApplyDelta(r.state, d.Session)
+	r.meta = append(r.meta, eventMeta{time: ev.Timestamp.UnixNano(), id: h})
+	switch {
+	case r.idSet != nil:
+		r.idSet[h] = struct{}{}
+	case len(r.meta) > linearIDs:
+		r.idSet = make(map[uint64]struct{}, 2*len(r.meta))
+		for _, m := range r.meta {
+			r.idSet[m.id] = struct{}{}
+		}
+	}
+	r.applyState(d.Session)
 	s.applyShared(key, d)
 	r.updated = ev.Timestamp
 	return nil
+}
+
+// applyState applies a session-scoped delta, making the state map when
+// it sets a first key and dropping it when it removes the last one.
+func (r *record) applyState(delta map[string]any) {
+	if r.state == nil {
+		sets := 0
+		for _, v := range delta {
+			if v != nil {
+				sets++
+			}
+		}
+		if sets == 0 {
+			return
+		}
+		r.state = make(map[string]any, sets)
+	}
+	session.ApplyDelta(r.state, delta)
+	if len(r.state) == 0 {
+		r.state = nil
+	}
+}
+
+// holds reports whether the session holds an event with the given id,
+// whose hash is h. Only a hash found in the session costs more than a
+// lookup: the events with that hash are decoded to compare their ids.
+func (r *record) holds(id string, h uint64) (bool, error) {
+	if r.idSet != nil {
+		if _, ok := r.idSet[h]; !ok {
+			return false, nil
+		}
+	}
+	var dec event.Decoder
+	for i, m := range r.meta {
+		if m.id != h {
+			continue
+		}
+		var ev event.Event
+		if err := dec.Decode(r.events[i], &ev); err != nil {
+			return false, fmt.Errorf("memsession: decode event: %w", err)
+		}
+		if ev.ID == id {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Close implements session.Store. Later calls fail.
