@@ -52,7 +52,7 @@ func TestDuplicateIDs(t *testing.T) {
 			if got.Len() != n+1 || got.At(n).ID != "new-0" {
 				t.Fatalf("session holds %d events, last %s; want %d, last new-0", got.Len(), got.At(got.Len()-1).ID, n+1)
 			}
-			r := st.sessions[key]
+			r := st.lookup(key)
 			if wantSet := n+1 > linearIDs; (r.idSet != nil) != wantSet || (wantSet && len(r.idSet) != n+1) {
 				t.Errorf("%d events: id set of %d hashes (nil: %v), want a set: %v", n+1, len(r.idSet), r.idSet == nil, wantSet)
 			}
@@ -75,7 +75,7 @@ func TestIDHashCollision(t *testing.T) {
 			}
 			appendN(t, svc, s, "id-", n)
 			h := maphash.String(st.seed, "other")
-			r := st.sessions[key]
+			r := st.lookup(key)
 			r.meta[1].id = h
 			if r.idSet != nil {
 				r.idSet[h] = struct{}{}
@@ -104,7 +104,7 @@ func TestEmptyStateNoMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := st.sessions[key]; r.state != nil {
+	if r := st.lookup(key); r.state != nil {
 		t.Fatalf("new session without state holds a state map %v", r.state)
 	}
 	e := event.NewModelText("e-1", "agent", "text")
@@ -112,7 +112,7 @@ func TestEmptyStateNoMap(t *testing.T) {
 	if err := svc.AppendEvent(t.Context(), s, e); err != nil {
 		t.Fatal(err)
 	}
-	if r := st.sessions[key]; r.state != nil {
+	if r := st.lookup(key); r.state != nil {
 		t.Fatalf("session after a delta without session keys holds a state map %v", r.state)
 	}
 	got, err := svc.Get(t.Context(), key, nil)

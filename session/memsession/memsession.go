@@ -30,16 +30,17 @@ import (
 
 // Store is an in-memory session.Store. It is safe for concurrent use.
 type Store struct {
-	mu       sync.RWMutex
-	closed   bool
-	sessions map[session.Key]*record
-	// order holds each app's session keys sorted by (UserID, SessionID),
-	// so that creating or deleting a session costs a logarithm of their
-	// number and a page of a listing a search and its own size.
-	order map[string]*btree.BTreeG[session.Key]
-	app   map[string]map[string]any
-	user  map[[2]string]map[string]any
-	seed  maphash.Seed // of the hashes of event ids
+	mu     sync.RWMutex
+	closed bool
+	// apps holds each app's sessions sorted by (UserID, SessionID), so
+	// that finding, creating or deleting a session costs a logarithm of
+	// their number and a page of a listing a search and its own size. It
+	// is the only index of sessions: a session costs one entry, its user
+	// and session ids and a pointer to its record.
+	apps map[string]*btree.BTreeG[entry]
+	app  map[string]map[string]any
+	user map[[2]string]map[string]any
+	seed maphash.Seed // of the hashes of event ids
 }
 
 type record struct {
@@ -51,6 +52,12 @@ type record struct {
 	idSet   map[uint64]struct{}
 	created time.Time
 	updated time.Time
+}
+
+// entry is a session of an app, in the app's B-tree.
+type entry struct {
+	user, id string
+	r        *record
 }
 
 // eventMeta is what a session keeps of an event besides its encoding.
@@ -66,11 +73,10 @@ const linearIDs = 32
 // New returns an empty store.
 func New() *Store {
 	return &Store{
-		sessions: map[session.Key]*record{},
-		order:    map[string]*btree.BTreeG[session.Key]{},
-		app:      map[string]map[string]any{},
-		user:     map[[2]string]map[string]any{},
-		seed:     maphash.MakeSeed(),
+		apps: map[string]*btree.BTreeG[entry]{},
+		app:  map[string]map[string]any{},
+		user: map[[2]string]map[string]any{},
+		seed: maphash.MakeSeed(),
 	}
 }
 
@@ -93,20 +99,29 @@ func (s *Store) CreateSession(ctx context.Context, rec *session.Record, d sessio
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	if _, ok := s.sessions[rec.Key]; ok {
+	if s.lookup(rec.Key) != nil {
 		return session.ErrAlreadyExists
 	}
 	r := &record{created: rec.CreateTime, updated: rec.UpdateTime}
 	r.applyState(rec.State)
-	s.sessions[rec.Key] = r
-	keys := s.order[rec.Key.AppName]
-	if keys == nil {
-		keys = btree.NewG(orderDegree, lessKey)
-		s.order[rec.Key.AppName] = keys
+	sessions := s.apps[rec.Key.AppName]
+	if sessions == nil {
+		sessions = btree.NewG(orderDegree, lessEntry)
+		s.apps[rec.Key.AppName] = sessions
 	}
-	keys.ReplaceOrInsert(rec.Key)
+	sessions.ReplaceOrInsert(entry{user: rec.Key.UserID, id: rec.Key.SessionID, r: r})
 	s.applyShared(rec.Key, d)
 	return nil
+}
+
+// lookup returns the session of key, nil if there is none.
+func (s *Store) lookup(key session.Key) *record {
+	sessions := s.apps[key.AppName]
+	if sessions == nil {
+		return nil
+	}
+	e, _ := sessions.Get(entry{user: key.UserID, id: key.SessionID})
+	return e.r
 }
 
 func (s *Store) applyShared(key session.Key, d session.Delta) {
@@ -157,8 +172,8 @@ func (s *Store) GetSession(ctx context.Context, key session.Key, w session.Windo
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	r, ok := s.sessions[key]
-	if !ok {
+	r := s.lookup(key)
+	if r == nil {
 		return nil, session.ErrNotFound
 	}
 	out := s.fill(key, r)
@@ -220,23 +235,23 @@ func (s *Store) ListSessions(ctx context.Context, app, user string, after sessio
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	keys := s.order[app]
-	if keys == nil || limit <= 0 {
+	sessions := s.apps[app]
+	if sessions == nil || limit <= 0 {
 		return nil, nil
 	}
-	start := session.Key{AppName: app, UserID: user}
+	start := entry{user: user}
 	if after.SessionID != "" && (user == "" || after.UserID >= user) {
-		start = after
+		start = entry{user: after.UserID, id: after.SessionID}
 	}
 	var out []*session.Record
-	keys.AscendGreaterOrEqual(start, func(k session.Key) bool {
-		if k == start && start.SessionID != "" {
+	sessions.AscendGreaterOrEqual(start, func(e entry) bool {
+		if e.user == start.user && e.id == start.id {
 			return true // the page starts strictly after it
 		}
-		if user != "" && k.UserID != user {
+		if user != "" && e.user != user {
 			return false // the user's sessions are a contiguous run of the order
 		}
-		out = append(out, s.fill(k, s.sessions[k]))
+		out = append(out, s.fill(session.Key{AppName: app, UserID: e.user, SessionID: e.id}, e.r))
 		return len(out) < limit
 	})
 	return out, nil
@@ -245,8 +260,8 @@ func (s *Store) ListSessions(ctx context.Context, app, user string, after sessio
 // orderDegree is the degree of the B-trees of session keys.
 const orderDegree = 16
 
-func lessKey(a, b session.Key) bool {
-	return cmp.Or(cmp.Compare(a.UserID, b.UserID), cmp.Compare(a.SessionID, b.SessionID)) < 0
+func lessEntry(a, b entry) bool {
+	return cmp.Or(cmp.Compare(a.user, b.user), cmp.Compare(a.id, b.id)) < 0
 }
 
 // DeleteSession implements session.Store.
@@ -256,14 +271,10 @@ func (s *Store) DeleteSession(ctx context.Context, key session.Key) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	if _, ok := s.sessions[key]; !ok {
-		return nil
-	}
-	delete(s.sessions, key)
-	if keys := s.order[key.AppName]; keys != nil {
-		keys.Delete(key)
-		if keys.Len() == 0 {
-			delete(s.order, key.AppName)
+	if sessions := s.apps[key.AppName]; sessions != nil {
+		sessions.Delete(entry{user: key.UserID, id: key.SessionID})
+		if sessions.Len() == 0 {
+			delete(s.apps, key.AppName)
 		}
 	}
 	return nil
@@ -286,8 +297,8 @@ func (s *Store) AppendEncoded(ctx context.Context, key session.Key, created time
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	r, ok := s.sessions[key]
-	if !ok {
+	r := s.lookup(key)
+	if r == nil {
 		return session.ErrNotFound
 	}
 	if int64(len(r.events)) != seq || !r.created.Equal(created) {

@@ -111,3 +111,26 @@ func BenchmarkSessionMemory(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkGetAmongMany reads one session, without events, of the 100,000
+// sessions of an app: the cost of finding a session among many.
+func BenchmarkGetAmongMany(b *testing.B) {
+	const n = 100_000
+	st := memsession.New()
+	ctx := b.Context()
+	keys := make([]session.Key, n)
+	for i := range keys {
+		keys[i] = session.Key{AppName: "bench", UserID: fmt.Sprintf("u%02d", i%50), SessionID: event.NewID()}
+		if err := st.CreateSession(ctx, &session.Record{Key: keys[i]}, session.Delta{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := st.GetSession(ctx, keys[i%n], session.Window{None: true}); err != nil {
+			b.Fatal(err)
+		}
+		i += 7919
+	}
+}
