@@ -109,7 +109,17 @@ func (s *Store) CreateSession(ctx context.Context, rec *session.Record, d sessio
 		sessions = btree.NewG(orderDegree, lessEntry)
 		s.apps[rec.Key.AppName] = sessions
 	}
-	sessions.ReplaceOrInsert(entry{user: rec.Key.UserID, id: rec.Key.SessionID, r: r})
+	// The user's sessions are adjacent in the order: the new one shares
+	// the user id of the first of them rather than keeping its own, which
+	// may be a piece of a larger string, such as a request's path.
+	user := rec.Key.UserID
+	sessions.AscendGreaterOrEqual(entry{user: user}, func(e entry) bool {
+		if e.user == user {
+			user = e.user
+		}
+		return false
+	})
+	sessions.ReplaceOrInsert(entry{user: user, id: rec.Key.SessionID, r: r})
 	s.applyShared(rec.Key, d)
 	return nil
 }
