@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/session"
@@ -149,5 +151,31 @@ func BenchmarkAppendLong(b *testing.B) {
 		}
 		b.StartTimer()
 		appendN(b, svc, s, "id-", n)
+	}
+}
+
+// TestUserIDShared checks that the sessions of a user share one user id
+// string, whichever string each was created with.
+func TestUserIDShared(t *testing.T) {
+	st := New()
+	svc := session.NewService(st, nil)
+	for i := range 3 {
+		user := strings.Clone("user")
+		if _, err := svc.Create(t.Context(), session.Key{AppName: "a", UserID: user, SessionID: fmt.Sprint("s", i)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var users []string
+	st.apps["a"].Ascend(func(e entry) bool {
+		users = append(users, e.user)
+		return true
+	})
+	if len(users) != 3 {
+		t.Fatalf("%d sessions in the order, want 3", len(users))
+	}
+	for _, u := range users[1:] {
+		if u != "user" || unsafe.StringData(u) != unsafe.StringData(users[0]) {
+			t.Errorf("user id %q at %p, want the first session's at %p", u, unsafe.StringData(u), unsafe.StringData(users[0]))
+		}
 	}
 }
