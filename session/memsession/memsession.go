@@ -7,12 +7,17 @@
 // event, which the garbage collector does not scan. A read decodes the
 // events it returns, so what a reader gets back is what a SQL store would
 // give it (numbers in the state deltas of events read back are float64).
+//
+// Besides its events a session holds little: its state (no map while it
+// is empty) and, per event, its timestamp and a hash of its id, all in
+// one pointer-free slice.
 package memsession
 
 import (
 	"cmp"
 	"context"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"sync"
 	"time"
@@ -25,33 +30,53 @@ import (
 
 // Store is an in-memory session.Store. It is safe for concurrent use.
 type Store struct {
-	mu       sync.RWMutex
-	closed   bool
-	sessions map[session.Key]*record
-	// order holds each app's session keys sorted by (UserID, SessionID),
-	// so that creating or deleting a session costs a logarithm of their
-	// number and a page of a listing a search and its own size.
-	order map[string]*btree.BTreeG[session.Key]
-	app   map[string]map[string]any
-	user  map[[2]string]map[string]any
+	mu     sync.RWMutex
+	closed bool
+	// apps holds each app's sessions sorted by (UserID, SessionID), so
+	// that finding, creating or deleting a session costs a logarithm of
+	// their number and a page of a listing a search and its own size. It
+	// is the only index of sessions: a session costs one entry, its user
+	// and session ids and a pointer to its record.
+	apps map[string]*btree.BTreeG[entry]
+	app  map[string]map[string]any
+	user map[[2]string]map[string]any
+	seed maphash.Seed // of the hashes of event ids
 }
 
 type record struct {
-	state   map[string]any
-	events  [][]byte // the encoded events, in order
-	times   []int64  // their timestamps (Unix nanoseconds), for time windows
-	ids     map[string]struct{}
+	state  map[string]any // nil while empty
+	events [][]byte       // the encoded events, in order
+	meta   []eventMeta    // by event
+	// idSet holds the id hashes of meta once the session has more than
+	// linearIDs events; shorter sessions scan meta.
+	idSet   map[uint64]struct{}
 	created time.Time
 	updated time.Time
 }
 
+// entry is a session of an app, in the app's B-tree.
+type entry struct {
+	user, id string
+	r        *record
+}
+
+// eventMeta is what a session keeps of an event besides its encoding.
+type eventMeta struct {
+	time int64  // the timestamp (Unix nanoseconds), for time windows
+	id   uint64 // the hash of the id, for the duplicate check
+}
+
+// linearIDs is the number of events up to which the duplicate check of an
+// append scans the session's id hashes rather than a set of them.
+const linearIDs = 32
+
 // New returns an empty store.
 func New() *Store {
 	return &Store{
-		sessions: map[session.Key]*record{},
-		order:    map[string]*btree.BTreeG[session.Key]{},
-		app:      map[string]map[string]any{},
-		user:     map[[2]string]map[string]any{},
+		apps: map[string]*btree.BTreeG[entry]{},
+		app:  map[string]map[string]any{},
+		user: map[[2]string]map[string]any{},
+		seed: maphash.MakeSeed(),
 	}
 }
 
@@ -74,20 +99,39 @@ func (s *Store) CreateSession(ctx context.Context, rec *session.Record, d sessio
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	if _, ok := s.sessions[rec.Key]; ok {
+	if s.lookup(rec.Key) != nil {
 		return session.ErrAlreadyExists
 	}
-	st := map[string]any{}
-	session.ApplyDelta(st, rec.State)
-	s.sessions[rec.Key] = &record{state: st, ids: map[string]struct{}{}, created: rec.CreateTime, updated: rec.UpdateTime}
-	keys := s.order[rec.Key.AppName]
-	if keys == nil {
-		keys = btree.NewG(orderDegree, lessKey)
-		s.order[rec.Key.AppName] = keys
+	r := &record{created: rec.CreateTime, updated: rec.UpdateTime}
+	r.applyState(rec.State)
+	sessions := s.apps[rec.Key.AppName]
+	if sessions == nil {
+		sessions = btree.NewG(orderDegree, lessEntry)
+		s.apps[rec.Key.AppName] = sessions
 	}
-	keys.ReplaceOrInsert(rec.Key)
+	// The user's sessions are adjacent in the order: the new one shares
+	// the user id of the first of them rather than keeping its own, which
+	// may be a piece of a larger string, such as a request's path.
+	user := rec.Key.UserID
+	sessions.AscendGreaterOrEqual(entry{user: user}, func(e entry) bool {
+		if e.user == user {
+			user = e.user
+		}
+		return false
+	})
+	sessions.ReplaceOrInsert(entry{user: user, id: rec.Key.SessionID, r: r})
 	s.applyShared(rec.Key, d)
 	return nil
+}
+
+// lookup returns the session of key, nil if there is none.
+func (s *Store) lookup(key session.Key) *record {
+	sessions := s.apps[key.AppName]
+	if sessions == nil {
+		return nil
+	}
+	e, _ := sessions.Get(entry{user: key.UserID, id: key.SessionID})
+	return e.r
 }
 
 func (s *Store) applyShared(key session.Key, d session.Delta) {
@@ -138,8 +182,8 @@ func (s *Store) GetSession(ctx context.Context, key session.Key, w session.Windo
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	r, ok := s.sessions[key]
-	if !ok {
+	r := s.lookup(key)
+	if r == nil {
 		return nil, session.ErrNotFound
 	}
 	out := s.fill(key, r)
@@ -157,8 +201,8 @@ func (s *Store) GetSession(ctx context.Context, key session.Key, w session.Windo
 		// The service keeps timestamps in commit order; scan back from
 		// the end so the cost follows the size of the result.
 		after := w.After.UnixNano()
-		i := len(r.times)
-		for i > lo && r.times[i-1] >= after {
+		i := len(r.meta)
+		for i > lo && r.meta[i-1].time >= after {
 			i--
 		}
 		lo = i
@@ -201,23 +245,23 @@ func (s *Store) ListSessions(ctx context.Context, app, user string, after sessio
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	keys := s.order[app]
-	if keys == nil || limit <= 0 {
+	sessions := s.apps[app]
+	if sessions == nil || limit <= 0 {
 		return nil, nil
 	}
-	start := session.Key{AppName: app, UserID: user}
+	start := entry{user: user}
 	if after.SessionID != "" && (user == "" || after.UserID >= user) {
-		start = after
+		start = entry{user: after.UserID, id: after.SessionID}
 	}
 	var out []*session.Record
-	keys.AscendGreaterOrEqual(start, func(k session.Key) bool {
-		if k == start && start.SessionID != "" {
+	sessions.AscendGreaterOrEqual(start, func(e entry) bool {
+		if e.user == start.user && e.id == start.id {
 			return true // the page starts strictly after it
 		}
-		if user != "" && k.UserID != user {
+		if user != "" && e.user != user {
 			return false // the user's sessions are a contiguous run of the order
 		}
-		out = append(out, s.fill(k, s.sessions[k]))
+		out = append(out, s.fill(session.Key{AppName: app, UserID: e.user, SessionID: e.id}, e.r))
 		return len(out) < limit
 	})
 	return out, nil
@@ -226,8 +270,8 @@ func (s *Store) ListSessions(ctx context.Context, app, user string, after sessio
 // orderDegree is the degree of the B-trees of session keys.
 const orderDegree = 16
 
-func lessKey(a, b session.Key) bool {
-	return cmp.Or(cmp.Compare(a.UserID, b.UserID), cmp.Compare(a.SessionID, b.SessionID)) < 0
+func lessEntry(a, b entry) bool {
+	return cmp.Or(cmp.Compare(a.user, b.user), cmp.Compare(a.id, b.id)) < 0
 }
 
 // DeleteSession implements session.Store.
@@ -237,14 +281,10 @@ func (s *Store) DeleteSession(ctx context.Context, key session.Key) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	if _, ok := s.sessions[key]; !ok {
-		return nil
-	}
-	delete(s.sessions, key)
-	if keys := s.order[key.AppName]; keys != nil {
-		keys.Delete(key)
-		if keys.Len() == 0 {
-			delete(s.order, key.AppName)
+	if sessions := s.apps[key.AppName]; sessions != nil {
+		sessions.Delete(entry{user: key.UserID, id: key.SessionID})
+		if sessions.Len() == 0 {
+			delete(s.apps, key.AppName)
 		}
 	}
 	return nil
@@ -267,23 +307,82 @@ func (s *Store) AppendEncoded(ctx context.Context, key session.Key, created time
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	r, ok := s.sessions[key]
-	if !ok {
+	r := s.lookup(key)
+	if r == nil {
 		return session.ErrNotFound
 	}
 	if int64(len(r.events)) != seq || !r.created.Equal(created) {
 		return session.ErrStale
 	}
-	if _, dup := r.ids[ev.ID]; dup {
+	h := maphash.String(s.seed, ev.ID)
+	dup, err := r.holds(ev.ID, h)
+	if err != nil {
+		return err
+	}
+	if dup {
 		return fmt.Errorf("%w: event %s", session.ErrAlreadyExists, ev.ID)
 	}
 	r.events = append(r.events, stored)
-	r.times = append(r.times, ev.Timestamp.UnixNano())
-	r.ids[ev.ID] = struct{}{}
-	session.ApplyDelta(r.state, d.Session)
+	r.meta = append(r.meta, eventMeta{time: ev.Timestamp.UnixNano(), id: h})
+	switch {
+	case r.idSet != nil:
+		r.idSet[h] = struct{}{}
+	case len(r.meta) > linearIDs:
+		r.idSet = make(map[uint64]struct{}, 2*len(r.meta))
+		for _, m := range r.meta {
+			r.idSet[m.id] = struct{}{}
+		}
+	}
+	r.applyState(d.Session)
 	s.applyShared(key, d)
 	r.updated = ev.Timestamp
 	return nil
+}
+
+// applyState applies a session-scoped delta, making the state map when
+// it sets a first key and dropping it when it removes the last one.
+func (r *record) applyState(delta map[string]any) {
+	if r.state == nil {
+		sets := 0
+		for _, v := range delta {
+			if v != nil {
+				sets++
+			}
+		}
+		if sets == 0 {
+			return
+		}
+		r.state = make(map[string]any, sets)
+	}
+	session.ApplyDelta(r.state, delta)
+	if len(r.state) == 0 {
+		r.state = nil
+	}
+}
+
+// holds reports whether the session holds an event with the given id,
+// whose hash is h. Only a hash found in the session costs more than a
+// lookup: the events with that hash are decoded to compare their ids.
+func (r *record) holds(id string, h uint64) (bool, error) {
+	if r.idSet != nil {
+		if _, ok := r.idSet[h]; !ok {
+			return false, nil
+		}
+	}
+	var dec event.Decoder
+	for i, m := range r.meta {
+		if m.id != h {
+			continue
+		}
+		var ev event.Event
+		if err := dec.Decode(r.events[i], &ev); err != nil {
+			return false, fmt.Errorf("memsession: decode event: %w", err)
+		}
+		if ev.ID == id {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Close implements session.Store. Later calls fail.
