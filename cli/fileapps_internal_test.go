@@ -313,3 +313,39 @@ func TestRefreshSymlinkedFiles(t *testing.T) {
 		t.Errorf("root after the link switched = %s, want helpex", got)
 	}
 }
+
+// TestRefreshConcurrent: turns refreshing an app at once while its files
+// are edited (run under -race) all get a version that loads, and the
+// first refresh after the last edit gets the last version.
+func TestRefreshConcurrent(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "big")
+	writeBigApp(t, dir, 8)
+	f, _ := startTestApp(t, dir, later)
+	root := filepath.Join(dir, agentconfig.RootFile)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if a := f.refresh(context.Background()); a == nil {
+					t.Error("no version serves")
+					return
+				}
+				_ = f.status()
+			}
+		})
+	}
+	for i := range 20 {
+		writeAppFile(t, root, fmt.Sprintf("name: v%d\ninstruction: Help.\n", i))
+	}
+	close(stop)
+	wg.Wait()
+	if got := rootName(t, f); got != "v19" {
+		t.Errorf("root after the last edit = %s, want v19", got)
+	}
+}
