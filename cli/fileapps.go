@@ -43,6 +43,7 @@ type fileApp struct {
 	missing agent.Agent      // answers while no version has loaded
 }
 
+// newFileApp returns the app named name of the directory dir (absolute).
 func newFileApp(name, dir string) *fileApp {
 	return &fileApp{name: name, dir: dir, fp: dirFingerprint{dir: dir}}
 }
