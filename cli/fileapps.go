@@ -2,11 +2,8 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
-	"io/fs"
 	"iter"
 	"os"
 	"path/filepath"
@@ -26,11 +23,6 @@ import (
 // version takes over. A variable for the tests.
 var retireAfter = time.Minute
 
-// Bounds of the files a file app's fingerprint reads.
-const (
-	maxFingerprintFiles = 1000
-)
-
 // fileApp is an application defined by a directory holding
 // root_agent.yaml. At the start of every invocation (runner.Config.Refresh)
 // it checks whether its config files changed and, if so, loads them again:
@@ -43,11 +35,17 @@ type fileApp struct {
 	opts agentconfig.Options
 
 	mu      sync.Mutex
+	fp      dirFingerprint   // the files as of the last look
 	cur     *agentconfig.App // nil until a version has loaded
 	sum     string           // fingerprint of the files the last attempt read
 	err     error            // of the last attempt, nil if it loaded
 	loaded  bool             // an attempt has been made
 	missing agent.Agent      // answers while no version has loaded
+}
+
+// newFileApp returns the app named name of the directory dir (absolute).
+func newFileApp(name, dir string) *fileApp {
+	return &fileApp{name: name, dir: dir, fp: dirFingerprint{dir: dir}}
 }
 
 // findFileApps returns the applications of a directory argument: the
@@ -59,7 +57,7 @@ func findFileApps(dir string) ([]*fileApp, error) {
 		return nil, err
 	}
 	if isApp(abs) {
-		return []*fileApp{{name: filepath.Base(abs), dir: abs}}, nil
+		return []*fileApp{newFileApp(filepath.Base(abs), abs)}, nil
 	}
 	entries, err := os.ReadDir(abs)
 	if err != nil {
@@ -69,7 +67,7 @@ func findFileApps(dir string) ([]*fileApp, error) {
 	for _, e := range entries {
 		p := filepath.Join(abs, e.Name())
 		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") && isApp(p) {
-			apps = append(apps, &fileApp{name: e.Name(), dir: p})
+			apps = append(apps, newFileApp(e.Name(), p))
 		}
 	}
 	if len(apps) == 0 {
@@ -117,10 +115,13 @@ func (f *fileApp) runMissing(context.Context, *agent.Invocation) iter.Seq2[*even
 
 // refresh is the runner's Config.Refresh: it returns the agent of the
 // newest version that loads, or nil while no version has loaded.
+// Every call looks at the files (a walk of stats, reading only files
+// whose metadata changed, see dirFingerprint), so an edit is used by the
+// first turn that starts after it.
 func (f *fileApp) refresh(context.Context) agent.Agent {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	sum, err := fingerprint(f.dir)
+	sum, err := f.fp.sum()
 	if err != nil {
 		// A directory the fingerprint cannot cover (too many files) is a
 		// state too: only a change of it reloads.
@@ -174,53 +175,6 @@ func (f *fileApp) close() {
 		_ = f.cur.Close()
 		f.cur = nil
 	}
-}
-
-// fingerprint hashes the names and contents of the YAML files under dir
-// (hidden directories skipped), so that any edit, addition or removal
-// changes it. Config files are small, and reading them is cheaper than an
-// invocation's first model call by orders of magnitude.
-func fingerprint(dir string) (string, error) {
-	h := sha256.New()
-	n := 0
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			// An entry that cannot be read counts as its error, so that
-			// the rest is still fingerprinted.
-			fmt.Fprintf(h, "%s\x00unreadable\x00%v\x00", p, err)
-			return nil
-		}
-		if d.IsDir() {
-			if p != dir && strings.HasPrefix(d.Name(), ".") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if ext := filepath.Ext(p); ext != ".yaml" && ext != ".yml" {
-			return nil
-		}
-		if n++; n > maxFingerprintFiles {
-			return fmt.Errorf("more than %d YAML files under %s", maxFingerprintFiles, dir)
-		}
-		data, err := readBounded(p, agentconfig.MaxFileBytes+1)
-		if err != nil {
-			fmt.Fprintf(h, "%s\x00unreadable\x00%v\x00", p, err)
-			return nil
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00", p, len(data))
-		h.Write(data)
-		return nil
-	})
-	return hex.EncodeToString(h.Sum(nil)), err
-}
-
-func readBounded(path string, limit int64) ([]byte, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	return io.ReadAll(io.LimitReader(fh, limit))
 }
 
 // lockedWriter serializes writes from the apps' reloads.
