@@ -369,10 +369,13 @@ func (r *record) holds(id string, h uint64) (bool, error) {
 			return false, nil
 		}
 	}
-	var dec event.Decoder
+	var dec *event.Decoder // only for a hash that matches
 	for i, m := range r.meta {
 		if m.id != h {
 			continue
+		}
+		if dec == nil {
+			dec = new(event.Decoder)
 		}
 		var ev event.Event
 		if err := dec.Decode(r.events[i], &ev); err != nil {
