@@ -8,6 +8,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent/llmagent"
+	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/tool"
@@ -121,24 +122,12 @@ func TestPlanReActStreaming(t *testing.T) {
 	})
 	a := mustAgent(t, llmagent.Config{Name: "a", Model: m, Planner: llmagent.PlanReActPlanner{}})
 	evs := newFixture(t, a, nil, nil).run(t, "40+2?", &runner.RunOptions{Streaming: true})
-	var answer, thought strings.Builder
-	for _, ev := range evs {
-		if !ev.Partial {
-			continue
-		}
-		for _, p := range ev.Content.Parts {
-			if p.Thought {
-				thought.WriteString(p.Text)
-			} else {
-				answer.WriteString(p.Text)
-			}
-		}
+	answer, thought := streamed(evs)
+	if answer != "42" {
+		t.Errorf("streamed answer = %q (thought %q)", answer, thought)
 	}
-	if answer.String() != "42" {
-		t.Errorf("streamed answer = %q (thought %q)", answer.String(), thought.String())
-	}
-	if !strings.Contains(thought.String(), "add") {
-		t.Errorf("streamed thought = %q", thought.String())
+	if !strings.Contains(thought, "add") {
+		t.Errorf("streamed thought = %q", thought)
 	}
 	if last := evs[len(evs)-1]; last.Partial || last.Text() != "42" {
 		t.Errorf("final = %q", last.Text())
@@ -157,27 +146,33 @@ func TestPlanReActStreamingByteChunks(t *testing.T) {
 	m := scripted.NewSequence("m", scripted.Turn{Text: text, Chunks: chunks})
 	a := mustAgent(t, llmagent.Config{Name: "a", Model: m, Planner: llmagent.PlanReActPlanner{}})
 	evs := newFixture(t, a, nil, nil).run(t, "go", &runner.RunOptions{Streaming: true})
-	var answer, thought strings.Builder
+	answer, thought := streamed(evs)
+	// A chunk is thought once a planning tag is complete: the bytes of the
+	// first tag before its last one went out as answer text, and those of
+	// the final-answer tag before its last one as thought.
+	first := len(llmagent.TagPlanning) - 1
+	if got, want := thought, plan[first:]+"/*FINAL_ANSWER*"; got != want {
+		t.Errorf("streamed thought = %.30q…%q, want %.30q…%q", got, got[max(len(got)-30, 0):], want, want[len(want)-30:])
+	}
+	if got, want := answer, plan[:first]+" the answer"; got != want {
+		t.Errorf("streamed answer = %q, want %q", got, want)
+	}
+}
+
+// streamed returns the answer and thought text of the partial events.
+func streamed(evs []*event.Event) (answer, thought string) {
+	var a, t strings.Builder
 	for _, ev := range evs {
 		if !ev.Partial {
 			continue
 		}
 		for _, p := range ev.Content.Parts {
 			if p.Thought {
-				thought.WriteString(p.Text)
+				t.WriteString(p.Text)
 			} else {
-				answer.WriteString(p.Text)
+				a.WriteString(p.Text)
 			}
 		}
 	}
-	// A chunk is thought once a planning tag is complete: the bytes of the
-	// first tag before its last one went out as answer text, and those of
-	// the final-answer tag before its last one as thought.
-	first := len(llmagent.TagPlanning) - 1
-	if got, want := thought.String(), plan[first:]+"/*FINAL_ANSWER*"; got != want {
-		t.Errorf("streamed thought = %.30q…%q, want %.30q…%q", got, got[max(len(got)-30, 0):], want, want[len(want)-30:])
-	}
-	if got, want := answer.String(), plan[:first]+" the answer"; got != want {
-		t.Errorf("streamed answer = %q, want %q", got, want)
-	}
+	return a.String(), t.String()
 }
