@@ -240,25 +240,51 @@ func TestInvocationEvents(t *testing.T) {
 	check("trimmed")
 }
 
-// BenchmarkInvocationEvents finds the events of the last invocation of a
-// trimmed session of 4,000 events (1,000 invocations), as resuming it does.
-func BenchmarkInvocationEvents(b *testing.B) {
+// TestInvocationEventsDecodesCandidatesOnly: finding the last invocation of
+// a trimmed session of 1,000 events decodes its own events, not the rest
+// (decoding them all would take thousands of allocations).
+func TestInvocationEventsDecodesCandidatesOnly(t *testing.T) {
+	sess, last := invocationsSession(t, 1000)
+	allocs := testing.AllocsPerRun(10, func() {
+		n := 0
+		for range sess.InvocationEvents(last) {
+			n++
+		}
+		if n != 4 {
+			t.Fatalf("found %d events", n)
+		}
+	})
+	if allocs > 100 {
+		t.Errorf("%v allocations to find 4 events among 1,000", allocs)
+	}
+}
+
+// invocationsSession returns a trimmed session of n events, four per
+// invocation, and the id of its last invocation.
+func invocationsSession(t testing.TB, n int) (*session.Session, string) {
 	ctx := context.Background()
 	svc := memsession.NewService()
 	sess, err := svc.Create(ctx, session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
 	var last string
-	for i := range 4000 {
+	for i := range n {
 		if i%4 == 0 {
 			last = event.NewInvocationID()
 		}
 		if err := svc.AppendEvent(ctx, sess, event.NewModelText(last, "agent", "some text of the conversation")); err != nil {
-			b.Fatal(err)
+			t.Fatal(err)
 		}
 	}
 	sess.Trim(4)
+	return sess, last
+}
+
+// BenchmarkInvocationEvents finds the events of the last invocation of a
+// trimmed session of 4,000 events (1,000 invocations), as resuming it does.
+func BenchmarkInvocationEvents(b *testing.B) {
+	sess, last := invocationsSession(b, 4000)
 	b.ReportAllocs()
 	for b.Loop() {
 		n := 0

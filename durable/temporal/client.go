@@ -137,7 +137,7 @@ func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID 
 			yield(nil, err)
 			return
 		}
-		s := &stream{svc: app.Sessions(), sess: sess, next: max(floor-(int(sess.Seq())-sess.Len()), 0)}
+		s := &stream{svc: app.Sessions(), sess: sess, next: max(floor-offset(sess), 0)}
 		t := time.NewTicker(c.cfg.Poll)
 		defer t.Stop()
 		for finished := false; !finished; {

@@ -67,12 +67,7 @@ func TestHTTPConfirmation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queue := newQueue()
-	inProcessWorker(t, c, queue, app)
-	cl, err := temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: queue})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := inProcessClient(t, c, app, temporal.Options{})
 	srv, err := server.New(server.Config{Apps: []*runner.Runner{app}, Invoker: cl})
 	if err != nil {
 		t.Fatal(err)

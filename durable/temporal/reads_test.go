@@ -178,12 +178,7 @@ func TestRunReadsOnServer(t *testing.T) {
 	if _, err := svc.Create(ctx, k, nil); err != nil {
 		t.Fatal(err)
 	}
-	queue := newQueue()
-	inProcessWorker(t, c, queue, app)
-	cl, err := temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: queue})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := inProcessClient(t, c, app, temporal.Options{})
 	const n = 15
 	var last int64
 	for i := range n {

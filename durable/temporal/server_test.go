@@ -259,6 +259,19 @@ func inProcessWorker(t *testing.T, c client.Client, queue string, app *runner.Ru
 	t.Cleanup(w.Stop)
 }
 
+// inProcessClient starts a worker of app in this process, on a task queue
+// of the test's own, and returns a client of that queue.
+func inProcessClient(t *testing.T, c client.Client, app *runner.Runner, opts temporal.Options) *temporal.Client {
+	t.Helper()
+	queue := newQueue()
+	inProcessWorker(t, c, queue, app)
+	cl, err := temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: queue, Options: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
 // TestCancelStopsWorkflow: Cancel cancels the session's workflow while its
 // slow tool runs: the tool stops, the client's stream ends with an error,
 // and the workflow is cancelled.
@@ -275,12 +288,7 @@ func TestCancelStopsWorkflow(t *testing.T) {
 	if _, err := svc.Create(ctx, k, nil); err != nil {
 		t.Fatal(err)
 	}
-	queue := newQueue()
-	inProcessWorker(t, c, queue, app)
-	cl, err := temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: queue, Options: temporal.Options{HeartbeatTimeout: time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := inProcessClient(t, c, app, temporal.Options{HeartbeatTimeout: time.Second})
 	done := collect(cl.Run(ctx, app, user, k.SessionID, text("slow"), nil))
 	waitFor(t, time.Minute, "the slow tool to start", func() bool { return lines(t, dir, "slow.started") == 1 })
 	if err := cl.Cancel(ctx, app, user, k.SessionID); err != nil {
@@ -319,12 +327,7 @@ func TestR7LimitOnServer(t *testing.T) {
 	if _, err := svc.Create(ctx, k, nil); err != nil {
 		t.Fatal(err)
 	}
-	queue := newQueue()
-	inProcessWorker(t, c, queue, app)
-	cl, err := temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: queue})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := inProcessClient(t, c, app, temporal.Options{})
 	var res result
 	select {
 	case res = <-collect(cl.Run(ctx, app, user, k.SessionID, text("loop"), &runner.RunOptions{MaxLLMCalls: 3})):

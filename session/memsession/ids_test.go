@@ -31,13 +31,8 @@ func appendN(t testing.TB, svc *session.Service, s *session.Session, prefix stri
 func TestDuplicateIDs(t *testing.T) {
 	for _, n := range []int{1, linearIDs - 1, linearIDs, linearIDs + 1, 3 * linearIDs} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			st := New()
-			svc := session.NewService(st, nil)
-			key := session.Key{AppName: "a", UserID: "u", SessionID: "s"}
-			s, err := svc.Create(t.Context(), key, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			st, svc, s := newSession(t)
+			key := s.Key()
 			appendN(t, svc, s, "id-", n)
 			for i := range n {
 				e := event.NewModelText("e-1", "agent", "again")
@@ -68,13 +63,8 @@ func TestDuplicateIDs(t *testing.T) {
 func TestIDHashCollision(t *testing.T) {
 	for _, n := range []int{2, 2 * linearIDs} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			st := New()
-			svc := session.NewService(st, nil)
-			key := session.Key{AppName: "a", UserID: "u", SessionID: "s"}
-			s, err := svc.Create(t.Context(), key, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			st, svc, s := newSession(t)
+			key := s.Key()
 			appendN(t, svc, s, "id-", n)
 			h := maphash.String(st.seed, "other")
 			r := st.lookup(key)
@@ -178,4 +168,16 @@ func TestUserIDShared(t *testing.T) {
 			t.Errorf("user id %q at %p, want the first session's at %p", u, unsafe.StringData(u), unsafe.StringData(users[0]))
 		}
 	}
+}
+
+// newSession returns a store, a service over it and a new session.
+func newSession(t *testing.T) (*Store, *session.Service, *session.Session) {
+	t.Helper()
+	st := New()
+	svc := session.NewService(st, nil)
+	s, err := svc.Create(t.Context(), session.Key{AppName: "a", UserID: "u", SessionID: "s"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, svc, s
 }
