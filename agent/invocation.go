@@ -3,7 +3,6 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"sync/atomic"
 
 	"google.golang.org/genai"
@@ -21,29 +20,6 @@ var ErrLLMCallLimit = errors.New("agent: maximum number of LLM calls per invocat
 // DefaultMaxLLMCalls is the per-invocation model call limit used when
 // RunConfig.MaxLLMCalls is zero.
 const DefaultMaxLLMCalls = 500
-
-// MetadataLLMCall is the CustomMetadata key, with the value true, of the
-// event built from a model's response: the one event each model call
-// commits (see MarkLLMCall). Events that answer without the model (a
-// before-model callback's response, tool responses, code execution
-// results, structured answers, requests to the client) do not carry it.
-const MetadataLLMCall = "llmCall"
-
-// MarkLLMCall marks ev as the event of one model call, in a copy of its
-// CustomMetadata. The LLM agent marks the event of each response it got by
-// calling its model (CountLLMCall counted the call), and only that event.
-func MarkLLMCall(ev *event.Event) {
-	m := make(map[string]any, len(ev.CustomMetadata)+1)
-	maps.Copy(m, ev.CustomMetadata)
-	m[MetadataLLMCall] = true
-	ev.CustomMetadata = m
-}
-
-// IsLLMCall reports whether ev records one model call (MarkLLMCall).
-func IsLLMCall(ev *event.Event) bool {
-	v, _ := ev.CustomMetadata[MetadataLLMCall].(bool)
-	return v
-}
 
 // RunConfig holds the per-run settings of an invocation.
 type RunConfig struct {

@@ -1,6 +1,7 @@
 package event
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"strconv"
@@ -51,6 +52,10 @@ const (
 	internLen   = 32
 )
 
+// llmCallOnly is the encoded custom metadata of an event whose only entry
+// is its LLMCall mark.
+var llmCallOnly = []byte(`{"` + MetadataLLMCall + `":true}`)
+
 // Decode decodes one event from data into e, replacing its contents.
 func (d *Decoder) Decode(data []byte, e *Event) error {
 	if d.fast(data, e) {
@@ -70,6 +75,7 @@ func (d *Decoder) fast(data []byte, e *Event) bool {
 	if p.ws(); p.i != len(data) {
 		return false
 	}
+	ev.liftLLMCall()
 	*e = ev
 	return true
 }
@@ -485,9 +491,16 @@ func (p *parser) event(w *Event) bool {
 				w.UsageMetadata, ok = p.usage()
 			}
 		case "customMetadata":
-			if ok = keys.add(2) && p.peek() == '{'; ok {
-				w.CustomMetadata, ok = p.genericMap()
+			if ok = keys.add(2) && p.peek() == '{'; !ok {
+				break
 			}
+			if rest := p.data[p.i:]; bytes.HasPrefix(rest, llmCallOnly) {
+				// The metadata of a model call's event, with nothing else.
+				p.i += len(llmCallOnly)
+				w.LLMCall = true
+				break
+			}
+			w.CustomMetadata, ok = p.genericMap()
 		case "modelVersion":
 			if ok = keys.add(3); ok {
 				w.ModelVersion, ok = p.str(true)

@@ -44,7 +44,12 @@ func appendEventJSON(dst []byte, e *Event) ([]byte, bool) {
 		o.key("content")
 		enc.content(c)
 	}
-	o.values("customMetadata", r.CustomMetadata)
+	if e.LLMCall && len(r.CustomMetadata) == 0 {
+		o.key("customMetadata")
+		enc.buf = append(enc.buf, `{"`+MetadataLLMCall+`":true}`...)
+	} else {
+		o.values("customMetadata", e.wireMetadata())
+	}
 	o.str("modelVersion", r.ModelVersion)
 	o.str("finishReason", string(r.FinishReason))
 	o.str("errorCode", r.ErrorCode)

@@ -49,7 +49,7 @@ func encodeCorpus() []*Event {
 	flags.Response.ModelVersion, flags.Response.FinishReason = "m-1", genai.FinishReasonStop
 	flags.Response.ErrorCode, flags.Response.ErrorMessage = "E", "bad <thing>"
 	flags.Content = &genai.Content{Role: "model"}
-	flags.CustomMetadata = map[string]any{"llmCall": true, "b": []any{1.5, "x"}, "a": map[string]any{"z": nil}}
+	flags.CustomMetadata = map[string]any{"seen": true, "b": []any{1.5, "x"}, "a": map[string]any{"z": nil}}
 	zero := &Event{}
 	node := NewModelText("inv-3", "wf", "done")
 	node.Timestamp = ts
@@ -70,7 +70,14 @@ func encodeCorpus() []*Event {
 	typed.Actions.StateDelta = map[string]any{"s": []string{"a"}, "t": struct{ A int }{1}}
 	confirm := NewModelText("inv", "a", "x")
 	confirm.Actions.RequestedToolConfirmations = map[string]ToolConfirmation{"c": {Hint: "ok?"}}
-	return []*Event{text, user, call, resp, flags, zero, node, bare, usage, blob, number, typed, confirm}
+	// A model call's mark, alone, beside other metadata, and given twice.
+	marked := NewModelText("inv", "a", "x")
+	marked.LLMCall = true
+	markedMeta := NewModelText("inv", "a", "x")
+	markedMeta.LLMCall, markedMeta.CustomMetadata = true, map[string]any{"z": 1, "a": "b"}
+	markedTwice := NewModelText("inv", "a", "x")
+	markedTwice.LLMCall, markedTwice.CustomMetadata = true, map[string]any{MetadataLLMCall: true}
+	return []*Event{text, user, call, resp, flags, zero, node, bare, usage, blob, number, typed, confirm, marked, markedMeta, markedTwice}
 }
 
 // TestEncodeFastMatches checks that the fast path of MarshalJSON writes
@@ -95,8 +102,8 @@ func TestEncodeFastMatches(t *testing.T) {
 			t.Errorf("event %d: MarshalJSON = %s, %v", i, viaMethod, err)
 		}
 	}
-	if covered != 8 {
-		t.Errorf("fast path covered %d events of the corpus, want 8", covered)
+	if covered != 11 {
+		t.Errorf("fast path covered %d events of the corpus, want 11", covered)
 	}
 }
 
@@ -106,7 +113,7 @@ func TestEncodeFastMatches(t *testing.T) {
 func TestEncodeFastKnowsEveryField(t *testing.T) {
 	for typ, want := range map[reflect.Type]int{
 		reflect.TypeFor[wireEvent]():              10,
-		reflect.TypeFor[Event]():                  10,
+		reflect.TypeFor[Event]():                  11,
 		reflect.TypeFor[model.Response]():         16,
 		reflect.TypeFor[wireActions]():            11,
 		reflect.TypeFor[Actions]():                11,

@@ -21,6 +21,7 @@ package event
 
 import (
 	"crypto/rand"
+	"maps"
 	"sync"
 	"time"
 
@@ -59,6 +60,45 @@ type Event struct {
 	// NodeInfo says where in a graph workflow the event came from (JSON
 	// "nodeInfo"); nil outside graph workflows.
 	NodeInfo *NodeInfo
+	// LLMCall marks the event built from the response of one model call:
+	// when an invocation resumes, these events are what its model call
+	// limit counts. On the wire it is the entry "llmCall": true of
+	// "customMetadata" (MetadataLLMCall); decoding that entry sets LLMCall
+	// and leaves it out of CustomMetadata.
+	LLMCall bool
+}
+
+// MetadataLLMCall is the "customMetadata" key that carries Event.LLMCall
+// on the wire, with the value true.
+const MetadataLLMCall = "llmCall"
+
+// wireMetadata returns the custom metadata the event has on the wire: its
+// CustomMetadata, with the LLMCall mark added in a copy.
+func (e *Event) wireMetadata() map[string]any {
+	if !e.LLMCall {
+		return e.CustomMetadata
+	}
+	if v, _ := e.CustomMetadata[MetadataLLMCall].(bool); v {
+		return e.CustomMetadata
+	}
+	m := make(map[string]any, len(e.CustomMetadata)+1)
+	maps.Copy(m, e.CustomMetadata)
+	m[MetadataLLMCall] = true
+	return m
+}
+
+// liftLLMCall moves a decoded LLMCall mark out of CustomMetadata, a map
+// the decoder just made.
+func (e *Event) liftLLMCall() {
+	if v, _ := e.CustomMetadata[MetadataLLMCall].(bool); !v {
+		return
+	}
+	e.LLMCall = true
+	if len(e.CustomMetadata) == 1 {
+		e.CustomMetadata = nil
+	} else {
+		delete(e.CustomMetadata, MetadataLLMCall)
+	}
 }
 
 // NodeInfo locates an event in a graph workflow, in ADK's wire shape.

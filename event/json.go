@@ -254,6 +254,7 @@ func (e *Event) marshalWire() ([]byte, error) {
 		Output:             e.Output,
 		NodeInfo:           e.NodeInfo,
 	}
+	w.CustomMetadata = e.wireMetadata()
 	return json.Marshal(&w)
 }
 
@@ -358,6 +359,7 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 		Output:             w.Output,
 		NodeInfo:           w.NodeInfo,
 	}
+	e.liftLLMCall()
 	return nil
 }
 

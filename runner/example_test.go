@@ -130,7 +130,7 @@ func ExampleRunOptions_maxLLMCalls() {
 				fmt.Printf("run %d: limit reached: %v\n", run, errors.Is(err, agent.ErrLLMCallLimit))
 				return
 			}
-			if agent.IsLLMCall(ev) {
+			if ev.LLMCall {
 				fmt.Printf("run %d: model call\n", run)
 			}
 			if len(ev.LongRunningToolIDs) > 0 {

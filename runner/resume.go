@@ -31,7 +31,7 @@ import (
 //
 // However it resumes, the model calls an invocation already made count
 // against its limit (RunOptions.MaxLLMCalls): they are the invocation's
-// events that record a model call (agent.IsLLMCall), counted while the log
+// events that record a model call (event.Event.LLMCall), counted while the log
 // is scanned for the invocation.
 
 // resumption says which invocation a run continues, and where.
@@ -43,7 +43,7 @@ type resumption struct {
 	first       string // author of the invocation's first agent event
 	userContent *genai.Content
 	tree        *agent.Tree
-	llmCalls    int // model calls the invocation made (agent.IsLLMCall)
+	llmCalls    int // model calls the invocation made (event.Event.LLMCall)
 }
 
 // invocationID returns the id of the invocation to run: the resumed one, or
@@ -129,7 +129,7 @@ func (r *Runner) locate(sess *session.Session, res *resumption) bool {
 		if res.floor < 0 {
 			res.floor = i
 		}
-		if agent.IsLLMCall(ev) {
+		if ev.LLMCall {
 			res.llmCalls++
 		}
 		if ev.Author == event.AuthorUser {

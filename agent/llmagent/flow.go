@@ -78,7 +78,7 @@ func (a *Agent) step(ctx context.Context, inv *agent.Invocation, files *fileCach
 	ev.Response = *resp
 	ev.Partial = false
 	if called {
-		agent.MarkLLMCall(ev) // counted again when the invocation resumes
+		ev.LLMCall = true // counted again when the invocation resumes
 	}
 	if a.cfg.Planner != nil && resp.Content != nil {
 		if parts := a.cfg.Planner.ProcessResponse(ctx, cc, resp.Content.Parts); parts != nil {

@@ -22,7 +22,7 @@ import (
 func marked(evs []*event.Event) []*event.Event {
 	var out []*event.Event
 	for _, ev := range evs {
-		if agent.IsLLMCall(ev) {
+		if ev.LLMCall {
 			out = append(out, ev)
 		}
 	}
@@ -30,7 +30,7 @@ func marked(evs []*event.Event) []*event.Event {
 }
 
 // TestR7EventsRecordModelCalls: the session log holds exactly one event
-// marked as a model call (agent.IsLLMCall) per call of the model, whatever
+// marked as a model call (event.Event.LLMCall) per call of the model, whatever
 // else the agent commits: tool responses, streamed chunks (never stored,
 // never marked), a before-model callback's answer, code execution results,
 // structured answers, confirmation requests, a model error turned into a
@@ -58,7 +58,7 @@ func TestR7EventsRecordModelCalls(t *testing.T) {
 		m := scripted.NewSequence("m", scripted.Call("lookup", nil), scripted.Text("two million"))
 		f := newFixture(t, mustAgent(t, llmagent.Config{Name: "a", Model: m, Tools: []tool.Tool{lookupTool()}}), nil, nil)
 		for _, ev := range f.run(t, "how many?", &runner.RunOptions{Streaming: true}) {
-			if ev.Partial && agent.IsLLMCall(ev) {
+			if ev.Partial && ev.LLMCall {
 				t.Fatal("a streamed chunk is marked as a model call")
 			}
 		}
@@ -74,7 +74,7 @@ func TestR7EventsRecordModelCalls(t *testing.T) {
 			return nil, nil
 		}
 		f := newFixture(t, mustAgent(t, llmagent.Config{Name: "a", Model: m, BeforeModel: []agent.BeforeModelCallback{cached}}), nil, nil)
-		if evs := f.run(t, "cached", nil); len(evs) != 1 || evs[0].Text() != "from cache" || agent.IsLLMCall(evs[0]) {
+		if evs := f.run(t, "cached", nil); len(evs) != 1 || evs[0].Text() != "from cache" || evs[0].LLMCall {
 			t.Fatalf("the callback's answer: %d events, marked %v", len(evs), len(marked(evs)) > 0)
 		}
 		f.run(t, "live", nil)
@@ -88,8 +88,8 @@ func TestR7EventsRecordModelCalls(t *testing.T) {
 		)
 		f := newFixture(t, mustAgent(t, llmagent.Config{Name: "a", Model: m, OutputSchema: citySchema, Tools: []tool.Tool{lookupTool()}}), nil, nil)
 		evs := f.run(t, "Paris?", nil)
-		if last := evs[len(evs)-1]; last.Text() != `{"city":"Paris","population":2100000}` || agent.IsLLMCall(last) {
-			t.Fatalf("structured answer %q marked %v", last.Text(), agent.IsLLMCall(last))
+		if last := evs[len(evs)-1]; last.Text() != `{"city":"Paris","population":2100000}` || last.LLMCall {
+			t.Fatalf("structured answer %q marked %v", last.Text(), last.LLMCall)
 		}
 		check(t, f, m, 2)
 	})
@@ -98,8 +98,8 @@ func TestR7EventsRecordModelCalls(t *testing.T) {
 		m := scripted.NewSequence("m", scripted.Text("```tool_code\nprint(6*7)\n```"), scripted.Text("It is 42."))
 		ex := &fakeExecutor{results: []codeexec.Result{{Stdout: "42\n"}}}
 		f := newFixture(t, mustAgent(t, llmagent.Config{Name: "calc", Model: m, CodeExecutor: ex}), nil, nil)
-		if evs := f.run(t, "6*7?", nil); len(evs) != 3 || agent.IsLLMCall(evs[1]) {
-			t.Fatalf("%d events, code result marked %v", len(evs), len(evs) > 1 && agent.IsLLMCall(evs[1]))
+		if evs := f.run(t, "6*7?", nil); len(evs) != 3 || evs[1].LLMCall {
+			t.Fatalf("%d events, code result marked %v", len(evs), len(evs) > 1 && evs[1].LLMCall)
 		}
 		check(t, f, m, 2)
 	})
@@ -119,7 +119,7 @@ func TestR7EventsRecordModelCalls(t *testing.T) {
 			for _, fc := range ev.FunctionCalls() {
 				if fc.Name == event.FunctionRequestConfirmation {
 					id = fc.ID
-					if agent.IsLLMCall(ev) {
+					if ev.LLMCall {
 						t.Fatal("the confirmation request is marked as a model call")
 					}
 				}
@@ -147,8 +147,8 @@ func TestR7EventsRecordModelCalls(t *testing.T) {
 	})
 }
 
-// TestR7MetadataKept: the mark joins the metadata a model response carries
-// without changing the response's own map.
+// TestR7MetadataKept: the mark is set beside the metadata a model response
+// carries, which the event keeps as it is.
 func TestR7MetadataKept(t *testing.T) {
 	meta := map[string]any{"source": "m"}
 	m := scripted.New("m", func(context.Context, *model.Request) (scripted.Turn, error) { return scripted.Text("hi"), nil })
@@ -159,7 +159,7 @@ func TestR7MetadataKept(t *testing.T) {
 	}
 	f := newFixture(t, mustAgent(t, llmagent.Config{Name: "a", Model: m, AfterModel: []agent.AfterModelCallback{tag}}), nil, nil)
 	evs := f.run(t, "hi", nil)
-	if len(evs) != 1 || !agent.IsLLMCall(evs[0]) || evs[0].CustomMetadata["source"] != "m" {
+	if len(evs) != 1 || !evs[0].LLMCall || evs[0].CustomMetadata["source"] != "m" {
 		t.Fatalf("events %d, metadata %v", len(evs), evs[0].CustomMetadata)
 	}
 	if len(meta) != 1 {
