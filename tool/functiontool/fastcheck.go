@@ -1,6 +1,7 @@
 package functiontool
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
 	"math"
@@ -141,6 +142,37 @@ func putJSONBuffer(b *[]byte) {
 	if cap(*b) <= 64<<10 {
 		jsonBuffers.Put(b)
 	}
+}
+
+// argDecoder decodes the JSON of arguments. Unlike json.Unmarshal, which
+// makes its scratch state anew for every call, a json.Decoder keeps it;
+// argDecoders hold the decoders that ended without error.
+type argDecoder struct {
+	r   bytes.Reader
+	dec *json.Decoder
+}
+
+var argDecoders = sync.Pool{New: func() any {
+	d := &argDecoder{}
+	d.dec = json.NewDecoder(&d.r)
+	return d
+}}
+
+// unmarshalArgs decodes data, one JSON value, into v as json.Unmarshal
+// does.
+func unmarshalArgs(data []byte, v any) error {
+	d := argDecoders.Get().(*argDecoder)
+	d.r.Reset(data)
+	start := d.dec.InputOffset()
+	if err := d.dec.Decode(v); err == nil && d.dec.InputOffset()-start == int64(len(data)) {
+		if len(data) <= 64<<10 {
+			argDecoders.Put(d)
+		}
+		return nil
+	}
+	// An error, or bytes after the value: json.Unmarshal has the last word,
+	// and the decoder, left inside the stream, is dropped.
+	return json.Unmarshal(data, v)
 }
 
 // appendJSON appends to b the bytes json.Marshal makes of args, which valid

@@ -3,6 +3,7 @@ package functiontool
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -232,5 +233,48 @@ func TestFlatSchemaJSONMatchesMarshal(t *testing.T) {
 	}
 	if fast < 1000 {
 		t.Errorf("only %d of 5000 written without encoding/json", fast)
+	}
+}
+
+// TestUnmarshalArgsMatchesUnmarshal: the reused decoders of arguments give
+// json.Unmarshal's value or error for every input, and a decoder reused
+// after any of them still does.
+func TestUnmarshalArgsMatchesUnmarshal(t *testing.T) {
+	type args struct {
+		A int               `json:"a"`
+		S string            `json:"s"`
+		L []float64         `json:"l"`
+		M map[string]string `json:"m"`
+	}
+	inputs := []string{
+		`{"a":1,"s":"x","l":[1.5,2],"m":{"k":"v"}}`,
+		`{"a":1.5}`,
+		`{"a":"one"}`,
+		`{"s":"é\u00e9","A":7}`,
+		`{"a":1}}`,
+		`{"a":1} {"a":2}`,
+		`{"a":1} `,
+		`{"a":`,
+		`[1]`,
+		`null`,
+		``,
+		`{"l":[1,"x",3],"a":2}`,
+	}
+	for round := range 3 {
+		for _, in := range inputs {
+			var want, got args
+			wantErr := json.Unmarshal([]byte(in), &want)
+			gotErr := unmarshalArgs([]byte(in), &got)
+			if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {
+				t.Fatalf("round %d, %q: error %v, json.Unmarshal %v", round, in, gotErr, wantErr)
+			}
+			if wantErr == nil && !reflect.DeepEqual(got, want) {
+				t.Fatalf("round %d, %q: %+v, json.Unmarshal %+v", round, in, got, want)
+			}
+			var te, gte *json.UnmarshalTypeError
+			if errors.As(wantErr, &te) && (!errors.As(gotErr, &gte) || gte.Field != te.Field) {
+				t.Fatalf("round %d, %q: type error %v, json.Unmarshal %v", round, in, gotErr, wantErr)
+			}
+		}
 	}
 }

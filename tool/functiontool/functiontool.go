@@ -345,7 +345,7 @@ func (t *Tool[Args, Result]) decode(args map[string]any) (Args, error) {
 			return in, t.argumentError("", err.Error(), err)
 		}
 	}
-	if err := json.Unmarshal(b, &in); err != nil {
+	if err := unmarshalArgs(b, &in); err != nil {
 		field := ""
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
