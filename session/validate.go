@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/loomkit/loom/event"
+	"google.golang.org/genai"
 )
 
 // Limits on what the service stores. Every value is checked against them
@@ -115,11 +116,100 @@ func checkEvent(ev *event.Event) error {
 			return fmt.Errorf("%w: event %s: %w", ErrInvalid, f.name, err)
 		}
 	}
+	if fastEvent(ev) {
+		return nil
+	}
 	c := checker{nul: true, typed: true, skipStateDelta: true}
 	if err := c.reflect(reflect.ValueOf(ev).Elem(), 1); err != nil {
 		return fmt.Errorf("%w: event %s: %w", ErrInvalid, ev.ID, err)
 	}
 	return nil
+}
+
+// fastEvent reports whether ev is valid by the rules of checkEvent's walk,
+// checked without reflection for the fields the events of a run use most:
+// text, function calls and responses, metadata, actions without requests.
+// It reports false for an event with any other field set, or with a value
+// the walk would refuse; the walk then decides, and words the error.
+// Depths are those the walk reaches: the event is at 1, its fields (and
+// those of its embedded response) at 2.
+func fastEvent(ev *event.Event) bool {
+	typed := checker{nul: true, typed: true}
+	r := &ev.Response
+	a := &ev.Actions
+	if r.GroundingMetadata != nil || r.CitationMetadata != nil || r.UsageMetadata != nil || r.LogprobsResult != nil ||
+		r.InputTranscription != nil || r.OutputTranscription != nil || checkFloat(r.AvgLogprobs) != nil ||
+		len(a.RequestedAuthConfigs) > 0 || len(a.RequestedToolConfirmations) > 0 || a.Compaction != nil {
+		return false
+	}
+	for _, s := range [...]string{ev.ID, ev.InvocationID, ev.Author, ev.Branch, r.ModelVersion, string(r.FinishReason),
+		r.ErrorCode, r.ErrorMessage, a.TransferToAgent, a.RewindBeforeInvocationID} {
+		if !utf8.ValidString(s) {
+			return false
+		}
+	}
+	if r.Content != nil && !fastContent(r.Content) {
+		return false
+	}
+	if typed.anyMap(r.CustomMetadata, 2) != nil || typed.anyMap(a.AgentState, 3) != nil {
+		return false
+	}
+	for k := range a.ArtifactDelta {
+		if !utf8.ValidString(k) {
+			return false
+		}
+	}
+	for _, id := range ev.LongRunningToolIDs {
+		if !utf8.ValidString(id) {
+			return false
+		}
+	}
+	if ev.Output != nil && (checker{nul: true}).value(ev.Output, 2) != nil {
+		return false
+	}
+	if ni := ev.NodeInfo; ni != nil {
+		if !utf8.ValidString(ni.Path) {
+			return false
+		}
+		for _, s := range ni.OutputFor {
+			if !utf8.ValidString(s) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// fastContent is fastEvent for an event's content, at depth 2: its parts
+// are at 4, their fields at 5.
+func fastContent(c *genai.Content) bool {
+	typed := checker{nul: true, typed: true}
+	if !utf8.ValidString(c.Role) {
+		return false
+	}
+	for _, p := range c.Parts {
+		if p == nil {
+			continue
+		}
+		if p.MediaResolution != nil || p.CodeExecutionResult != nil || p.ExecutableCode != nil || p.FileData != nil ||
+			p.InlineData != nil || p.VideoMetadata != nil || p.ToolCall != nil || p.ToolResponse != nil ||
+			p.AudioTranscription != nil || p.SpeechMetadata != nil ||
+			!utf8.ValidString(p.Text) || !utf8.ValidString(string(p.MediaProcessing)) || typed.anyMap(p.PartMetadata, 5) != nil {
+			return false
+		}
+		if fc := p.FunctionCall; fc != nil {
+			if len(fc.PartialArgs) > 0 || !utf8.ValidString(fc.ID) || !utf8.ValidString(fc.Name) || typed.anyMap(fc.Args, 6) != nil {
+				return false
+			}
+		}
+		if fr := p.FunctionResponse; fr != nil {
+			if len(fr.Parts) > 0 || !utf8.ValidString(fr.ID) || !utf8.ValidString(fr.Name) ||
+				!utf8.ValidString(string(fr.Scheduling)) || typed.anyMap(fr.Response, 6) != nil {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // field is a struct field that encoding/json encodes.
@@ -388,18 +478,7 @@ func (c checker) reflect(v reflect.Value, depth int) error {
 			}
 		}
 		if t == mapStringAnyType && v.CanInterface() {
-			// The usual map of typed fields (function call arguments and
-			// responses), walked as below without reflection's copy of
-			// each key and value.
-			for k, e := range v.Interface().(map[string]any) {
-				if err := checkString(k, c.nul); err != nil {
-					return fmt.Errorf("key %w", err)
-				}
-				if err := c.mapValue(e, depth+1); err != nil {
-					return err
-				}
-			}
-			return nil
+			return c.anyMap(v.Interface().(map[string]any), depth)
 		}
 		it := v.MapRange()
 		for it.Next() {
@@ -425,6 +504,21 @@ func (c checker) reflect(v reflect.Value, depth int) error {
 		return nil
 	}
 	return fmt.Errorf("a value of type %s does not encode to JSON", t)
+}
+
+// anyMap checks a map[string]any at depth, as reflect walks any map but
+// without reflection's copy of each key and value: the usual map of typed
+// fields (function call arguments and responses, metadata).
+func (c checker) anyMap(m map[string]any, depth int) error {
+	for k, e := range m {
+		if err := checkString(k, c.nul); err != nil {
+			return fmt.Errorf("key %w", err)
+		}
+		if err := c.mapValue(e, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // mapValue checks the value e of a map[string]any entry at depth as

@@ -71,3 +71,83 @@ func TestCheckerMapPathAsStrictAsReflection(t *testing.T) {
 		t.Error("a function call with a NaN argument is valid")
 	}
 }
+
+// TestFastEventAgreesWithWalk: the check without reflection accepts an
+// event exactly when the reflection walk does, for every field it covers,
+// with values valid, invalid, and nested to the depth limit and one past
+// it; it accepts the common events.
+func TestFastEventAgreesWithWalk(t *testing.T) {
+	walk := func(ev *event.Event) error {
+		return checker{nul: true, typed: true, skipStateDelta: true}.reflect(reflect.ValueOf(ev).Elem(), 1)
+	}
+	nest := func(n int) any {
+		var v any = "leaf"
+		for range n {
+			v = []any{v}
+		}
+		return v
+	}
+	var values []any
+	for n := MaxValueDepth - 9; n <= MaxValueDepth; n++ {
+		values = append(values, nest(n))
+	}
+	values = append(values, "ok", "\xff", "a\x00b", math.NaN(), int64(1)<<54, map[string]any{"\xff": 1}, make(chan int))
+	part := func(p *genai.Part) *event.Event {
+		ev := event.New("e-1", "a")
+		ev.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{nil, p}}
+		return ev
+	}
+	var events []*event.Event
+	for _, v := range values {
+		m := map[string]any{"k": v}
+		var s string
+		if str, ok := v.(string); ok {
+			s = str
+		}
+		for _, set := range []func(*event.Event){
+			func(ev *event.Event) { ev.CustomMetadata = m },
+			func(ev *event.Event) { ev.Actions.AgentState = m },
+			func(ev *event.Event) { ev.Output = v },
+			func(ev *event.Event) { ev.Branch, ev.ModelVersion, ev.ErrorMessage = s, s, s },
+			func(ev *event.Event) { ev.FinishReason, ev.Actions.TransferToAgent = genai.FinishReason(s), s },
+			func(ev *event.Event) { ev.Actions.ArtifactDelta = map[string]int64{s: 1} },
+			func(ev *event.Event) { ev.LongRunningToolIDs = []string{"x", s} },
+			func(ev *event.Event) { ev.NodeInfo = &event.NodeInfo{Path: "p", OutputFor: []string{s}} },
+		} {
+			ev := event.New("e-1", "a")
+			set(ev)
+			events = append(events, ev)
+		}
+		events = append(events,
+			part(&genai.Part{Text: s}),
+			part(&genai.Part{PartMetadata: m}),
+			part(&genai.Part{MediaProcessing: genai.MediaProcessing(s)}),
+			part(&genai.Part{FunctionCall: &genai.FunctionCall{ID: s, Name: "f", Args: m}}),
+			part(&genai.Part{FunctionResponse: &genai.FunctionResponse{ID: "c", Name: s, Response: m, Scheduling: genai.FunctionResponseScheduling(s)}}),
+		)
+	}
+	const perValue = 13 // events built for each value
+	accepted := make([]int, len(values))
+	for i, ev := range events {
+		fast, err := fastEvent(ev), walk(ev)
+		if fast != (err == nil) {
+			t.Errorf("event %d: fast check %v, walk %v", i, fast, err)
+		}
+		if fast {
+			accepted[i/perValue]++
+		}
+	}
+	// The shallowest nesting passes everywhere; the deepest passes nowhere
+	// (7 events leave it out); invalid UTF-8 passes nowhere.
+	if accepted[0] != perValue || accepted[9] != 7 || accepted[11] != 0 {
+		t.Errorf("accepted %v events per value", accepted)
+	}
+	// Fields it does not cover go to the walk, whatever their value.
+	avg := event.New("e-1", "a")
+	avg.AvgLogprobs = math.Inf(1)
+	for _, ev := range []*event.Event{avg, part(&genai.Part{InlineData: &genai.Blob{Data: []byte("x")}})} {
+		if fastEvent(ev) {
+			t.Errorf("the fast check accepted %+v", ev)
+		}
+	}
+}
