@@ -70,9 +70,22 @@ type resumePoint struct {
 // (one branch of a parallel agent), while Ended still reports an end of the
 // whole invocation or of an enclosing scope.
 func (inv *Invocation) WithEndScope() *Invocation {
-	c := *inv
-	c.scope = &endScope{parent: inv.scope}
-	return &c
+	b := &struct {
+		inv   Invocation
+		scope endScope
+	}{inv: *inv}
+	b.scope.parent = inv.scope
+	b.inv.scope = &b.scope
+	return &b.inv
+}
+
+// ForBranch returns the invocation as seen by agent a on branch, with an
+// end scope of its own (see WithEndScope): the invocation of one branch of
+// a parallel run, made in one allocation.
+func (inv *Invocation) ForBranch(a Agent, branch string) *Invocation {
+	c := inv.WithEndScope()
+	c.agent, c.branch = a, branch
+	return c
 }
 
 // Resuming reports whether the agent continues a paused or interrupted

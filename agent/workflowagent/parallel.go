@@ -23,6 +23,7 @@ import (
 // every sub-agent has stopped. The first error is reported once.
 type Parallel struct {
 	base
+	branches []string // the branch of each sub-agent when the parallel agent has none
 }
 
 var (
@@ -35,7 +36,11 @@ func NewParallel(cfg Config) (*Parallel, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Parallel{base{cfg: cfg}}, nil
+	p := &Parallel{base: base{cfg: cfg}}
+	for _, child := range cfg.SubAgents {
+		p.branches = append(p.branches, cfg.Name+"."+child.Name())
+	}
+	return p, nil
 }
 
 // Run implements agent.Agent.
@@ -43,12 +48,12 @@ func (p *Parallel) Run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 	return agent.RunWithCallbacks(ctx, inv, p.cfg.BeforeAgent, p.cfg.AfterAgent, p.run)
 }
 
-// branchOf returns the branch a child runs on.
-func (p *Parallel) branchOf(inv *agent.Invocation, child agent.Agent) string {
+// branchOf returns the branch the i-th sub-agent runs on.
+func (p *Parallel) branchOf(inv *agent.Invocation, i int) string {
 	if b := inv.Branch(); b != "" {
-		return b + "." + child.Name()
+		return b + "." + p.cfg.SubAgents[i].Name()
 	}
-	return p.Name() + "." + child.Name()
+	return p.branches[i]
 }
 
 // message is what a child goroutine sends to the parent's iterator: an
@@ -93,17 +98,15 @@ func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 		// not run again on resume.
 		var branches []*agent.Invocation
 		var agents []agent.Agent
-		for _, child := range children {
-			var cinv *agent.Invocation
+		for i, child := range children {
+			cinv := inv
 			if resume {
 				cinv = inv.ResumeChild(child)
 				if _, ended := agent.Checkpoint(cinv, child.Name()); ended {
 					continue
 				}
-			} else {
-				cinv = inv.For(child)
 			}
-			branches = append(branches, cinv.WithBranch(p.branchOf(inv, child)).WithEndScope())
+			branches = append(branches, cinv.ForBranch(child, p.branchOf(inv, i)))
 			agents = append(agents, child)
 		}
 
@@ -167,18 +170,10 @@ func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 // finished or ctx is cancelled.
 func runBranch(ctx context.Context, inv *agent.Invocation, index int, child agent.Agent, msgs chan<- message) {
 	resume := make(chan struct{}, 1)
-	send := func(m message) bool {
-		select {
-		case msgs <- m:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
 	selfEnded := false
 	for ev, err := range child.Run(ctx, inv) {
 		if err != nil {
-			send(message{err: err})
+			send(ctx, msgs, message{err: err})
 			return
 		}
 		if ev == nil {
@@ -187,7 +182,7 @@ func runBranch(ctx context.Context, inv *agent.Invocation, index int, child agen
 		if !ev.Partial && ev.Actions.EndOfAgent && ev.Author == child.Name() {
 			selfEnded = true
 		}
-		if !send(message{ev: ev, resume: resume}) {
+		if !send(ctx, msgs, message{ev: ev, resume: resume}) {
 			return
 		}
 		select {
@@ -196,5 +191,15 @@ func runBranch(ctx context.Context, inv *agent.Invocation, index int, child agen
 			return
 		}
 	}
-	send(message{done: true, branch: index, selfEnded: selfEnded})
+	send(ctx, msgs, message{done: true, branch: index, selfEnded: selfEnded})
+}
+
+// send sends m to the parent, reporting false if ctx ended first.
+func send(ctx context.Context, msgs chan<- message, m message) bool {
+	select {
+	case msgs <- m:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
