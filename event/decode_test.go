@@ -83,6 +83,14 @@ func decodeInputs(t testing.TB) map[string][]byte {
 			}}},
 		},
 		"empty": {},
+		"llm_call": {
+			ID: "id-6", InvocationID: "inv", Author: "agent", Timestamp: ts, LLMCall: true,
+			Response: model.Response{Content: genai.NewContentFromText("answer", genai.RoleModel)},
+		},
+		"llm_call_metadata": {
+			ID: "id-7", InvocationID: "inv", Author: "agent", Timestamp: ts, LLMCall: true,
+			Response: model.Response{Content: genai.NewContentFromText("answer", genai.RoleModel), CustomMetadata: map[string]any{"a": 1.0, "z": "y"}},
+		},
 	}
 	for name, ev := range events {
 		b, err := ev.MarshalJSON()
@@ -103,6 +111,10 @@ func decodeInputs(t testing.TB) map[string][]byte {
 	in["big_int32"] = []byte(`{"usageMetadata":{"totalTokenCount":3000000000}}`)
 	in["truncated"] = []byte(`{"author":"a","content":{"parts":[{"text":"x"`)
 	in["not_json"] = []byte(`nope`)
+	in["llm_call_spaced"] = []byte(`{"customMetadata":{ "llmCall" : true },"author":"a"}`)
+	in["llm_call_twice"] = []byte(`{"customMetadata":{"llmCall":true,"llmCall":true},"author":"a"}`)
+	in["llm_call_false"] = []byte(`{"customMetadata":{"llmCall":false},"author":"a"}`)
+	in["llm_call_trailing"] = []byte(`{"customMetadata":{"llmCall":true}}}`)
 	return in
 }
 

@@ -182,6 +182,11 @@ func FuzzEncodeFast(f *testing.F) {
 		ev := NewModelText("inv", "agent", text)
 		ev.Timestamp = time.UnixMicro(us % (maxSeconds * 1e6))
 		ev.Actions.StateDelta = map[string]any{key: num, key + "s": text, "list": []any{num, text}}
+		// Custom metadata, with or without a model call's mark.
+		ev.LLMCall = us%3 == 0
+		if us%2 == 0 {
+			ev.CustomMetadata = map[string]any{key: text}
+		}
 		want, werr := ev.marshalWire()
 		got, ok := appendEventJSON(nil, ev)
 		if werr != nil {
