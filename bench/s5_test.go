@@ -227,7 +227,8 @@ func s5Duration(b *testing.B, name string, def time.Duration) time.Duration {
 //
 // LOOM_BENCH_S5_DURATION and LOOM_BENCH_S5_WARMUP (Go durations) shorten
 // the round for a quick check; LOOM_BENCH_S5_CPUPROFILE names a file for
-// the server's CPU profile. Metrics: req/s, p50-ms and p99-ms latency of
+// the server's CPU profile, LOOM_BENCH_S5_MEMPROFILE one for its heap
+// profile as the round ends. Metrics: req/s, p50-ms and p99-ms latency of
 // a request, server-peak-RSS-MB (the server's VmHWM) and server-cpu-us/req
 // (the server's user plus system CPU time over the measured window, divided
 // by the requests); ns/op is the whole round.
