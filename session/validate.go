@@ -290,15 +290,7 @@ func (c checker) value(v any, depth int) error {
 	case json.Number:
 		return checkNumber(x)
 	case map[string]any:
-		for k, e := range x {
-			if err := checkString(k, c.nul); err != nil {
-				return fmt.Errorf("key %w", err)
-			}
-			if err := c.value(e, depth+1); err != nil {
-				return err
-			}
-		}
-		return nil
+		return c.anyMap(x, depth)
 	case []any:
 		for _, e := range x {
 			if err := c.value(e, depth+1); err != nil {
@@ -506,9 +498,10 @@ func (c checker) reflect(v reflect.Value, depth int) error {
 	return fmt.Errorf("a value of type %s does not encode to JSON", t)
 }
 
-// anyMap checks a map[string]any at depth, as reflect walks any map but
-// without reflection's copy of each key and value: the usual map of typed
-// fields (function call arguments and responses, metadata).
+// anyMap checks a map[string]any at depth, its values as interfaces
+// (mapValue), as reflect walks any map but without reflection's copy of
+// each key and value: the usual map of state values and of typed fields
+// (function call arguments and responses, metadata).
 func (c checker) anyMap(m map[string]any, depth int) error {
 	for k, e := range m {
 		if err := checkString(k, c.nul); err != nil {
