@@ -8,6 +8,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/model"
 )
 
 // BenchmarkCheckEvent measures the validation of a model event with text
@@ -148,6 +149,26 @@ func TestFastEventAgreesWithWalk(t *testing.T) {
 	for _, ev := range []*event.Event{avg, part(&genai.Part{InlineData: &genai.Blob{Data: []byte("x")}})} {
 		if fastEvent(ev) {
 			t.Errorf("the fast check accepted %+v", ev)
+		}
+	}
+}
+
+// TestFastEventKnowsEveryField fails when a field is added to a type the
+// check without reflection covers: fastEvent must learn it (or leave
+// events that set it to the walk) before the field can be stored.
+func TestFastEventKnowsEveryField(t *testing.T) {
+	for typ, want := range map[reflect.Type]int{
+		reflect.TypeFor[event.Event]():            11,
+		reflect.TypeFor[model.Response]():         16,
+		reflect.TypeFor[event.Actions]():          11,
+		reflect.TypeFor[event.NodeInfo]():         3,
+		reflect.TypeFor[genai.Content]():          2,
+		reflect.TypeFor[genai.Part]():             17,
+		reflect.TypeFor[genai.FunctionCall]():     5,
+		reflect.TypeFor[genai.FunctionResponse](): 6,
+	} {
+		if got := typ.NumField(); got != want {
+			t.Errorf("%v has %d fields, fastEvent (validate.go) knows %d", typ, got, want)
 		}
 	}
 }
