@@ -74,13 +74,16 @@ func decodeObject(body []byte) (fields, error) {
 	}
 	f := make(fields, 8)
 	for key, value := range members(body) {
-		k, ok := plainString(key)
-		if !ok {
-			if err := json.Unmarshal(key, &k); err != nil {
-				return nil, badRequest("Invalid JSON: %v", err)
+		k, known := memberNames[string(key)]
+		if !known {
+			var ok bool
+			if k, ok = plainString(key); !ok {
+				if err := json.Unmarshal(key, &k); err != nil {
+					return nil, badRequest("Invalid JSON: %v", err)
+				}
 			}
+			k = event.CamelCase(k)
 		}
-		k = event.CamelCase(k)
 		if string(value) == "null" {
 			delete(f, k)
 			continue
@@ -88,6 +91,24 @@ func decodeObject(body []byte) (fields, error) {
 		f[k] = value
 	}
 	return f, nil
+}
+
+// memberNames maps the keys requests use, quoted as sent in either
+// spelling, to their camelCase names, so that a known key is read without
+// an allocation.
+var memberNames = map[string]string{}
+
+func init() {
+	for _, name := range [][2]string{
+		{"appName", "app_name"}, {"userId", "user_id"}, {"sessionId", "session_id"}, {"invocationId", "invocation_id"},
+		{"newMessage", "new_message"}, {"stateDelta", "state_delta"}, {"eventId", "event_id"}, {"streaming", ""}, {"state", ""},
+	} {
+		for _, spelling := range name {
+			if spelling != "" {
+				memberNames[`"`+spelling+`"`] = name[0]
+			}
+		}
+	}
 }
 
 // members yields the members of a valid JSON object: each key, quoted as

@@ -71,3 +71,24 @@ func FuzzDecodeObject(f *testing.F) {
 		}
 	})
 }
+
+// TestMemberNamesAsDecoded: a key read from memberNames is the name the
+// general path makes of it, and both spellings of each name are there.
+func TestMemberNamesAsDecoded(t *testing.T) {
+	names := map[string]int{}
+	for quoted, name := range memberNames {
+		var k string
+		if err := json.Unmarshal([]byte(quoted), &k); err != nil {
+			t.Fatal(err)
+		}
+		if got := event.CamelCase(k); got != name {
+			t.Errorf("%s maps to %q, decoded it is %q", quoted, name, got)
+		}
+		names[name]++
+	}
+	for name, n := range names {
+		if n != 2 && name != "streaming" && name != "state" {
+			t.Errorf("%q has %d spellings, want 2", name, n)
+		}
+	}
+}

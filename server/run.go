@@ -195,10 +195,23 @@ func (st *sseStream) start() {
 	}
 	st.started = true
 	h := st.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no") // keep reverse proxies from buffering the stream
+	for _, kv := range sseHeaders {
+		h[kv.key] = kv.value
+	}
 	st.w.WriteHeader(http.StatusOK)
+}
+
+// sseHeaders are the headers of an event stream, in canonical form. Every
+// response shares their values: net/http copies a handler's header when it
+// writes it, and a value appended to grows into a new array (each has no
+// spare capacity).
+var sseHeaders = [...]struct {
+	key   string
+	value []string
+}{
+	{"Content-Type", []string{"text/event-stream"}},
+	{"Cache-Control", []string{"no-cache"}},
+	{"X-Accel-Buffering", []string{"no"}}, // keep reverse proxies from buffering the stream
 }
 
 // write sends one complete frame in a single Write, to be flushed within
