@@ -45,8 +45,9 @@ func TestSSEFramesAreSingleWrites(t *testing.T) {
 		w := &writeRecorder{ResponseRecorder: httptest.NewRecorder()}
 		req := httptest.NewRequest("POST", "/run_sse", strings.NewReader(runBody("s1", "hello", streaming)))
 		f.srv.ServeHTTP(w, req)
-		if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "text/event-stream" {
-			t.Fatalf("streaming=%v: %d %q", streaming, w.Code, w.Header().Get("Content-Type"))
+		if h := w.Header(); w.Code != http.StatusOK || h.Get("Content-Type") != "text/event-stream" ||
+			h.Get("Cache-Control") != "no-cache" || h.Get("X-Accel-Buffering") != "no" {
+			t.Fatalf("streaming=%v: %d %v", streaming, w.Code, h)
 		}
 		partials := 0
 		for i, wr := range w.writes {
