@@ -134,8 +134,12 @@ func Pending(sess *session.Session, msg *genai.Content) ([]PendingCall, error) {
 	completed := map[string]bool{} // responses seen so far (newest first) that complete their call
 	interim := map[string]bool{}
 	left := len(ids)
-	for i := sess.Len() - 1; i >= 0 && left > 0; i-- {
-		ev := sess.At(i)
+	// Only events that mention an answered call matter: those that make
+	// it, and its responses.
+	for i, ev := range sess.EventsMentioning(ids...) {
+		if left == 0 {
+			break
+		}
 		for _, fc := range ev.FunctionCalls() {
 			if !wanted[fc.ID] {
 				continue

@@ -207,15 +207,52 @@ func (s *Session) EventsFrom(i int) []*event.Event {
 // decode of every event.
 func (s *Session) InvocationEvents(invocationID string) iter.Seq2[int, *event.Event] {
 	return func(yield func(int, *event.Event) bool) {
-		var quoted []byte // the id as JSON writes it, if no byte of it is escaped
-		if plainID(invocationID) {
-			quoted = append(append(append(quoted, '"'), invocationID...), '"')
+		for i, ev := range s.candidates(false, []string{invocationID}) {
+			if ev.InvocationID == invocationID && !yield(i, ev) {
+				return
+			}
+		}
+	}
+}
+
+// EventsMentioning yields with their indexes, newest first, the events
+// that may mention one of strs, such as function call ids: every event the
+// session holds decoded, and those it keeps encoded (see Trim) whose
+// encoding holds one of strs as a JSON string, decoded. Callers check the
+// events they get. Finding a call among the events of a long, trimmed
+// session costs a scan of bytes, not a decode of every event.
+func (s *Session) EventsMentioning(strs ...string) iter.Seq2[int, *event.Event] {
+	return s.candidates(true, strs)
+}
+
+// candidates yields the events of the session with their indexes, oldest
+// or (reverse) newest first, but for the events kept encoded whose
+// encoding holds none of strs as a JSON string. When JSON would escape a
+// byte of one of strs, every event is yielded.
+func (s *Session) candidates(reverse bool, strs []string) iter.Seq2[int, *event.Event] {
+	return func(yield func(int, *event.Event) bool) {
+		quoted := make([][]byte, 0, len(strs)) // each of strs as JSON writes it
+		for _, str := range strs {
+			if !plainID(str) {
+				quoted = nil
+				break
+			}
+			quoted = append(quoted, append(append(append(make([]byte, 0, len(str)+2), '"'), str...), '"'))
 		}
 		var d event.Decoder
-		for i := 0; ; i++ {
+		i, step := 0, 1 // oldest first, to events appended meanwhile
+		if reverse {
 			s.mu.RLock()
-			if i >= len(s.events) {
+			i, step = len(s.events)-1, -1
+			s.mu.RUnlock()
+		}
+		for ; i >= 0; i += step {
+			s.mu.RLock()
+			if i >= len(s.events) { // the end, or a reload shortened the log
 				s.mu.RUnlock()
+				if reverse {
+					continue
+				}
 				return
 			}
 			ev := s.events[i]
@@ -225,16 +262,26 @@ func (s *Session) InvocationEvents(invocationID string) iter.Seq2[int, *event.Ev
 			}
 			s.mu.RUnlock()
 			if ev == nil {
-				if quoted != nil && !bytes.Contains(raw, quoted) {
+				if quoted != nil && !containsAny(raw, quoted) {
 					continue
 				}
 				ev = decodeTrimmed(&d, raw)
 			}
-			if ev.InvocationID == invocationID && !yield(i, ev) {
+			if !yield(i, ev) {
 				return
 			}
 		}
 	}
+}
+
+// containsAny reports whether b holds one of subs.
+func containsAny(b []byte, subs [][]byte) bool {
+	for _, sub := range subs {
+		if bytes.Contains(b, sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // plainID reports whether JSON writes id as it is, between quotes.

@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
 	"github.com/loomkit/loom/session/sqlsession"
+	"google.golang.org/genai"
 )
 
 // TestTrimKeepsWhatIsRead checks that a trimmed session reads exactly as
@@ -294,5 +296,102 @@ func BenchmarkInvocationEvents(b *testing.B) {
 		if n != 4 {
 			b.Fatalf("found %d events", n)
 		}
+	}
+}
+
+// TestEventsMentioning: newest first, every event the session holds
+// decoded, and of the events kept encoded exactly those whose encoding
+// holds one of the strings; a string JSON escapes makes every event a
+// candidate.
+func TestEventsMentioning(t *testing.T) {
+	ctx := context.Background()
+	svc := memsession.NewService()
+	sess, err := svc.Create(ctx, session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		ev := event.NewModelText("inv", "agent", "text")
+		switch i % 10 {
+		case 3:
+			ev.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{genai.NewPartFromFunctionCall("f", nil)}}
+			ev.Content.Parts[0].FunctionCall.ID = "call-a"
+		case 7:
+			ev.Content = &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{genai.NewPartFromFunctionResponse("f", map[string]any{"ok": true})}}
+			ev.Content.Parts[0].FunctionResponse.ID = "call-b"
+		case 9:
+			ev.Content = genai.NewContentFromText(`a text that quotes "call-a"`, genai.RoleModel)
+		}
+		if err := svc.AppendEvent(ctx, sess, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := make([]int, 0, sess.Len())
+	for i := sess.Len() - 1; i >= 0; i-- {
+		all = append(all, i)
+	}
+	mentions := func(strs []string) []int {
+		var out []int
+		for _, i := range all {
+			b, err := sess.At(i).MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range strs {
+				if bytes.Contains(b, []byte(`"`+s+`"`)) {
+					out = append(out, i)
+					break
+				}
+			}
+		}
+		return out
+	}
+	got := func(strs ...string) []int {
+		var out []int
+		for i, ev := range sess.EventsMentioning(strs...) {
+			if ev.ID != sess.At(i).ID {
+				t.Fatalf("index %d yields event %s, not %s", i, ev.ID, sess.At(i).ID)
+			}
+			out = append(out, i)
+		}
+		return out
+	}
+	cases := [][]string{{"call-a"}, {"call-a", "call-b"}, {"none"}, {`call<"x">`}}
+	for _, strs := range cases {
+		if g := got(strs...); !slices.Equal(g, all) {
+			t.Errorf("decoded, %q: indexes %v, want all of them", strs, g)
+		}
+	}
+	// A trimmed session keeps its first event decoded (see Trim); the
+	// text that quotes "call-a" holds it escaped, not as a JSON string.
+	sess.Trim(0)
+	for _, strs := range cases[:3] {
+		want := mentions(strs)
+		if !slices.Contains(want, 0) {
+			want = append(want, 0)
+		}
+		if g := got(strs...); !slices.Equal(g, want) || (len(strs) == 1 && strs[0] == "call-a" && len(want) != 5) {
+			t.Errorf("trimmed, %q: indexes %v, want %v", strs, g, want)
+		}
+	}
+	if g := got(`call<"x">`); !slices.Equal(g, all) {
+		t.Errorf("trimmed, an escaped string: indexes %v, want all of them", g)
+	}
+}
+
+// TestEventsMentioningDecodesCandidatesOnly: looking for an id no event of
+// a trimmed session of 1,000 events holds decodes none of them (decoding
+// them all would take thousands of allocations).
+func TestEventsMentioningDecodesCandidatesOnly(t *testing.T) {
+	sess, _ := invocationsSession(t, 1000)
+	allocs := testing.AllocsPerRun(10, func() {
+		for i := range sess.EventsMentioning("adk-00000000-0000-0000-0000-000000000000") {
+			if i != 0 && i < sess.Len()-4 { // the first and last four stay decoded (see Trim)
+				t.Fatalf("event %d mentions an id no event holds", i)
+			}
+		}
+	})
+	if allocs > 20 {
+		t.Errorf("%v allocations to look through 1,000 events", allocs)
 	}
 }
