@@ -426,8 +426,8 @@ func (r *run) load() {
 // (when resuming, the invocation's user content may be the answer that
 // resumed it).
 func (r *run) userText() any {
-	for _, ev := range r.inv.Session().Events() {
-		if ev.InvocationID == r.inv.ID() && ev.Author == event.AuthorUser {
+	for _, ev := range r.inv.Session().InvocationEvents(r.inv.ID()) {
+		if ev.Author == event.AuthorUser {
 			return contentText(ev.Content)
 		}
 	}
