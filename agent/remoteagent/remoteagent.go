@@ -234,8 +234,9 @@ func (a *Agent) request(inv *agent.Invocation) (*a2a.Message, ids) {
 		}
 	}
 	var prev ids
-	for i := sess.Len() - 1; i >= 0; i-- {
-		if ev := sess.At(i); ev.Author == a.Name() {
+	// Newest first, among the events that may name the agent.
+	for _, ev := range sess.EventsMentioning(a.Name()) {
+		if ev.Author == a.Name() {
 			if p := idsOf(ev); p.context != "" {
 				prev = ids{context: p.context}
 				break
