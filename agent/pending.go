@@ -189,6 +189,36 @@ func Waiting(after []*event.Event, k PauseKind, id string) bool {
 	return true
 }
 
+// FirstWaiting returns the index in sess of the oldest pausing call still
+// waiting for the client (see Waiting), and whether there is one. Only the
+// events that make a pausing call or answer a call are decoded: in a long
+// session kept encoded (see session.Session.Trim) it costs a scan of
+// bytes.
+func FirstWaiting(sess *session.Session) (int, bool) {
+	// Newest first, so that the answers to a call are seen before it.
+	type answered struct{ any, byClient bool }
+	var seen map[string]answered
+	first := -1
+	for i, ev := range sess.EventsMentioning("longRunningToolIds", "functionResponse") {
+		calls, kinds := PausingCalls(ev)
+		for j, fc := range calls {
+			if a := seen[fc.ID]; !a.byClient && (kinds[j] == PauseTool || !a.any) {
+				first = i
+			}
+		}
+		for _, fr := range ev.FunctionResponses() {
+			if seen == nil {
+				seen = map[string]answered{}
+			}
+			a := seen[fr.ID]
+			a.any = true
+			a.byClient = a.byClient || ev.Author == event.AuthorUser
+			seen[fr.ID] = a
+		}
+	}
+	return first, first >= 0
+}
+
 // PausingCalls returns the calls of ev that pause its invocation, with
 // their kinds.
 func PausingCalls(ev *event.Event) (calls []*genai.FunctionCall, kinds []PauseKind) {

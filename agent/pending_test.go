@@ -3,6 +3,8 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"google.golang.org/genai"
@@ -79,5 +81,69 @@ func BenchmarkPendingLongSession(b *testing.B) {
 		if _, err := agent.Pending(sess, msg); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestFirstWaitingAgreesWithWaiting: on random logs of pausing calls
+// (long-running tools and requests to the client), answers by the client
+// and interim ones by agents, reused ids and other events, FirstWaiting
+// finds the call that a walk asking Waiting of every pausing call finds,
+// whether the session holds its events decoded or encoded.
+func TestFirstWaitingAgreesWithWaiting(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	waiting := 0
+	for round := range 300 {
+		svc := memsession.NewService()
+		sess, err := svc.Create(ctx, session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 1 + rng.IntN(30) {
+			id := fmt.Sprint("call-", rng.IntN(5))
+			var ev *event.Event
+			switch rng.IntN(6) {
+			case 0: // a pausing call, or a call that does not pause
+				ev = event.New("e-1", "agent")
+				name := []string{"approve", event.FunctionRequestConfirmation}[rng.IntN(2)]
+				ev.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{ID: id, Name: name}}}}
+				if rng.IntN(4) > 0 {
+					ev.LongRunningToolIDs = []string{id}
+				}
+			case 1, 2, 3: // an answer, by the client or by an agent
+				author := []string{event.AuthorUser, "agent"}[rng.IntN(2)]
+				ev = event.New("e-1", author)
+				ev.Content = &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{ID: id, Name: "approve", Response: map[string]any{}}}}}
+			default:
+				ev = event.NewModelText("e-1", "agent", "text that quotes "+id)
+			}
+			if err := svc.AppendEvent(ctx, sess, ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := -1
+		events := sess.Events()
+		for i, ev := range events {
+			calls, kinds := agent.PausingCalls(ev)
+			for j, fc := range calls {
+				if want < 0 && agent.Waiting(events[i+1:], kinds[j], fc.ID) {
+					want = i
+				}
+			}
+		}
+		for _, trim := range []bool{false, true} {
+			if trim {
+				sess.Trim(0)
+			}
+			if got, ok := agent.FirstWaiting(sess); got != want || ok != (want >= 0) {
+				t.Fatalf("round %d, trimmed %v: FirstWaiting = %d, %v; want %d", round, trim, got, ok, want)
+			}
+		}
+		if want >= 0 {
+			waiting++
+		}
+	}
+	if waiting < 60 || waiting > 240 {
+		t.Errorf("%d of 300 logs have a waiting call: the cases are not mixed", waiting)
 	}
 }

@@ -190,14 +190,8 @@ func firstUserInvocation(log *session.Session, floor int) (string, bool) {
 // event with a waiting call, or the length of the log. The events before
 // log's first have no waiting call (see stepInput.WaitFrom).
 func waitingFrom(log *session.Session) (int, bool) {
-	events := log.Events()
-	for i, ev := range events {
-		calls, kinds := agent.PausingCalls(ev)
-		for j, fc := range calls {
-			if agent.Waiting(events[i+1:], kinds[j], fc.ID) {
-				return offset(log) + i, true
-			}
-		}
+	if i, ok := agent.FirstWaiting(log); ok {
+		return offset(log) + i, true
 	}
 	return int(log.Seq()), false
 }
