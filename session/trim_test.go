@@ -120,11 +120,7 @@ func testTrim(t *testing.T, svc *session.Service) {
 // -race): every read sees every event.
 func TestTrimWhileReading(t *testing.T) {
 	ctx := context.Background()
-	svc := memsession.NewService()
-	sess, err := svc.Create(ctx, session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, sess := newMemSession(t)
 	for _, ev := range sizeEvents(200, 10) {
 		if err := svc.AppendEvent(ctx, sess, ev); err != nil {
 			t.Fatal(err)
@@ -202,11 +198,7 @@ func testConcurrentTrims(t *testing.T, svc *session.Service) {
 // an id that JSON escapes.
 func TestInvocationEvents(t *testing.T) {
 	ctx := context.Background()
-	svc := memsession.NewService()
-	sess, err := svc.Create(ctx, session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, sess := newMemSession(t)
 	ids := []string{"inv-a", "inv-b", `inv<"c">`}
 	for i := range 30 {
 		id := ids[i%len(ids)]
@@ -265,11 +257,7 @@ func TestInvocationEventsDecodesCandidatesOnly(t *testing.T) {
 // invocation, and the id of its last invocation.
 func invocationsSession(t testing.TB, n int) (*session.Session, string) {
 	ctx := context.Background()
-	svc := memsession.NewService()
-	sess, err := svc.Create(ctx, session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, sess := newMemSession(t)
 	var last string
 	for i := range n {
 		if i%4 == 0 {
@@ -305,11 +293,7 @@ func BenchmarkInvocationEvents(b *testing.B) {
 // candidate.
 func TestEventsMentioning(t *testing.T) {
 	ctx := context.Background()
-	svc := memsession.NewService()
-	sess, err := svc.Create(ctx, session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, sess := newMemSession(t)
 	for i := range 40 {
 		ev := event.NewModelText("inv", "agent", "text")
 		switch i % 10 {
@@ -394,4 +378,16 @@ func TestEventsMentioningDecodesCandidatesOnly(t *testing.T) {
 	if allocs > 20 {
 		t.Errorf("%v allocations to look through 1,000 events", allocs)
 	}
+}
+
+// newMemSession returns an in-memory session service and a new, empty
+// session of it.
+func newMemSession(tb testing.TB) (*session.Service, *session.Session) {
+	tb.Helper()
+	svc := memsession.NewService()
+	sess, err := svc.Create(context.Background(), session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return svc, sess
 }
