@@ -62,10 +62,8 @@ type message struct {
 	ev   *event.Event
 	err  error
 	done bool
-	// branch is the index of the sending branch.
+	// branch is the index of the sending branch (with an event or done).
 	branch int
-	// selfEnded, with done, reports that the child recorded its own end.
-	selfEnded bool
 	// resume, when not nil, receives a value once the event has been
 	// forwarded and yield returned true. It has room for one value, so the
 	// parent never blocks on it.
@@ -129,6 +127,7 @@ func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 		}
 
 		paused := false
+		selfEnded := make([]bool, len(branches)) // the branch recorded its own end
 		for running := len(branches); running > 0; {
 			select {
 			case m := <-msgs:
@@ -138,13 +137,16 @@ func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 					b := branches[m.branch]
 					if b.Ended() {
 						paused = true
-					} else if !m.selfEnded && !yield(agent.NewEndOfAgent(b), nil) {
+					} else if !selfEnded[m.branch] && !yield(agent.NewEndOfAgent(b), nil) {
 						return
 					}
 				case m.err != nil:
 					yield(nil, m.err)
 					return
 				default:
+					if ev := m.ev; !ev.Partial && ev.Actions.EndOfAgent && ev.Author == agents[m.branch].Name() {
+						selfEnded[m.branch] = true
+					}
 					if !yield(m.ev, nil) {
 						return
 					}
@@ -170,7 +172,6 @@ func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 // finished or ctx is cancelled.
 func runBranch(ctx context.Context, inv *agent.Invocation, index int, child agent.Agent, msgs chan<- message) {
 	resume := make(chan struct{}, 1)
-	selfEnded := false
 	for ev, err := range child.Run(ctx, inv) {
 		if err != nil {
 			send(ctx, msgs, message{err: err})
@@ -179,10 +180,7 @@ func runBranch(ctx context.Context, inv *agent.Invocation, index int, child agen
 		if ev == nil {
 			continue
 		}
-		if !ev.Partial && ev.Actions.EndOfAgent && ev.Author == child.Name() {
-			selfEnded = true
-		}
-		if !send(ctx, msgs, message{ev: ev, resume: resume}) {
+		if !send(ctx, msgs, message{ev: ev, branch: index, resume: resume}) {
 			return
 		}
 		select {
@@ -191,7 +189,7 @@ func runBranch(ctx context.Context, inv *agent.Invocation, index int, child agen
 			return
 		}
 	}
-	send(ctx, msgs, message{done: true, branch: index, selfEnded: selfEnded})
+	send(ctx, msgs, message{done: true, branch: index})
 }
 
 // send sends m to the parent, reporting false if ctx ended first.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -759,5 +760,30 @@ func TestR6LoopCancel(t *testing.T) {
 	}
 	if len(errs) != 1 || !errors.Is(errs[0], context.Canceled) {
 		t.Errorf("errors = %v, want one wrapping context.Canceled", errs)
+	}
+}
+
+// TestA4ParallelEndsEachBranchOnce: a branch whose agent records its own
+// end (a workflow agent) gets no second end from the parallel agent; a
+// branch whose agent does not gets one, and so does the parallel agent.
+func TestA4ParallelEndsEachBranchOnce(t *testing.T) {
+	say := func(name string) agent.Agent {
+		return custom(t, name, func(_ context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) {
+			yield(textEvent(inv, name, nil), nil)
+		})
+	}
+	seq := mustSequential(t, workflowagent.Config{Name: "seq", SubAgents: []agent.Agent{say("inner")}})
+	f := newFixture(t, mustParallel(t, workflowagent.Config{Name: "par", SubAgents: []agent.Agent{say("leaf"), seq}}))
+	if _, errs := f.runAll(t); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	ends := map[string]int{}
+	for _, ev := range f.stored(t).Events() {
+		if ev.Actions.EndOfAgent {
+			ends[ev.Author]++
+		}
+	}
+	if want := map[string]int{"leaf": 1, "inner": 1, "seq": 1, "par": 1}; !maps.Equal(ends, want) {
+		t.Fatalf("ends by author %v, want %v", ends, want)
 	}
 }
