@@ -71,6 +71,21 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// recentCalls is how many of the last events of a session Run reads first
+// to find the calls a message answers.
+const recentCalls = 32
+
+// answersCalls reports whether msg holds function responses: answers to
+// calls of the log.
+func answersCalls(msg *genai.Content) bool {
+	for _, p := range msg.Parts {
+		if p != nil && p.FunctionResponse != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Run sends msg to the workflow of the session (starting it if none runs)
 // and yields the committed events of the invocation the message starts or
 // resumes, as they appear in the session log, like runner.Runner.Run does
@@ -88,19 +103,27 @@ func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID 
 		k := session.Key{AppName: app.AppName(), UserID: userID, SessionID: sessionID}
 		// Refuse here, as the runner would, a message that answers no
 		// pending call: the client gets a clear error and nothing is sent.
-		// Only a message that answers calls needs the log for that: against
-		// an empty log, agent.Pending refuses it and nothing else.
-		sess, err := app.Sessions().Get(ctx, k, &session.GetOptions{NoEvents: true})
+		// Only a message that answers calls needs the log for that. The
+		// calls it answers are most often recent: they are looked for
+		// among the last events first, in the whole log only if that fails.
+		read := &session.GetOptions{NoEvents: true}
+		if answersCalls(msg) {
+			read = &session.GetOptions{NumRecentEvents: recentCalls}
+		}
+		sess, err := app.Sessions().Get(ctx, k, read)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
 		if _, err := agent.Pending(sess, msg); err != nil {
-			if sess, err = app.Sessions().Get(ctx, k, nil); err != nil {
-				yield(nil, err)
-				return
+			if sess.Len() < int(sess.Seq()) { // the window left events out
+				if sess, err = app.Sessions().Get(ctx, k, nil); err != nil {
+					yield(nil, err)
+					return
+				}
+				_, err = agent.Pending(sess, msg)
 			}
-			if _, err := agent.Pending(sess, msg); err != nil {
+			if err != nil {
 				yield(nil, fmt.Errorf("%w: %w", runner.ErrInvalid, err))
 				return
 			}

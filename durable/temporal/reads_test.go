@@ -2,6 +2,7 @@ package temporal_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
+	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/durable/temporal"
 	"github.com/loomkit/loom/runner"
@@ -203,4 +205,74 @@ func TestRunReadsOnServer(t *testing.T) {
 		t.Fatalf("the last message read %d events (the session had %d), want at most %d", last, total-perMessage, bound)
 	}
 	t.Logf("the last message read %d events (session: %d events)", last, total)
+}
+
+// TestAnswerReadsOnServer: on a real server, the answer to a recent call
+// reads the last events of a long session, not the whole log; the answer
+// to a call made longer ago than those, found in the whole log, resumes
+// it; an answer to no call is refused.
+func TestAnswerReadsOnServer(t *testing.T) {
+	c := dial(t)
+	ctx := context.Background()
+	store := &countingStore{Store: memsession.New()}
+	svc := session.NewService(store, nil)
+	dir := t.TempDir()
+	app, err := newApp(dir, 0, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := session.Key{AppName: appName, UserID: user, SessionID: "answers-" + newQueue()}
+	if _, err := svc.Create(ctx, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	cl := inProcessClient(t, c, app, temporal.Options{})
+	send := func(what string, msg *genai.Content) result {
+		t.Helper()
+		select {
+		case res := <-collect(cl.Run(ctx, app, user, k.SessionID, msg, nil)):
+			return res
+		case <-time.After(time.Minute):
+			t.Fatalf("%s did not end", what)
+		}
+		return result{}
+	}
+	chat := func(n int) {
+		t.Helper()
+		for i := range n {
+			if res := send("a message", text(fmt.Sprint("hello ", i))); res.err != nil {
+				t.Fatal(res.err)
+			}
+		}
+	}
+	pay := func() (id, name string) {
+		t.Helper()
+		if res := send("pay", text("pay")); res.err != nil {
+			t.Fatal(res.err)
+		}
+		return confirmationCall(t, stored(t, app, k.SessionID))
+	}
+
+	chat(30)
+	id, name := pay()
+	before := store.events.Load()
+	if res := send("the answer", approve(id, name)); res.err != nil {
+		t.Fatal(res.err)
+	}
+	read, total := store.events.Load()-before, int64(stored(t, app, k.SessionID).Len())
+	if read > total/2 {
+		t.Fatalf("answering a recent call read %d events of a session of %d", read, total)
+	}
+
+	id, name = pay()
+	chat(15) // the call is now further back than the events read first
+	if res := send("the late answer", approve(id, name)); res.err != nil {
+		t.Fatal(res.err)
+	}
+	if n := lines(t, dir, "pay.count"); n != 2 {
+		t.Fatalf("the confirmed tool ran %d times, want 2", n)
+	}
+	if res := send("an answer to no call", approve("no-such-call", name)); !errors.Is(res.err, runner.ErrInvalid) {
+		t.Fatalf("an answer to no call: %v, want runner.ErrInvalid", res.err)
+	}
+	t.Logf("answering a recent call read %d events (session: %d events)", read, total)
 }
