@@ -53,7 +53,7 @@ const (
 )
 
 // llmCallOnly is the encoded custom metadata of an event whose only entry
-// is its LLMCall mark.
+// is its LLMCall mark, as the encoder writes it and the parser reads it.
 var llmCallOnly = []byte(`{"` + MetadataLLMCall + `":true}`)
 
 // Decode decodes one event from data into e, replacing its contents.

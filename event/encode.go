@@ -46,7 +46,7 @@ func appendEventJSON(dst []byte, e *Event) ([]byte, bool) {
 	}
 	if e.LLMCall && len(r.CustomMetadata) == 0 {
 		o.key("customMetadata")
-		enc.buf = append(enc.buf, `{"`+MetadataLLMCall+`":true}`...)
+		enc.buf = append(enc.buf, llmCallOnly...)
 	} else {
 		o.values("customMetadata", e.wireMetadata())
 	}
