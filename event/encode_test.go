@@ -1,17 +1,16 @@
 package event
 
 import (
-	"reflect"
-
 	"bytes"
 	"encoding/json"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 
-	"github.com/loomkit/loom/model"
-
 	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/model"
 )
 
 // encodeCorpus are events the fast encoder covers, and some it must leave

@@ -9,11 +9,12 @@ import (
 	"sync"
 	"testing"
 
+	"google.golang.org/genai"
+
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
 	"github.com/loomkit/loom/session/sqlsession"
-	"google.golang.org/genai"
 )
 
 // TestTrimKeepsWhatIsRead checks that a trimmed session reads exactly as

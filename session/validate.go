@@ -13,8 +13,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/loomkit/loom/event"
 	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/event"
 )
 
 // Limits on what the service stores. Every value is checked against them
