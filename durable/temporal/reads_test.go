@@ -168,19 +168,8 @@ func TestPauseOfEarlierMessageKept(t *testing.T) {
 // session of many messages reads a bounded number of events: neither the
 // client nor the activities read the whole log.
 func TestRunReadsOnServer(t *testing.T) {
-	c := dial(t)
 	ctx := context.Background()
-	store := &countingStore{Store: memsession.New()}
-	svc := session.NewService(store, nil)
-	app, err := newApp(t.TempDir(), 0, svc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := session.Key{AppName: appName, UserID: user, SessionID: "reads-" + newQueue()}
-	if _, err := svc.Create(ctx, k, nil); err != nil {
-		t.Fatal(err)
-	}
-	cl := inProcessClient(t, c, app, temporal.Options{})
+	app, store, k, cl, _ := countingServer(t, "reads-")
 	const n = 15
 	var last int64
 	for i := range n {
@@ -212,20 +201,8 @@ func TestRunReadsOnServer(t *testing.T) {
 // to a call made longer ago than those, found in the whole log, resumes
 // it; an answer to no call is refused.
 func TestAnswerReadsOnServer(t *testing.T) {
-	c := dial(t)
 	ctx := context.Background()
-	store := &countingStore{Store: memsession.New()}
-	svc := session.NewService(store, nil)
-	dir := t.TempDir()
-	app, err := newApp(dir, 0, svc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := session.Key{AppName: appName, UserID: user, SessionID: "answers-" + newQueue()}
-	if _, err := svc.Create(ctx, k, nil); err != nil {
-		t.Fatal(err)
-	}
-	cl := inProcessClient(t, c, app, temporal.Options{})
+	app, store, k, cl, dir := countingServer(t, "answers-")
 	send := func(what string, msg *genai.Content) result {
 		t.Helper()
 		select {
@@ -275,4 +252,24 @@ func TestAnswerReadsOnServer(t *testing.T) {
 		t.Fatalf("an answer to no call: %v, want runner.ErrInvalid", res.err)
 	}
 	t.Logf("answering a recent call read %d events (session: %d events)", read, total)
+}
+
+// countingServer returns, on a real server, the test app over a counting
+// memory store, a new session of it (its id starting with prefix), a
+// client with an in-process worker, and the app's directory.
+func countingServer(t *testing.T, prefix string) (*runner.Runner, *countingStore, session.Key, *temporal.Client, string) {
+	t.Helper()
+	c := dial(t)
+	store := &countingStore{Store: memsession.New()}
+	svc := session.NewService(store, nil)
+	dir := t.TempDir()
+	app, err := newApp(dir, 0, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := session.Key{AppName: appName, UserID: user, SessionID: prefix + newQueue()}
+	if _, err := svc.Create(context.Background(), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	return app, store, k, inProcessClient(t, c, app, temporal.Options{}), dir
 }
