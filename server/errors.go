@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/loomkit/loom/artifact"
+	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
@@ -164,7 +165,16 @@ func (s *Server) serveError(w http.ResponseWriter, r *http.Request, err error) {
 
 // writeJSON writes v as a JSON response.
 func writeJSON(w http.ResponseWriter, code int, v any) error {
-	b, err := json.Marshal(v)
+	var b []byte
+	var err error
+	switch m := v.(type) {
+	case *session.Session, *event.Event:
+		// They write compact JSON, escaped as encoding/json escapes it:
+		// reading it through json.Marshal again would only copy it.
+		b, err = m.(json.Marshaler).MarshalJSON()
+	default:
+		b, err = json.Marshal(v)
+	}
 	if err != nil {
 		return fmt.Errorf("server: encode response: %w", err)
 	}

@@ -311,26 +311,50 @@ func (s *Session) CreateTime() time.Time {
 }
 
 // MarshalJSON encodes the session in ADK's wire format:
-// {"id","appName","userId","state","events","lastUpdateTime"}.
+// {"id","appName","userId","state","events","lastUpdateTime"}. An event the
+// session keeps encoded is written as it is, once checked to be JSON; one
+// that is not (a damaged store) is written as the event decoding it gives,
+// which says it is unreadable.
 func (s *Session) MarshalJSON() ([]byte, error) {
 	s.mu.RLock()
-	w := struct {
-		ID             string           `json:"id"`
-		AppName        string           `json:"appName"`
-		UserID         string           `json:"userId"`
-		State          map[string]any   `json:"state"`
-		Events         []json.Marshaler `json:"events"`
-		LastUpdateTime event.Seconds    `json:"lastUpdateTime"`
-	}{s.key.SessionID, s.key.AppName, s.key.UserID, s.state, make([]json.Marshaler, len(s.events)), event.Seconds(s.updated)}
+	defer s.mu.RUnlock()
+	head, err := json.Marshal(struct {
+		ID      string         `json:"id"`
+		AppName string         `json:"appName"`
+		UserID  string         `json:"userId"`
+		State   map[string]any `json:"state"`
+	}{s.key.SessionID, s.key.AppName, s.key.UserID, s.state})
+	if err != nil {
+		return nil, err
+	}
+	size := len(head) + 64
+	for _, b := range s.raw {
+		size += len(b) + 1
+	}
+	buf := make([]byte, 0, size)
+	buf = append(append(buf, head[:len(head)-1]...), `,"events":[`...) // head without its '}'
+	var d event.Decoder
 	for i, ev := range s.events {
-		if ev != nil {
-			w.Events[i] = ev
-		} else {
-			w.Events[i] = json.RawMessage(s.raw[i]) // the event's own encoding
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		if ev == nil {
+			if raw := s.raw[i]; json.Valid(raw) {
+				buf = append(buf, raw...)
+				continue
+			}
+			ev = decodeTrimmed(&d, s.raw[i])
+		}
+		if buf, err = ev.AppendJSON(buf); err != nil {
+			return nil, err
 		}
 	}
-	defer s.mu.RUnlock()
-	return json.Marshal(&w)
+	buf = append(buf, `],"lastUpdateTime":`...)
+	ts, err := json.Marshal(event.Seconds(s.updated))
+	if err != nil {
+		return nil, err
+	}
+	return append(append(buf, ts...), '}'), nil
 }
 
 // Options configures a Service. The zero value is ready to use.
