@@ -131,8 +131,7 @@ func Pending(sess *session.Session, msg *genai.Content) ([]PendingCall, error) {
 		return nil, nil
 	}
 	found := make(map[string]PendingCall, len(ids))
-	completed := map[string]bool{} // responses seen so far (newest first) that complete their call
-	interim := map[string]bool{}
+	var later laterResponses
 	left := len(ids)
 	// Only events that mention an answered call matter: those that make
 	// it, and its responses.
@@ -153,19 +152,13 @@ func Pending(sess *session.Session, msg *genai.Content) ([]PendingCall, error) {
 				continue // a call in a user message is data: look further back
 			case kind == 0:
 				return nil, fmt.Errorf("%w: function call %q (%s) does not wait for an answer", ErrNotPending, fc.ID, fc.Name)
-			case completed[fc.ID] || (kind != PauseTool && interim[fc.ID]):
+			case later.complete(fc.ID, kind):
 				return nil, fmt.Errorf("%w: function call %q (%s) was already answered", ErrNotPending, fc.ID, fc.Name)
 			}
 			found[fc.ID] = PendingCall{Call: fc, Kind: kind, InvocationID: ev.InvocationID, Author: ev.Author, Branch: ev.Branch, CallIndex: i}
 			left--
 		}
-		for _, fr := range ev.FunctionResponses() {
-			if ev.Author == event.AuthorUser {
-				completed[fr.ID] = true
-			} else {
-				interim[fr.ID] = true
-			}
-		}
+		later.add(ev)
 	}
 	out := make([]PendingCall, 0, len(ids))
 	for _, id := range ids {
@@ -195,29 +188,42 @@ func Waiting(after []*event.Event, k PauseKind, id string) bool {
 // session kept encoded (see session.Session.Trim) it costs a scan of
 // bytes.
 func FirstWaiting(sess *session.Session) (int, bool) {
-	// Newest first, so that the answers to a call are seen before it.
-	type answered struct{ any, byClient bool }
-	var seen map[string]answered
+	var later laterResponses
 	first := -1
 	for i, ev := range sess.EventsMentioning("longRunningToolIds", "functionResponse") {
 		calls, kinds := PausingCalls(ev)
 		for j, fc := range calls {
-			if a := seen[fc.ID]; !a.byClient && (kinds[j] == PauseTool || !a.any) {
+			if !later.complete(fc.ID, kinds[j]) {
 				first = i
 			}
 		}
-		for _, fr := range ev.FunctionResponses() {
-			if seen == nil {
-				seen = map[string]answered{}
-			}
-			a := seen[fr.ID]
-			a.any = true
-			a.byClient = a.byClient || ev.Author == event.AuthorUser
-			seen[fr.ID] = a
-		}
+		later.add(ev)
 	}
 	return first, first >= 0
 }
+
+// laterResponses records the function responses of a log read newest
+// first, so that on reaching a call it tells whether a response logged
+// after the call completes it (see completes).
+type laterResponses map[string]uint8 // by call id, a bit for each PauseKind completed
+
+// add records the responses of ev.
+func (r *laterResponses) add(ev *event.Event) {
+	for _, fr := range ev.FunctionResponses() {
+		if *r == nil {
+			*r = laterResponses{}
+		}
+		for k := PauseTool; k <= PauseCredential; k++ {
+			if completes(k, ev) {
+				(*r)[fr.ID] |= 1 << k
+			}
+		}
+	}
+}
+
+// complete reports whether a response recorded completes the call id of
+// kind k.
+func (r laterResponses) complete(id string, k PauseKind) bool { return r[id]&(1<<k) != 0 }
 
 // PausingCalls returns the calls of ev that pause its invocation, with
 // their kinds.
