@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/worker"
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/durable/temporal"
@@ -38,23 +37,8 @@ func (s *countingStore) GetSession(ctx context.Context, key session.Key, w sessi
 // over a counting memory store holding the empty session "s".
 func countingEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *runner.Runner, *countingStore, string) {
 	t.Helper()
-	var suite testsuite.WorkflowTestSuite
-	suite.SetLogger(quiet)
-	env := suite.NewTestWorkflowEnvironment()
-	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	store := &countingStore{Store: memsession.New()}
-	svc := session.NewService(store, nil)
-	dir := t.TempDir()
-	app, err := newApp(dir, time.Millisecond, svc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := temporal.Register(env, app); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.Create(context.Background(), session.Key{AppName: appName, UserID: user, SessionID: "s"}, nil); err != nil {
-		t.Fatal(err)
-	}
+	env, app, dir := suiteEnvOver(t, session.NewService(store, nil), time.Millisecond)
 	return env, app, store, dir
 }
 
@@ -259,17 +243,7 @@ func TestAnswerReadsOnServer(t *testing.T) {
 // client with an in-process worker, and the app's directory.
 func countingServer(t *testing.T, prefix string) (*runner.Runner, *countingStore, session.Key, *temporal.Client, string) {
 	t.Helper()
-	c := dial(t)
 	store := &countingStore{Store: memsession.New()}
-	svc := session.NewService(store, nil)
-	dir := t.TempDir()
-	app, err := newApp(dir, 0, svc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := session.Key{AppName: appName, UserID: user, SessionID: prefix + newQueue()}
-	if _, err := svc.Create(context.Background(), k, nil); err != nil {
-		t.Fatal(err)
-	}
-	return app, store, k, inProcessClient(t, c, app, temporal.Options{}), dir
+	app, k, cl, dir := serverApp(t, session.NewService(store, nil), prefix)
+	return app, store, k, cl, dir
 }

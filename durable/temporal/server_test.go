@@ -246,6 +246,24 @@ func sessionsIn(t *testing.T) *session.Service {
 	return svc
 }
 
+// serverApp returns, on a real server, the test app over svc, a new
+// session of it (its id starting with prefix), a client with an
+// in-process worker, and the app's directory.
+func serverApp(t *testing.T, svc *session.Service, prefix string) (*runner.Runner, session.Key, *temporal.Client, string) {
+	t.Helper()
+	c := dial(t)
+	dir := t.TempDir()
+	app, err := newApp(dir, 0, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := session.Key{AppName: appName, UserID: user, SessionID: prefix + newQueue()}
+	if _, err := svc.Create(context.Background(), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	return app, k, inProcessClient(t, c, app, temporal.Options{}), dir
+}
+
 // inProcessWorker runs a worker of app in the test process.
 func inProcessWorker(t *testing.T, c client.Client, queue string, app *runner.Runner) {
 	t.Helper()
@@ -315,19 +333,8 @@ func TestCancelStopsWorkflow(t *testing.T) {
 // always calls a tool, sent with MaxLLMCalls 3, ends with an error wrapping
 // agent.ErrLLMCallLimit after exactly 3 model calls, as Runner.Run would.
 func TestR7LimitOnServer(t *testing.T) {
-	c := dial(t)
-	dir := t.TempDir()
 	ctx := context.Background()
-	svc := sessionsIn(t)
-	app, err := newApp(dir, 0, svc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := session.Key{AppName: appName, UserID: user, SessionID: "limit-" + newQueue()}
-	if _, err := svc.Create(ctx, k, nil); err != nil {
-		t.Fatal(err)
-	}
-	cl := inProcessClient(t, c, app, temporal.Options{})
+	app, k, cl, dir := serverApp(t, sessionsIn(t), "limit-")
 	var res result
 	select {
 	case res = <-collect(cl.Run(ctx, app, user, k.SessionID, text("loop"), &runner.RunOptions{MaxLLMCalls: 3})):

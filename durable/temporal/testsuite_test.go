@@ -30,14 +30,21 @@ import (
 // runs the test app over a fresh memory session "s".
 func suiteEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *runner.Runner, string) {
 	t.Helper()
+	return suiteEnvOver(t, memsession.NewService(), 10*time.Millisecond)
+}
+
+// suiteEnvOver returns a test workflow environment (with its own clock)
+// that runs the test app, whose steps take slow, over svc and its new
+// session "s", and the app's directory.
+func suiteEnvOver(t *testing.T, svc *session.Service, slow time.Duration) (*testsuite.TestWorkflowEnvironment, *runner.Runner, string) {
+	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(quiet)
 	env := suite.NewTestWorkflowEnvironment()
 	// Tests share busy machines: a slow step is not a deadlock here.
 	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	dir := t.TempDir()
-	svc := memsession.NewService()
-	app, err := newApp(dir, 10*time.Millisecond, svc)
+	app, err := newApp(dir, slow, svc)
 	if err != nil {
 		t.Fatal(err)
 	}
