@@ -15,11 +15,11 @@ import (
 	"github.com/loomkit/loom/session/memsession"
 )
 
-// TestPendingInLongTrimmedSession: the answer to a long-running call made
+// TestT3PendingInLongTrimmedSession: the answer to a long-running call made
 // a thousand events ago is matched to it, and an answer to no call is
 // refused, each without decoding the events between (decoding them all
 // would take thousands of allocations).
-func TestPendingInLongTrimmedSession(t *testing.T) {
+func TestT3PendingInLongTrimmedSession(t *testing.T) {
 	sess := longPendingSession(t)
 	allocs := testing.AllocsPerRun(10, func() {
 		pcs, err := agent.Pending(sess, answer("call-1"))
@@ -84,12 +84,12 @@ func BenchmarkPendingLongSession(b *testing.B) {
 	}
 }
 
-// TestFirstWaitingAgreesWithWaiting: on random logs of pausing calls
+// TestT3FirstWaitingAgreesWithWaiting: on random logs of pausing calls
 // (long-running tools and requests to the client), answers by the client
 // and interim ones by agents, reused ids and other events, FirstWaiting
 // finds the call that a walk asking Waiting of every pausing call finds,
 // whether the session holds its events decoded or encoded.
-func TestFirstWaitingAgreesWithWaiting(t *testing.T) {
+func TestT3FirstWaitingAgreesWithWaiting(t *testing.T) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
 	waiting := 0
