@@ -98,12 +98,19 @@ func (s *Store) Replace(ctx context.Context, app, user, sessionID string, entrie
 		}
 		return nil
 	}
+	s.sessionsOf(k)[sessionID] = recs
+	return nil
+}
+
+// sessionsOf returns the memories of the user k by session, making the
+// map if the user has none. The caller holds the lock.
+func (s *Store) sessionsOf(k [2]string) map[string]map[string]*stored {
+	sessions := s.users[k]
 	if sessions == nil {
 		sessions = map[string]map[string]*stored{}
 		s.users[k] = sessions
 	}
-	sessions[sessionID] = recs
-	return nil
+	return sessions
 }
 
 // Upsert implements memory.Store.
@@ -117,12 +124,7 @@ func (s *Store) Upsert(ctx context.Context, app, user, sessionID string, entries
 	if len(recs) == 0 {
 		return nil
 	}
-	k := [2]string{app, user}
-	sessions := s.users[k]
-	if sessions == nil {
-		sessions = map[string]map[string]*stored{}
-		s.users[k] = sessions
-	}
+	sessions := s.sessionsOf([2]string{app, user})
 	have := sessions[sessionID]
 	if have == nil {
 		sessions[sessionID] = recs
