@@ -99,3 +99,52 @@ func heapAlloc() uint64 {
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
 }
+
+// recordOnly samples every span except those named "unsampled", which it
+// records without sampling.
+type recordOnly struct{}
+
+func (recordOnly) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	if p.Name == "unsampled" {
+		return sdktrace.SamplingResult{Decision: sdktrace.RecordOnly}
+	}
+	return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample}
+}
+
+func (recordOnly) Description() string { return "recordOnly" }
+
+// TestExporterAsSpanProcessor registers one exporter as a span processor
+// and another behind a synchronous processor: both keep the same sampled
+// spans, and neither keeps a span that was recorded but not sampled.
+func TestExporterAsSpanProcessor(t *testing.T) {
+	direct, synced := telemetry.NewExporter(0), telemetry.NewExporter(0)
+	for _, opt := range []sdktrace.TracerProviderOption{sdktrace.WithSpanProcessor(direct), sdktrace.WithSyncer(synced)} {
+		tp := sdktrace.NewTracerProvider(opt, sdktrace.WithSampler(recordOnly{}))
+		tr := tp.Tracer("test")
+		for i, name := range []string{"first", "unsampled", "second"} {
+			_, s := tr.Start(context.Background(), name, trace.WithAttributes(
+				attribute.String("gcp.vertex.agent.session_id", "s"),
+				attribute.String("loom.app_name", "app"), attribute.String("loom.user_id", "u"),
+				attribute.Int("n", i)))
+			s.End()
+		}
+		if err := tp.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, exp := range []*telemetry.Exporter{direct, synced} {
+		spans, err := exp.SessionSpans(context.Background(), own("s"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := names(spans); exp.Exported() != 2 || len(got) != 2 || got[0] != "first" || got[1] != "second" {
+			t.Errorf("kept %v (%d exported), want the two sampled spans", got, exp.Exported())
+		}
+		if spans[1].Attributes["n"] != int64(2) {
+			t.Errorf("second span attributes %v", spans[1].Attributes)
+		}
+	}
+	if err := direct.ForceFlush(context.Background()); err != nil {
+		t.Errorf("ForceFlush: %v", err)
+	}
+}

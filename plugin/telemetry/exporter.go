@@ -56,8 +56,11 @@ type ExporterOptions struct {
 // the oldest. It answers the server's debug trace routes (see Span). It is
 // safe for concurrent use.
 //
-// Register it with a synchronous processor (sdktrace.WithSyncer) so that a
-// span can be looked up as soon as it has ended.
+// It is a span processor as well as an exporter: register it with
+// sdktrace.WithSpanProcessor, which stores each sampled span as it ends
+// with no batch to build, or behind a synchronous processor
+// (sdktrace.WithSyncer). Either way a span can be looked up as soon as it
+// has ended.
 type Exporter struct {
 	maxSpans int
 	maxBytes int64 // negative: unbounded
@@ -98,7 +101,10 @@ func (o Owner) matches(q Owner) bool {
 		(q.SessionID == "" || o.SessionID == q.SessionID)
 }
 
-var _ sdktrace.SpanExporter = (*Exporter)(nil)
+var (
+	_ sdktrace.SpanExporter  = (*Exporter)(nil)
+	_ sdktrace.SpanProcessor = (*Exporter)(nil)
+)
 
 // NewExporter returns an exporter keeping at most maxSpans spans
 // (DefaultMaxSpans if maxSpans <= 0) and the default bounds of
@@ -132,14 +138,39 @@ func (e *Exporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, r := range recs {
-		e.total++
-		e.recs = append(e.recs, r)
-		e.bytes += r.size
-		for n := len(e.recs) - e.head; n > 0 && (n > e.maxSpans || (e.maxBytes >= 0 && e.bytes > e.maxBytes)); n-- {
-			e.bytes -= e.recs[e.head].size
-			e.recs[e.head] = record{}
-			e.head++
-		}
+		e.addLocked(r)
+	}
+	return nil
+}
+
+// OnStart implements sdktrace.SpanProcessor. Spans are kept when they end.
+func (e *Exporter) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+
+// OnEnd implements sdktrace.SpanProcessor: it stores a sampled span as
+// ExportSpans does.
+func (e *Exporter) OnEnd(s sdktrace.ReadOnlySpan) {
+	if !s.SpanContext().IsSampled() {
+		return
+	}
+	r := keep(s, e.maxAttr)
+	e.mu.Lock()
+	e.addLocked(r)
+	e.mu.Unlock()
+}
+
+// ForceFlush implements sdktrace.SpanProcessor. Nothing is buffered.
+func (e *Exporter) ForceFlush(context.Context) error { return nil }
+
+// addLocked stores a record, dropping the oldest beyond the bounds. e.mu
+// is held.
+func (e *Exporter) addLocked(r record) {
+	e.total++
+	e.recs = append(e.recs, r)
+	e.bytes += r.size
+	for n := len(e.recs) - e.head; n > 0 && (n > e.maxSpans || (e.maxBytes >= 0 && e.bytes > e.maxBytes)); n-- {
+		e.bytes -= e.recs[e.head].size
+		e.recs[e.head] = record{}
+		e.head++
 	}
 	// Reclaim the dropped slots once they are the larger part.
 	if e.head > 64 && e.head*2 >= len(e.recs) {
@@ -147,10 +178,10 @@ func (e *Exporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan)
 		clear(e.recs[n:])
 		e.recs, e.head = e.recs[:n], 0
 	}
-	return nil
 }
 
-// Shutdown implements sdktrace.SpanExporter. The stored spans stay readable.
+// Shutdown implements sdktrace.SpanExporter and sdktrace.SpanProcessor.
+// The stored spans stay readable.
 func (e *Exporter) Shutdown(context.Context) error { return nil }
 
 // Len returns the number of spans held.

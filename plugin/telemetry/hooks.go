@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -184,13 +185,13 @@ func (t *Telemetry) beforeAgent(ctx context.Context, cc *agent.CallbackContext) 
 	}
 	a := inv.Agent()
 	c := &call{start: time.Now(), agent: a.Name(), branch: inv.Branch()}
-	attrs := []attribute.KeyValue{
+	attrs := append(make([]attribute.KeyValue, 0, 6),
 		attribute.String(keyOperationName, opInvokeAgent),
 		attribute.String(keyAgentName, a.Name()),
 		attribute.String(keyAgentDesc, a.Description()),
 		attribute.String(keyConversationID, st.sessionID),
 		attribute.String(keyInvocationID, inv.ID()),
-	}
+	)
 	if c.branch != "" {
 		attrs = append(attrs, attribute.String(keyBranch, c.branch))
 	}
@@ -229,7 +230,7 @@ func (t *Telemetry) beforeModel(ctx context.Context, cc *agent.CallbackContext, 
 		return nil, nil
 	}
 	c := &call{start: time.Now(), agent: cc.AgentName(), branch: inv.Branch(), model: req.Model}
-	attrs := []attribute.KeyValue{
+	attrs := append(make([]attribute.KeyValue, 0, 7+t.payloads()),
 		attribute.String(keySystem, systemName),
 		attribute.String(keyOperationName, opGenerateContent),
 		attribute.String(keyRequestModel, req.Model),
@@ -237,7 +238,7 @@ func (t *Telemetry) beforeModel(ctx context.Context, cc *agent.CallbackContext, 
 		attribute.String(keySessionID, st.sessionID),
 		attribute.String(keyAppName, st.appName),
 		attribute.String(keyUserID, st.userID),
-	}
+	)
 	if cfg := req.Config; cfg != nil {
 		if cfg.TopP != nil {
 			attrs = append(attrs, attribute.Float64(keyTopP, float64(*cfg.TopP)))
@@ -338,7 +339,7 @@ func (t *Telemetry) afterModel(ctx context.Context, cc *agent.CallbackContext, r
 		return nil, nil
 	}
 	delete(st.models, cc)
-	var attrs []attribute.KeyValue
+	attrs := make([]attribute.KeyValue, 0, 3+t.payloads()) // tokens and finish reason, usually
 	if u := resp.UsageMetadata; u != nil {
 		attrs = append(attrs,
 			attribute.Int64(keyInputTokens, int64(u.PromptTokenCount)),
@@ -407,7 +408,7 @@ func (t *Telemetry) beforeTool(ctx context.Context, tc tool.Context, tl tool.Too
 		return nil, nil
 	}
 	c := &call{start: time.Now(), agent: tc.AgentName(), branch: branchOf(tc), tool: tl.Name()}
-	attrs := []attribute.KeyValue{
+	attrs := append(make([]attribute.KeyValue, 0, 8+t.payloads()),
 		attribute.String(keyOperationName, opExecuteTool),
 		attribute.String(keyToolName, tl.Name()),
 		attribute.String(keyToolDesc, tl.Description()),
@@ -416,7 +417,7 @@ func (t *Telemetry) beforeTool(ctx context.Context, tc tool.Context, tl tool.Too
 		attribute.String(keySessionID, st.sessionID),
 		attribute.String(keyAppName, st.appName),
 		attribute.String(keyUserID, st.userID),
-	}
+	)
 	if t.maxPayload > 0 {
 		attrs = append(attrs, attribute.String(keyToolArgs, t.payload(args)))
 	}
@@ -501,7 +502,7 @@ func (t *Telemetry) onEvent(_ context.Context, inv *agent.Invocation, ev *event.
 			continue
 		}
 		delete(st.tools, fr.ID)
-		attrs := []attribute.KeyValue{attribute.String(keyEventID, ev.ID)}
+		attrs := append(make([]attribute.KeyValue, 0, 1+t.payloads()), attribute.String(keyEventID, ev.ID))
 		if t.maxPayload > 0 {
 			attrs = append(attrs, attribute.String(keyToolResponse, t.payload(fr.Response)))
 		}
@@ -559,13 +560,22 @@ func (st *invState) endAll(ctx context.Context, t *Telemetry) {
 	t.m.recordInvocation(context.WithoutCancel(ctx), st.rootAgent, time.Since(st.start))
 }
 
+// payloads is the number of payload attributes a span records: 1 when
+// payloads are recorded, else 0.
+func (t *Telemetry) payloads() int {
+	if t.maxPayload > 0 {
+		return 1
+	}
+	return 0
+}
+
 // payload returns v as JSON, truncated to the configured length.
 func (t *Telemetry) payload(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return `{"error":` + quote(err.Error()) + `}`
 	}
-	return truncate(string(b), t.maxPayload)
+	return truncate(unsafe.String(&b[0], len(b)), t.maxPayload) // b is never written again
 }
 
 func quote(s string) string {

@@ -90,10 +90,11 @@ const instrumentationName = "github.com/loomkit/loom/plugin/telemetry"
 // metrics with the global MeterProvider.
 type Config struct {
 	// TracerProvider creates the spans. If nil, an SDK TracerProvider is
-	// created whose only processor feeds an in-memory Exporter.
+	// created whose only span processor is an in-memory Exporter.
 	TracerProvider trace.TracerProvider
 	// Exporter answers the trace routes when TracerProvider is set; register
-	// it with that provider (sdktrace.WithSyncer). Without a TracerProvider
+	// it with that provider (sdktrace.WithSpanProcessor, or
+	// sdktrace.WithSyncer). Without a TracerProvider
 	// it is the exporter of the created provider (a new one if nil).
 	Exporter *Exporter
 	// MeterProvider records the metrics; otel.GetMeterProvider() if nil.
@@ -144,7 +145,7 @@ func New(cfg Config) (*Telemetry, error) {
 		if t.exp == nil {
 			t.exp = NewExporterWith(ExporterOptions{MaxSpans: cfg.MaxSpans, MaxBytes: cfg.MaxSpanBytes})
 		}
-		t.owned = sdktrace.NewTracerProvider(sdktrace.WithSyncer(t.exp))
+		t.owned = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(t.exp))
 		tp = t.owned
 	}
 	t.tracer = tp.Tracer(instrumentationName)
