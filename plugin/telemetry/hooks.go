@@ -95,10 +95,17 @@ type call struct {
 	model  string
 	tool   string
 	failed bool // the failure has been recorded (metrics included)
+	// result is a tool's result, recorded as its payload when the span
+	// ends unless a committed function response replaced it.
+	result map[string]any
 }
 
 // finish ends the span at the time the call finished, or now.
-func (c *call) finish() {
+func (c *call) finish(t *Telemetry) {
+	if c.result != nil {
+		c.span.SetAttributes(attribute.String(keyToolResponse, t.payload(c.result)))
+		c.result = nil
+	}
 	if c.end.IsZero() {
 		c.span.End()
 		return
@@ -256,7 +263,7 @@ func (t *Telemetry) beforeModel(ctx context.Context, cc *agent.CallbackContext, 
 	_, c.span = t.tracer.Start(trace.ContextWithSpan(ctx, parent), SpanCallLLM,
 		trace.WithAttributes(attrs...))
 	if old := st.models[cc]; old != nil {
-		old.finish() // the same context reused for a second call: close the first
+		old.finish(t) // the same context reused for a second call: close the first
 	}
 	st.models[cc] = c
 	return nil, nil
@@ -427,7 +434,7 @@ func (t *Telemetry) beforeTool(ctx context.Context, tc tool.Context, tl tool.Too
 	_, c.span = t.tracer.Start(trace.ContextWithSpan(ctx, parent), SpanExecuteTool+" "+tl.Name(),
 		trace.WithAttributes(attrs...))
 	if old := st.tools[tc.FunctionCallID()]; old != nil {
-		old.finish()
+		old.finish(t)
 	}
 	st.tools[tc.FunctionCallID()] = c
 	return nil, nil
@@ -449,8 +456,7 @@ func (t *Telemetry) afterTool(ctx context.Context, tc tool.Context, _ tool.Tool,
 	}
 	c.end = time.Now()
 	if t.maxPayload > 0 {
-		// Replaced by the committed function response, when there is one.
-		c.span.SetAttributes(attribute.String(keyToolResponse, t.payload(result)))
+		c.result = result // unless the committed function response replaces it
 	}
 	return nil, nil
 }
@@ -491,7 +497,7 @@ func (t *Telemetry) onEvent(_ context.Context, inv *agent.Invocation, ev *event.
 	for i, c := range st.pending {
 		if c.agent == ev.Author && c.branch == ev.Branch {
 			c.span.SetAttributes(attribute.String(keyEventID, ev.ID))
-			c.finish()
+			c.finish(t)
 			st.pending = append(st.pending[:i], st.pending[i+1:]...)
 			break
 		}
@@ -502,12 +508,13 @@ func (t *Telemetry) onEvent(_ context.Context, inv *agent.Invocation, ev *event.
 			continue
 		}
 		delete(st.tools, fr.ID)
+		c.result = nil
 		attrs := append(make([]attribute.KeyValue, 0, 1+t.payloads()), attribute.String(keyEventID, ev.ID))
 		if t.maxPayload > 0 {
 			attrs = append(attrs, attribute.String(keyToolResponse, t.payload(fr.Response)))
 		}
 		c.span.SetAttributes(attrs...)
-		c.finish()
+		c.finish(t)
 	}
 	return nil, nil
 }
@@ -535,7 +542,7 @@ func (st *invState) endAll(ctx context.Context, t *Telemetry) {
 			c.span.SetStatus(codes.Error, cause.Error())
 			c.span.SetAttributes(attribute.String(keyErrorType, errorType(cause)))
 		}
-		c.finish()
+		c.finish(t)
 	}
 	st.mu.Lock()
 	for _, c := range st.tools {
@@ -545,7 +552,7 @@ func (st *invState) endAll(ctx context.Context, t *Telemetry) {
 		unfinished(c)
 	}
 	for _, c := range st.pending {
-		c.finish()
+		c.finish(t)
 	}
 	for i := len(st.agents) - 1; i >= 0; i-- {
 		unfinished(st.agents[i])

@@ -355,7 +355,8 @@ func TestModelErrorSpan(t *testing.T) {
 }
 
 // TestCancelEndsSpans cancels an invocation while its tool runs: every span
-// is still ended, and those cut short carry the context's error.
+// is still ended, those cut short carry the context's error, and the tool's
+// span records the result no event committed.
 func TestCancelEndsSpans(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
@@ -383,11 +384,19 @@ func TestCancelEndsSpans(t *testing.T) {
 		}
 	}
 	assertNoOpenSpans(t, rec)
-	var inv sdktrace.ReadOnlySpan
+	var inv, slowSpan sdktrace.ReadOnlySpan
 	for _, s := range rec.Ended() {
-		if s.Name() == "invocation" {
+		switch s.Name() {
+		case "invocation":
 			inv = s
+		case "execute_tool slow":
+			slowSpan = s
 		}
+	}
+	// The tool's result was never committed: its span records the result
+	// the tool returned.
+	if slowSpan == nil || attr(slowSpan, "gcp.vertex.agent.tool_response").AsString() != `{"late":true}` {
+		t.Errorf("tool span %v", slowSpan)
 	}
 	if inv == nil || inv.Status().Code != codes.Error || !strings.Contains(inv.Status().Description, "canceled") {
 		t.Fatalf("invocation span %v", inv)
