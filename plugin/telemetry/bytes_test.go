@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/loomkit/loom/plugin/telemetry"
@@ -146,5 +147,28 @@ func TestExporterAsSpanProcessor(t *testing.T) {
 	}
 	if err := direct.ForceFlush(context.Background()); err != nil {
 		t.Errorf("ForceFlush: %v", err)
+	}
+}
+
+// TestOwnProviderWithExporter gives Telemetry a tracer provider of its own
+// on which an Exporter is a span processor beside another one: the trace
+// routes' queries answer from that exporter, and both processors see every
+// span of the invocation.
+func TestOwnProviderWithExporter(t *testing.T) {
+	exp := telemetry.NewExporter(0)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(exp), sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	f := newFixture(t, telemetry.Config{TracerProvider: tp, Exporter: exp}, s1Agent(t, s1Model(1, 2)))
+	f.run(t, context.Background(), "s", "1+2?")
+	spans, err := f.tel.SessionSpans(context.Background(), own("s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spans) != 5 || len(rec.Ended()) != 5 {
+		t.Errorf("exporter holds %v, the other processor saw %d spans; want 5 each", names(spans), len(rec.Ended()))
+	}
+	if f.tel.Exporter() != exp {
+		t.Error("Exporter is not the configured one")
 	}
 }
