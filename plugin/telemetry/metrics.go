@@ -36,7 +36,14 @@ type instruments struct {
 // costs a measurement no allocation. At most maxAttrSets are kept.
 type attrSets struct {
 	mu sync.Mutex
-	m  map[attrKey]metric.MeasurementOption
+	m  map[attrKey]*measureOpts
+}
+
+// measureOpts holds the option that attaches one attribute set, as the
+// argument lists of Record and Add, so that passing it builds no slice.
+type measureOpts struct {
+	rec []metric.RecordOption
+	add []metric.AddOption
 }
 
 // attrKey names an attribute set: its kind and up to three values.
@@ -44,18 +51,19 @@ type attrKey struct{ kind, a, b, c string }
 
 const maxAttrSets = 1024
 
-// option returns the measurement option of the set k names, built by kvs
+// option returns the measurement options of the set k names, built by kvs
 // the first time.
-func (s *attrSets) option(k attrKey, kvs func() []attribute.KeyValue) metric.MeasurementOption {
+func (s *attrSets) option(k attrKey, kvs func() []attribute.KeyValue) *measureOpts {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if o, ok := s.m[k]; ok {
 		return o
 	}
-	o := metric.WithAttributeSet(attribute.NewSet(kvs()...))
+	opt := metric.WithAttributeSet(attribute.NewSet(kvs()...))
+	o := &measureOpts{rec: []metric.RecordOption{opt}, add: []metric.AddOption{opt}}
 	if len(s.m) < maxAttrSets {
 		if s.m == nil {
-			s.m = map[attrKey]metric.MeasurementOption{}
+			s.m = map[attrKey]*measureOpts{}
 		}
 		s.m[k] = o
 	}
@@ -107,7 +115,7 @@ func (in *instruments) recordModelDuration(ctx context.Context, c *call, err err
 		}
 		return modelAttrs(c.model, last)
 	})
-	in.modelDur.Record(ctx, time.Since(c.start).Seconds(), opt)
+	in.modelDur.Record(ctx, time.Since(c.start).Seconds(), opt.rec...)
 }
 
 // recordTokens records a model response's token usage.
@@ -123,7 +131,7 @@ func (in *instruments) recordTokens(ctx context.Context, c *call, resp *model.Re
 		opt := in.sets.option(attrKey{"tokens", c.model, m.kind, ""}, func() []attribute.KeyValue {
 			return modelAttrs(c.model, attribute.String(keyTokenType, m.kind))
 		})
-		in.tokens.Record(ctx, int64(m.count), opt)
+		in.tokens.Record(ctx, int64(m.count), opt.rec...)
 	}
 }
 
@@ -143,7 +151,7 @@ func (in *instruments) recordTool(ctx context.Context, c *call, err error) {
 		}
 		return attrs
 	})
-	in.toolDur.Record(ctx, time.Since(c.start).Seconds(), opt)
+	in.toolDur.Record(ctx, time.Since(c.start).Seconds(), opt.rec...)
 }
 
 // recordInvocation counts an invocation of the root agent and records how
@@ -152,8 +160,8 @@ func (in *instruments) recordInvocation(ctx context.Context, rootAgent string, d
 	opt := in.sets.option(attrKey{"invocation", rootAgent, "", ""}, func() []attribute.KeyValue {
 		return []attribute.KeyValue{attribute.String(keyAgentName, rootAgent)}
 	})
-	in.invocations.Add(ctx, 1, opt)
-	in.invDur.Record(ctx, d.Seconds(), opt)
+	in.invocations.Add(ctx, 1, opt.add...)
+	in.invDur.Record(ctx, d.Seconds(), opt.rec...)
 }
 
 // errorType is the error.type of an error: the provider's code of a model
