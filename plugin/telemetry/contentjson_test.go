@@ -3,8 +3,10 @@ package telemetry
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"google.golang.org/genai"
 )
@@ -69,4 +71,47 @@ func TestContentCacheFollowsSpanBytes(t *testing.T) {
 		t.Fatalf("the content cache holds %d bytes for a span budget of %d, want at most a quarter", tel.contents.bytes, spanBytes)
 	}
 	_ = keep
+}
+
+// TestContentCacheAddressReused encodes many short-lived contents, letting
+// the garbage collector free them so that new ones take their addresses:
+// every encoding must be its own content's, never one cached for a content
+// that lived at the same address before. The test checks that addresses
+// were in fact reused.
+func TestContentCacheAddressReused(t *testing.T) {
+	cc := contentCache{max: maxCachedJSON}
+	seen := map[uintptr]bool{}
+	reused := 0
+	for i := range 20000 {
+		c := &genai.Content{Role: "user", Parts: []*genai.Part{{Text: fmt.Sprint("message ", i)}}}
+		addr := uintptr(unsafe.Pointer(c))
+		if seen[addr] {
+			reused++
+		}
+		seen[addr] = true
+		got, err := cc.encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf(`{"parts":[{"text":"message %d"}],"role":"user"}`, i); string(got) != want {
+			t.Fatalf("content %d encoded as %s, want %s", i, got, want)
+		}
+		if i%500 == 499 {
+			runtime.GC()
+		}
+	}
+	if reused == 0 {
+		t.Fatal("no address was reused: the test proves nothing")
+	}
+	if len(cc.m) != len(cc.queue) || cc.bytes > maxCachedJSON {
+		t.Fatalf("cache holds %d entries, queue %d, %d bytes", len(cc.m), len(cc.queue), cc.bytes)
+	}
+	total := 0
+	for _, e := range cc.m {
+		total += len(e.json)
+	}
+	if total != cc.bytes {
+		t.Fatalf("entries hold %d bytes, the cache counts %d", total, cc.bytes)
+	}
+	t.Logf("%d of 20000 contents took an address used before", reused)
 }
