@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/genai"
+
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/session/memsession"
@@ -34,8 +36,10 @@ const (
 	// s5MaxRequests bounds the requests of one measured round.
 	s5MaxRequests = 2_000_000
 	// s5ServerEnv, set in the environment of the test binary, makes it the
-	// S5 server instead of running tests (see TestMain).
-	s5ServerEnv = "LOOM_BENCH_S5_SERVER"
+	// S5 server instead of running tests (see TestMain): the Loom server,
+	// or with the value s5FloorServer the HTTP floor (s5FloorHandler).
+	s5ServerEnv   = "LOOM_BENCH_S5_SERVER"
+	s5FloorServer = "floor"
 	// s5ClockTicks is the kernel's USER_HZ, the unit of the CPU times in
 	// /proc/PID/stat (100 on every Linux architecture Go supports).
 	s5ClockTicks = 100
@@ -55,9 +59,9 @@ func TestMain(m *testing.M) {
 }
 
 // s5Serve is the S5 server process: the HTTP API serving the S1 agent with
-// in-memory sessions, as "loom api" serves its apps, on 127.0.0.1 at a port
-// the kernel picks. It prints "port N" on stdout and serves until its stdin
-// closes or it is signalled.
+// in-memory sessions, as "loom api" serves its apps, or the HTTP floor, on
+// 127.0.0.1 at a port the kernel picks. It prints "port N" on stdout and
+// serves until its stdin closes or it is signalled.
 func s5Serve() error {
 	if path := os.Getenv("LOOM_BENCH_S5_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)
@@ -69,24 +73,31 @@ func s5Serve() error {
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
-	root, err := s1Agent()
-	if err != nil {
-		return err
-	}
-	app, err := runner.New(runner.Config{AppName: "s1", Agent: root, Sessions: memsession.NewService()})
-	if err != nil {
-		return err
-	}
-	srv, err := server.New(server.Config{Apps: []*runner.Runner{app}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		return err
+	var handler http.Handler
+	onShutdown := func() {}
+	if os.Getenv(s5ServerEnv) == s5FloorServer {
+		handler = s5FloorHandler()
+	} else {
+		root, err := s1Agent()
+		if err != nil {
+			return err
+		}
+		app, err := runner.New(runner.Config{AppName: "s1", Agent: root, Sessions: memsession.NewService()})
+		if err != nil {
+			return err
+		}
+		srv, err := server.New(server.Config{Apps: []*runner.Runner{app}, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			return err
+		}
+		handler, onShutdown = srv, func() { srv.Close() }
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	hs.RegisterOnShutdown(func() { srv.Close() })
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	hs.RegisterOnShutdown(onShutdown)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -126,12 +137,17 @@ type s5Server struct {
 	base  string
 }
 
-// startS5Server starts the test binary again as the S5 server and waits
-// for its port; the process ends when b does.
-func startS5Server(b *testing.B) *s5Server {
+// startS5Server starts the test binary again as the S5 server (the HTTP
+// floor if floor is set) and waits for its port; the process ends when b
+// does.
+func startS5Server(b *testing.B, floor bool) *s5Server {
 	b.Helper()
+	mode := "loom"
+	if floor {
+		mode = s5FloorServer
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), s5ServerEnv+"=1")
+	cmd.Env = append(os.Environ(), s5ServerEnv+"="+mode)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -233,8 +249,61 @@ func s5Duration(b *testing.B, name string, def time.Duration) time.Duration {
 // (the server's user plus system CPU time over the measured window, divided
 // by the requests); ns/op is the whole round.
 func BenchmarkS5(b *testing.B) {
-	b.Run("fresh", func(b *testing.B) { benchS5(b, true) })
-	b.Run("reuse", func(b *testing.B) { benchS5(b, false) })
+	b.Run("fresh", func(b *testing.B) { benchS5(b, true, false) })
+	b.Run("reuse", func(b *testing.B) { benchS5(b, false, false) })
+}
+
+// BenchmarkS5Floor is the HTTP floor under S5: the same load clients, in
+// the same two modes, against a server process of net/http handlers that
+// do the essential work of each request with no framework
+// (s5FloorHandler). Its server-cpu-us/req is what HTTP itself costs a
+// request on the machine, the yardstick for S5's.
+func BenchmarkS5Floor(b *testing.B) {
+	b.Run("fresh", func(b *testing.B) { benchS5(b, true, true) })
+	b.Run("reuse", func(b *testing.B) { benchS5(b, false, true) })
+}
+
+// s5FloorFrames is the body of an S1 run's event stream as the Loom server
+// sends it: the function call, its response and the final text, each a
+// data frame, and the end comment.
+var s5FloorFrames = []byte("data: " +
+	`{"content":{"parts":[{"functionCall":{"id":"adk-a47e05dd-0ff9-414a-b799-e5a621f40237","args":{"a":1,"b":2},"name":"add"}}],"role":"model"},"customMetadata":{"llmCall":true},"finishReason":"STOP","turnComplete":true,"invocationId":"e-791e4026-881b-4f93-9a6c-afbecd09e869","author":"calculator","actions":{"stateDelta":{},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{}},"id":"23a018d0-a6f6-48c5-98ff-174a0c023cf8","timestamp":1795467528.579623}` +
+	"\n\ndata: " +
+	`{"content":{"parts":[{"functionResponse":{"id":"adk-a47e05dd-0ff9-414a-b799-e5a621f40237","name":"add","response":{"result":3}}}],"role":"user"},"invocationId":"e-791e4026-881b-4f93-9a6c-afbecd09e869","author":"calculator","actions":{"stateDelta":{},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{}},"id":"b651f63f-9f43-4001-a8b1-bec341372d5f","timestamp":1795467528.579718}` +
+	"\n\ndata: " +
+	`{"content":{"parts":[{"text":"3"}],"role":"model"},"customMetadata":{"llmCall":true},"finishReason":"STOP","turnComplete":true,"invocationId":"e-791e4026-881b-4f93-9a6c-afbecd09e869","author":"calculator","actions":{"stateDelta":{},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{}},"id":"6b14ac04-4285-4ad3-a2fc-03087e51bf84","timestamp":1795467528.579761}` +
+	"\n\n: done\n\n")
+
+// s5FloorHandler serves the floor's two routes: a session create answers
+// a new session id, and a run decodes its JSON request once and writes the
+// canned event stream of an S1 run with the headers of an event stream.
+func s5FloorHandler() http.Handler {
+	var sessions atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /apps/{app}/users/{user}/sessions", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"floor-%d","appName":%q,"userId":%q,"state":{},"events":[],"lastUpdateTime":%d}`,
+			sessions.Add(1), r.PathValue("app"), r.PathValue("user"), time.Now().Unix())
+	})
+	mux.HandleFunc("POST /run_sse", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			AppName    string         `json:"appName"`
+			UserID     string         `json:"userId"`
+			SessionID  string         `json:"sessionId"`
+			NewMessage *genai.Content `json:"newMessage"`
+			Streaming  bool           `json:"streaming"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.NewMessage == nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		w.Write(s5FloorFrames)
+	})
+	return mux
 }
 
 // s5Client is one load client.
@@ -297,10 +366,10 @@ func (c *s5Client) request(fresh bool) error {
 	return c.run(id)
 }
 
-func benchS5(b *testing.B, fresh bool) {
+func benchS5(b *testing.B, fresh, floor bool) {
 	duration := s5Duration(b, "LOOM_BENCH_S5_DURATION", 10*time.Second)
 	warmup := s5Duration(b, "LOOM_BENCH_S5_WARMUP", 2*time.Second)
-	srv := startS5Server(b)
+	srv := startS5Server(b, floor)
 
 	transport := &http.Transport{MaxIdleConnsPerHost: s5Clients, MaxConnsPerHost: s5Clients, DisableCompression: true}
 	defer transport.CloseIdleConnections()
