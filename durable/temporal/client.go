@@ -116,7 +116,7 @@ func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID 
 			return
 		}
 		if _, err := agent.Pending(sess, msg); err != nil {
-			if sess.Len() < int(sess.Seq()) { // the window left events out
+			if offset(sess) > 0 { // the window left events out
 				if sess, err = app.Sessions().Get(ctx, k, nil); err != nil {
 					yield(nil, err)
 					return
