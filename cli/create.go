@@ -19,8 +19,12 @@ import (
 var scaffold embed.FS
 
 // validAppName is what loom create accepts as the last element of NAME: a
-// directory, app and Go module name.
-var validAppName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,62}$`)
+// directory, app and Go module name. (The length is checked apart: a
+// bounded repetition would compile to 63 copies of the class at start-up.)
+var validAppName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
+
+// maxAppName bounds the length of an application name.
+const maxAppName = 63
 
 // create runs "loom create NAME [--yaml|--go]".
 func create(env Env, args []string) error {
@@ -39,7 +43,7 @@ func create(env Env, args []string) error {
 	}
 	dir := positional[0]
 	name := filepath.Base(filepath.Clean(dir))
-	if !validAppName.MatchString(name) {
+	if len(name) > maxAppName || !validAppName.MatchString(name) {
 		return fmt.Errorf("create: %q is not a valid application name: use letters, digits, '_' and '-', starting with a letter", name)
 	}
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {

@@ -64,8 +64,14 @@ func TestCreateUsage(t *testing.T) {
 			t.Errorf("%q: exit %d, want 2", args, code)
 		}
 	}
-	if code, _, errb := runArgs(t, "create", filepath.Join(tmp, "9lives")); code != 1 || !strings.Contains(errb, "not a valid application name") {
-		t.Errorf("bad name: %d %q", code, errb)
+	for _, name := range []string{"9lives", "a.b", "a" + strings.Repeat("b", 63)} {
+		if code, _, errb := runArgs(t, "create", filepath.Join(tmp, name)); code != 1 || !strings.Contains(errb, "not a valid application name") {
+			t.Errorf("bad name %q: %d %q", name, code, errb)
+		}
+	}
+	// The longest name accepted: 63 characters.
+	if code, _, errb := runArgs(t, "create", filepath.Join(tmp, "a"+strings.Repeat("b", 62))); code != 0 {
+		t.Errorf("63-character name: %d %q", code, errb)
 	}
 }
 

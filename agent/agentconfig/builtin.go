@@ -25,22 +25,30 @@ import (
 	"github.com/loomkit/loom/tool/mcptool"
 )
 
-// builtinClasses are the agent classes every load knows.
-func builtinClasses() map[string]AgentClass { return classes }
-
-var classes map[string]AgentClass
+// builtinClasses are the agent classes every load knows, and builtinKinds
+// the tool kinds files configure with args. Both are built at the first
+// load, not at start-up: their schemas parse schema.json. (They are set in
+// init because their constructors lead back to them.)
+var (
+	builtinClasses func() map[string]AgentClass
+	builtinKinds   func() map[string]ToolKind
+)
 
 func init() {
-	classes = map[string]AgentClass{
-		"LlmAgent":        {Schema: Def("LlmAgentConfig"), New: newLLM},
-		"SequentialAgent": {Schema: Def("BaseAgentConfig"), New: newWorkflow("SequentialAgent")},
-		"ParallelAgent":   {Schema: Def("BaseAgentConfig"), New: newWorkflow("ParallelAgent")},
-		"LoopAgent":       {Schema: Def("LoopAgentConfig"), New: newWorkflow("LoopAgent")},
-	}
-	kinds = map[string]ToolKind{
-		"McpToolset": {Args: Def("McpToolsetArgs"), New: newMCP},
-		"AgentTool":  {Args: Def("AgentToolArgs"), New: newAgentTool},
-	}
+	builtinClasses = sync.OnceValue(func() map[string]AgentClass {
+		return map[string]AgentClass{
+			"LlmAgent":        {Schema: Def("LlmAgentConfig"), New: newLLM},
+			"SequentialAgent": {Schema: Def("BaseAgentConfig"), New: newWorkflow("SequentialAgent")},
+			"ParallelAgent":   {Schema: Def("BaseAgentConfig"), New: newWorkflow("ParallelAgent")},
+			"LoopAgent":       {Schema: Def("LoopAgentConfig"), New: newWorkflow("LoopAgent")},
+		}
+	})
+	builtinKinds = sync.OnceValue(func() map[string]ToolKind {
+		return map[string]ToolKind{
+			"McpToolset": {Args: Def("McpToolsetArgs"), New: newMCP},
+			"AgentTool":  {Args: Def("AgentToolArgs"), New: newAgentTool},
+		}
+	})
 }
 
 // builtinTools are the tools files name without args.
@@ -51,11 +59,6 @@ var builtinTools = sync.OnceValue(func() map[string]func() (tool.Tool, error) {
 		"load_memory":     loadmemorytool.New,
 	}
 })
-
-// builtinKinds are the tool kinds files configure with args.
-func builtinKinds() map[string]ToolKind { return kinds }
-
-var kinds map[string]ToolKind
 
 func newWorkflow(class string) func(*Spec) (agent.Agent, error) {
 	return func(s *Spec) (agent.Agent, error) {
