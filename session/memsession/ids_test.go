@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
+	"weak"
 
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/session"
@@ -180,4 +182,49 @@ func newSession(t *testing.T) (*Store, *session.Service, *session.Session) {
 		t.Fatal(err)
 	}
 	return st, svc, s
+}
+
+// TestKeysDoNotPinCallerMemory checks that a session's keys are the store's
+// own strings: an app, user or session id that is a piece of a larger
+// string (a request's path, a batch of generated ids) must not keep that
+// string alive for as long as the session lives.
+func TestKeysDoNotPinCallerMemory(t *testing.T) {
+	st := New()
+	svc := session.NewService(st, nil)
+	for _, part := range []string{"app", "user", "session"} {
+		big := make([]byte, 1<<20)
+		for i := range big {
+			big[i] = 'a' + byte(i%26)
+		}
+		collected := weak.Make(&big[0])
+		piece := unsafe.String(&big[0], 8)
+		key := session.Key{AppName: "app-" + part, UserID: "u-" + part, SessionID: "s"}
+		switch part {
+		case "app":
+			key.AppName = piece
+		case "user":
+			key.UserID = piece
+		case "session":
+			key.SessionID = piece
+		}
+		// State in the app and user scopes is kept by app and by user too.
+		if _, err := svc.Create(t.Context(), key, map[string]any{"app:n": 1, "user:n": 1}); err != nil {
+			t.Fatal(err)
+		}
+		big, piece, key = nil, "", session.Key{}
+		_, _, _ = big, piece, key
+		for range 3 {
+			runtime.GC()
+		}
+		if collected.Value() != nil {
+			t.Errorf("the %s id holds on to the 1 MiB string it was cut from", part)
+		}
+	}
+	// The sessions are still found by their keys.
+	for _, k := range []session.Key{{AppName: "abcdefgh", UserID: "u-app", SessionID: "s"},
+		{AppName: "app-user", UserID: "abcdefgh", SessionID: "s"}, {AppName: "app-session", UserID: "u-session", SessionID: "abcdefgh"}} {
+		if _, err := svc.Get(t.Context(), k, nil); err != nil {
+			t.Errorf("get %v: %v", k, err)
+		}
+	}
 }

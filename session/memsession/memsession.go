@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -104,22 +105,28 @@ func (s *Store) CreateSession(ctx context.Context, rec *session.Record, d sessio
 	}
 	r := &record{created: rec.CreateTime, updated: rec.UpdateTime}
 	r.applyState(rec.State)
+	// The store keeps its own copy of every key string it holds: one the
+	// caller passed may be a piece of a larger string (a request's path, a
+	// batch of generated ids) that it would keep alive with the session.
 	sessions := s.apps[rec.Key.AppName]
 	if sessions == nil {
 		sessions = btree.NewG(orderDegree, lessEntry)
-		s.apps[rec.Key.AppName] = sessions
+		s.apps[strings.Clone(rec.Key.AppName)] = sessions
 	}
 	// The user's sessions are adjacent in the order: the new one shares
-	// the user id of the first of them rather than keeping its own, which
-	// may be a piece of a larger string, such as a request's path.
+	// the user id of the first of them.
 	user := rec.Key.UserID
+	shared := false
 	sessions.AscendGreaterOrEqual(entry{user: user}, func(e entry) bool {
 		if e.user == user {
-			user = e.user
+			user, shared = e.user, true
 		}
 		return false
 	})
-	sessions.ReplaceOrInsert(entry{user: user, id: rec.Key.SessionID, r: r})
+	if !shared {
+		user = strings.Clone(user)
+	}
+	sessions.ReplaceOrInsert(entry{user: user, id: strings.Clone(rec.Key.SessionID), r: r})
 	s.applyShared(rec.Key, d)
 	return nil
 }
@@ -139,7 +146,7 @@ func (s *Store) applyShared(key session.Key, d session.Delta) {
 		m := s.app[key.AppName]
 		if m == nil {
 			m = map[string]any{}
-			s.app[key.AppName] = m
+			s.app[strings.Clone(key.AppName)] = m
 		}
 		session.ApplyDelta(m, d.App)
 	}
@@ -148,7 +155,7 @@ func (s *Store) applyShared(key session.Key, d session.Delta) {
 		m := s.user[uk]
 		if m == nil {
 			m = map[string]any{}
-			s.user[uk] = m
+			s.user[[2]string{strings.Clone(key.AppName), strings.Clone(key.UserID)}] = m
 		}
 		session.ApplyDelta(m, d.User)
 	}
