@@ -183,6 +183,58 @@ func checkS1Events(b *testing.B, sess *session.Session, invocations int) {
 	}
 }
 
+// BenchmarkStoredSession measures what S5's fresh mode keeps per request:
+// the heap an S1 session holds in the in-memory store once its invocation
+// is over, created as the HTTP API creates one without an id (the store
+// makes the id). The runner, with its cache of live sessions, is dropped
+// before the heap is measured, so stored-B/session is the store's alone.
+func BenchmarkStoredSession(b *testing.B) {
+	svc := memsession.NewService()
+	r := newRunner(b, newS1Agent(b), svc)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for b.Loop() {
+		sess, err := svc.Create(context.Background(), session.Key{AppName: "bench", UserID: "user"}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n := invoke(b, r, sess.Key().SessionID); n != 3 {
+			b.Fatalf("invocation yielded %d events, want 3", n)
+		}
+	}
+	b.StopTimer()
+	// The runner is not used past this point: it and its cache are garbage.
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(b.N), "stored-B/session")
+	// Every session holds its invocation's four events.
+	n := 0
+	opts := &session.ListOptions{PageSize: 1000}
+	for {
+		page, err := svc.List(context.Background(), "bench", "user", opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, listed := range page.Sessions {
+			sess, err := svc.Get(context.Background(), listed.Key(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			checkS1Events(b, sess, 1)
+			n++
+		}
+		if page.NextPageToken == "" {
+			break
+		}
+		opts.PageToken = page.NextPageToken
+	}
+	if n != b.N {
+		b.Fatalf("%d sessions stored, want %d", n, b.N)
+	}
+}
+
 // BenchmarkS1FreshSession is S1 with a new session per invocation.
 func BenchmarkS1FreshSession(b *testing.B) {
 	svc := memsession.NewService()

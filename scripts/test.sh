@@ -48,6 +48,11 @@ echo "test.sh: Temporal at $LOOM_TEMPORAL_ADDR" >&2
 
 go test -race -shuffle=on -timeout 20m "$@" ./...
 
+# Every benchmark of bench/ once, on short rounds, so that none stops
+# working unseen: each checks that it did its scenario's whole work.
+LOOM_BENCH_S5_DURATION=300ms LOOM_BENCH_S5_WARMUP=100ms LOOM_SOAK=2s \
+	go test -run '^$' -bench . -benchtime 1x ./bench/
+
 # A short run of the state fuzz target on the memory and SQLite stores (a
 # fuzz run takes one package at a time).
 for pkg in ./session/memsession/ ./session/sqlsession/; do
