@@ -78,9 +78,13 @@ func decodeObject(body []byte) (fields, error) {
 		if !known {
 			var ok bool
 			if k, ok = plainString(key); !ok {
-				if err := json.Unmarshal(key, &k); err != nil {
+				// A variable of its own: one whose address escapes would
+				// be allocated for every member, not only for this one.
+				var unquoted string
+				if err := json.Unmarshal(key, &unquoted); err != nil {
 					return nil, badRequest("Invalid JSON: %v", err)
 				}
+				k = unquoted
 			}
 			k = event.CamelCase(k)
 		}
