@@ -333,7 +333,8 @@ func (s *Session) MarshalJSON() ([]byte, error) {
 	}
 	buf := make([]byte, 0, size)
 	buf = append(append(buf, head[:len(head)-1]...), `,"events":[`...) // head without its '}'
-	var d event.Decoder
+	// The decoder is made for the first damaged event, if any.
+	var d *event.Decoder
 	for i, ev := range s.events {
 		if i > 0 {
 			buf = append(buf, ',')
@@ -343,7 +344,10 @@ func (s *Session) MarshalJSON() ([]byte, error) {
 				buf = append(buf, raw...)
 				continue
 			}
-			ev = decodeTrimmed(&d, s.raw[i])
+			if d == nil {
+				d = new(event.Decoder)
+			}
+			ev = decodeTrimmed(d, s.raw[i])
 		}
 		if buf, err = ev.AppendJSON(buf); err != nil {
 			return nil, err
