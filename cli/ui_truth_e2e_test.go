@@ -208,4 +208,14 @@ func TestDevUIShowsWhatHappened(t *testing.T) {
 	if visible != "true" {
 		t.Errorf("the span details are off-screen")
 	}
+
+	// A reload of the trace (after a turn, or on opening the tab again)
+	// keeps the span shown: the details of a span picked while a reload
+	// was on its way used to vanish with the reload.
+	picked := b.eval(`(() => { window.pickedRow = document.querySelector("#trace-view .span-row.selected"); return window.pickedRow.dataset.spanId; })()`)
+	b.do("open the trace tab again", chromedp.Click(`.tab[data-tab="trace"]`))
+	b.waitFor("the trace reloaded", `!document.contains(window.pickedRow)`)
+	if got := b.eval(`(() => { const r = document.querySelector("#trace-view .span-row.selected"); return (r ? r.dataset.spanId : "none") + "|" + String(document.querySelector("#span-detail tr") !== null); })()`); got != picked+"|true" {
+		t.Errorf("after a reload: selected span and details = %q, want %q", got, picked+"|true")
+	}
 }

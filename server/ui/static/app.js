@@ -22,6 +22,7 @@ const ui = {
   transient: [], // error frames of the last run (never stored by the server)
   live: new Map(), // author → {node, bubble} of the streaming answer
   running: null, // AbortController of the run in flight
+  span: '', // id of the span whose details are shown
 };
 
 // ---------- status ----------
@@ -505,11 +506,22 @@ async function loadTrace() {
 
 function renderTrace(spans) {
   $('trace-count').textContent = String(spans.length);
-  $('span-detail').replaceChildren();
   $('trace-view').replaceChildren(traceTree(spans, showSpan));
+  // A reload (after a turn, or on opening the tab) keeps the span shown,
+  // if it is still there, even if it was picked while the reload was on
+  // its way.
+  const span = ui.span && spans.find((s) => s.span_id === ui.span);
+  const row = span && [...document.querySelectorAll('#trace-view .span-row')].find((r) => r.dataset.spanId === span.span_id);
+  if (row) {
+    showSpan(span, row, false);
+  } else {
+    ui.span = '';
+    $('span-detail').replaceChildren();
+  }
 }
 
-function showSpan(span, row) {
+function showSpan(span, row, scroll = true) {
+  ui.span = span.span_id;
   for (const r of document.querySelectorAll('#trace-view .span-row.selected')) r.classList.remove('selected');
   row.classList.add('selected');
   const detail = $('span-detail');
@@ -518,7 +530,7 @@ function showSpan(span, row) {
       el('span', { class: 'muted small', text: formatDuration(span.end_time - span.start_time) })),
     spanAttributes(span.attributes));
   // The details sit below the span list: bring them into view.
-  detail.scrollIntoView({ block: 'start', behavior: 'instant' });
+  if (scroll) detail.scrollIntoView({ block: 'start', behavior: 'instant' });
 }
 
 // showEventSpan adds, when a timeline event is first opened, the attributes
