@@ -192,31 +192,11 @@ func TestKeysDoNotPinCallerMemory(t *testing.T) {
 	st := New()
 	svc := session.NewService(st, nil)
 	for _, part := range []string{"app", "user", "session"} {
-		big := make([]byte, 1<<20)
-		for i := range big {
-			big[i] = 'a' + byte(i%26)
-		}
-		collected := weak.Make(&big[0])
-		piece := unsafe.String(&big[0], 8)
-		key := session.Key{AppName: "app-" + part, UserID: "u-" + part, SessionID: "s"}
-		switch part {
-		case "app":
-			key.AppName = piece
-		case "user":
-			key.UserID = piece
-		case "session":
-			key.SessionID = piece
-		}
-		// State in the app and user scopes is kept by app and by user too.
-		if _, err := svc.Create(t.Context(), key, map[string]any{"app:n": 1, "user:n": 1}); err != nil {
-			t.Fatal(err)
-		}
-		big, piece, key = nil, "", session.Key{}
-		_, _, _ = big, piece, key
+		big := createWithPiece(t, svc, part)
 		for range 3 {
 			runtime.GC()
 		}
-		if collected.Value() != nil {
+		if big.Value() != nil {
 			t.Errorf("the %s id holds on to the 1 MiB string it was cut from", part)
 		}
 	}
@@ -227,4 +207,30 @@ func TestKeysDoNotPinCallerMemory(t *testing.T) {
 			t.Errorf("get %v: %v", k, err)
 		}
 	}
+}
+
+// createWithPiece creates a session whose app, user or session id (part)
+// is the first 8 bytes ("abcdefgh") of a new 1 MiB string, with state in
+// the app and user scopes (which the store keeps by app and by user too),
+// and returns a weak pointer to that string.
+func createWithPiece(t *testing.T, svc *session.Service, part string) weak.Pointer[byte] {
+	t.Helper()
+	big := make([]byte, 1<<20)
+	for i := range big {
+		big[i] = 'a' + byte(i%26)
+	}
+	piece := unsafe.String(&big[0], 8)
+	key := session.Key{AppName: "app-" + part, UserID: "u-" + part, SessionID: "s"}
+	switch part {
+	case "app":
+		key.AppName = piece
+	case "user":
+		key.UserID = piece
+	case "session":
+		key.SessionID = piece
+	}
+	if _, err := svc.Create(t.Context(), key, map[string]any{"app:n": 1, "user:n": 1}); err != nil {
+		t.Fatal(err)
+	}
+	return weak.Make(&big[0])
 }
