@@ -356,7 +356,7 @@ func (t *Telemetry) afterModel(ctx context.Context, cc *agent.CallbackContext, r
 		}
 	}
 	if resp.FinishReason != "" {
-		attrs = append(attrs, attribute.StringSlice(keyFinishReasons, []string{string(resp.FinishReason)}))
+		attrs = append(attrs, finishReasonAttr(resp.FinishReason))
 	}
 	if resp.ModelVersion != "" {
 		attrs = append(attrs, attribute.String(keyResponseModel, resp.ModelVersion))
@@ -502,7 +502,11 @@ func (t *Telemetry) onEvent(_ context.Context, inv *agent.Invocation, ev *event.
 			break
 		}
 	}
-	for _, fr := range ev.FunctionResponses() {
+	for _, p := range eventParts(ev) {
+		if p == nil || p.FunctionResponse == nil {
+			continue
+		}
+		fr := p.FunctionResponse
 		c := st.tools[fr.ID]
 		if c == nil {
 			continue
@@ -606,4 +610,32 @@ func truncate(s string, max int) string {
 		cut--
 	}
 	return s[:cut] + truncateMark
+}
+
+// finishReasons are the finish-reason attributes of the reasons models give
+// most, made once: an attribute's value never changes, so spans share them.
+var finishReasons = func() map[genai.FinishReason]attribute.KeyValue {
+	m := map[genai.FinishReason]attribute.KeyValue{}
+	for _, r := range []genai.FinishReason{genai.FinishReasonStop, genai.FinishReasonMaxTokens, genai.FinishReasonSafety,
+		genai.FinishReasonRecitation, genai.FinishReasonMalformedFunctionCall, genai.FinishReasonOther} {
+		m[r] = attribute.StringSlice(keyFinishReasons, []string{string(r)})
+	}
+	return m
+}()
+
+// finishReasonAttr is the attribute recording a model response's finish
+// reason, as a one-element list.
+func finishReasonAttr(r genai.FinishReason) attribute.KeyValue {
+	if kv, ok := finishReasons[r]; ok {
+		return kv
+	}
+	return attribute.StringSlice(keyFinishReasons, []string{string(r)})
+}
+
+// eventParts returns the parts of an event's content, none if it has none.
+func eventParts(ev *event.Event) []*genai.Part {
+	if ev.Content == nil {
+		return nil
+	}
+	return ev.Content.Parts
 }

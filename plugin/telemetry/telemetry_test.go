@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -668,4 +670,48 @@ func intHistogram(t *testing.T, r *sdkmetric.ManualReader, name string) []metric
 		t.Fatalf("no int histogram %s", name)
 	}
 	return h.DataPoints
+}
+
+// reasonModel answers every request with one text response that ends for
+// the given reason.
+type reasonModel genai.FinishReason
+
+func (m reasonModel) Name() string { return "reasons" }
+
+func (m reasonModel) Generate(context.Context, *model.Request, bool) iter.Seq2[*model.Response, error] {
+	return func(yield func(*model.Response, error) bool) {
+		yield(&model.Response{Content: genai.NewContentFromText("done", genai.RoleModel), FinishReason: genai.FinishReason(m), TurnComplete: true}, nil)
+	}
+}
+
+// TestFinishReasons checks that a model call's span records the response's
+// finish reason as a one-element list, whether it is a reason models give
+// often (whose attribute spans share) or any other.
+func TestFinishReasons(t *testing.T) {
+	for _, reason := range []genai.FinishReason{genai.FinishReasonStop, genai.FinishReasonMaxTokens, "A_REASON_OF_ITS_OWN"} {
+		a, err := llmagent.New(llmagent.Config{Name: "a", Model: reasonModel(reason)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := newFixture(t, telemetry.Config{}, a)
+		f.run(t, context.Background(), "s", "hi")
+		f.run(t, context.Background(), "s", "again")
+		spans, err := f.tel.SessionSpans(context.Background(), own("s"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, s := range spans {
+			if s.Name != "call_llm" {
+				continue
+			}
+			n++
+			if got, ok := s.Attributes["gen_ai.response.finish_reasons"].([]string); !ok || !slices.Equal(got, []string{string(reason)}) {
+				t.Errorf("%s: finish reasons %#v", reason, s.Attributes["gen_ai.response.finish_reasons"])
+			}
+		}
+		if n != 2 {
+			t.Errorf("%s: %d model call spans, want 2", reason, n)
+		}
+	}
 }
