@@ -46,7 +46,7 @@ type fixture struct {
 	observed chan error
 }
 
-func newFixture(t *testing.T, cfg server.Config) *fixture {
+func newFixture(t testing.TB, cfg server.Config) *fixture {
 	t.Helper()
 	f := &fixture{started: make(chan struct{}, 16), observed: make(chan error, 16)}
 	helper, err := agent.New(agent.Config{

@@ -2,38 +2,21 @@ package server_test
 
 import (
 	"context"
-	"iter"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
-	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/event"
-	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/session"
-	"github.com/loomkit/loom/session/memsession"
 )
 
 // BenchmarkGetSession serves GET of a session of 2,000 events, as the dev
 // UI asks for after every turn.
 func BenchmarkGetSession(b *testing.B) {
 	ctx := context.Background()
-	svc := memsession.NewService()
-	root, err := agent.New(agent.Config{Name: "root", Run: func(context.Context, *agent.Invocation) iter.Seq2[*event.Event, error] {
-		return func(func(*event.Event, error) bool) {}
-	}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	app, err := runner.New(runner.Config{AppName: "demo", Agent: root, Sessions: svc})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv, err := server.New(server.Config{Apps: []*runner.Runner{app}, AllowedHosts: []string{"example.com"}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	f := newFixture(b, server.Config{})
+	svc := f.runner.Sessions()
 	sess, err := svc.Create(ctx, session.Key{AppName: "demo", UserID: "u1", SessionID: "s1"}, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -50,7 +33,7 @@ func BenchmarkGetSession(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		w := httptest.NewRecorder()
-		srv.ServeHTTP(w, httptest.NewRequest("GET", "/apps/demo/users/u1/sessions/s1", nil))
+		f.srv.ServeHTTP(w, httptest.NewRequest("GET", "/apps/demo/users/u1/sessions/s1", nil))
 		if w.Code != http.StatusOK || w.Body.Len() < 2000*100 {
 			b.Fatalf("%d, %d bytes", w.Code, w.Body.Len())
 		}

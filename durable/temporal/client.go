@@ -75,11 +75,11 @@ func newRequestID() string {
 // to find the calls a message answers.
 const recentCalls = 32
 
-// answersCalls reports whether msg holds function responses: answers to
-// calls of the log.
+// answersCalls reports whether msg holds function responses with ids:
+// answers to calls of the log, the responses agent.Pending matches.
 func answersCalls(msg *genai.Content) bool {
 	for _, p := range msg.Parts {
-		if p != nil && p.FunctionResponse != nil {
+		if p != nil && p.FunctionResponse != nil && p.FunctionResponse.ID != "" {
 			return true
 		}
 	}

@@ -502,11 +502,7 @@ func (t *Telemetry) onEvent(_ context.Context, inv *agent.Invocation, ev *event.
 			break
 		}
 	}
-	for _, p := range eventParts(ev) {
-		if p == nil || p.FunctionResponse == nil {
-			continue
-		}
-		fr := p.FunctionResponse
+	for _, fr := range ev.FunctionResponses() {
 		c := st.tools[fr.ID]
 		if c == nil {
 			continue
@@ -630,12 +626,4 @@ func finishReasonAttr(r genai.FinishReason) attribute.KeyValue {
 		return kv
 	}
 	return attribute.StringSlice(keyFinishReasons, []string{string(r)})
-}
-
-// eventParts returns the parts of an event's content, none if it has none.
-func eventParts(ev *event.Event) []*genai.Part {
-	if ev.Content == nil {
-		return nil
-	}
-	return ev.Content.Parts
 }
