@@ -41,11 +41,11 @@ func appendEventJSON(dst []byte, e *Event) ([]byte, bool) {
 	enc := encoder{buf: dst, ok: true}
 	o := enc.open()
 	if c := r.Content; c != nil {
-		o.key("content")
+		o.field("content")
 		enc.content(c)
 	}
 	if e.LLMCall && len(r.CustomMetadata) == 0 {
-		o.key("customMetadata")
+		o.field("customMetadata")
 		enc.buf = append(enc.buf, llmCallOnly...)
 	} else {
 		o.values("customMetadata", e.wireMetadata())
@@ -59,27 +59,27 @@ func appendEventJSON(dst []byte, e *Event) ([]byte, bool) {
 	o.flag("interrupted", r.Interrupted)
 	o.str("invocationId", e.InvocationID)
 	o.str("author", e.Author)
-	o.key("actions")
+	o.field("actions")
 	enc.actions(a)
 	if len(e.LongRunningToolIDs) > 0 {
-		o.key("longRunningToolIds")
+		o.field("longRunningToolIds")
 		enc.strs(e.LongRunningToolIDs)
 	}
 	o.str("branch", e.Branch)
 	o.str("id", e.ID)
-	o.key("timestamp")
+	o.field("timestamp")
 	enc.seconds(e.Timestamp)
 	if e.Output != nil {
-		o.key("output")
+		o.field("output")
 		enc.value(e.Output)
 	}
 	if ni := e.NodeInfo; ni != nil {
-		o.key("nodeInfo")
+		o.field("nodeInfo")
 		n := enc.open()
-		n.key("path")
+		n.field("path")
 		enc.str(ni.Path)
 		if len(ni.OutputFor) > 0 {
-			n.key("outputFor")
+			n.field("outputFor")
 			enc.strs(ni.OutputFor)
 		}
 		n.flag("messageAsOutput", ni.MessageAsOutput)
@@ -101,6 +101,7 @@ func (enc *encoder) open() object {
 	return object{enc: enc}
 }
 
+// key writes a member's name, escaped: a map's key.
 func (o *object) key(name string) {
 	if o.members > 0 {
 		o.enc.buf = append(o.enc.buf, ',')
@@ -110,10 +111,23 @@ func (o *object) key(name string) {
 	o.enc.buf = append(o.enc.buf, ':')
 }
 
+// field writes the name of one of the wire struct's members, which never
+// needs escaping.
+func (o *object) field(name string) {
+	b := o.enc.buf
+	if o.members > 0 {
+		b = append(b, ',')
+	}
+	o.members++
+	b = append(b, '"')
+	b = append(b, name...)
+	o.enc.buf = append(b, '"', ':')
+}
+
 // str writes a string member, omitted when empty.
 func (o *object) str(name, v string) {
 	if v != "" {
-		o.key(name)
+		o.field(name)
 		o.enc.str(v)
 	}
 }
@@ -121,7 +135,7 @@ func (o *object) str(name, v string) {
 // flag writes a true member, omitted when false.
 func (o *object) flag(name string, v bool) {
 	if v {
-		o.key(name)
+		o.field(name)
 		o.enc.buf = append(o.enc.buf, "true"...)
 	}
 }
@@ -129,7 +143,7 @@ func (o *object) flag(name string, v bool) {
 // values writes a map member, omitted when empty.
 func (o *object) values(name string, m map[string]any) {
 	if len(m) > 0 {
-		o.key(name)
+		o.field(name)
 		o.enc.value(m)
 	}
 }
@@ -139,13 +153,13 @@ func (o *object) close() { o.enc.buf = append(o.enc.buf, '}') }
 func (enc *encoder) actions(a *Actions) {
 	o := enc.open()
 	o.flag("skipSummarization", a.SkipSummarization)
-	o.key("stateDelta")
+	o.field("stateDelta")
 	if a.StateDelta == nil {
 		enc.buf = append(enc.buf, "{}"...)
 	} else {
 		enc.value(a.StateDelta)
 	}
-	o.key("artifactDelta")
+	o.field("artifactDelta")
 	d := enc.open()
 	for _, k := range sortedKeys(a.ArtifactDelta) {
 		d.key(k)
@@ -164,7 +178,7 @@ func (enc *encoder) actions(a *Actions) {
 func (enc *encoder) content(c *genai.Content) {
 	o := enc.open()
 	if len(c.Parts) > 0 {
-		o.key("parts")
+		o.field("parts")
 		enc.buf = append(enc.buf, '[')
 		for i, p := range c.Parts {
 			if i > 0 {
@@ -196,7 +210,7 @@ func (enc *encoder) part(p *genai.Part) {
 			enc.ok = false
 			return
 		}
-		o.key("functionCall")
+		o.field("functionCall")
 		c := enc.open()
 		c.str("id", fc.ID)
 		c.values("args", fc.Args)
@@ -208,7 +222,7 @@ func (enc *encoder) part(p *genai.Part) {
 			enc.ok = false
 			return
 		}
-		o.key("functionResponse")
+		o.field("functionResponse")
 		r := enc.open()
 		r.str("id", fr.ID)
 		r.str("name", fr.Name)
@@ -376,6 +390,19 @@ func appendSeconds(b []byte, us int64) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// plainASCII marks the bytes a JSON string holds as they are: ASCII but
+// for control characters, the quote, the backslash and the HTML characters
+// encoding/json escapes.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = true
+	}
+	for _, c := range `"\<>&` {
+		t[c] = false
+	}
+	return t
+}()
+
 // str writes s as a JSON string, escaped as encoding/json escapes it (HTML
 // characters, U+2028 and U+2029 included; invalid UTF-8 as U+FFFD).
 func (enc *encoder) str(s string) {
@@ -383,11 +410,11 @@ func (enc *encoder) str(s string) {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if plainASCII[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':
