@@ -221,6 +221,11 @@ func (b *HistoryBuilder) Add(e *Event) {
 		}
 		c.Parts = kept
 	}
+	if b.contents == nil {
+		// A turn adds a few contents at once (a call and its response):
+		// a new history starts with room for them.
+		b.contents = make([]*genai.Content, 0, 4)
+	}
 	b.contents = append(b.contents, c)
 }
 

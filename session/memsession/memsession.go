@@ -329,6 +329,11 @@ func (s *Store) AppendEncoded(ctx context.Context, key session.Key, created time
 	if dup {
 		return fmt.Errorf("%w: event %s", session.ErrAlreadyExists, ev.ID)
 	}
+	if r.events == nil {
+		// An invocation appends a few events (the user's message, a call,
+		// its response, a reply): a new session starts with room for them.
+		r.events, r.meta = make([][]byte, 0, 4), make([]eventMeta, 0, 4)
+	}
 	r.events = append(r.events, stored)
 	r.meta = append(r.meta, eventMeta{time: ev.Timestamp.UnixNano(), id: h})
 	switch {
