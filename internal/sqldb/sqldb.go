@@ -21,6 +21,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	_ "modernc.org/sqlite"             // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Dialect names a SQL database family.
@@ -109,11 +110,9 @@ func openSQLite(ctx context.Context, rest string, o Options) (*DB, error) {
 	// synchronous=NORMAL in WAL mode keeps the database consistent after a
 	// crash of the process or the machine; a machine crash may lose the
 	// last transactions, a process crash loses nothing that was committed.
-	settings := "_busy_timeout=10000&_foreign_keys=1&_synchronous=NORMAL&_txlock=immediate"
+	settings := "_busy_timeout=" + strconv.FormatInt(busyTimeout.Milliseconds(), 10) +
+		"&_foreign_keys=1&_synchronous=NORMAL&_txlock=immediate"
 	memory := file == "" || file == ":memory:"
-	if !memory {
-		settings = "_journal_mode=WAL&" + settings
-	}
 	if query != "" {
 		settings += "&" + query
 	}
@@ -144,7 +143,7 @@ func openSQLite(ctx context.Context, rest string, o Options) (*DB, error) {
 	}
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
-	if err := w.PingContext(ctx); err != nil {
+	if err := enableWAL(ctx, w); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqldb: open sqlite %s: %w", file, err)
 	}
@@ -159,6 +158,49 @@ func openSQLite(ctx context.Context, rest string, o Options) (*DB, error) {
 	db := &DB{Dialect: SQLite, W: w, R: r, stop: make(chan struct{}), done: make(chan struct{})}
 	go db.checkpointer()
 	return db, nil
+}
+
+// busyTimeout is how long a SQLite connection waits for a lock that
+// another connection holds (its busy_timeout).
+const busyTimeout = 10 * time.Second
+
+// enableWAL puts a SQLite file in WAL mode, which the file keeps for every
+// connection from then on. The switch upgrades the read lock its statement
+// holds to the write lock, and SQLite refuses such an upgrade at once,
+// without waiting out the busy timeout, while another connection holds the
+// file: another process opening the same new file at the same moment. So
+// a refused switch is tried again until the busy timeout has passed.
+func enableWAL(ctx context.Context, db *sql.DB) error {
+	deadline := time.Now().Add(busyTimeout)
+	wait := time.Millisecond
+	for {
+		var mode string
+		err := db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
+		if err == nil {
+			if !strings.EqualFold(mode, "wal") {
+				return fmt.Errorf("the file stays in journal mode %q: WAL is required", mode)
+			}
+			return nil
+		}
+		if !isBusy(err) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, 50*time.Millisecond)
+	}
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY, or one of its
+// extended codes.
+func isBusy(err error) bool {
+	var e interface{ Code() int }
+	return errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 // checkpointInterval is how often the background checkpointer runs.

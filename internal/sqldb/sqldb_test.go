@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/loomkit/loom/internal/sqldb"
@@ -60,6 +61,38 @@ func TestFreshBlobs(t *testing.T) {
 		}
 		if i > 0 && &kept[i][0] == &kept[i-1][0] {
 			t.Fatalf("rows %d and %d share memory", i-1, i)
+		}
+	}
+}
+
+// TestOpenNewFileConcurrently opens one new SQLite file from several
+// openers at once, as replicas starting together do, round after round.
+// Each must succeed and find the file in WAL mode. (Switching a file to
+// WAL is refused at once, busy timeout or not, while another connection
+// is switching it; an opener that gave up then failed to start.)
+func TestOpenNewFileConcurrently(t *testing.T) {
+	const rounds, openers = 100, 6
+	ctx := context.Background()
+	for round := range rounds {
+		url := sqldbtest.SQLiteURL(t)
+		var wg sync.WaitGroup
+		for i := range openers {
+			wg.Go(func() {
+				db, err := sqldb.Open(ctx, url, nil)
+				if err != nil {
+					t.Errorf("round %d, opener %d: %v", round, i, err)
+					return
+				}
+				defer db.Close()
+				var mode string
+				if err := db.R.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+					t.Errorf("round %d, opener %d: journal mode %q, %v; want wal", round, i, mode, err)
+				}
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
 		}
 	}
 }
