@@ -390,14 +390,12 @@ func appendSeconds(b []byte, us int64) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// plainASCII marks the bytes a JSON string holds as they are: ASCII but
-// for control characters, the quote, the backslash and the HTML characters
-// encoding/json escapes.
-var plainASCII = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = true
-	}
-	for _, c := range `"\<>&` {
+// plainASCII marks the bytes the encoder writes as they are: those that
+// stand for themselves in a JSON string (plain), but for the HTML
+// characters encoding/json escapes.
+var plainASCII = func() [256]bool {
+	t := plain
+	for _, c := range "<>&" {
 		t[c] = false
 	}
 	return t
