@@ -189,6 +189,15 @@ type Callbacks struct {
 	BeforeTool   []BeforeToolCallback
 	AfterTool    []AfterToolCallback
 	OnToolError  []OnToolErrorCallback
+	// ReadOnlyModelHooks declares that the BeforeModel and OnModelError
+	// callbacks above read the model request without changing it. A
+	// request that callbacks may change has contents of its own, a copy of
+	// the agent's model history, so that what a callback changes reaches
+	// that one model call and no later one; a request that only read-only
+	// callbacks see shares the history, and a model call then costs the
+	// same whatever the length of the session. Observers (logging,
+	// tracing) should set it.
+	ReadOnlyModelHooks bool
 }
 
 // Config configures a custom agent built with New.

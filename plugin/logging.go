@@ -77,6 +77,7 @@ func Logging(logger *slog.Logger) *Plugin {
 				logger.LogAttrs(ctx, slog.LevelWarn, "tool error", slog.String("tool", t.Name()), slog.String("call_id", tc.FunctionCallID()), slog.Any("error", err))
 				return nil, nil
 			}},
+			ReadOnlyModelHooks: true,
 		},
 	}
 }

@@ -69,10 +69,14 @@ type Plugin struct {
 }
 
 // Merge combines the agent, model and tool hooks of plugins, in order, into
-// the global callbacks of an invocation.
+// the global callbacks of an invocation. Their model hooks are read-only
+// (agent.Callbacks.ReadOnlyModelHooks) if every plugin's are.
 func Merge(plugins []*Plugin) agent.Callbacks {
-	var c agent.Callbacks
+	c := agent.Callbacks{ReadOnlyModelHooks: true}
 	for _, p := range plugins {
+		if !p.ReadOnlyModelHooks && (len(p.BeforeModel) > 0 || len(p.OnModelError) > 0) {
+			c.ReadOnlyModelHooks = false
+		}
 		c.BeforeAgent = append(c.BeforeAgent, p.BeforeAgent...)
 		c.AfterAgent = append(c.AfterAgent, p.AfterAgent...)
 		c.BeforeModel = append(c.BeforeModel, p.BeforeModel...)

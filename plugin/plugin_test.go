@@ -257,3 +257,39 @@ func TestFileReferencesResolvedEveryTurn(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeReadOnlyModelHooks checks that merged callbacks are read-only
+// for model requests exactly when every plugin with a before-model or
+// model-error hook says its hooks are: plugins without model hooks, and
+// the logging plugin, leave them read-only.
+func TestMergeReadOnlyModelHooks(t *testing.T) {
+	before := func(context.Context, *agent.CallbackContext, *model.Request) (*model.Response, error) {
+		return nil, nil
+	}
+	onError := func(context.Context, *agent.CallbackContext, *model.Request, error) (*model.Response, error) {
+		return nil, nil
+	}
+	editor := &plugin.Plugin{Name: "editor", Callbacks: agent.Callbacks{BeforeModel: []agent.BeforeModelCallback{before}}}
+	recoverer := &plugin.Plugin{Name: "recoverer", Callbacks: agent.Callbacks{OnModelError: []agent.OnModelErrorCallback{onError}}}
+	observer := &plugin.Plugin{Name: "observer", Callbacks: agent.Callbacks{ReadOnlyModelHooks: true,
+		BeforeModel: []agent.BeforeModelCallback{before}, OnModelError: []agent.OnModelErrorCallback{onError}}}
+	toolsOnly := &plugin.Plugin{Name: "tools", Callbacks: agent.Callbacks{AfterTool: []agent.AfterToolCallback{
+		func(context.Context, tool.Context, tool.Tool, map[string]any, map[string]any) (map[string]any, error) {
+			return nil, nil
+		}}}}
+	logging := plugin.Logging(slog.New(slog.DiscardHandler))
+	for _, tc := range []struct {
+		name    string
+		plugins []*plugin.Plugin
+		want    bool
+	}{
+		{"none", nil, true},
+		{"observers", []*plugin.Plugin{observer, toolsOnly, logging}, true},
+		{"an editor", []*plugin.Plugin{observer, editor}, false},
+		{"a recoverer", []*plugin.Plugin{recoverer, logging}, false},
+	} {
+		if got := plugin.Merge(tc.plugins).ReadOnlyModelHooks; got != tc.want {
+			t.Errorf("%s: ReadOnlyModelHooks = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -181,6 +181,9 @@ func (a *Agent) afterCalls(ctx context.Context, inv *agent.Invocation, calls []*
 // CountLLMCall): false when a before-model callback answered instead.
 func (a *Agent) callModel(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, req *model.Request,
 	yield func(*event.Event, error) bool) (resp *model.Response, called, ok bool) {
+	if a.callbacksMayEdit(inv) {
+		req.Contents = cloneContents(req.Contents)
+	}
 	for _, cb := range chain(inv.Callbacks().BeforeModel, a.cfg.BeforeModel) {
 		resp, err := cb(ctx, cc, req)
 		if err != nil {
@@ -198,6 +201,25 @@ func (a *Agent) callModel(ctx context.Context, inv *agent.Invocation, cc *agent.
 	}
 	resp, ok = a.generate(ctx, inv, cc, req, yield)
 	return resp, true, ok
+}
+
+// callbacksMayEdit reports whether callbacks that may change a model
+// request in place will see it: the agent's own before-model and
+// model-error callbacks, and the global ones unless they are read-only
+// (agent.Callbacks.ReadOnlyModelHooks).
+func (a *Agent) callbacksMayEdit(inv *agent.Invocation) bool {
+	global := inv.Callbacks()
+	return len(a.cfg.BeforeModel) > 0 || len(a.cfg.OnModelError) > 0 ||
+		!global.ReadOnlyModelHooks && (len(global.BeforeModel) > 0 || len(global.OnModelError) > 0)
+}
+
+// cloneContents returns a deep copy of contents, in a slice of its own.
+func cloneContents(contents []*genai.Content) []*genai.Content {
+	out := make([]*genai.Content, len(contents))
+	for i, c := range contents {
+		out[i] = event.CloneContent(c)
+	}
+	return out
 }
 
 // generate calls the model, streaming partial events through yield, and

@@ -125,6 +125,12 @@ type Config struct {
 	// is copied for every request.
 	GenerateConfig *genai.GenerateContentConfig
 
+	// The agent's callbacks run after the global ones (plugins), in
+	// order; the first to return a value wins. A request that before-model
+	// or model-error callbacks see has contents of its own, a copy of the
+	// agent's model history: a callback may change them, in place or slot
+	// by slot, for that one model call (and the call then costs time in
+	// proportion to the history). See agent.Callbacks.ReadOnlyModelHooks.
 	BeforeAgent  []agent.BeforeAgentCallback
 	AfterAgent   []agent.AfterAgentCallback
 	BeforeModel  []agent.BeforeModelCallback

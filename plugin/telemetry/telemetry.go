@@ -225,6 +225,8 @@ func (t *Telemetry) newPlugin() *plugin.Plugin {
 			BeforeTool:   []agent.BeforeToolCallback{t.beforeTool},
 			AfterTool:    []agent.AfterToolCallback{t.afterTool},
 			OnToolError:  []agent.OnToolErrorCallback{t.onToolError},
+			// The model hooks record the request; they never change it.
+			ReadOnlyModelHooks: true,
 		},
 	}
 }
