@@ -65,8 +65,11 @@ type Confirmable interface {
 // built-in tool adds itself to the request's tools, a memory tool adds what
 // it recalls to the instruction. A tool that is only a request processor
 // returns a nil Declaration. The request and its config belong to the
-// call; processors run in tool-name order, after the request is built and
-// before the before-model callbacks. An error fails the model call.
+// call, but the contents it holds are the agent's model history, shared
+// with later calls: a processor adds contents to req.Contents, or replaces
+// the slice, and does not change the contents it finds. Processors run in
+// tool-name order, after the request is built and before the before-model
+// callbacks. An error fails the model call.
 type RequestProcessor interface {
 	Tool
 	ProcessRequest(ctx context.Context, tc Context, req *model.Request) error

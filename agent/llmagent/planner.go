@@ -20,7 +20,9 @@ import (
 // see an agent's thoughts.
 type Planner interface {
 	// ProcessRequest adjusts the request: thinking settings, planning
-	// instructions. The request and its config are the step's own.
+	// instructions. The request and its config are the step's own; the
+	// contents in it are the agent's model history, shared with later
+	// steps, to be added to or replaced (req.Contents) but not changed.
 	ProcessRequest(ctx context.Context, cc *agent.CallbackContext, req *model.Request) error
 	// ProcessResponse returns the parts the response should carry
 	// instead of parts, or nil to keep them.
