@@ -2,6 +2,7 @@ package llmagent_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -13,7 +14,9 @@ import (
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/plugin"
 	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
+	"github.com/loomkit/loom/tool"
 )
 
 // texts returns the text of every part of contents, in order.
@@ -125,5 +128,88 @@ func TestReadOnlyHooksShareTheHistory(t *testing.T) {
 		if got := texts(firsts); !slices.Equal(got, []string{"one", "one", "one"}) {
 			t.Errorf("read-only hooks %v: the calls' first contents are %q", readOnly, got)
 		}
+	}
+}
+
+// argsTool changes the arguments it is given.
+type argsTool struct{}
+
+func (argsTool) Name() string        { return "change_args" }
+func (argsTool) Description() string { return "changes its arguments" }
+func (argsTool) Declaration() *genai.FunctionDeclaration {
+	return &genai.FunctionDeclaration{Name: "change_args"}
+}
+func (argsTool) Run(_ context.Context, _ tool.Context, args map[string]any) (map[string]any, error) {
+	got := args["a"]
+	args["a"] = "changed by the tool"
+	return map[string]any{"got": got}, nil
+}
+
+// TestToolArgsAreTheCallsOwn checks that a before-tool callback and a tool
+// that change the arguments they are given change what the tool receives
+// and nothing else: the function call the caller received, the one
+// stored, and the one the model sees in its history on the next call all
+// keep the arguments the model gave (CONFORMANCE A9).
+func TestToolArgsAreTheCallsOwn(t *testing.T) {
+	var history []map[string]any
+	calls := 0
+	m := scripted.New("m", func(_ context.Context, req *model.Request) (scripted.Turn, error) {
+		calls++
+		if calls == 1 {
+			return scripted.Call("change_args", map[string]any{"a": "from the model"}), nil
+		}
+		for _, c := range req.Contents {
+			for _, p := range c.Parts {
+				if p.FunctionCall != nil {
+					history = append(history, p.FunctionCall.Args)
+				}
+			}
+		}
+		return scripted.Text("done"), nil
+	})
+	a, err := llmagent.New(llmagent.Config{Name: "a", Model: m, Tools: []tool.Tool{argsTool{}},
+		BeforeTool: []agent.BeforeToolCallback{func(_ context.Context, _ tool.Context, _ tool.Tool, args map[string]any) (map[string]any, error) {
+			args["a"] = "changed by the callback"
+			return nil, nil
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := memsession.NewService()
+	r, err := runner.New(runner.Config{AppName: "app", Agent: a, Sessions: svc, AutoCreateSession: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := r.RunSync(t.Context(), "u", "s", genai.NewContentFromText("go", genai.RoleUser), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := svc.Get(t.Context(), session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var received, kept []map[string]any
+	var results []any
+	for _, ev := range evs {
+		for _, fc := range ev.FunctionCalls() {
+			received = append(received, fc.Args)
+		}
+		for _, fr := range ev.FunctionResponses() {
+			results = append(results, fr.Response["got"])
+		}
+	}
+	for _, ev := range stored.Events() {
+		for _, fc := range ev.FunctionCalls() {
+			kept = append(kept, fc.Args)
+		}
+	}
+	want := fmt.Sprint([]map[string]any{{"a": "from the model"}})
+	for what, got := range map[string][]map[string]any{"received": received, "stored": kept, "sent to the model": history} {
+		if fmt.Sprint(got) != want {
+			t.Errorf("the call %s has arguments %v, want %v", what, got, want)
+		}
+	}
+	if fmt.Sprint(results) != "[changed by the callback]" {
+		t.Errorf("the tool got %v, want the callback's change", results)
 	}
 }

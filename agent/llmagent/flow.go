@@ -454,7 +454,10 @@ const RejectedMessage = "This tool call is rejected."
 func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.FunctionCall, resume agent.ToolResume, tools map[string]tool.Tool) callResult {
 	tc := agent.NewResumedToolContext(inv, fc.ID, resume)
 	answer := resume.Confirmation
-	args := fc.Args
+	// The call's arguments are its own: callbacks and the tool may change
+	// them, and the committed call (the event its caller received, and the
+	// model history built from it) stays as the model made it.
+	args := event.CloneMap(fc.Args)
 	if args == nil {
 		args = map[string]any{}
 	}
