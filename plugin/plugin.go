@@ -55,7 +55,10 @@ type Plugin struct {
 	// own.
 	BeforeRun func(ctx context.Context, cc *agent.CallbackContext) (*genai.Content, error)
 	// OnEvent sees every committed event; a non-nil event replaces the one
-	// forwarded to the caller (storage keeps the original).
+	// forwarded to the caller (storage keeps the original). The event it
+	// sees is the committed one, which later model calls are built from:
+	// a hook returns a changed copy (event.Event.Clone) rather than change
+	// it.
 	OnEvent func(ctx context.Context, inv *agent.Invocation, ev *event.Event) (*event.Event, error)
 	// AfterAgents runs when the agents of an invocation have finished
 	// without error. A non-nil event is committed by the runner as part of

@@ -227,9 +227,12 @@ func (r *Runner) Memory() *memory.Service { return r.cfg.Memory }
 
 // Run runs one invocation: msg from userID in session sessionID. It yields
 // the agents' events (not the user message) as they are committed, and
-// partial events as they stream. The iterator is single-use; breaking out of
-// the loop or cancelling ctx stops the invocation. On error it yields a
-// non-nil error once and stops. opts may be nil.
+// partial events as they stream. The events are the committed ones, which
+// the runner's copy of the session holds and later model calls are built
+// from: read them, and change a copy (event.Event.Clone). The iterator is
+// single-use; breaking out of the loop or cancelling ctx stops the
+// invocation. On error it yields a non-nil error once and stops. opts may
+// be nil.
 func (r *Runner) Run(ctx context.Context, userID, sessionID string, msg *genai.Content, opts *RunOptions) iter.Seq2[*event.Event, error] {
 	if opts == nil {
 		opts = &RunOptions{}
