@@ -33,8 +33,11 @@ type Tool interface {
 	// Declaration returns the function declaration sent to the model, or nil
 	// for a tool the model cannot call directly.
 	Declaration() *genai.FunctionDeclaration
-	// Run executes the tool. The result becomes the function response; an
-	// error becomes an error function response the model can read.
+	// Run executes the tool. args are the call's own (a copy of the
+	// model's), for the tool to use as it likes. The result becomes the
+	// function response, committed as it is: the tool hands it over and
+	// does not change it afterwards. An error becomes an error function
+	// response the model can read.
 	Run(ctx context.Context, tc Context, args map[string]any) (map[string]any, error)
 }
 
