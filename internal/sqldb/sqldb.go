@@ -113,6 +113,9 @@ func openSQLite(ctx context.Context, rest string, o Options) (*DB, error) {
 	settings := "_busy_timeout=" + strconv.FormatInt(busyTimeout.Milliseconds(), 10) +
 		"&_foreign_keys=1&_synchronous=NORMAL&_txlock=immediate"
 	memory := file == "" || file == ":memory:"
+	if !memory {
+		settings = "_journal_mode=WAL&" + settings
+	}
 	if query != "" {
 		settings += "&" + query
 	}
@@ -164,23 +167,21 @@ func openSQLite(ctx context.Context, rest string, o Options) (*DB, error) {
 // another connection holds (its busy_timeout).
 const busyTimeout = 10 * time.Second
 
-// enableWAL puts a SQLite file in WAL mode, which the file keeps for every
-// connection from then on. The switch upgrades the read lock its statement
-// holds to the write lock, and SQLite refuses such an upgrade at once,
-// without waiting out the busy timeout, while another connection holds the
-// file: another process opening the same new file at the same moment. So
-// a refused switch is tried again until the busy timeout has passed.
+// enableWAL opens the first connection of a SQLite file, which puts the
+// file in WAL mode (the journal mode its connections ask for), and checks
+// that it is. The file keeps the mode for every connection from then on.
+// Switching a file to WAL upgrades the read lock of the statement to the
+// write lock, and SQLite refuses such an upgrade at once, without waiting
+// out the busy timeout, while another connection holds the file: another
+// process opening the same new file at the same moment. So a refused
+// connection is tried again until the busy timeout has passed.
 func enableWAL(ctx context.Context, db *sql.DB) error {
 	deadline := time.Now().Add(busyTimeout)
 	wait := time.Millisecond
 	for {
-		var mode string
-		err := db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
+		err := db.PingContext(ctx)
 		if err == nil {
-			if !strings.EqualFold(mode, "wal") {
-				return fmt.Errorf("the file stays in journal mode %q: WAL is required", mode)
-			}
-			return nil
+			break
 		}
 		if !isBusy(err) || time.Now().Add(wait).After(deadline) {
 			return err
@@ -194,6 +195,14 @@ func enableWAL(ctx context.Context, db *sql.DB) error {
 		}
 		wait = min(2*wait, 50*time.Millisecond)
 	}
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return err
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("the file stays in journal mode %q: WAL is required", mode)
+	}
+	return nil
 }
 
 // isBusy reports whether err is SQLite's SQLITE_BUSY, or one of its

@@ -96,3 +96,21 @@ func TestOpenNewFileConcurrently(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenKeepsWAL checks that a SQLite file is in WAL mode, which the
+// store relies on, even when the URL's query asks for another journal
+// mode: Loom's own settings come first.
+func TestOpenKeepsWAL(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqldb.Open(ctx, sqldbtest.SQLiteURL(t)+"?_journal_mode=DELETE", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for name, pool := range map[string]*sql.DB{"write": db.W, "read": db.R} {
+		var mode string
+		if err := pool.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+			t.Errorf("%s pool: journal mode %q, %v; want wal", name, mode, err)
+		}
+	}
+}
