@@ -14,7 +14,6 @@ import (
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/plugin"
 	"github.com/loomkit/loom/runner"
-	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
 	"github.com/loomkit/loom/tool"
 )
@@ -28,6 +27,22 @@ func texts(contents []*genai.Content) []string {
 		}
 	}
 	return out
+}
+
+// runTurns runs one turn per question on one session of a new runner
+// over a, with plugins.
+func runTurns(t *testing.T, a agent.Agent, plugins []*plugin.Plugin, questions ...string) {
+	t.Helper()
+	r, err := runner.New(runner.Config{AppName: app, Agent: a, Sessions: memsession.NewService(),
+		AutoCreateSession: true, Plugins: plugins})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range questions {
+		if _, err := r.RunSync(t.Context(), user, sid, genai.NewContentFromText(q, genai.RoleUser), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // editRequest edits a model request as a before-model callback may: it
@@ -65,20 +80,7 @@ func TestCallbackEditsStayInTheirRequest(t *testing.T) {
 			} else {
 				plugins = []*plugin.Plugin{{Name: "edit", Callbacks: agent.Callbacks{BeforeModel: []agent.BeforeModelCallback{edit}}}}
 			}
-			a, err := llmagent.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := runner.New(runner.Config{AppName: "app", Agent: a, Sessions: memsession.NewService(),
-				AutoCreateSession: true, Plugins: plugins})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, q := range []string{"one", "two", "three"} {
-				if _, err := r.RunSync(t.Context(), "u", "s", genai.NewContentFromText(q, genai.RoleUser), nil); err != nil {
-					t.Fatal(err)
-				}
-			}
+			runTurns(t, mustAgent(t, cfg), plugins, "one", "two", "three")
 			wantSaw := [][]string{{"one"}, {"one", "ok", "two"}, {"one", "ok", "two", "ok", "three"}}
 			wantSent := [][]string{{"replaced"}, {"replaced", "ok", "[edited] two"}, {"replaced", "ok", "two", "ok", "[edited] three"}}
 			if !slices.EqualFunc(saw, wantSaw, slices.Equal) {
@@ -102,25 +104,12 @@ func TestReadOnlyHooksShareTheHistory(t *testing.T) {
 		m := scripted.New("echo", func(context.Context, *model.Request) (scripted.Turn, error) {
 			return scripted.Text("ok"), nil
 		})
-		a, err := llmagent.New(llmagent.Config{Name: "echo", Model: m})
-		if err != nil {
-			t.Fatal(err)
-		}
 		look := plugin.Plugin{Name: "look", Callbacks: agent.Callbacks{ReadOnlyModelHooks: readOnly,
 			BeforeModel: []agent.BeforeModelCallback{func(_ context.Context, _ *agent.CallbackContext, req *model.Request) (*model.Response, error) {
 				firsts = append(firsts, req.Contents[0])
 				return nil, nil
 			}}}}
-		r, err := runner.New(runner.Config{AppName: "app", Agent: a, Sessions: memsession.NewService(),
-			AutoCreateSession: true, Plugins: []*plugin.Plugin{&look}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, q := range []string{"one", "two", "three"} {
-			if _, err := r.RunSync(t.Context(), "u", "s", genai.NewContentFromText(q, genai.RoleUser), nil); err != nil {
-				t.Fatal(err)
-			}
-		}
+		runTurns(t, mustAgent(t, llmagent.Config{Name: "echo", Model: m}), []*plugin.Plugin{&look}, "one", "two", "three")
 		shared := firsts[0] == firsts[1] && firsts[1] == firsts[2]
 		if shared != readOnly {
 			t.Errorf("read-only hooks %v: the calls' first contents are one object: %v, want %v", readOnly, shared, readOnly)
@@ -129,20 +118,6 @@ func TestReadOnlyHooksShareTheHistory(t *testing.T) {
 			t.Errorf("read-only hooks %v: the calls' first contents are %q", readOnly, got)
 		}
 	}
-}
-
-// argsTool changes the arguments it is given.
-type argsTool struct{}
-
-func (argsTool) Name() string        { return "change_args" }
-func (argsTool) Description() string { return "changes its arguments" }
-func (argsTool) Declaration() *genai.FunctionDeclaration {
-	return &genai.FunctionDeclaration{Name: "change_args"}
-}
-func (argsTool) Run(_ context.Context, _ tool.Context, args map[string]any) (map[string]any, error) {
-	got := args["a"]
-	args["a"] = "changed by the tool"
-	return map[string]any{"got": got}, nil
 }
 
 // TestToolArgsAreTheCallsOwn checks that a before-tool callback and a tool
@@ -167,27 +142,17 @@ func TestToolArgsAreTheCallsOwn(t *testing.T) {
 		}
 		return scripted.Text("done"), nil
 	})
-	a, err := llmagent.New(llmagent.Config{Name: "a", Model: m, Tools: []tool.Tool{argsTool{}},
+	changeArgs := fnTool{name: "change_args", run: func(_ context.Context, _ tool.Context, args map[string]any) (map[string]any, error) {
+		got := args["a"]
+		args["a"] = "changed by the tool"
+		return map[string]any{"got": got}, nil
+	}}
+	f := newFixture(t, mustAgent(t, llmagent.Config{Name: "a", Model: m, Tools: []tool.Tool{changeArgs},
 		BeforeTool: []agent.BeforeToolCallback{func(_ context.Context, _ tool.Context, _ tool.Tool, args map[string]any) (map[string]any, error) {
 			args["a"] = "changed by the callback"
 			return nil, nil
-		}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := memsession.NewService()
-	r, err := runner.New(runner.Config{AppName: "app", Agent: a, Sessions: svc, AutoCreateSession: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	evs, err := r.RunSync(t.Context(), "u", "s", genai.NewContentFromText("go", genai.RoleUser), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored, err := svc.Get(t.Context(), session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+		}}}), nil, nil)
+	evs := f.run(t, "go", nil)
 	var received, kept []map[string]any
 	var results []any
 	for _, ev := range evs {
@@ -198,7 +163,7 @@ func TestToolArgsAreTheCallsOwn(t *testing.T) {
 			results = append(results, fr.Response["got"])
 		}
 	}
-	for _, ev := range stored.Events() {
+	for _, ev := range f.session(t).Events() {
 		for _, fc := range ev.FunctionCalls() {
 			kept = append(kept, fc.Args)
 		}

@@ -146,7 +146,7 @@ func openSQLite(ctx context.Context, rest string, o Options) (*DB, error) {
 	}
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
-	if err := enableWAL(ctx, w); err != nil {
+	if err := openWAL(ctx, w); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqldb: open sqlite %s: %w", file, err)
 	}
@@ -167,7 +167,7 @@ func openSQLite(ctx context.Context, rest string, o Options) (*DB, error) {
 // another connection holds (its busy_timeout).
 const busyTimeout = 10 * time.Second
 
-// enableWAL opens the first connection of a SQLite file, which puts the
+// openWAL opens the first connection of a SQLite file, which puts the
 // file in WAL mode (the journal mode its connections ask for), and checks
 // that it is. The file keeps the mode for every connection from then on.
 // Switching a file to WAL upgrades the read lock of the statement to the
@@ -175,7 +175,7 @@ const busyTimeout = 10 * time.Second
 // out the busy timeout, while another connection holds the file: another
 // process opening the same new file at the same moment. So a refused
 // connection is tried again until the busy timeout has passed.
-func enableWAL(ctx context.Context, db *sql.DB) error {
+func openWAL(ctx context.Context, db *sql.DB) error {
 	deadline := time.Now().Add(busyTimeout)
 	wait := time.Millisecond
 	for {
