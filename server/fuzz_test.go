@@ -13,6 +13,7 @@ import (
 
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/artifact/memartifact"
+	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/runner"
@@ -34,6 +35,8 @@ func FuzzRunRequest(f *testing.F) {
 		`{"appName":"fuzz","userId":"u","sessionId":"s","newMessage":{"parts":[{"functionResponse":{"name":"f","response":{"k":` + deep + `}}}]}}`,
 		`{"appName":"fuzz","userId":"u","sessionId":"s","newMessage":{"parts":[null]}}`,
 		`{"appName":"fuzz","userId":"u","sessionId":"s","newMessage":{"role":"model","parts":[{}]}}`,
+		`{"app_name":"fuzz","user_id":"u","session_Id":"s2","new_message":{"pArts":[{"teXt":"hi"}]}}`,
+		`{"appName":"fuzz","userId":"u","sessionId":"s3","session_id":"s4","newMessage":{"parts":[{"text":"hi"}]}}`,
 		`{"appName":"fuzz","userId":"u\u0000","sessionId":"s","newMessage":{"parts":[{"inlineData":{"mimeType":"text/plain","data":"aGk="}}]}}`,
 	} {
 		f.Add(seed, false)
@@ -68,19 +71,13 @@ func FuzzRunRequest(f *testing.F) {
 		if w.Code != http.StatusOK {
 			return
 		}
-		var req map[string]any
-		if err := json.Unmarshal([]byte(body), &req); err != nil {
-			t.Fatalf("accepted a body that is not a JSON object: %v", err)
-		}
-		pick := func(camel, snake string) string {
-			if v, ok := req[camel].(string); ok && v != "" {
-				return v
-			}
-			v, _ := req[snake].(string)
+		req := topMembers(t, body)
+		pick := func(name string) string {
+			v, _ := req[name].(string)
 			return v
 		}
-		get := "/apps/" + url.PathEscape(pick("appName", "app_name")) + "/users/" + url.PathEscape(pick("userId", "user_id")) +
-			"/sessions/" + url.PathEscape(pick("sessionId", "session_id"))
+		get := "/apps/" + url.PathEscape(pick("appName")) + "/users/" + url.PathEscape(pick("userId")) +
+			"/sessions/" + url.PathEscape(pick("sessionId"))
 		g := httptest.NewRecorder()
 		srv.ServeHTTP(g, httptest.NewRequest("GET", get, nil))
 		b, _ := io.ReadAll(g.Body)
@@ -92,4 +89,33 @@ func FuzzRunRequest(f *testing.F) {
 			t.Fatalf("after an accepted run, GET %s: %d %.300s", get, g.Code, b)
 		}
 	})
+}
+
+// topMembers reads an accepted body's members as the server does: keys in
+// camelCase (event.CamelCase), in order, the last of a name winning and a
+// null removing it.
+func topMembers(t *testing.T, body string) map[string]any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("accepted a body that is not a JSON object: %v %v", tok, err)
+	}
+	m := map[string]any{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatalf("accepted a body that is not a JSON object: %v", err)
+		}
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("accepted a body that is not a JSON object: %v", err)
+		}
+		k := event.CamelCase(tok.(string))
+		if v == nil {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+	}
+	return m
 }
