@@ -2,18 +2,13 @@ package bench_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"net/url"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
-
-	_ "github.com/jackc/pgx/v5/stdlib" // the PostgreSQL driver, for setup
 
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/internal/sqldb/sqldbtest"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/sqlsession"
 )
@@ -44,11 +39,8 @@ func BenchmarkS4(b *testing.B) {
 		})
 	})
 	b.Run("Postgres", func(b *testing.B) {
-		server := os.Getenv("LOOM_TEST_POSTGRES_URL")
-		if server == "" {
-			b.Skip("LOOM_TEST_POSTGRES_URL is not set; run scripts/postgres.sh")
-		}
-		benchS4(b, func(b *testing.B) string { return postgresSchema(b, server) })
+		sqldbtest.PostgresServer(b)
+		benchS4(b, func(b *testing.B) string { return sqldbtest.PostgresURL(b) })
 	})
 }
 
@@ -199,30 +191,4 @@ func benchS4(b *testing.B, newURL func(b *testing.B) string) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(round*invocations), "ns/inv")
 	})
-}
-
-// postgresSchema creates a schema of its own on the server for b, dropped
-// when b ends, and returns a URL whose connections use it.
-func postgresSchema(b *testing.B, server string) string {
-	db, err := sql.Open("pgx", server)
-	if err != nil {
-		b.Fatal(err)
-	}
-	schema := fmt.Sprintf("bench_%d_%d", os.Getpid(), time.Now().UnixNano())
-	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
-		db.Close()
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		db.Exec("DROP SCHEMA " + schema + " CASCADE")
-		db.Close()
-	})
-	u, err := url.Parse(server)
-	if err != nil {
-		b.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }

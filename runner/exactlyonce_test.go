@@ -14,6 +14,7 @@ import (
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/workflowagent"
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/internal/sqldb/sqldbtest"
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
@@ -178,10 +179,16 @@ func storeKinds(t *testing.T) []storeKind {
 			return openSQL(t, "sqlite://"+filepath.Join(dir, "sessions.db"))
 		}},
 	}
-	if url := os.Getenv("LOOM_TEST_POSTGRES_URL"); url != "" {
-		kinds = append(kinds, storeKind{"postgres", func(t *testing.T, _ string) *session.Service { return openSQL(t, url) }})
-	} else if os.Getenv("CI") != "" {
-		t.Fatal("LOOM_TEST_POSTGRES_URL is not set")
+	if os.Getenv(sqldbtest.EnvPostgres) != "" || os.Getenv("CI") != "" {
+		// A schema of its own per dir, so that no run, this one or an
+		// earlier one on the same server, shares a session with another.
+		schemas := map[string]string{}
+		kinds = append(kinds, storeKind{"postgres", func(t *testing.T, dir string) *session.Service {
+			if schemas[dir] == "" {
+				schemas[dir] = sqldbtest.PostgresURL(t)
+			}
+			return openSQL(t, schemas[dir])
+		}})
 	}
 	return kinds
 }
