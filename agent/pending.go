@@ -38,14 +38,16 @@ import (
 // A pausing call belongs to the agent that made it, on that agent's branch,
 // in its invocation. An answer is delivered to that owner only
 // ([Invocation.Answers]): no other agent of the tree sees it. The owner has
-// used an answer as soon as it commits any event after it (the result of
-// the approved tool, or its next model response), so a later pass of a
-// loop, a later invocation or a restarted process never takes it for new;
-// if the process stops between the answer and the owner's next commit, the
-// answer is delivered again when the invocation resumes.
+// used an answer as soon as it commits an event with content after it (the
+// result of the approved tool, its next model response, an error), so a
+// later pass of a loop, a later invocation or a restarted process never
+// takes it for new; an event that only carries actions (state staged by a
+// callback or a plugin, a checkpoint) does not use it. If the process
+// stops between the answer and the owner's next such commit, the answer is
+// delivered again when the invocation resumes.
 
-// ErrNotPending is wrapped by the errors of [Pending] for a response that
-// answers no pending call.
+// ErrNotPending is wrapped by the errors of [Pending] for a message whose
+// function responses do not answer pending calls of one agent branch.
 var ErrNotPending = errors.New("agent: no pending call")
 
 // PauseKind says why a call pauses its invocation.
@@ -108,8 +110,12 @@ func completes(k PauseKind, ev *event.Event) bool {
 // Pending checks the function responses of a client message against the
 // session log and returns the pending calls they answer, in message order.
 // It fails, with an error wrapping ErrNotPending, when a response answers
-// no call of the log, a call that does not pause, or one that is no longer
-// pending; and when two responses of the message answer the same call.
+// no call of the log, a call that does not pause, one that is no longer
+// pending, or one a rewind took back; when two responses of the message
+// answer the same call; and when the calls answered belong to two
+// invocations or two branches (the message is stored on the branch of its
+// calls, where only their owners see it: each branch is answered in a
+// message of its own).
 func Pending(sess *session.Session, msg *genai.Content) ([]PendingCall, error) {
 	var ids []string           // in message order
 	var wanted map[string]bool // the same, as a set: a message may hold many parts
@@ -133,11 +139,16 @@ func Pending(sess *session.Session, msg *genai.Content) ([]PendingCall, error) {
 	found := make(map[string]PendingCall, len(ids))
 	var later laterResponses
 	left := len(ids)
+	hidden := rewound(sess)
 	// Only events that mention an answered call matter: those that make
 	// it, and its responses.
 	for i, ev := range sess.EventsMentioning(ids...) {
 		if left == 0 {
 			break
+		}
+		if hidden[i] {
+			later.add(ev) // a rewound answer still answered its call
+			continue
 		}
 		for _, fc := range ev.FunctionCalls() {
 			if !wanted[fc.ID] {
@@ -166,6 +177,15 @@ func Pending(sess *session.Session, msg *genai.Content) ([]PendingCall, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: no pending function call with id %q", ErrNotPending, id)
 		}
+		if len(out) > 0 {
+			switch first := out[0]; {
+			case pc.InvocationID != first.InvocationID:
+				return nil, fmt.Errorf("%w: the message answers calls of two invocations (%s and %s)", ErrNotPending, first.InvocationID, pc.InvocationID)
+			case pc.Branch != first.Branch:
+				return nil, fmt.Errorf("%w: the message answers calls of two branches (%q and %q); answer each branch in a message of its own",
+					ErrNotPending, first.Branch, pc.Branch)
+			}
+		}
 		out = append(out, pc)
 	}
 	return out, nil
@@ -182,15 +202,40 @@ func Waiting(after []*event.Event, k PauseKind, id string) bool {
 	return true
 }
 
+// StillWaiting reports whether a pausing call that author made on branch,
+// among evs (events of one invocation, oldest first), still waits for the
+// client (see Waiting). An agent that made several pausing calls, in one
+// model turn or in several, stays paused until the last is answered.
+func StillWaiting(evs []*event.Event, author, branch string) bool {
+	for i, ev := range evs {
+		if ev.Author != author || ev.Branch != branch {
+			continue
+		}
+		calls, kinds := PausingCalls(ev)
+		for j, fc := range calls {
+			if Waiting(evs[i+1:], kinds[j], fc.ID) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // FirstWaiting returns the index in sess of the oldest pausing call still
-// waiting for the client (see Waiting), and whether there is one. Only the
+// waiting for the client (see Waiting), and whether there is one. Calls a
+// rewind took back do not wait. Only the
 // events that make a pausing call or answer a call are decoded: in a long
 // session kept encoded (see session.Session.Trim) it costs a scan of
 // bytes.
 func FirstWaiting(sess *session.Session) (int, bool) {
 	var later laterResponses
 	first := -1
+	hidden := rewound(sess)
 	for i, ev := range sess.EventsMentioning("longRunningToolIds", "functionResponse") {
+		if hidden[i] {
+			later.add(ev)
+			continue
+		}
 		calls, kinds := PausingCalls(ev)
 		for j, fc := range calls {
 			if !later.complete(fc.ID, kinds[j]) {
@@ -200,6 +245,34 @@ func FirstWaiting(sess *session.Session) (int, bool) {
 		later.add(ev)
 	}
 	return first, first >= 0
+}
+
+// rewound returns the session indexes of the events a rewind took back
+// (event.Visible): their calls pause nothing any more, and cannot be
+// answered. A session without a rewind, the common case, costs a scan of
+// bytes and gives nil.
+func rewound(sess *session.Session) map[int]bool {
+	some := false
+	for _, ev := range sess.EventsMentioning("rewindBeforeInvocationId") {
+		if some = ev.Actions.RewindBeforeInvocationID != ""; some {
+			break
+		}
+	}
+	if !some {
+		return nil
+	}
+	hidden := make(map[int]bool)
+	next := sess.Len() // the index above the last visible event seen
+	for i := range event.Visible(sess) {
+		for j := i + 1; j < next; j++ {
+			hidden[j] = true
+		}
+		next = i
+	}
+	for j := 0; j < next; j++ {
+		hidden[j] = true
+	}
+	return hidden
 }
 
 // laterResponses records the function responses of a log read newest
@@ -251,8 +324,8 @@ func openAnswers(sess *session.Session, floor int, invocationID string) []Answer
 			continue
 		}
 		if ev.Author != event.AuthorUser {
-			if len(out) > 0 { // the author has used the answers addressed to it
-				out = slices.DeleteFunc(out, func(a Answer) bool { return a.Author == ev.Author && a.Branch == ev.Branch })
+			if len(out) > 0 {
+				out = slices.DeleteFunc(out, func(a Answer) bool { return uses(ev, a.PendingCall) })
 			}
 			pausing, kinds := PausingCalls(ev)
 			for j, fc := range pausing {
@@ -273,6 +346,13 @@ func openAnswers(sess *session.Session, floor int, invocationID string) []Answer
 	return out
 }
 
+// uses reports whether ev uses the answers to the pending call pc: an
+// event with content of the call's owner, in its invocation (see the
+// ledger above).
+func uses(ev *event.Event, pc PendingCall) bool {
+	return ev.Content != nil && ev.Author == pc.Author && ev.Branch == pc.Branch && ev.InvocationID == pc.InvocationID
+}
+
 // Answers returns the client's answers to the current agent's pausing
 // calls, on its branch, that it has not used yet (see the ledger above).
 // Outside an invocation that resumes after answers it returns nil at no
@@ -291,8 +371,7 @@ func (inv *Invocation) Answers() []Answer {
 		}
 		used := false
 		for i := a.AnswerIndex + 1; i < sess.Len() && !used; i++ {
-			ev := sess.At(i)
-			used = ev.Author == name && ev.Branch == inv.branch && ev.InvocationID == a.InvocationID
+			used = uses(sess.At(i), a.PendingCall)
 		}
 		if !used {
 			out = append(out, a)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"google.golang.org/genai"
@@ -145,5 +146,65 @@ func TestT3FirstWaitingAgreesWithWaiting(t *testing.T) {
 	}
 	if waiting < 60 || waiting > 240 {
 		t.Errorf("%d of 300 logs have a waiting call: the cases are not mixed", waiting)
+	}
+}
+
+// TestT6PendingCallsOfOneBranch: a message may answer several calls of one
+// branch, but not calls of two branches or of two invocations; and a call a
+// rewind took back neither waits nor can be answered, whether the session
+// holds its events decoded or encoded (CONFORMANCE T5, T6).
+func TestT6PendingCallsOfOneBranch(t *testing.T) {
+	ctx := context.Background()
+	svc := memsession.NewService()
+	sess, err := svc.Create(ctx, session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(inv, branch string, ids ...string) *event.Event {
+		ev := event.New(inv, "agent")
+		ev.Branch = branch
+		ev.Content = &genai.Content{Role: genai.RoleModel}
+		for _, id := range ids {
+			ev.Content.Parts = append(ev.Content.Parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: id, Name: "approve"}})
+		}
+		ev.LongRunningToolIDs = ids
+		return ev
+	}
+	rewind := event.New("e-3", "user")
+	rewind.Actions.RewindBeforeInvocationID = "e-2"
+	for _, ev := range []*event.Event{
+		event.NewUserText("e-1", "start"), call("e-1", "par.a", "a1", "a2"), call("e-1", "par.b", "b1"),
+		event.NewUserText("e-2", "again"), call("e-2", "", "c1"), rewind,
+		event.NewUserText("e-4", "later"), call("e-4", "", "d1"),
+	} {
+		if err := svc.AppendEvent(ctx, sess, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msg := func(ids ...string) *genai.Content {
+		m := &genai.Content{Role: genai.RoleUser}
+		for _, id := range ids {
+			m.Parts = append(m.Parts, answer(id).Parts...)
+		}
+		return m
+	}
+	for _, trim := range []bool{false, true} {
+		if trim {
+			sess.Trim(0)
+		}
+		if pcs, err := agent.Pending(sess, msg("a1", "a2")); err != nil || len(pcs) != 2 || pcs[1].Branch != "par.a" {
+			t.Errorf("trimmed %v: two calls of one branch: %+v, %v", trim, pcs, err)
+		}
+		for _, c := range []struct {
+			ids  []string
+			want string
+		}{{[]string{"a1", "b1"}, "two branches"}, {[]string{"a1", "d1"}, "two invocations"}, {[]string{"c1"}, `"c1"`}} {
+			if _, err := agent.Pending(sess, msg(c.ids...)); !errors.Is(err, agent.ErrNotPending) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("trimmed %v: answers to %v: %v, want ErrNotPending naming %s", trim, c.ids, err, c.want)
+			}
+		}
+		if i, ok := agent.FirstWaiting(sess); !ok || i != 1 {
+			t.Errorf("trimmed %v: FirstWaiting = %d, %v; want 1 (the rewound call does not wait)", trim, i, ok)
+		}
 	}
 }

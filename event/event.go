@@ -72,6 +72,29 @@ type Event struct {
 // on the wire, with the value true.
 const MetadataLLMCall = "llmCall"
 
+// MetadataStartedCalls is the "customMetadata" key of an LLM agent's event
+// that records long-running tool calls whose tools ran and returned
+// nothing yet (a list of call ids): their call is not run again when the
+// invocation resumes after a crash, while it waits for the client.
+const MetadataStartedCalls = "startedCalls"
+
+// StartedCalls returns the call ids ev records under MetadataStartedCalls.
+func (e *Event) StartedCalls() []string {
+	switch v := e.CustomMetadata[MetadataStartedCalls].(type) {
+	case []string:
+		return v
+	case []any:
+		ids := make([]string, 0, len(v))
+		for _, x := range v {
+			if id, ok := x.(string); ok {
+				ids = append(ids, id)
+			}
+		}
+		return ids
+	}
+	return nil
+}
+
 // wireMetadata returns the custom metadata the event has on the wire: its
 // CustomMetadata, with the LLMCall mark added in a copy.
 func (e *Event) wireMetadata() map[string]any {

@@ -101,10 +101,8 @@ func (r *Runner) resumption(tree *agent.Tree, sess *session.Session, msg *genai.
 		return nil, nil // a new invocation: the common case costs nothing
 	}
 	res := &resumption{tree: tree}
-	for _, pc := range calls {
-		if res.id != "" && res.id != pc.InvocationID {
-			return nil, fmt.Errorf("%w: the message answers calls of two invocations (%s and %s)", ErrInvalid, res.id, pc.InvocationID)
-		}
+	if len(calls) > 0 { // all of one invocation and one branch (agent.Pending)
+		pc := calls[len(calls)-1]
 		res.id, res.branch, res.asker = pc.InvocationID, pc.Branch, pc.Author
 	}
 	if explicitID != "" {
@@ -152,6 +150,11 @@ func (r *Runner) locate(sess *session.Session, res *resumption) bool {
 // stays paused until its calls are answered through Run. An invocation that
 // had finished yields nothing.
 //
+// Only an agent that resumes from the log (agent.Resumer: the LLM and
+// workflow agents) can tell what it had done: an invocation started by
+// another agent, once that agent has committed an event, cannot be resumed
+// and Resume fails with an error wrapping ErrInvalid, running nothing.
+//
 // The model calls the invocation made before count against
 // opts.MaxLLMCalls, as if it had not been interrupted. It fails with an
 // error wrapping ErrInvalid, storing nothing, if the session has no such
@@ -173,7 +176,11 @@ func (r *Runner) Resume(ctx context.Context, userID, sessionID, invocationID str
 				return fmt.Errorf("%w: no invocation %q in session %s", ErrInvalid, invocationID, sessionID)
 			}
 			if res.first == "" {
-				res.first = tree.Root().Name()
+				res.first = tree.Root().Name() // nothing ran: start afresh
+			} else if rs, ok := tree.Find(res.first).(agent.Resumer); !ok || !rs.ResumesFromLog() {
+				// Running it again could repeat what it had done.
+				return fmt.Errorf("%w: agent %s cannot continue invocation %s from the session log (it is not an agent.Resumer)",
+					ErrInvalid, res.first, invocationID)
 			}
 			r.invoke(ctx, tree, sess, nil, &RunOptions{Streaming: opts.Streaming, MaxLLMCalls: opts.MaxLLMCalls}, res, yield)
 			return nil

@@ -385,12 +385,14 @@ func (a *Agent) setOutput(ev *event.Event) error {
 type callResult struct {
 	part    *genai.Part
 	actions event.Actions
+	started bool // a long-running tool ran and returned nothing yet
 }
 
 // runCalls runs the function calls of one model response, concurrently when
 // there are several, and merges their responses into one event in call
-// order. It returns nil when no call produced a response (long-running tools
-// that returned nothing).
+// order. Long-running tools that ran and returned nothing are recorded in
+// the event's custom metadata (event.MetadataStartedCalls). It returns nil
+// when there is nothing to commit.
 func (a *Agent) runCalls(ctx context.Context, inv *agent.Invocation, calls []*genai.FunctionCall, answers []agent.ToolResume, tools map[string]tool.Tool) *event.Event {
 	// One call (the usual case) runs without the goroutine, whose captures
 	// would move the result and its slice to the heap.
@@ -419,14 +421,22 @@ func (a *Agent) runCalls(ctx context.Context, inv *agent.Invocation, calls []*ge
 	} else {
 		ev.Content = &genai.Content{Role: genai.RoleUser}
 	}
-	for _, r := range results {
+	var started []string
+	for i, r := range results {
 		if r.part != nil {
 			ev.Content.Parts = append(ev.Content.Parts, r.part)
 		}
+		if r.started {
+			started = append(started, calls[i].ID)
+		}
 		ev.Actions.Merge(&r.actions)
 	}
+	if started != nil {
+		// Recorded so that resuming after a crash does not start them again.
+		ev.CustomMetadata = map[string]any{event.MetadataStartedCalls: started}
+	}
 	if len(ev.Content.Parts) == 0 {
-		if ev.Actions.IsZero() {
+		if ev.Actions.IsZero() && started == nil {
 			return nil
 		}
 		ev.Content = nil
@@ -528,7 +538,7 @@ func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.Fu
 		if lr, ok := t.(tool.LongRunning); ok && lr.IsLongRunning() {
 			// A long-running tool with nothing to say yet: the client sends
 			// the response later.
-			return callResult{actions: tc.TakeActions()}
+			return callResult{actions: tc.TakeActions(), started: true}
 		}
 		res = map[string]any{}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -478,10 +479,13 @@ func TestT3LongRunningPausesAndResumes(t *testing.T) {
 	m := scripted.NewSequence("m", scripted.Call("approve", map[string]any{"amount": 5.0}), scripted.Text("approved, thanks"))
 	f := newFixture(t, mustAgent(t, llmagent.Config{Name: "a", Model: m, Tools: []tool.Tool{approve}}), nil, nil)
 	evs := f.run(t, "pay 5", nil)
-	if len(evs) != 1 || len(evs[0].LongRunningToolIDs) != 1 || !evs[0].IsFinalResponse() {
-		t.Fatalf("want one paused call event, got %d events", len(evs))
+	if len(evs) != 2 || len(evs[0].LongRunningToolIDs) != 1 || !evs[0].IsFinalResponse() {
+		t.Fatalf("want the paused call event and the record that its tool ran, got %d events", len(evs))
 	}
 	id := evs[0].LongRunningToolIDs[0]
+	if got := evs[1].StartedCalls(); evs[1].Content != nil || !slices.Equal(got, []string{id}) {
+		t.Fatalf("second event: content %v, started calls %v, want none and [%s]", evs[1].Content, got, id)
+	}
 	resp := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{ID: id, Name: "approve", Response: map[string]any{"ok": true}}}}}
 	evs, err := f.r.RunSync(context.Background(), user, sid, resp, nil)
 	if err != nil {
@@ -549,7 +553,9 @@ func TestT3PauseStopsEnclosingWorkflow(t *testing.T) {
 	}
 	var evs []*event.Event
 	for _, ev := range newFixture(t, seq, nil, nil).run(t, "go", nil) {
-		if !agent.IsCheckpoint(ev) { // the pipeline's checkpoint before its first step
+		// Leave out the pipeline's checkpoint before its first step, and
+		// the record that the tool ran.
+		if !agent.IsCheckpoint(ev) && ev.StartedCalls() == nil {
 			evs = append(evs, ev)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"google.golang.org/genai"
 
@@ -44,6 +43,9 @@ func (a *Agent) resume(ctx context.Context, inv *agent.Invocation, yield func(*e
 		for _, fr := range e.FunctionResponses() {
 			responded[fr.ID] = true
 		}
+		for _, id := range e.StartedCalls() {
+			responded[id] = true // ran; waits for the client
+		}
 	}
 	switch {
 	case last < 0:
@@ -64,11 +66,11 @@ func (a *Agent) resume(ctx context.Context, inv *agent.Invocation, yield func(*e
 		yield(nil, err)
 		return nil, false
 	}
-	p := paused{calls: calls, after: after, answers: map[string]agent.Answer{}}
+	p := paused{evs: evs, calls: calls, after: after, answers: map[string]agent.Answer{},
+		waiting: agent.StillWaiting(evs, a.Name(), inv.Branch())}
 	for _, ans := range inv.Answers() {
 		p.answers[ans.Call.ID] = ans
 	}
-	p.pausing, p.kinds = agent.PausingCalls(calls)
 	if isClientRequest(calls) {
 		return a.resumeRequests(ctx, inv, &p, tools, yield)
 	}
@@ -76,19 +78,15 @@ func (a *Agent) resume(ctx context.Context, inv *agent.Invocation, yield func(*e
 }
 
 // paused is where a resumed agent stopped: its latest event with function
-// calls, the events after it, and the answers the ledger delivers to it.
+// calls, the events after it, the answers the ledger delivers to it, and
+// whether one of its pausing calls in the invocation, in that event or an
+// earlier one, still waits for the client.
 type paused struct {
+	evs     []*event.Event // the invocation's events (agent.ResumeEvents)
 	calls   *event.Event
 	after   []*event.Event
 	answers map[string]agent.Answer // by call id
-	pausing []*genai.FunctionCall   // the calls of calls that pause, with their kinds
-	kinds   []agent.PauseKind
-}
-
-// waiting reports whether fc still waits for the client.
-func (p *paused) waiting(fc *genai.FunctionCall) bool {
-	i := slices.Index(p.pausing, fc)
-	return i >= 0 && agent.Waiting(p.after, p.kinds[i], fc.ID)
+	waiting bool
 }
 
 // resumeRequests goes on after confirmation or credential requests: it runs
@@ -97,7 +95,6 @@ func (a *Agent) resumeRequests(ctx context.Context, inv *agent.Invocation, p *pa
 	yield func(*event.Event, error) bool) (agent.Agent, bool) {
 	var run []*genai.FunctionCall
 	var resumes []agent.ToolResume
-	waiting := false
 	for _, fc := range p.calls.FunctionCalls() {
 		orig, err := originalCall(fc)
 		if err != nil {
@@ -106,15 +103,13 @@ func (a *Agent) resumeRequests(ctx context.Context, inv *agent.Invocation, p *pa
 		}
 		if ans, ok := p.answers[fc.ID]; ok {
 			run = append(run, orig)
-			resumes = append(resumes, clientAnswer(inv, ans))
-		} else if p.waiting(fc) {
-			waiting = true
+			resumes = append(resumes, clientAnswer(inv, ans, p.approval(orig.ID)))
 		}
 	}
 	if len(run) > 0 {
-		return a.afterCalls(ctx, inv, run, resumes, tools, waiting, yield)
+		return a.afterCalls(ctx, inv, run, resumes, tools, p.waiting, yield)
 	}
-	if waiting {
+	if p.waiting {
 		inv.End()
 		return a, true
 	}
@@ -122,25 +117,22 @@ func (a *Agent) resumeRequests(ctx context.Context, inv *agent.Invocation, p *pa
 }
 
 // resumeCalls goes on after a model response with calls: it runs those
-// that have no response (the process stopped before they ran), stays
-// paused while a long-running call waits for the client, and otherwise
-// goes on as the responses say.
+// that have no response and, for a long-running call, no record that its
+// tool ran (the process stopped before they ran), stays paused while a
+// long-running call waits for the client, and otherwise goes on as the
+// responses say.
 func (a *Agent) resumeCalls(ctx context.Context, inv *agent.Invocation, p *paused, responded map[string]bool, tools map[string]tool.Tool,
 	yield func(*event.Event, error) bool) (next agent.Agent, ok bool) {
 	var run []*genai.FunctionCall
-	waiting := false
 	for _, fc := range p.calls.FunctionCalls() {
-		switch {
-		case slices.Contains(p.calls.LongRunningToolIDs, fc.ID):
-			waiting = waiting || p.waiting(fc)
-		case !responded[fc.ID]:
+		if !responded[fc.ID] {
 			run = append(run, fc)
 		}
 	}
 	if len(run) > 0 {
-		return a.afterCalls(ctx, inv, run, nil, tools, waiting, yield)
+		return a.afterCalls(ctx, inv, run, nil, tools, p.waiting, yield)
 	}
-	if waiting {
+	if p.waiting {
 		inv.End() // still paused
 		return a, true
 	}
@@ -201,7 +193,10 @@ func isClientRequest(e *event.Event) bool {
 // clientAnswer reads the client's answer to a request: a confirmation from
 // the response, a credential from the invocation (credentials are kept out
 // of the log; after a restart the tool runs without one and may ask again).
-func clientAnswer(inv *agent.Invocation, ans agent.Answer) agent.ToolResume {
+// A credential comes with approval, the confirmation the client gave
+// earlier for the same call, if any: a tool that needs both is not asked to
+// be approved again.
+func clientAnswer(inv *agent.Invocation, ans agent.Answer, approval *event.ToolConfirmation) agent.ToolResume {
 	if ans.Kind == agent.PauseConfirmation {
 		return agent.ToolResume{Confirmation: parseAnswer(ans.Response.Response)}
 	}
@@ -209,7 +204,32 @@ func clientAnswer(inv *agent.Invocation, ans agent.Answer) agent.ToolResume {
 	if cred == nil {
 		cred = map[string]any{}
 	}
-	return agent.ToolResume{Credential: cred}
+	return agent.ToolResume{Credential: cred, Confirmation: approval}
+}
+
+// approval returns the confirmation the client gave, in this invocation,
+// for the agent's call id, or nil.
+func (p *paused) approval(id string) *event.ToolConfirmation {
+	requests := map[string]bool{} // confirmation requests about call id
+	var approval *event.ToolConfirmation
+	for _, e := range p.evs {
+		if e.Author == event.AuthorUser {
+			for _, fr := range e.FunctionResponses() {
+				if requests[fr.ID] {
+					approval = parseAnswer(fr.Response)
+				}
+			}
+			continue
+		}
+		for _, fc := range e.FunctionCalls() {
+			if fc.Name == event.FunctionRequestConfirmation {
+				if orig, err := originalCall(fc); err == nil && orig.ID == id {
+					requests[fc.ID] = true
+				}
+			}
+		}
+	}
+	return approval
 }
 
 // originalCall returns the call a confirmation or credential request is
