@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	"google.golang.org/genai"
 
@@ -56,6 +57,18 @@ func (e *Entry) Text() string {
 	return b.String()
 }
 
+// Words returns the words of text in order, lower-cased (strings.ToLower),
+// repeats included. A word is a maximal run of Unicode letters and digits
+// (unicode.IsLetter, unicode.IsDigit); everything else separates words, so
+// "alice@example.com" holds the words "alice", "example" and "com". It is
+// the rule by which every store matches queries to entries: an entry
+// matches a query word when the word is among the entry's words.
+func Words(text string) []string {
+	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+}
+
 // Store is the storage driver behind a Service. Implementations must be
 // safe for concurrent use. A session holds at most one entry per id; the
 // entries of one call have distinct ids (the Service sees to it).
@@ -69,7 +82,8 @@ type Store interface {
 	// of entries given, not on the number the session holds.
 	Upsert(ctx context.Context, app, user, sessionID string, entries []Entry) error
 	// Search returns up to limit entries of (app, user) that match query,
-	// best match first. Matching is word-based and case-insensitive.
+	// best match first. Matching is word-based and case-insensitive: an
+	// entry matches when it contains at least one of the query's Words.
 	Search(ctx context.Context, app, user, query string, limit int) ([]Entry, error)
 	// Close releases the store's resources.
 	Close() error

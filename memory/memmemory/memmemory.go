@@ -4,8 +4,8 @@
 //
 // # Matching
 //
-// Texts and queries are split into words (runs of Unicode letters and
-// digits) and lower-cased. An entry matches when it contains at least one
+// Texts and queries are split into words by [memory.Words] (runs of Unicode
+// letters and digits, lower-cased). An entry matches when it contains at least one
 // query word; its score is the number of distinct query words it contains.
 // Results are ordered by score, then newest first, then by id. A search
 // scans every memory of the (app, user), so its cost grows with the number
@@ -17,9 +17,7 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"sync"
-	"unicode"
 
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/memory"
@@ -54,14 +52,6 @@ func (s *Store) check(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// tokenize splits text into lower-case words: maximal runs of Unicode letters
-// and digits. It is the tokenizer the store uses for texts and queries.
-func tokenize(text string) []string {
-	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	})
-}
-
 func cloneEntry(e memory.Entry) memory.Entry {
 	e.Content = event.CloneContent(e.Content)
 	return e
@@ -73,7 +63,7 @@ func records(entries []memory.Entry) map[string]*stored {
 	for _, e := range entries {
 		c := cloneEntry(e)
 		words := map[string]struct{}{}
-		for _, w := range tokenize(c.Text()) {
+		for _, w := range memory.Words(c.Text()) {
 			words[w] = struct{}{}
 		}
 		recs[c.ID] = &stored{entry: c, words: words}
@@ -139,7 +129,7 @@ func (s *Store) Upsert(ctx context.Context, app, user, sessionID string, entries
 // Search implements memory.Store.
 func (s *Store) Search(ctx context.Context, app, user, query string, limit int) ([]memory.Entry, error) {
 	q := map[string]struct{}{}
-	for _, w := range tokenize(query) {
+	for _, w := range memory.Words(query) {
 		q[w] = struct{}{}
 	}
 	if len(q) == 0 || limit <= 0 {

@@ -68,6 +68,7 @@ func Run(t *testing.T, newStore func(t *testing.T) memory.Store) {
 		{"EmptyQuery", testEmptyQuery},
 		{"OperatorCharacters", testOperators},
 		{"Limit", testLimit},
+		{"WordsInsidePunctuation", testWordsInsidePunctuation},
 		{"ConcurrentAdds", testConcurrentAdds},
 	}
 	for _, tc := range tests {
@@ -582,5 +583,35 @@ func testConcurrentUpserts(t *testing.T, f *fixture) {
 	res := f.search(t, app, user, "walnut", 100)
 	if got := len(ids(t, res)); got != n+1 {
 		t.Errorf("Search(walnut) returned %d entries, want %d", got, n+1)
+	}
+}
+
+// testWordsInsidePunctuation checks that a word is a run of letters and
+// digits wherever it stands: words inside e-mail addresses, URLs, host
+// names, file paths and decimal numbers are found, as are the words of a
+// query written the same way.
+func testWordsInsidePunctuation(t *testing.T, f *fixture) {
+	mail := "write to alice@example.com today"
+	link := "docs at https://wiki.example.org/onboarding/guide"
+	pi := "pi is about 3.14159"
+	conf := "config lives in /etc/loom/server.yaml"
+	f.add(t, f.newSession(t, app, user, "s1",
+		msg{"agent", mail}, msg{"agent", link}, msg{"agent", pi}, msg{"agent", conf}))
+	for _, c := range []struct {
+		query string
+		want  []string
+	}{
+		{"alice", []string{mail}},
+		{"example", []string{mail, link}},
+		{"wiki", []string{link}},
+		{"onboarding", []string{link}},
+		{"14159", []string{pi}},
+		{"3", []string{pi}},
+		{"loom", []string{conf}},
+		{"yaml", []string{conf}},
+		{"server.yaml", []string{conf}},
+		{"bob@example.org", []string{mail, link}},
+	} {
+		wantTexts(t, c.query, f.search(t, app, user, c.query, 10), c.want...)
 	}
 }

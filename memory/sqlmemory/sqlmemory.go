@@ -5,11 +5,18 @@
 // sqlite::memory:, postgres://...); sessions and memories may share one
 // database. The schema is created and upgraded when a store is opened.
 //
-// A query is taken as a set of words, any of which may match: the words are
-// extracted from the query (runs of letters and digits) and joined with OR,
-// so the engines' query syntax is never interpreted. Entries that contain
-// more of the query's words come first; among those, the engine's relevance
-// ranking (BM25 in SQLite, ts_rank in PostgreSQL) decides.
+// Words are those of [memory.Words] (runs of letters and digits,
+// lower-cased), in entries and queries alike. A query is taken as a set of
+// words, any of which may match: the words are extracted from the query and
+// joined with OR, so the engines' query syntax is never interpreted.
+// Entries that contain more of the query's words come first; among those,
+// the engine's relevance ranking (BM25 in SQLite, ts_rank in PostgreSQL)
+// decides.
+//
+// On PostgreSQL, each entry's words are stored joined by spaces and its
+// tsvector is made from them, so the database's parser sees only plain
+// words. PostgreSQL cannot index words longer than 2047 bytes; such words
+// are left out of entries and queries there.
 package sqlmemory
 
 import (
@@ -22,7 +29,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"google.golang.org/genai"
 
@@ -56,7 +62,10 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	s := &Store{}
 	_, err := sqldb.OpenMigrated(ctx, dsn, &sqldb.Options{MaxOpenConns: opts.MaxOpenConns}, "memory", migrations, func(db *sqldb.DB) error {
 		s.db = db
-		return s.prepare(ctx)
+		if err := s.prepare(ctx); err != nil {
+			return err
+		}
+		return s.fillTerms(ctx)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlmemory: %w", err)
@@ -86,8 +95,6 @@ func (s *Store) prepare(ctx context.Context) error {
 	w, r := s.db.W, s.db.R
 	s.del = p(w, `DELETE FROM memories WHERE app_name = ? AND user_id = ? AND session_id = ?`)
 	s.delEntry = p(w, `DELETE FROM memories WHERE app_name = ? AND user_id = ? AND session_id = ? AND id = ?`)
-	s.insert = p(w, `INSERT INTO memories (app_name, user_id, session_id, id, author, event_time, content, body)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
 	const cols = `m.id, m.session_id, m.author, m.event_time, m.content, m.body`
 	switch s.db.Dialect {
 	case sqldb.Postgres:
@@ -96,10 +103,16 @@ func (s *Store) prepare(ctx context.Context) error {
 		// not interleave, which READ COMMITTED alone would allow.
 		// SQLite's immediate transactions already serialize writers.
 		s.lock = p(w, `SELECT pg_advisory_xact_lock(hashtextextended(?, 0))`)
-		s.query = p(r, `SELECT `+cols+` FROM memories m, websearch_to_tsquery('simple', ?) q
+		s.insert = p(w, `INSERT INTO memories (app_name, user_id, session_id, id, author, event_time, content, body, terms)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		// The query is the words joined by "|", which to_tsquery reads
+		// as any of them.
+		s.query = p(r, `SELECT `+cols+` FROM memories m, to_tsquery('simple', ?) q
 			WHERE m.words @@ q AND m.app_name = ? AND m.user_id = ?
 			ORDER BY ts_rank(m.words, q) DESC, m.event_time DESC LIMIT ?`)
 	default:
+		s.insert = p(w, `INSERT INTO memories (app_name, user_id, session_id, id, author, event_time, content, body)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
 		s.query = p(r, `SELECT `+cols+` FROM memories_fts f JOIN memories m ON m.mid = f.rowid
 			WHERE memories_fts MATCH ? AND m.app_name = ? AND m.user_id = ?
 			ORDER BY bm25(memories_fts), m.event_time DESC LIMIT ?`)
@@ -128,8 +141,8 @@ func (s *Store) Upsert(ctx context.Context, app, user, sessionID string, entries
 // entries' ids.
 func (s *Store) write(ctx context.Context, app, user, sessionID string, entries []memory.Entry, replace bool) error {
 	type row struct {
-		content []byte
-		body    string
+		content     []byte
+		body, terms string
 	}
 	rows := make([]row, len(entries))
 	for i := range entries {
@@ -137,7 +150,8 @@ func (s *Store) write(ctx context.Context, app, user, sessionID string, entries 
 		if err != nil {
 			return fmt.Errorf("%w: entry %s: %w", memory.ErrInvalid, entries[i].ID, err)
 		}
-		rows[i] = row{c, entries[i].Text()}
+		body := entries[i].Text()
+		rows[i] = row{c, body, s.terms(body)}
 	}
 	tx, err := s.db.BeginWrite(ctx)
 	if err != nil {
@@ -167,7 +181,11 @@ func (s *Store) write(ctx context.Context, app, user, sessionID string, entries 
 		if !e.Timestamp.IsZero() {
 			ts = e.Timestamp.UnixNano()
 		}
-		if _, err := ins.ExecContext(ctx, app, user, sessionID, e.ID, e.Author, ts, rows[i].content, rows[i].body); err != nil {
+		args := []any{app, user, sessionID, e.ID, e.Author, ts, rows[i].content, rows[i].body}
+		if s.db.Dialect == sqldb.Postgres {
+			args = append(args, rows[i].terms)
+		}
+		if _, err := ins.ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("sqlmemory: insert: %w", err)
 		}
 	}
@@ -177,27 +195,95 @@ func (s *Store) write(ctx context.Context, app, user, sessionID string, entries 
 	return nil
 }
 
-// words splits text into distinct lower-case words: runs of letters and
-// digits. Everything else, including every operator of the engines' query
+// maxPostgresWord is the length in bytes of the longest word a PostgreSQL
+// tsvector or tsquery holds.
+const maxPostgresWord = 2047
+
+// indexable reports whether the database can index w.
+func (s *Store) indexable(w string) bool {
+	return s.db.Dialect != sqldb.Postgres || len(w) <= maxPostgresWord
+}
+
+// terms returns the words of body the database indexes, in order, joined
+// by spaces.
+func (s *Store) terms(body string) string {
+	ws := memory.Words(body)
+	return strings.Join(slices.DeleteFunc(ws, func(w string) bool { return !s.indexable(w) }), " ")
+}
+
+// words returns the distinct words of text, sorted. Everything that is not
+// a letter or digit, including every operator of the engines' query
 // languages, separates words.
 func words(text string) []string {
-	ws := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	})
+	ws := memory.Words(text)
 	slices.Sort(ws)
 	return slices.Compact(ws)
 }
 
+// fillBatch is the number of rows fillTerms updates in one transaction.
+const fillBatch = 500
+
+// fillTerms sets the terms of the rows that have none: rows written before
+// the schema had terms, or by an older version of this package sharing the
+// database. It runs when the store is opened, and costs one indexed lookup
+// when there is nothing to do.
+func (s *Store) fillTerms(ctx context.Context) error {
+	if s.db.Dialect != sqldb.Postgres {
+		return nil
+	}
+	type row struct {
+		mid  int64
+		body string
+	}
+	for {
+		rs, err := s.db.R.QueryContext(ctx, s.db.Rebind(`SELECT mid, body FROM memories WHERE terms IS NULL ORDER BY mid LIMIT ?`), fillBatch)
+		if err != nil {
+			return fmt.Errorf("fill terms: %w", err)
+		}
+		var batch []row
+		for rs.Next() {
+			var r row
+			if err := rs.Scan(&r.mid, &r.body); err != nil {
+				rs.Close()
+				return fmt.Errorf("fill terms: %w", err)
+			}
+			batch = append(batch, r)
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return fmt.Errorf("fill terms: %w", err)
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		tx, err := s.db.BeginWrite(ctx)
+		if err != nil {
+			return fmt.Errorf("fill terms: %w", err)
+		}
+		for _, r := range batch {
+			// Another process may have filled the row in meanwhile.
+			if _, err := tx.ExecContext(ctx, s.db.Rebind(`UPDATE memories SET terms = ? WHERE mid = ? AND terms IS NULL`), s.terms(r.body), r.mid); err != nil {
+				tx.Rollback() //nolint:errcheck // the update's error is the one to report
+				return fmt.Errorf("fill terms: %w", err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("fill terms: %w", err)
+		}
+	}
+}
+
 // Search implements memory.Store.
 func (s *Store) Search(ctx context.Context, app, user, query string, limit int) ([]memory.Entry, error) {
-	ws := words(query)
+	ws := slices.DeleteFunc(words(query), func(w string) bool { return !s.indexable(w) })
 	if len(ws) == 0 || limit <= 0 {
 		return nil, nil
 	}
 	var expr string
 	if s.db.Dialect == sqldb.Postgres {
-		// Plain words joined with "or": websearch syntax for any of them.
-		expr = strings.Join(ws, " or ")
+		// Plain words joined with "|": to_tsquery syntax for any of them.
+		// Words hold no operator characters.
+		expr = strings.Join(ws, " | ")
 	} else {
 		// Each word quoted as an FTS5 string, joined with OR.
 		expr = `"` + strings.Join(ws, `" OR "`) + `"`

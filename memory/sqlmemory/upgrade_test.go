@@ -3,7 +3,9 @@ package sqlmemory
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
+	"path"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -15,38 +17,64 @@ import (
 	"github.com/loomkit/loom/memory"
 )
 
-// testUpgradeFromVersion1 opens a database that version 1 of the schema
-// made and filled: Open upgrades it, keeps its memories searchable, and an
-// upsert by entry id then replaces an old row rather than adding to it.
-func testUpgradeFromVersion1(t *testing.T, dsn string) {
-	ctx := context.Background()
+// schemaUpTo returns the migrations of both dialects up to version, and
+// the latest version of dialect.
+func schemaUpTo(t *testing.T, dialect string, version int) (fstest.MapFS, int) {
+	t.Helper()
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
 		t.Fatal(err)
 	}
-	v1 := fstest.MapFS{}
-	for _, dialect := range []string{"sqlite", "postgres"} {
-		body, err := fs.ReadFile(sub, dialect+"/0001_init.sql")
+	old := fstest.MapFS{}
+	latest := 0
+	for _, d := range []string{"sqlite", "postgres"} {
+		files, err := fs.ReadDir(sub, d)
 		if err != nil {
 			t.Fatal(err)
 		}
-		v1[dialect+"/0001_init.sql"] = &fstest.MapFile{Data: body}
+		for i, f := range files {
+			if d == dialect {
+				latest = i + 1
+			}
+			if i >= version {
+				continue
+			}
+			body, err := fs.ReadFile(sub, path.Join(d, f.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			old[path.Join(d, f.Name())] = &fstest.MapFile{Data: body}
+		}
 	}
+	return old, latest
+}
+
+// testUpgrade opens a database that version from of the schema made and
+// filled: Open upgrades it, keeps its memories searchable by the words of
+// memory.Words, and an upsert by entry id then replaces an old row rather
+// than adding to it.
+func testUpgrade(t *testing.T, dsn, dialect string, from int) {
+	ctx := context.Background()
+	old, latest := schemaUpTo(t, dialect, from)
 	db, err := sqldb.Open(ctx, dsn, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Migrate(ctx, "memory", v1); err != nil {
+	if err := db.Migrate(ctx, "memory", old); err != nil {
 		t.Fatal(err)
 	}
-	old := genai.NewContentFromText("the lighthouse keeper", genai.RoleUser)
-	content, err := json.Marshal(old)
-	if err != nil {
-		t.Fatal(err)
+	// More rows than one batch of fillTerms.
+	bodies := map[string]string{"e1": "the lighthouse keeper", "e2": "the lighthouse keeper"}
+	for i := range fillBatch + 10 {
+		bodies[fmt.Sprint("m", i)] = "mail keeper@lighthouse.example about the lamp"
 	}
-	for _, id := range []string{"e1", "e2"} {
+	for id, body := range bodies {
+		content, err := json.Marshal(genai.NewContentFromText(body, genai.RoleUser))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if _, err := db.W.ExecContext(ctx, db.Rebind(`INSERT INTO memories (app_name, user_id, session_id, id, author, event_time, content, body)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), "app", "u", "s1", id, "user", time.Now().UnixNano(), content, "the lighthouse keeper"); err != nil {
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), "app", "u", "s1", id, "user", time.Now().UnixNano(), content, body); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -56,22 +84,26 @@ func testUpgradeFromVersion1(t *testing.T, dsn string) {
 
 	st, err := Open(ctx, dsn, nil)
 	if err != nil {
-		t.Fatalf("open a version 1 database: %v", err)
+		t.Fatalf("open a version %d database: %v", from, err)
 	}
 	defer st.Close()
 	var version int
-	if err := st.db.R.QueryRowContext(ctx, `SELECT version FROM loom_schema_version WHERE component = 'memory'`).Scan(&version); err != nil || version != 2 {
-		t.Fatalf("schema version %d, %v; want 2", version, err)
+	if err := st.db.R.QueryRowContext(ctx, `SELECT version FROM loom_schema_version WHERE component = 'memory'`).Scan(&version); err != nil || version != latest {
+		t.Fatalf("schema version %d, %v; want %d", version, err, latest)
 	}
-	if hits, err := st.Search(ctx, "app", "u", "lighthouse", 10); err != nil || len(hits) != 2 {
-		t.Fatalf("old memories after the upgrade: %d, %v", len(hits), err)
+	if hits, err := st.Search(ctx, "app", "u", "lamp", 1000); err != nil || len(hits) != fillBatch+10 {
+		t.Fatalf("old memories found by lamp after the upgrade: %d, %v", len(hits), err)
+	}
+	// "keeper" and "lighthouse" are also words of the e-mail address.
+	if hits, err := st.Search(ctx, "app", "u", "lighthouse", 1000); err != nil || len(hits) != len(bodies) {
+		t.Fatalf("old memories found by lighthouse after the upgrade: %d, %v", len(hits), err)
 	}
 	newer := memory.Entry{ID: "e1", Author: "user", Timestamp: time.Now(), Content: genai.NewContentFromText("the lighthouse keeper retired", genai.RoleUser)}
 	if err := st.Upsert(ctx, "app", "u", "s1", []memory.Entry{newer}); err != nil {
 		t.Fatal(err)
 	}
-	hits, err := st.Search(ctx, "app", "u", "lighthouse", 10)
-	if err != nil || len(hits) != 2 {
+	hits, err := st.Search(ctx, "app", "u", "lighthouse", 1000)
+	if err != nil || len(hits) != len(bodies) {
 		t.Fatalf("memories after the upsert: %d, %v", len(hits), err)
 	}
 	texts := map[string]string{}
@@ -83,10 +115,14 @@ func testUpgradeFromVersion1(t *testing.T, dsn string) {
 	}
 }
 
-func TestUpgradeFromVersion1SQLite(t *testing.T) {
-	testUpgradeFromVersion1(t, sqldbtest.SQLiteURL(t))
+func TestUpgradeSQLite(t *testing.T) {
+	for from := 1; from <= 2; from++ {
+		t.Run(fmt.Sprint("FromVersion", from), func(t *testing.T) { testUpgrade(t, sqldbtest.SQLiteURL(t), "sqlite", from) })
+	}
 }
 
-func TestUpgradeFromVersion1Postgres(t *testing.T) {
-	testUpgradeFromVersion1(t, sqldbtest.PostgresURL(t))
+func TestUpgradePostgres(t *testing.T) {
+	for from := 1; from <= 2; from++ {
+		t.Run(fmt.Sprint("FromVersion", from), func(t *testing.T) { testUpgrade(t, sqldbtest.PostgresURL(t), "postgres", from) })
+	}
 }
