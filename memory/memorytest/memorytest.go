@@ -69,6 +69,9 @@ func Run(t *testing.T, newStore func(t *testing.T) memory.Store) {
 		{"OperatorCharacters", testOperators},
 		{"Limit", testLimit},
 		{"WordsInsidePunctuation", testWordsInsidePunctuation},
+		{"DiacriticsDistinguish", testDiacritics},
+		{"CaseBeyondASCII", testCaseBeyondASCII},
+		{"OnlyLettersAndDigits", testOnlyLettersAndDigits},
 		{"ConcurrentAdds", testConcurrentAdds},
 	}
 	for _, tc := range tests {
@@ -614,4 +617,49 @@ func testWordsInsidePunctuation(t *testing.T, f *fixture) {
 	} {
 		wantTexts(t, c.query, f.search(t, app, user, c.query, 10), c.want...)
 	}
+}
+
+// testDiacritics checks that words are compared as they are written,
+// lower-cased: "café" and "cafe" are two words.
+func testDiacritics(t *testing.T, f *fixture) {
+	f.add(t, f.newSession(t, app, user, "s1",
+		msg{"agent", "meet at the café tomorrow"},
+		msg{"agent", "the cafe downstairs is closed"},
+		msg{"agent", "a naïve plan"},
+	))
+	wantTexts(t, "café", f.search(t, app, user, "café", 10), "meet at the café tomorrow")
+	wantTexts(t, "CAFÉ", f.search(t, app, user, "CAFÉ", 10), "meet at the café tomorrow")
+	wantTexts(t, "cafe", f.search(t, app, user, "cafe", 10), "the cafe downstairs is closed")
+	if res := f.search(t, app, user, "naive", 10); len(res) != 0 {
+		t.Errorf("Search(naive) = %q, want nothing", texts(res))
+	}
+}
+
+// testCaseBeyondASCII checks that case is folded as strings.ToLower folds
+// it, beyond ASCII too, and no further: "ß" is not "ss".
+func testCaseBeyondASCII(t *testing.T, f *fixture) {
+	f.add(t, f.newSession(t, app, user, "s1",
+		msg{"agent", "ÉCOLE Ærøskøbing ΣΟΦΙΑ"},
+		msg{"agent", "die STRASSE ist breit"},
+	))
+	for _, q := range []string{"école", "ærøskøbing", "ÆRØSKØBING", "σοφια", "Σοφια"} {
+		wantTexts(t, q, f.search(t, app, user, q, 10), "ÉCOLE Ærøskøbing ΣΟΦΙΑ")
+	}
+	wantTexts(t, "strasse", f.search(t, app, user, "strasse", 10), "die STRASSE ist breit")
+	if res := f.search(t, app, user, "straße", 10); len(res) != 0 {
+		t.Errorf("Search(straße) = %q, want nothing", texts(res))
+	}
+}
+
+// testOnlyLettersAndDigits checks that only letters and decimal digits
+// make words: superscripts, fractions and other number signs separate
+// words, and decimal digits of any script are digits.
+func testOnlyLettersAndDigits(t *testing.T, f *fixture) {
+	f.add(t, f.newSession(t, app, user, "s1",
+		msg{"agent", "area x² plus half½cup"},
+		msg{"agent", "room ٣٤ upstairs"},
+	))
+	wantTexts(t, "x", f.search(t, app, user, "x", 10), "area x² plus half½cup")
+	wantTexts(t, "half cup", f.search(t, app, user, "half cup", 10), "area x² plus half½cup")
+	wantTexts(t, "٣٤", f.search(t, app, user, "٣٤", 10), "room ٣٤ upstairs")
 }

@@ -13,10 +13,12 @@
 // the engine's relevance ranking (BM25 in SQLite, ts_rank in PostgreSQL)
 // decides.
 //
-// On PostgreSQL, each entry's words are stored joined by spaces and its
-// tsvector is made from them, so the database's parser sees only plain
-// words. PostgreSQL cannot index words longer than 2047 bytes; such words
-// are left out of entries and queries there.
+// Each entry's words are stored joined by spaces, and the engine indexes
+// them rather than the text (FTS5 with its ascii tokenizer, PostgreSQL with
+// a 'simple' tsvector), so its own word rules, such as FTS5's removal of
+// diacritics or PostgreSQL's e-mail and URL tokens, never apply.
+// PostgreSQL cannot index words longer than 2047 bytes; such words are left
+// out of entries and queries there.
 package sqlmemory
 
 import (
@@ -93,6 +95,8 @@ func (s *Store) prepare(ctx context.Context) error {
 		return st
 	}
 	w, r := s.db.W, s.db.R
+	s.insert = p(w, `INSERT INTO memories (app_name, user_id, session_id, id, author, event_time, content, body, terms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	s.del = p(w, `DELETE FROM memories WHERE app_name = ? AND user_id = ? AND session_id = ?`)
 	s.delEntry = p(w, `DELETE FROM memories WHERE app_name = ? AND user_id = ? AND session_id = ? AND id = ?`)
 	const cols = `m.id, m.session_id, m.author, m.event_time, m.content, m.body`
@@ -103,16 +107,12 @@ func (s *Store) prepare(ctx context.Context) error {
 		// not interleave, which READ COMMITTED alone would allow.
 		// SQLite's immediate transactions already serialize writers.
 		s.lock = p(w, `SELECT pg_advisory_xact_lock(hashtextextended(?, 0))`)
-		s.insert = p(w, `INSERT INTO memories (app_name, user_id, session_id, id, author, event_time, content, body, terms)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		// The query is the words joined by "|", which to_tsquery reads
 		// as any of them.
 		s.query = p(r, `SELECT `+cols+` FROM memories m, to_tsquery('simple', ?) q
 			WHERE m.words @@ q AND m.app_name = ? AND m.user_id = ?
 			ORDER BY ts_rank(m.words, q) DESC, m.event_time DESC LIMIT ?`)
 	default:
-		s.insert = p(w, `INSERT INTO memories (app_name, user_id, session_id, id, author, event_time, content, body)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
 		s.query = p(r, `SELECT `+cols+` FROM memories_fts f JOIN memories m ON m.mid = f.rowid
 			WHERE memories_fts MATCH ? AND m.app_name = ? AND m.user_id = ?
 			ORDER BY bm25(memories_fts), m.event_time DESC LIMIT ?`)
@@ -181,11 +181,7 @@ func (s *Store) write(ctx context.Context, app, user, sessionID string, entries 
 		if !e.Timestamp.IsZero() {
 			ts = e.Timestamp.UnixNano()
 		}
-		args := []any{app, user, sessionID, e.ID, e.Author, ts, rows[i].content, rows[i].body}
-		if s.db.Dialect == sqldb.Postgres {
-			args = append(args, rows[i].terms)
-		}
-		if _, err := ins.ExecContext(ctx, args...); err != nil {
+		if _, err := ins.ExecContext(ctx, app, user, sessionID, e.ID, e.Author, ts, rows[i].content, rows[i].body, rows[i].terms); err != nil {
 			return fmt.Errorf("sqlmemory: insert: %w", err)
 		}
 	}
@@ -228,9 +224,6 @@ const fillBatch = 500
 // database. It runs when the store is opened, and costs one indexed lookup
 // when there is nothing to do.
 func (s *Store) fillTerms(ctx context.Context) error {
-	if s.db.Dialect != sqldb.Postgres {
-		return nil
-	}
 	type row struct {
 		mid  int64
 		body string
@@ -322,6 +315,11 @@ func (s *Store) Search(ctx context.Context, app, user, query string, limit int) 
 			if _, ok := slices.BinarySearch(ws, w); ok {
 				score++
 			}
+		}
+		if score == 0 {
+			// Matched by the engine only: a row indexed by its body
+			// until its terms are filled in.
+			continue
 		}
 		hits = append(hits, hit{score, e})
 	}
