@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,6 +73,7 @@ func Run(t *testing.T, newStore func(t *testing.T) memory.Store) {
 		{"DiacriticsDistinguish", testDiacritics},
 		{"CaseBeyondASCII", testCaseBeyondASCII},
 		{"OnlyLettersAndDigits", testOnlyLettersAndDigits},
+		{"MoreWordsFirstAtScale", testMoreWordsFirstAtScale},
 		{"ConcurrentAdds", testConcurrentAdds},
 	}
 	for _, tc := range tests {
@@ -662,4 +664,53 @@ func testOnlyLettersAndDigits(t *testing.T, f *fixture) {
 	wantTexts(t, "x", f.search(t, app, user, "x", 10), "area x² plus half½cup")
 	wantTexts(t, "half cup", f.search(t, app, user, "half cup", 10), "area x² plus half½cup")
 	wantTexts(t, "٣٤", f.search(t, app, user, "٣٤", 10), "room ٣٤ upstairs")
+}
+
+// testMoreWordsFirstAtScale checks that an entry containing more of the
+// query's words comes first however many entries contain fewer of them
+// and rank higher by a full-text engine's relevance: here a long entry
+// with each word once against many short ones with some of the words many
+// times.
+func testMoreWordsFirstAtScale(t *testing.T, f *fixture) {
+	filler := make([]string, 300)
+	for i := range filler {
+		filler[i] = fmt.Sprintf("w%d", i)
+	}
+	check := func(query, want string) {
+		t.Helper()
+		for _, limit := range []int{1, 3} {
+			got := texts(f.search(t, app, user, query, limit))
+			if len(got) != limit || got[0] != want {
+				for i, s := range got {
+					got[i] = s[:min(len(s), 20)]
+				}
+				t.Errorf("Search(%s, limit %d) = %q, want the entry with all its words first", query, limit, got)
+			}
+		}
+	}
+
+	var msgs []msg
+	for i := range 60 {
+		msgs = append(msgs,
+			msg{"agent", fmt.Sprintf("%sz%d", strings.Repeat("zebra ", 12), i)},
+			msg{"agent", fmt.Sprintf("%so%d", strings.Repeat("okapi ", 12), i)})
+	}
+	for i := range 1000 {
+		msgs = append(msgs, msg{"agent", fmt.Sprintf("unrelated note n%d", i)})
+	}
+	both := "zebra " + strings.Join(filler, " ") + " okapi"
+	msgs = append(msgs, msg{event.AuthorUser, both})
+	f.add(t, f.newSession(t, app, user, "s1", msgs...))
+	check("zebra okapi", both)
+
+	// Entries with two of three words many times each against one with
+	// all three once.
+	msgs = msgs[:0]
+	for i := range 60 {
+		msgs = append(msgs, msg{"agent", fmt.Sprintf("%sp%d", strings.Repeat("zebra okapi ", 12), i)})
+	}
+	all := "lemur " + strings.Join(filler, " ") + " okapi zebra"
+	msgs = append(msgs, msg{event.AuthorUser, all})
+	f.add(t, f.newSession(t, app, user, "s2", msgs...))
+	check("zebra okapi lemur", all)
 }

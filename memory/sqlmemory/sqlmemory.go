@@ -11,7 +11,8 @@
 // joined with OR, so the engines' query syntax is never interpreted.
 // Entries that contain more of the query's words come first; among those,
 // the engine's relevance ranking (BM25 in SQLite, ts_rank in PostgreSQL)
-// decides.
+// decides, then time, newest first. The database ranks every matching
+// entry of the user this way and returns only the requested number.
 //
 // Each entry's words are stored joined by spaces, and the engine indexes
 // them rather than the text (FTS5 with its ascii tokenizer, PostgreSQL with
@@ -22,7 +23,6 @@
 package sqlmemory
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -107,15 +107,26 @@ func (s *Store) prepare(ctx context.Context) error {
 		// not interleave, which READ COMMITTED alone would allow.
 		// SQLite's immediate transactions already serialize writers.
 		s.lock = p(w, `SELECT pg_advisory_xact_lock(hashtextextended(?, 0))`)
-		// The query is the words joined by "|", which to_tsquery reads
-		// as any of them.
-		s.query = p(r, `SELECT `+cols+` FROM memories m, to_tsquery('simple', ?) q
+		// Parameters: the query's words joined by " | " (to_tsquery
+		// syntax for any of them; words hold no operator characters),
+		// then joined by spaces. An entry's score is the number of the
+		// query's words its tsvector holds: those ts_delete removes.
+		s.query = p(r, `SELECT `+cols+` FROM memories m, to_tsquery('simple', ?) q,
+				tsvector_to_array(to_tsvector('simple', ?)) qw
 			WHERE m.words @@ q AND m.app_name = ? AND m.user_id = ?
-			ORDER BY ts_rank(m.words, q) DESC, m.event_time DESC LIMIT ?`)
+			ORDER BY length(m.words) - length(ts_delete(m.words, qw)) DESC,
+				ts_rank(m.words, q) DESC, m.event_time DESC LIMIT ?`)
 	default:
-		s.query = p(r, `SELECT `+cols+` FROM memories_fts f JOIN memories m ON m.mid = f.rowid
-			WHERE memories_fts MATCH ? AND m.app_name = ? AND m.user_id = ?
-			ORDER BY bm25(memories_fts), m.event_time DESC LIMIT ?`)
+		// Parameters: the query's words as an FTS5 expression for any
+		// of them, then as a JSON array. An entry's score is the number
+		// of the query's words it holds, counted by matching each word
+		// alone.
+		s.query = p(r, `WITH score (mid, n) AS (
+				SELECT g.rowid, count(*) FROM json_each(?) w, memories_fts g
+				WHERE g.memories_fts MATCH '"' || w.value || '"' GROUP BY g.rowid)
+			SELECT `+cols+` FROM memories_fts f JOIN memories m ON m.mid = f.rowid JOIN score ON score.mid = f.rowid
+			WHERE f.memories_fts MATCH ? AND m.app_name = ? AND m.user_id = ?
+			ORDER BY score.n DESC, bm25(memories_fts), m.event_time DESC LIMIT ?`)
 	}
 	return err
 }
@@ -266,33 +277,31 @@ func (s *Store) fillTerms(ctx context.Context) error {
 	}
 }
 
-// Search implements memory.Store.
+// Search implements memory.Store. The database orders the matching
+// entries by the number of the query's words they contain, then by its
+// relevance ranking, then newest first, and returns the first limit.
 func (s *Store) Search(ctx context.Context, app, user, query string, limit int) ([]memory.Entry, error) {
 	ws := slices.DeleteFunc(words(query), func(w string) bool { return !s.indexable(w) })
 	if len(ws) == 0 || limit <= 0 {
 		return nil, nil
 	}
-	var expr string
+	var args []any
 	if s.db.Dialect == sqldb.Postgres {
-		// Plain words joined with "|": to_tsquery syntax for any of them.
-		// Words hold no operator characters.
-		expr = strings.Join(ws, " | ")
+		args = []any{strings.Join(ws, " | "), strings.Join(ws, " ")}
 	} else {
+		list, err := json.Marshal(ws)
+		if err != nil {
+			return nil, fmt.Errorf("sqlmemory: search: %w", err)
+		}
 		// Each word quoted as an FTS5 string, joined with OR.
-		expr = `"` + strings.Join(ws, `" OR "`) + `"`
+		args = []any{string(list), `"` + strings.Join(ws, `" OR "`) + `"`}
 	}
-	// The engine ranks a few more candidates than asked for; they are then
-	// re-ranked by how many query words they contain.
-	rows, err := s.query.QueryContext(ctx, expr, app, user, max(4*limit, 50))
+	rows, err := s.query.QueryContext(ctx, append(args, app, user, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlmemory: search: %w", err)
 	}
 	defer rows.Close()
-	type hit struct {
-		score int
-		entry memory.Entry
-	}
-	var hits []hit
+	var out []memory.Entry
 	for rows.Next() {
 		var (
 			e       memory.Entry
@@ -303,6 +312,14 @@ func (s *Store) Search(ctx context.Context, app, user, query string, limit int) 
 		if err := rows.Scan(&e.ID, &e.SessionID, &e.Author, &ts, &content, &body); err != nil {
 			return nil, fmt.Errorf("sqlmemory: search: %w", err)
 		}
+		if !slices.ContainsFunc(memory.Words(body), func(w string) bool {
+			_, ok := slices.BinarySearch(ws, w)
+			return ok
+		}) {
+			// Matched by the engine's word rule only: a row indexed by
+			// its body until Open fills its terms in.
+			continue
+		}
 		if ts != 0 {
 			e.Timestamp = time.Unix(0, ts)
 		}
@@ -310,27 +327,10 @@ func (s *Store) Search(ctx context.Context, app, user, query string, limit int) 
 		if err := json.Unmarshal(content, e.Content); err != nil {
 			return nil, fmt.Errorf("sqlmemory: decode entry %s: %w", e.ID, err)
 		}
-		score := 0
-		for _, w := range words(body) {
-			if _, ok := slices.BinarySearch(ws, w); ok {
-				score++
-			}
-		}
-		if score == 0 {
-			// Matched by the engine only: a row indexed by its body
-			// until its terms are filled in.
-			continue
-		}
-		hits = append(hits, hit{score, e})
+		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlmemory: search: %w", err)
-	}
-	// Stable: equal scores keep the engine's order.
-	slices.SortStableFunc(hits, func(a, b hit) int { return cmp.Compare(b.score, a.score) })
-	out := make([]memory.Entry, 0, min(limit, len(hits)))
-	for _, h := range hits[:min(limit, len(hits))] {
-		out = append(out, h.entry)
 	}
 	return out, nil
 }
