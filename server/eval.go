@@ -105,9 +105,56 @@ func (s *Server) listEvalSets(wrapped bool) apiFunc {
 	}
 }
 
+// checkCaseUser fails with 403 if the request is bound to a user
+// (Config.Authenticate) and the session input of c names another: an eval
+// run creates its session as that user, writing and then returning the
+// user's shared user: state.
+func checkCaseUser(r *http.Request, c *eval.Case) error {
+	if c == nil || c.SessionInput == nil {
+		return nil
+	}
+	return checkUser(r, c.SessionInput.UserID)
+}
+
+// runAs returns the set whose cases ids (all when empty) are to run for the
+// request. A request bound to a user runs them as that user: a case naming
+// another user, which a set stored before that was checked may hold, fails
+// with 403, and a case naming no user gets the bound one. Without a bound
+// user the set is returned as it is.
+func runAs(r *http.Request, set *eval.Set, ids []string) (*eval.Set, error) {
+	user, ok := AuthenticatedUser(r.Context())
+	if !ok {
+		return set, nil
+	}
+	out := *set
+	out.EvalCases = make([]*eval.Case, 0, len(set.EvalCases))
+	for _, c := range set.EvalCases {
+		if len(ids) > 0 && !slices.Contains(ids, c.EvalID) {
+			continue
+		}
+		if err := checkCaseUser(r, c); err != nil {
+			return nil, err
+		}
+		cc := *c
+		in := eval.SessionInput{AppName: r.PathValue("app")}
+		if c.SessionInput != nil {
+			in = *c.SessionInput
+		}
+		in.UserID = user
+		cc.SessionInput = &in
+		out.EvalCases = append(out.EvalCases, &cc)
+	}
+	return &out, nil
+}
+
 func (s *Server) newEvalSet(w http.ResponseWriter, r *http.Request, set *eval.Set) error {
 	if err := eval.CheckSetID(set.EvalSetID); err != nil {
 		return badRequest("%v", err)
+	}
+	for _, c := range set.EvalCases {
+		if err := checkCaseUser(r, c); err != nil {
+			return err
+		}
 	}
 	if err := s.cfg.Evals.CreateSet(r.Context(), r.PathValue("app"), set); err != nil {
 		return evalError(err)
@@ -233,6 +280,9 @@ func (s *Server) updateEvalCase(w http.ResponseWriter, r *http.Request) error {
 	if c.EvalID != id {
 		return badRequest("Eval id in EvalCase should match the eval id in the API route.")
 	}
+	if err := checkCaseUser(r, &c); err != nil {
+		return err
+	}
 	err = s.cfg.Evals.UpdateSet(r.Context(), r.PathValue("app"), r.PathValue("set"), func(set *eval.Set) error {
 		for i, old := range set.EvalCases {
 			if old.EvalID == id {
@@ -310,6 +360,9 @@ func (s *Server) runEval(wrapped bool) apiFunc {
 		ids := req.EvalCaseIDs
 		if len(ids) == 0 {
 			ids = req.EvalIDs
+		}
+		if set, err = runAs(r, set, ids); err != nil {
+			return err
 		}
 		rep, err := s.evaluate(r, a, set, ids, req.EvalMetrics)
 		if err != nil {

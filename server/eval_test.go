@@ -13,9 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/genai"
+
 	"github.com/loomkit/loom/eval"
 	"github.com/loomkit/loom/server"
-	"google.golang.org/genai"
 )
 
 var (
@@ -203,5 +204,77 @@ func TestEvalRunsAreBounded(t *testing.T) {
 	}
 	if code := run(context.Background()); code != 200 {
 		t.Errorf("an eval run after the others ended: status %d, want 200", code)
+	}
+}
+
+// TestEvalCasesActAsTheAuthenticatedUser checks that with
+// Config.Authenticate an eval case runs as the caller: a case whose
+// session input names another user is refused (403) when it is written and
+// when a stored set holding it is run, and a case naming nobody runs as the
+// caller rather than as eval.DefaultUserID.
+func TestEvalCasesActAsTheAuthenticatedUser(t *testing.T) {
+	store := eval.NewDirStore(t.TempDir())
+	f := newFixture(t, server.Config{Authenticate: bearer, Evals: store})
+	alice := []string{"Authorization", "Bearer alice-token"}
+	bob := []string{"Authorization", "Bearer bob-token"}
+	if w := f.do(t, "POST", "/apps/demo/users/bob/sessions", `{"sessionId":"b1","state":{"user:apiKey":"bob-secret"}}`, bob...); w.Code != 200 {
+		t.Fatalf("bob creates a session: %d %s", w.Code, w.Body)
+	}
+	caseFor := func(id, user string) string {
+		return `{"evalId":"` + id + `","conversation":[{"invocationId":"i","userContent":{"role":"user","parts":[{"text":"hello"}]}}],` +
+			`"sessionInput":{"appName":"demo","userId":"` + user + `","state":{"user:role":"admin"}}}`
+	}
+	for _, tc := range []struct{ method, path, body string }{
+		{"POST", "/apps/demo/eval-sets", `{"evalSet":{"evalSetId":"x","evalCases":[` + caseFor("c", "bob") + `]}}`},
+		{"PUT", "/apps/demo/eval_sets/mine/evals/c", caseFor("c", "bob")},
+		{"PUT", "/apps/demo/eval-sets/mine/eval-cases/c", caseFor("c", "bob")},
+		{"POST", "/apps/demo/eval_sets/mine/add_session", `{"evalId":"d","sessionId":"b1","userId":"bob"}`},
+	} {
+		if tc.method == "PUT" {
+			f.do(t, "POST", "/apps/demo/eval-sets", `{"evalSet":{"evalSetId":"mine","evalCases":[`+caseFor("c", "alice")+`]}}`, alice...)
+		}
+		if w := f.do(t, tc.method, tc.path, tc.body, alice...); w.Code != http.StatusForbidden {
+			t.Errorf("alice: %s %s naming bob: %d %s, want 403", tc.method, tc.path, w.Code, w.Body)
+		}
+	}
+
+	// A set stored before the check, with a case for bob, is not run.
+	var old eval.Set
+	if err := eval.Unmarshal([]byte(`{"evalSetId":"old","evalCases":[`+caseFor("c", "alice")+`,`+caseFor("d", "bob")+`]}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.CreateSet(context.Background(), "demo", &old); err != nil {
+		t.Fatal(err)
+	}
+	metrics := `"evalMetrics":[{"metricName":"response_match_score","threshold":0.1}]`
+	for _, path := range []string{"/apps/demo/eval_sets/old/run_eval", "/apps/demo/eval-sets/old/run"} {
+		if w := f.do(t, "POST", path, `{`+metrics+`}`, alice...); w.Code != http.StatusForbidden {
+			t.Errorf("alice runs a set with a case for bob: %d %.300s, want 403", w.Code, w.Body)
+		}
+	}
+	if w := f.do(t, "POST", "/apps/demo/users/bob/sessions", `{"sessionId":"b2"}`, bob...); strings.Contains(w.Body.String(), "admin") {
+		t.Errorf("bob's user state was written by alice's eval run: %s", w.Body)
+	}
+	if w := f.do(t, "GET", "/apps/demo/eval-results", "", alice...); w.Body.String() != `{"evalResultIds":[]}` {
+		t.Errorf("results after the refused runs: %s", w.Body)
+	}
+
+	// Alice's own case, and one naming nobody, run as alice.
+	f.do(t, "POST", "/apps/demo/eval-sets", `{"evalSet":{"evalSetId":"own","evalCases":[`+caseFor("c", "alice")+`,`+strings.Replace(caseFor("d", ""), `"userId":"",`, "", 1)+`]}}`, alice...)
+	w := f.do(t, "POST", "/apps/demo/eval-sets/own/run", `{`+metrics+`}`, alice...)
+	if w.Code != 200 {
+		t.Fatalf("alice runs her own set: %d %s", w.Code, w.Body)
+	}
+	if n := strings.Count(w.Body.String(), `"userId":"alice"`); n != 2 || strings.Contains(w.Body.String(), eval.DefaultUserID) {
+		t.Errorf("alice's run: %d cases ran as alice, want 2: %s", n, w.Body)
+	}
+
+	// Without Authenticate the case's user is used as given.
+	g := newFixture(t, server.Config{Evals: eval.NewDirStore(t.TempDir())})
+	if w := g.do(t, "POST", "/apps/demo/eval-sets", `{"evalSet":{"evalSetId":"x","evalCases":[`+caseFor("c", "bob")+`]}}`); w.Code != 200 {
+		t.Fatalf("create without Authenticate: %d %s", w.Code, w.Body)
+	}
+	if w := g.do(t, "POST", "/apps/demo/eval-sets/x/run", `{`+metrics+`}`); w.Code != 200 || !strings.Contains(w.Body.String(), `"userId":"bob"`) {
+		t.Errorf("run without Authenticate: %d %s", w.Code, w.Body)
 	}
 }

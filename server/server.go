@@ -131,9 +131,10 @@ type Config struct {
 	// Authenticate, when set, authenticates every request but GET /health
 	// and returns the user it acts for; an error (or an empty user) is
 	// answered with 401. A route naming a user (in its path, a run
-	// request's userId, the user_id query parameter of the trace routes)
-	// must name that user, or gets 403; a run request without userId runs
-	// as that user.
+	// request's userId, the user_id query parameter of the trace routes,
+	// the sessionInput.userId of an eval case written or run) must name
+	// that user, or gets 403; a run request without userId runs as that
+	// user, and so does an eval case without one.
 	Authenticate func(*http.Request) (userID string, err error)
 	// MaxJSONDepth limits the nesting of JSON request bodies (default
 	// DefaultMaxJSONDepth; deeper bodies get 400).
