@@ -95,8 +95,8 @@ func (r *Report) Passed() bool {
 // Run runs the cases of an eval set against opts.Runner and scores them.
 // Cases (and repeated runs) run in parallel, at most opts.Parallelism at a
 // time. A case that fails to run is recorded as failed, with its error in
-// its summary; Run itself fails only for a bad configuration or a done
-// context.
+// its summary; Run itself fails only for a bad configuration (a nil or
+// unknown metric, a case id the set lacks) or a done context.
 func Run(ctx context.Context, set *Set, opts Options) (*Report, error) {
 	if opts.Runner == nil {
 		return nil, errors.New("eval: Options.Runner is required")
@@ -110,6 +110,9 @@ func Run(ctx context.Context, set *Set, opts Options) (*Report, error) {
 	env := &Env{Judge: opts.Judge, Models: opts.Models}
 	scorers := make([]Scorer, len(opts.Metrics))
 	for i, m := range opts.Metrics {
+		if m == nil {
+			return nil, fmt.Errorf("eval: Options.Metrics[%d] is nil", i)
+		}
 		s, err := opts.Registry.Scorer(m, env)
 		if err != nil {
 			return nil, err

@@ -207,6 +207,21 @@ func TestRunRecordsAgentFailure(t *testing.T) {
 	}
 }
 
+// TestRunRefusesNilMetric checks that a nil metric among Options.Metrics
+// is a configuration error of Run, found before any case runs.
+func TestRunRefusesNilMetric(t *testing.T) {
+	llm := scripted.NewSequence("m")
+	ag, err := llmagent.New(llmagent.Config{Name: "root", Model: llm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := []*eval.Metric{{MetricName: eval.ResponseMatchMetric}, nil}
+	rep, err := eval.Run(context.Background(), &eval.Set{EvalSetID: "s", EvalCases: []*eval.Case{weatherCase("a", "Paris", "x")}}, eval.Options{Runner: newRunner(t, ag), Metrics: metrics})
+	if err == nil || !strings.Contains(err.Error(), "Metrics[1] is nil") {
+		t.Errorf("Run with a nil metric: %v, %v", rep, err)
+	}
+}
+
 // TestRunScenarioSimulatorByName opens the simulator the config names.
 func TestRunScenarioSimulatorByName(t *testing.T) {
 	ag, err := assistant.New(assistant.Offline())

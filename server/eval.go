@@ -267,6 +267,9 @@ func (s *Server) updateEvalCase(w http.ResponseWriter, r *http.Request) error {
 	// The id may be left out of the body; the route names it.
 	var probe map[string]json.RawMessage
 	if json.Unmarshal(body, &probe) == nil {
+		if probe == nil {
+			return unprocessable("The body must be a JSON object holding the eval case")
+		}
 		if _, ok := probe["evalId"]; !ok {
 			if _, ok := probe["eval_id"]; !ok {
 				probe["evalId"], _ = json.Marshal(id)
@@ -349,6 +352,11 @@ func (s *Server) runEval(wrapped bool) apiFunc {
 		}
 		if err := eval.Unmarshal(body, &req); err != nil {
 			return unprocessable("%v", err)
+		}
+		for i, m := range req.EvalMetrics {
+			if m == nil {
+				return unprocessable("evalMetrics[%d] must be an object", i)
+			}
 		}
 		set, err := s.getSet(r)
 		if err != nil {

@@ -278,3 +278,27 @@ func TestEvalCasesActAsTheAuthenticatedUser(t *testing.T) {
 		t.Errorf("run without Authenticate: %d %s", w.Code, w.Body)
 	}
 }
+
+// TestEvalRoutesRefuseNullInput checks that a case body that is not an
+// object and a null metric get 422, as the other routes answer a body of
+// the wrong shape.
+func TestEvalRoutesRefuseNullInput(t *testing.T) {
+	f := newFixture(t, server.Config{Evals: eval.NewDirStore(t.TempDir())})
+	mustCreate(t, f, "s1")
+	f.do(t, "POST", "/run", runBody("s1", "hello", false))
+	f.do(t, "POST", "/apps/demo/eval_sets/smoke", "")
+	if w := f.do(t, "POST", "/apps/demo/eval_sets/smoke/add_session", `{"evalId":"c","sessionId":"s1","userId":"u1"}`); w.Code != 200 {
+		t.Fatalf("add_session: %d %s", w.Code, w.Body)
+	}
+	for _, tc := range []struct{ method, path, body string }{
+		{"PUT", "/apps/demo/eval_sets/smoke/evals/c", `null`},
+		{"PUT", "/apps/demo/eval-sets/smoke/eval-cases/c", ` null `},
+		{"PUT", "/apps/demo/eval-sets/smoke/eval-cases/c", `[]`},
+		{"POST", "/apps/demo/eval_sets/smoke/run_eval", `{"evalMetrics":[null]}`},
+		{"POST", "/apps/demo/eval-sets/smoke/run", `{"evalMetrics":[{"metricName":"response_match_score"},null]}`},
+	} {
+		if w := f.do(t, tc.method, tc.path, tc.body); w.Code != http.StatusUnprocessableEntity {
+			t.Errorf("%s %s %s: %d %s, want 422", tc.method, tc.path, tc.body, w.Code, w.Body)
+		}
+	}
+}
