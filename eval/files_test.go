@@ -3,6 +3,7 @@ package eval
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -252,5 +253,34 @@ func TestBadFilesNameFileCaseAndField(t *testing.T) {
 	os.WriteFile(path, []byte(`{"criteria":{"tool_trajectory_avg_score":{"threshold":1,"match_type":"SIDEWAYS"}}}`), 0o644)
 	if _, err := ReadConfig(path); err == nil || !strings.Contains(err.Error(), "criteria.tool_trajectory_avg_score.match_type") || !strings.Contains(err.Error(), "bad_config.json") {
 		t.Errorf("config error: %v", err)
+	}
+}
+
+// TestDirStoreInvalidIDs checks that every DirStore method refuses an id it
+// cannot use as a file name with an error wrapping ErrInvalidID, which
+// callers can tell from a failure of the store itself.
+func TestDirStoreInvalidIDs(t *testing.T) {
+	d := NewDirStore(t.TempDir())
+	ctx := t.Context()
+	noop := func(*Set) error { return nil }
+	long := strings.Repeat("x", 201)
+	for name, call := range map[string]func() error{
+		"GetSet bad-id!":     func() error { _, err := d.GetSet(ctx, "app", "bad-id!"); return err },
+		"GetSet long":        func() error { _, err := d.GetSet(ctx, "app", long); return err },
+		"CreateSet bad-id!":  func() error { return d.CreateSet(ctx, "app", &Set{EvalSetID: "bad-id!"}) },
+		"UpdateSet bad-id!":  func() error { return d.UpdateSet(ctx, "app", "bad-id!", noop) },
+		"GetSet app ..":      func() error { _, err := d.GetSet(ctx, "..", "s"); return err },
+		"ListSets app a/b":   func() error { _, err := d.ListSets(ctx, "a/b"); return err },
+		"ListResults app ..": func() error { _, err := d.ListResults(ctx, ".."); return err },
+		`GetResult a\b`:      func() error { _, err := d.GetResult(ctx, "app", `a\b`); return err },
+		"GetResult ..":       func() error { _, err := d.GetResult(ctx, "app", ".."); return err },
+		"SaveResult empty":   func() error { return d.SaveResult(ctx, "app", &SetResult{}) },
+	} {
+		if err := call(); !errors.Is(err, ErrInvalidID) {
+			t.Errorf("%s: %v, want an error wrapping ErrInvalidID", name, err)
+		}
+	}
+	if err := CheckSetID("bad-id!"); !errors.Is(err, ErrInvalidID) || err.Error() != `invalid eval set id "bad-id!": use letters, digits and underscores` {
+		t.Errorf("CheckSetID: %v", err)
 	}
 }

@@ -15,13 +15,27 @@ import (
 	"github.com/loomkit/loom/event"
 )
 
-// Errors of a [Store].
+// Errors of a [Store]. ErrInvalidID is wrapped by the errors of ids a
+// store cannot use: a set id [CheckSetID] refuses, an app name or result id
+// that is no file name.
 var (
-	ErrNotFound = errors.New("not found")
-	ErrExists   = errors.New("already exists")
+	ErrNotFound  = errors.New("not found")
+	ErrExists    = errors.New("already exists")
+	ErrInvalidID = errors.New("invalid id")
 )
 
-// Store keeps the eval sets and results of apps.
+// idError is an error wrapping ErrInvalidID with a message of its own.
+type idError struct{ msg string }
+
+func (e *idError) Error() string { return e.msg }
+func (e *idError) Unwrap() error { return ErrInvalidID }
+
+func invalidID(format string, args ...any) error {
+	return &idError{fmt.Sprintf(format, args...)}
+}
+
+// Store keeps the eval sets and results of apps. An app name, set id or
+// result id the store cannot use fails with an error wrapping ErrInvalidID.
 type Store interface {
 	// ListSets returns the ids of an app's eval sets, sorted.
 	ListSets(ctx context.Context, app string) ([]string, error)
@@ -43,10 +57,10 @@ type Store interface {
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 
 // CheckSetID checks an eval set id: letters, digits and underscores, as
-// ADK requires.
+// ADK requires, at most 200 bytes. Its error wraps [ErrInvalidID].
 func CheckSetID(id string) error {
 	if !idPattern.MatchString(id) || len(id) > 200 {
-		return fmt.Errorf("invalid eval set id %q: use letters, digits and underscores", id)
+		return invalidID("invalid eval set id %q: use letters, digits and underscores", id)
 	}
 	return nil
 }
@@ -66,7 +80,7 @@ func NewDirStore(dir string) *DirStore { return &DirStore{Dir: dir} }
 
 func (d *DirStore) appDir(app string) (string, error) {
 	if app == "" || app == "." || app == ".." || strings.ContainsAny(app, `/\`) {
-		return "", fmt.Errorf("invalid app name %q", app)
+		return "", invalidID("invalid app name %q", app)
 	}
 	return filepath.Join(d.Dir, app), nil
 }
@@ -81,7 +95,7 @@ func (d *DirStore) setPath(app, id string) (string, error) {
 
 func (d *DirStore) resultPath(app, id string) (string, error) {
 	if id == "" || id == "." || id == ".." || strings.ContainsAny(id, `/\`) {
-		return "", fmt.Errorf("invalid eval result id %q", id)
+		return "", invalidID("invalid eval result id %q", id)
 	}
 	dir, err := d.appDir(app)
 	return filepath.Join(dir, "eval_history", id+ResultFileSuffix), err

@@ -63,14 +63,16 @@ func (s *Server) evalOnly(fn apiFunc) apiFunc {
 	}
 }
 
-// evalError maps the eval store's errors to the server's.
+// evalError maps the eval store's errors to the server's: an id the store
+// cannot use, an existing set or case and a malformed document are 400, a
+// missing one 404.
 func evalError(err error) error {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, eval.ErrNotFound):
 		return &detailError{detail: err.Error(), err: errNotFound}
-	case errors.Is(err, eval.ErrExists):
+	case errors.Is(err, eval.ErrExists), errors.Is(err, eval.ErrInvalidID):
 		return badRequest("%v", err)
 	}
 	var fe *eval.FieldError

@@ -302,3 +302,35 @@ func TestEvalRoutesRefuseNullInput(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalRoutesBadIDsAre400 checks that an eval set or result id the
+// store cannot use gets 400 on every route that names one, not 500.
+func TestEvalRoutesBadIDsAre400(t *testing.T) {
+	f := newFixture(t, server.Config{Evals: eval.NewDirStore(t.TempDir())})
+	mustCreate(t, f, "s1")
+	long := strings.Repeat("x", 300)
+	for _, set := range []string{"bad-id!", long} {
+		for _, tc := range []struct{ method, path, body string }{
+			{"GET", "/apps/demo/eval_sets/" + set + "/evals", ""},
+			{"GET", "/apps/demo/eval_sets/" + set + "/evals/c", ""},
+			{"GET", "/apps/demo/eval-sets/" + set + "/eval-cases/c", ""},
+			{"PUT", "/apps/demo/eval_sets/" + set + "/evals/c", `{"conversation":[]}`},
+			{"PUT", "/apps/demo/eval-sets/" + set + "/eval-cases/c", `{"conversation":[]}`},
+			{"DELETE", "/apps/demo/eval_sets/" + set + "/evals/c", ""},
+			{"DELETE", "/apps/demo/eval-sets/" + set + "/eval-cases/c", ""},
+			{"POST", "/apps/demo/eval_sets/" + set + "/add_session", `{"evalId":"d","sessionId":"s1","userId":"u1"}`},
+			{"POST", "/apps/demo/eval-sets/" + set + "/add-session", `{"evalId":"d","sessionId":"s1","userId":"u1"}`},
+			{"POST", "/apps/demo/eval_sets/" + set + "/run_eval", `{"evalMetrics":[]}`},
+			{"POST", "/apps/demo/eval-sets/" + set + "/run", `{"evalMetrics":[]}`},
+		} {
+			if w := f.do(t, tc.method, tc.path, tc.body); w.Code != http.StatusBadRequest {
+				t.Errorf("%s %.60s: %d %.100s, want 400", tc.method, tc.path, w.Code, w.Body)
+			}
+		}
+	}
+	for _, path := range []string{"/apps/demo/eval_results/a%5Cb", "/apps/demo/eval-results/a%5Cb"} {
+		if w := f.do(t, "GET", path, ""); w.Code != http.StatusBadRequest {
+			t.Errorf("GET %s: %d %s, want 400", path, w.Code, w.Body)
+		}
+	}
+}
