@@ -178,6 +178,31 @@ func TestIDLimits(t *testing.T) {
 	}
 }
 
+// TestForkIDLimits: the fork route checks the new session's id as the
+// create route does (a session it could make would be one no path can
+// address), and bounds the event id.
+func TestForkIDLimits(t *testing.T) {
+	f := newFixture(t, server.Config{})
+	mustCreate(t, f, "s1")
+	f.do(t, "POST", "/run", runBody("s1", "hello", false))
+	long := strings.Repeat("x", 129)
+	for _, body := range []string{
+		`{"sessionId":".."}`, `{"sessionId":"."}`, `{"sessionId":"` + long + `"}`, `{"sessionId":"a\u0000b"}`,
+		`{"sessionId":"f1","eventId":"` + long + `"}`, `{"sessionId":"f1","eventId":"a\nb"}`,
+	} {
+		if w := f.do(t, "POST", "/apps/demo/users/u1/sessions/s1/fork", body); w.Code != http.StatusBadRequest {
+			t.Errorf("fork with %.60s: %d %.100s, want 400", body, w.Code, w.Body)
+		}
+	}
+	var list []struct{ ID string }
+	if err := json.Unmarshal(f.do(t, "GET", "/apps/demo/users/u1/sessions", "").Body.Bytes(), &list); err != nil || len(list) != 1 {
+		t.Errorf("sessions after the refused forks: %+v, %v", list, err)
+	}
+	if w := f.do(t, "POST", "/apps/demo/users/u1/sessions/s1/fork", `{"sessionId":"`+long[1:]+`"}`); w.Code != 200 {
+		t.Errorf("fork to a 128-byte id: %d %s", w.Code, w.Body)
+	}
+}
+
 // nested returns a JSON value nested n arrays deep.
 func nested(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
 

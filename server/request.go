@@ -196,6 +196,20 @@ func (f fields) string(key string) (string, error) {
 	return s, nil
 }
 
+// id reads an optional string member holding an id, checked as checkID
+// checks ids: the routes that take a new session's id from the body refuse
+// the same ids.
+func (f fields) id(key string) (string, error) {
+	v, err := f.string(key)
+	if err != nil {
+		return "", err
+	}
+	if err := checkID(key, v); err != nil {
+		return "", err
+	}
+	return v, nil
+}
+
 // plainString returns the string a JSON string value without escapes
 // stands for, as encoding/json decodes it, and reports whether raw is one.
 func plainString(raw []byte) (string, bool) {

@@ -33,10 +33,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if key.SessionID, err = f.string("sessionId"); err != nil {
-		return err
-	}
-	if err := checkID("sessionId", key.SessionID); err != nil {
+	if key.SessionID, err = f.id("sessionId"); err != nil {
 		return err
 	}
 	state, err := f.object("state")
@@ -215,7 +212,8 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 // forkSession serves POST .../sessions/{sid}/fork with an optional body
 // {sessionId?, eventId?}: a new session copying the events up to and
 // including eventId (all when absent) and the artifacts they refer to. It
-// answers the new session.
+// answers the new session. Both ids are checked as createSession checks
+// the new session's (400).
 func (s *Server) forkSession(w http.ResponseWriter, r *http.Request) error {
 	a, key, err := s.sessionKey(r)
 	if err != nil {
@@ -225,11 +223,11 @@ func (s *Server) forkSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	newID, err := f.string("sessionId")
+	newID, err := f.id("sessionId")
 	if err != nil {
 		return err
 	}
-	eventID, err := f.string("eventId")
+	eventID, err := f.id("eventId")
 	if err != nil {
 		return err
 	}
