@@ -112,6 +112,41 @@ func ExampleRunner_Fork() {
 	// after delete: []
 }
 
+// Change a session's state between turns, as a client's settings page
+// would: the update is an event of its own, and the next invocation sees it.
+func ExampleRunner_UpdateState() {
+	greeter, _ := agent.New(agent.Config{
+		Name: "greeter",
+		Run: func(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
+			return func(yield func(*event.Event, error) bool) {
+				lang, _ := inv.Session().Get("user:lang")
+				ev := inv.NewEvent()
+				ev.Content = genai.NewContentFromText(fmt.Sprintf("hello (lang=%v)", lang), genai.RoleModel)
+				yield(ev, nil)
+			}
+		},
+	})
+	r, _ := runner.New(runner.Config{AppName: "demo", Agent: greeter, Sessions: memsession.NewService(), AutoCreateSession: true})
+	ctx := context.Background()
+	say := func() {
+		evs, _ := r.RunSync(ctx, "alice", "s1", genai.NewContentFromText("hi", genai.RoleUser), nil)
+		fmt.Println(evs[0].Text())
+	}
+	say()
+	sess, err := r.UpdateState(ctx, "alice", "s1", map[string]any{"user:lang": "fr"})
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	last := sess.Events()[sess.Len()-1]
+	fmt.Println("update event by", last.Author, "with", last.Actions.StateDelta)
+	say()
+	// Output:
+	// hello (lang=<nil>)
+	// update event by user with map[user:lang:fr]
+	// hello (lang=fr)
+}
+
 // The model-call limit holds across resumes: each answer to the paused
 // call resumes the same invocation, and the calls it made before count.
 func ExampleRunOptions_maxLLMCalls() {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"iter"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,8 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/session/memsession"
 )
 
 // writeRecorder records every Write separately, to check SSE framing.
@@ -300,6 +307,70 @@ func TestConcurrentRunsSerialize(t *testing.T) {
 				t.Errorf("events %d-%d interleave invocations %s and %s", i, i+3, group[0].InvocationID, ev.InvocationID)
 			}
 		}
+	}
+}
+
+// TestPatchDuringRun sends a PATCH of a session's state while an
+// invocation runs in the session: the PATCH waits for the invocation, which
+// completes (200) with all its events, and the patched value is stored too.
+func TestPatchDuringRun(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	root, err := agent.New(agent.Config{Name: "root_agent", Run: func(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
+		return func(yield func(*event.Event, error) bool) {
+			ev := inv.NewEvent()
+			ev.Content = genai.NewContentFromText("one", genai.RoleModel)
+			ev.Actions.StateDelta = map[string]any{"a": 1}
+			if !yield(ev, nil) {
+				return
+			}
+			close(started)
+			<-release
+			ev = inv.NewEvent()
+			ev.Content = genai.NewContentFromText("two", genai.RoleModel)
+			ev.Actions.StateDelta = map[string]any{"b": 2}
+			yield(ev, nil)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "demo", Agent: root, Sessions: memsession.NewService()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Apps: []*runner.Runner{r}, AllowedHosts: []string{"example.com"}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{srv: srv, runner: r}
+	mustCreate(t, f, "s1")
+	var wg sync.WaitGroup
+	var run, patch *httptest.ResponseRecorder
+	wg.Go(func() { run = f.do(t, "POST", "/run", runBody("s1", "go", false)) })
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run did not start")
+	}
+	wg.Go(func() { patch = f.do(t, "PATCH", "/apps/demo/users/u1/sessions/s1", `{"stateDelta":{"p":3}}`) })
+	time.Sleep(20 * time.Millisecond) // let the PATCH arrive while the run holds the session
+	close(release)
+	wg.Wait()
+	if run.Code != http.StatusOK || strings.Count(run.Body.String(), `"author":"root_agent"`) != 2 {
+		t.Errorf("the run with a PATCH in the middle: %d %.300s", run.Code, run.Body)
+	}
+	if patch.Code != http.StatusOK || !strings.Contains(patch.Body.String(), `"p":3`) {
+		t.Errorf("the PATCH: %d %.300s", patch.Code, patch.Body)
+	}
+	var sess struct {
+		State  map[string]any
+		Events []any
+	}
+	if err := json.Unmarshal(f.do(t, "GET", "/apps/demo/users/u1/sessions/s1", "").Body.Bytes(), &sess); err != nil {
+		t.Fatal(err)
+	}
+	if sess.State["a"] != 1.0 || sess.State["b"] != 2.0 || sess.State["p"] != 3.0 || len(sess.Events) != 4 {
+		t.Errorf("the session after both: state %v, %d events, want a, b and p and 4 events", sess.State, len(sess.Events))
 	}
 }
 

@@ -155,7 +155,9 @@ func getOptions(r *http.Request) (*session.GetOptions, error) {
 
 // patchSession serves PATCH .../sessions/{sid} with {stateDelta}: it appends
 // a user event carrying the delta (invocation id "p-<uuid>") and returns the
-// updated session. A missing or empty delta changes nothing.
+// updated session. A missing or empty delta changes nothing. The append
+// goes through the runner (runner.Runner.UpdateState), so it waits for an
+// invocation running in the session instead of making it stale.
 func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
 	a, key, err := s.sessionKey(r)
 	if err != nil {
@@ -169,31 +171,11 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	svc := a.Sessions()
-	// A run committing to the session at the same moment makes the append
-	// stale; reload and try again a few times.
-	for attempt := 0; ; attempt++ {
-		sess, err := svc.Get(r.Context(), key, nil)
-		if err != nil {
-			return sessionError(key.SessionID, err)
-		}
-		if len(delta) == 0 {
-			return writeJSON(w, http.StatusOK, sess)
-		}
-		ev := event.New("p-"+event.NewID(), event.AuthorUser)
-		ev.Actions.StateDelta = delta
-		err = svc.AppendEvent(r.Context(), sess, ev)
-		if err == nil {
-			// Read back: the stored state, without the delta's temp: keys.
-			if sess, err = svc.Get(r.Context(), key, nil); err != nil {
-				return sessionError(key.SessionID, err)
-			}
-			return writeJSON(w, http.StatusOK, sess)
-		}
-		if !errors.Is(err, session.ErrStale) || attempt == 2 {
-			return sessionError(key.SessionID, err)
-		}
+	sess, err := a.UpdateState(r.Context(), key.UserID, key.SessionID, delta)
+	if err != nil {
+		return sessionError(key.SessionID, err)
 	}
+	return writeJSON(w, http.StatusOK, sess)
 }
 
 // deleteSession serves DELETE .../sessions/{sid}: the session, its events
