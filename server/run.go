@@ -145,7 +145,11 @@ func (s *Server) runSSE(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer done()
-	st := &sseStream{w: w, rc: http.NewResponseController(w)}
+	st := &sseStream{w: w, rc: http.NewResponseController(w), timeout: s.cfg.StreamWriteTimeout}
+	// Cancelling the invocation ends a write blocked on a client that
+	// stopped reading; without this the handler would wait in Write, and
+	// the invocation hold the session, for as long as the client stalls.
+	st.stopCancel = context.AfterFunc(ctx, st.cancel)
 	defer st.close()
 	for ev, err := range events {
 		if err != nil {
@@ -168,11 +172,18 @@ func (s *Server) runSSE(w http.ResponseWriter, r *http.Request) error {
 
 // sseStream writes server-sent event frames, sending the response header
 // with the first one so that errors before it get a normal JSON response.
+//
+// Every write to the connection (a frame's Write, a flush) gets a write
+// deadline timeout from its start, so a client that stops reading is cut
+// off instead of blocking the handler, and the invocation with it, for
+// good; cancelling the invocation moves the deadline to now.
 type sseStream struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	started bool
-	buf     []byte
+	w          http.ResponseWriter
+	rc         *http.ResponseController
+	timeout    time.Duration // per write; not positive: none
+	stopCancel func() bool   // unregisters cancel
+	started    bool
+	buf        []byte
 
 	// mu orders writes and the delayed flush; the fields below are its.
 	mu      sync.Mutex
@@ -180,6 +191,42 @@ type sseStream struct {
 	pending bool        // written, not yet flushed
 	flusher *time.Timer // flushes what is pending flushDelay after it was written
 	closed  bool
+
+	// dl guards the write deadline, which cancel sets while a write may
+	// hold mu; the fields below are its.
+	dl        sync.Mutex
+	cancelled bool // the invocation's context is done
+	ended     bool // the handler is done with the connection
+}
+
+// cancelWriteTimeout bounds the writes of a stream whose invocation was
+// cancelled: the frame that reports the cancellation, and what is left to
+// flush.
+const cancelWriteTimeout = time.Second
+
+// cancel runs when the invocation's context is done: a write in progress
+// fails at once, and later writes get cancelWriteTimeout at most.
+func (st *sseStream) cancel() {
+	st.dl.Lock()
+	defer st.dl.Unlock()
+	if st.ended {
+		return
+	}
+	st.cancelled = true
+	_ = st.rc.SetWriteDeadline(time.Now())
+}
+
+// arm sets the deadline of the write about to start.
+func (st *sseStream) arm() {
+	st.dl.Lock()
+	defer st.dl.Unlock()
+	d := st.timeout
+	if st.cancelled && (d <= 0 || d > cancelWriteTimeout) {
+		d = cancelWriteTimeout
+	}
+	if d > 0 {
+		_ = st.rc.SetWriteDeadline(time.Now().Add(d)) // http.ErrNotSupported: nothing to bound
+	}
 }
 
 // flushDelay is how long a written frame may wait in the response buffer
@@ -223,6 +270,7 @@ func (st *sseStream) write(frame []byte) bool {
 	if st.broken {
 		return false
 	}
+	st.arm()
 	if _, err := st.w.Write(frame); err != nil {
 		st.broken = true
 		return false
@@ -246,19 +294,36 @@ func (st *sseStream) flush() {
 		return
 	}
 	st.pending = false
+	st.arm()
 	if err := st.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		st.broken = true
 	}
 }
 
-// close ends the delayed flushes before the handler returns, which sends
-// what is left.
+// close ends the delayed flushes and sends what is left, within the write
+// deadline, before the handler returns. Then, unless the client is gone,
+// it lifts the deadline: the connection may serve more requests (or the
+// JSON error of a stream that never started).
 func (st *sseStream) close() {
+	st.stopCancel()
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.closed = true
 	if st.flusher != nil {
 		st.flusher.Stop()
+	}
+	if st.started && st.pending && !st.broken {
+		st.pending = false
+		st.arm()
+		if err := st.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			st.broken = true
+		}
+	}
+	st.dl.Lock()
+	defer st.dl.Unlock()
+	st.ended = true
+	if !st.broken {
+		_ = st.rc.SetWriteDeadline(time.Time{})
 	}
 }
 

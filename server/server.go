@@ -145,6 +145,15 @@ type Config struct {
 	// connection, lifted once the body is read, so responses (event
 	// streams included) may take as long as they need.
 	BodyReadTimeout time.Duration
+	// StreamWriteTimeout bounds the writing of each frame of a /run_sse
+	// event stream (default DefaultStreamWriteTimeout; negative for none):
+	// a client that does not take a frame within it is cut off, and its
+	// invocation stops as if the client had disconnected (what it
+	// committed stays). It is a write deadline on the connection, renewed
+	// for every frame, so the time between frames and the length of a
+	// stream are not limited. Cancelling the invocation (the cancel route,
+	// Close, the client leaving) also ends a write in progress.
+	StreamWriteTimeout time.Duration
 	// Evals keeps the eval sets and results the evaluation routes serve
 	// (see server/eval.go); without it those routes answer 501. At most two
 	// eval runs go on at once; a run request beyond them gets 429.
@@ -195,6 +204,10 @@ type Invoker interface {
 // Config.BodyReadTimeout is zero.
 const DefaultBodyReadTimeout = time.Minute
 
+// DefaultStreamWriteTimeout is the limit on writing one event-stream frame
+// used when Config.StreamWriteTimeout is zero.
+const DefaultStreamWriteTimeout = 30 * time.Second
+
 // DefaultMaxJSONDepth is the nesting limit of JSON request bodies used when
 // Config.MaxJSONDepth is zero.
 const DefaultMaxJSONDepth = 64
@@ -243,6 +256,9 @@ func New(cfg Config) (*Server, error) {
 	if s.cfg.BodyReadTimeout == 0 {
 		s.cfg.BodyReadTimeout = DefaultBodyReadTimeout
 	}
+	if s.cfg.StreamWriteTimeout == 0 {
+		s.cfg.StreamWriteTimeout = DefaultStreamWriteTimeout
+	}
 	if s.cfg.MaxJSONDepth <= 0 {
 		s.cfg.MaxJSONDepth = DefaultMaxJSONDepth
 	}
@@ -270,7 +286,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Close cancels every invocation in flight and makes new run requests fail
 // with 503. Other routes keep working. It is meant to be registered with
 // http.Server.RegisterOnShutdown, so that open event streams end when the
-// server shuts down. It always returns nil.
+// server shuts down, those whose client has stopped reading included. It
+// always returns nil.
 func (s *Server) Close() error {
 	s.runs.close()
 	return nil
