@@ -98,7 +98,7 @@ func (d Delta) Empty() bool { return len(d.App) == 0 && len(d.User) == 0 && len(
 
 // Window selects which events GetSession returns.
 type Window struct {
-	// None selects no events.
+	// None selects no events, whatever the other fields say.
 	None bool
 	// Recent, when positive, keeps only the most recent events.
 	Recent int

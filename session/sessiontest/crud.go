@@ -49,6 +49,11 @@ func testS6Windows(t *testing.T, h *harness) {
 		{"after-all", &session.GetOptions{After: ts(6)}, nil},
 		// ADK's num_recent_events=0 ("no events") is NoEvents in Loom.
 		{"recent-0", &session.GetOptions{NoEvents: true}, nil},
+		// NoEvents wins over every other bound.
+		{"none-after-2", &session.GetOptions{NoEvents: true, After: ts(2)}, nil},
+		{"none-recent-3-after-2", &session.GetOptions{NoEvents: true, NumRecentEvents: 3, After: ts(2)}, nil},
+		{"none-after-seq-1-after-2", &session.GetOptions{NoEvents: true, AfterSeq: 1, After: ts(2)}, nil},
+		{"none-after-seq-1", &session.GetOptions{NoEvents: true, AfterSeq: 1}, nil},
 		{"after-seq-3", &session.GetOptions{AfterSeq: 3}, []string{"ev-4", "ev-5"}},
 		{"after-seq-0", &session.GetOptions{AfterSeq: 0}, []string{"ev-1", "ev-2", "ev-3", "ev-4", "ev-5"}},
 		{"after-seq-5", &session.GetOptions{AfterSeq: 5}, nil},

@@ -446,6 +446,11 @@ func (s *Store) DeleteSession(ctx context.Context, key session.Key) error {
 // runs in a read transaction.
 func (s *Store) GetSession(ctx context.Context, key session.Key, w session.Window) (*session.Record, error) {
 	rec := &session.Record{Key: key}
+	if w.None {
+		// No events, whatever the other bounds say: the statement reads
+		// the session alone.
+		w = session.Window{None: true}
+	}
 	if w.After.IsZero() {
 		after, recent := noEvents, noEvents
 		if !w.None {
