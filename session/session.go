@@ -483,6 +483,16 @@ func (s *Service) Get(ctx context.Context, key Key, opts *GetOptions) (*Session,
 	w := Window{Encoded: true}
 	if opts != nil {
 		w = Window{None: opts.NoEvents, Recent: opts.NumRecentEvents, After: opts.After, AfterSeq: opts.AfterSeq, Encoded: true}
+		// Stores compare times as int64 nanoseconds, which do not reach
+		// past the range of event timestamps: a bound beyond it selects
+		// no event, one before it every event.
+		switch {
+		case w.After.IsZero():
+		case w.After.After(maxEventTime):
+			w.None = true
+		case !w.After.After(minEventTime):
+			w.After = time.Time{}
+		}
 	}
 	rec, err := s.store.GetSession(ctx, key, w)
 	if err != nil {
@@ -575,7 +585,9 @@ func (s *Service) Delete(ctx context.Context, key Key) error {
 // format, and never go back within a session: an event whose timestamp is
 // before that of the session's last event gets the last event's timestamp,
 // so that a window of events after a time holds exactly the events of that
-// time or later.
+// time or later. A timestamp must lie within the range of int64
+// nanoseconds since 1970 (from 1677-09-21 to 2262-04-11), which is what
+// stores keep; one outside it fails with an error wrapping ErrInvalid.
 //
 // A partial event is not stored and changes nothing. The event and its state
 // delta must hold only values state accepts (see [CheckValue]), its id must

@@ -36,6 +36,14 @@ const (
 	MaxSafeInteger = 1 << 53
 )
 
+// The earliest and latest timestamps of events: the instants, to the
+// microsecond, that stores can keep as nanoseconds since 1970 in an int64
+// (from 1677-09-21 to 2262-04-11).
+var (
+	minEventTime = time.Unix(0, math.MinInt64-math.MinInt64%1000).UTC()
+	maxEventTime = time.Unix(0, math.MaxInt64-math.MaxInt64%1000).UTC()
+)
+
 // This file holds the validation rules, once for every backend.
 
 // CheckID reports, with an error wrapping ErrInvalid, why id (named what in
@@ -104,13 +112,16 @@ func CheckValue(v any) error {
 }
 
 // checkEvent validates what of an event is stored besides its state delta
-// (which checkState checks): ids and strings, free-form maps and metadata,
-// so that the event encodes and decodes back to itself.
+// (which checkState checks): ids and strings, its timestamp, free-form maps
+// and metadata, so that the event encodes and decodes back to itself.
 func checkEvent(ev *event.Event) error {
 	if ev.ID != "" {
 		if err := CheckID("event id", ev.ID); err != nil {
 			return err
 		}
+	}
+	if err := checkEventTime(ev.Timestamp); err != nil {
+		return fmt.Errorf("%w: event %s: %w", ErrInvalid, ev.ID, err)
 	}
 	for _, f := range [...]struct{ name, s string }{{"author", ev.Author}, {"invocation id", ev.InvocationID}, {"branch", ev.Branch}} {
 		if err := checkString(f.s, false); err != nil {
@@ -123,6 +134,20 @@ func checkEvent(ev *event.Event) error {
 	c := checker{nul: true, typed: true, skipStateDelta: true}
 	if err := c.reflect(reflect.ValueOf(ev).Elem(), 1); err != nil {
 		return fmt.Errorf("%w: event %s: %w", ErrInvalid, ev.ID, err)
+	}
+	return nil
+}
+
+// checkEventTime rejects a timestamp that, kept to the microsecond as the
+// service keeps it, is outside [minEventTime, maxEventTime]. The zero time
+// (a timestamp to fill in) is fine.
+func checkEventTime(ts time.Time) error {
+	if ts.IsZero() {
+		return nil
+	}
+	if us := ts.Truncate(time.Microsecond); us.Before(minEventTime) || us.After(maxEventTime) {
+		return fmt.Errorf("timestamp %s is outside the range stores keep, %s to %s",
+			ts.Format(time.RFC3339Nano), minEventTime.Format(time.RFC3339Nano), maxEventTime.Format(time.RFC3339Nano))
 	}
 	return nil
 }

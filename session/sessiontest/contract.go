@@ -475,3 +475,82 @@ func (l *lostAck) AppendEvent(ctx context.Context, key session.Key, created time
 	}
 	return nil
 }
+
+// testEventTimeRange: an event timestamp that stores cannot keep as
+// nanoseconds since 1970 in an int64 (before 1678 or after 2262) is
+// refused with ErrInvalid and changes nothing; one inside the range, on
+// either side of 1970, reads back exactly and bounds After windows.
+func testEventTimeRange(t *testing.T, h *harness) {
+	s := h.create(t, "u1", "s1", map[string]any{"k": 0})
+	h.appendEv(t, s, textEvent("ev-0", "x", map[string]any{"k": 1}))
+	before := snap(s)
+	for _, ts := range []time.Time{
+		time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Unix(0, math.MaxInt64).Add(time.Microsecond),
+		time.Unix(0, math.MinInt64).Add(-time.Microsecond),
+		time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC),
+		time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC),
+	} {
+		ev := textEvent("", "x", map[string]any{"k": 2, "app:a": 1, "user:u": 1})
+		ev.Timestamp = ts
+		err := h.svc.AppendEvent(t.Context(), s, ev)
+		wantInvalid(t, fmt.Sprintf("append at %v", ts), err)
+		if ev.ID != "" || !ev.Timestamp.Equal(ts) {
+			t.Errorf("append at %v: the refused event became id %q at %v", ts, ev.ID, ev.Timestamp)
+		}
+		wantUnchanged(t, fmt.Sprintf("live session after an append at %v", ts), s, before)
+	}
+	fresh := h.get(t, s.Key())
+	wantUnchanged(t, "fresh read", fresh, before)
+	wantState(t, "fresh read", fresh.State(), map[string]any{"k": 1})
+	// Time bounds beyond the range select nothing, or everything.
+	for _, tc := range []struct {
+		after time.Time
+		want  []string
+	}{
+		{time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), nil},
+		{time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC), []string{"ev-0"}},
+	} {
+		w, err := h.svc.Get(t.Context(), s.Key(), &session.GetOptions{After: tc.after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantIDs(t, fmt.Sprintf("After %v", tc.after), w.Events(), tc.want...)
+	}
+
+	for i, ts := range []time.Time{
+		time.Date(2200, 6, 1, 12, 30, 45, 123456000, time.UTC),
+		time.Date(1700, 3, 4, 5, 6, 7, 8000, time.UTC),
+		time.Date(1969, 12, 31, 23, 59, 59, 999999000, time.UTC),
+		time.Unix(0, math.MaxInt64).Truncate(time.Microsecond),
+	} {
+		s := h.create(t, "u1", fmt.Sprint("in-range-", i), nil)
+		ev := textEvent("ev-1", "x", map[string]any{"k": i})
+		ev.Timestamp = ts
+		h.appendEv(t, s, ev)
+		got := h.get(t, s.Key())
+		for what, lu := range map[string]time.Time{"live": s.LastUpdateTime(), "fresh": got.LastUpdateTime()} {
+			if !lu.Equal(ts) {
+				t.Errorf("event at %v: %s LastUpdateTime = %v", ts, what, lu)
+			}
+		}
+		if evs := got.Events(); len(evs) != 1 || !evs[0].Timestamp.Equal(ts) {
+			t.Errorf("event at %v read back as %v", ts, canon(evs))
+		}
+		for _, tc := range []struct {
+			after time.Time
+			want  []string
+		}{
+			{ts, []string{"ev-1"}},
+			{ts.Add(-time.Microsecond), []string{"ev-1"}},
+			{ts.Add(time.Microsecond), nil},
+		} {
+			w, err := h.svc.Get(t.Context(), s.Key(), &session.GetOptions{After: tc.after})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantIDs(t, fmt.Sprintf("event at %v, After %v", ts, tc.after), w.Events(), tc.want...)
+		}
+	}
+}

@@ -102,6 +102,7 @@ var cases = []testCase{
 	{"V7DuplicateEventID", testV7DuplicateEventID},
 	{"V8PageTokens", testV8PageTokens},
 	{"V10UnknownOutcome", testV10UnknownOutcome},
+	{"EventTimeRange", testEventTimeRange},
 	{"LeaseOneService", testLeaseOneService},
 }
 
