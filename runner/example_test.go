@@ -31,8 +31,8 @@ func Example_customAgent() {
 			return func(yield func(*event.Event, error) bool) {
 				n, _ := inv.Session().Get("count")
 				next := 1
-				if v, ok := n.(int); ok {
-					next = v + 1
+				if v, ok := n.(float64); ok { // state numbers read back as float64
+					next = int(v) + 1
 				}
 				ev := inv.NewEvent()
 				ev.Content = genai.NewContentFromText(fmt.Sprintf("counting to %d", next), genai.RoleModel)

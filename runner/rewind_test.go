@@ -148,7 +148,7 @@ func TestT5Rewind(t *testing.T) {
 	if last := s.At(s.Len() - 1); last.ID != ev.ID {
 		t.Errorf("last stored event = %s, want the rewind event %s", last.ID, ev.ID)
 	}
-	want := map[string]any{"init": "x", "count": 2, "user:count": 4, "app:count": 4}
+	want := map[string]any{"init": "x", "count": 2.0, "user:count": 4.0, "app:count": 4.0}
 	if got := s.State(); !reflect.DeepEqual(got, want) {
 		t.Errorf("state after rewind = %v, want %v", got, want)
 	}
@@ -245,7 +245,7 @@ func TestRewindTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = f.load(t)
-	if v, _ := s.Get("count"); v != 3 {
+	if v, _ := s.Get("count"); v != 3.0 {
 		t.Errorf("count = %v, want 3 (the state just before the first rewind)", v)
 	}
 	if got, err := f.artifactText(t, "notes.txt"); err != nil || got != "v 3" {

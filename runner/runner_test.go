@@ -80,7 +80,7 @@ func TestR1CodeAfterYieldSeesCommittedState(t *testing.T) {
 		fresh, err := svc.Get(ctx, key, nil)
 		if err == nil {
 			storedAtResume = fresh.Len()
-			if v, _ := fresh.Get("counter"); v != 1 {
+			if v, _ := fresh.Get("counter"); v != 1.0 {
 				seen = fmt.Sprintf("storage has %v", v)
 			}
 		}
@@ -90,7 +90,7 @@ func TestR1CodeAfterYieldSeesCommittedState(t *testing.T) {
 	if _, err := r.RunSync(context.Background(), user, "s1", userText("go"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if seen != 1 {
+	if seen != 1.0 {
 		t.Fatalf("after yield, state counter = %v, want 1", seen)
 	}
 	if storedAtResume != 2 {
@@ -284,7 +284,7 @@ func TestR5TempStateLivesOneInvocation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if seen[0] != nil || seen[1] != 1 || seen[2] != nil || seen[3] != 3 {
+	if seen[0] != nil || seen[1] != 1.0 || seen[2] != nil || seen[3] != 3.0 {
 		t.Fatalf("temp values seen = %v, want [nil 1 nil 3]", seen)
 	}
 	for _, e := range stored(t, svc, key).Events() {

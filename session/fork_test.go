@@ -107,7 +107,7 @@ func TestForkAllAndGeneratedID(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, _ := svc.Get(ctx, src.Key(), nil)
-	if v, _ := s.Get("a"); v != 2 || s.Len() != 3 {
+	if v, _ := s.Get("a"); v != 2.0 || s.Len() != 3 {
 		t.Errorf("source a = %v with %d events after appending to the fork", v, s.Len())
 	}
 }

@@ -132,7 +132,7 @@ func TestConcurrentRefreshesShareReads(t *testing.T) {
 		if s.Len() != 3 || fmt.Sprint(s.At(0).Content.Parts[0].Text, s.At(2).Content.Parts[0].Text) != "02" {
 			t.Fatalf("copy %d: %d events after refresh, want 3 in order", i, s.Len())
 		}
-		if v, _ := s.Get("k"); v != 2 {
+		if v, _ := s.Get("k"); v != 2.0 {
 			t.Fatalf("copy %d: k = %v, want 2", i, v)
 		}
 	}

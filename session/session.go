@@ -432,13 +432,15 @@ func noRelease() {}
 
 // Create creates a session. If key.SessionID is empty an id is generated.
 // The initial state is split by scope: app: and user: keys update those
-// scopes, temp: keys are dropped. Creating a session whose id exists fails
-// with an error wrapping ErrAlreadyExists.
+// scopes, temp: keys are dropped. Its values are stored in their JSON form
+// (see [CheckValue]). Creating a session whose id exists fails with an
+// error wrapping ErrAlreadyExists.
 func (s *Service) Create(ctx context.Context, key Key, state map[string]any) (*Session, error) {
 	if err := checkKey(key, true); err != nil {
 		return nil, err
 	}
-	if err := checkState(state); err != nil {
+	state, err := checkState(state)
+	if err != nil {
 		return nil, fmt.Errorf("session: create: %w", err)
 	}
 	if key.SessionID == "" {
@@ -579,7 +581,9 @@ func (s *Service) Delete(ctx context.Context, key Key) error {
 // stripped from what is stored), and then updates sess in place: the event is
 // appended and the whole delta, temp: keys included, is applied to its state.
 // On success ev itself holds the committed form (id, timestamp, delta without
-// temp: keys).
+// temp: keys). The delta's values are taken in their JSON form (see
+// [CheckValue]): that is what is stored, what the committed delta holds
+// and what is applied to sess.
 //
 // Timestamps are kept to the microsecond, the precision of the wire
 // format, and never go back within a session: an event whose timestamp is
@@ -611,8 +615,11 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("session: append event: %w", err)
 	}
-	// Validate before anything is copied or written.
-	if err := checkState(ev.Actions.StateDelta); err != nil {
+	// Validate before anything is copied or written. The delta is taken
+	// in its JSON form, which the store, the stored event and the live
+	// session all hold.
+	delta, err := checkState(ev.Actions.StateDelta)
+	if err != nil {
 		return fmt.Errorf("session: append event %s: %w", ev.ID, err)
 	}
 	if err := checkEvent(ev); err != nil {
@@ -624,7 +631,7 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	if ev.ID == "" {
 		ev.ID = s.newID()
 	}
-	d, stored := splitDelta(fullDelta)
+	d, stored := splitDelta(delta)
 	ev.Actions.StateDelta = stored
 
 	sess.appendMu.Lock()
@@ -654,7 +661,6 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	// One append of the session at a time from this service, and none
 	// through a copy known to be stale (gate.go).
 	e := s.gate.enter(sess.key)
-	var err error
 	select {
 	case e.turn <- struct{}{}:
 		if e.behind(seq, unixNanos(created)) {
@@ -694,7 +700,7 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	}
 	sess.events = append(growOne(sess.events), ev)
 	sess.evBytes += size
-	ApplyDelta(sess.state, fullDelta)
+	ApplyDelta(sess.state, delta)
 	sess.seq = seq + 1
 	sess.updated = ev.Timestamp
 	sess.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"strconv"
@@ -81,20 +82,79 @@ func checkKey(key Key, sessionOptional bool) error {
 }
 
 // checkState validates a state delta or initial state: keys of valid UTF-8
-// without NUL, at most MaxIDLen bytes; values as checkValue says.
-func checkState(m map[string]any) error {
+// without NUL, at most MaxIDLen bytes; values as checkValue says. It
+// returns the state in its JSON form (see jsonValue), as every store keeps
+// it and the live session holds it: m itself when all its values are made
+// of JSON's own Go values, else a copy of m with the others replaced.
+func checkState(m map[string]any) (map[string]any, error) {
+	out, copied := m, false
 	for k, v := range m {
 		if len(k) > MaxIDLen {
-			return fmt.Errorf("%w: state key %.40q... is longer than %d bytes", ErrInvalid, k, MaxIDLen)
+			return nil, fmt.Errorf("%w: state key %.40q... is longer than %d bytes", ErrInvalid, k, MaxIDLen)
 		}
 		if err := checkString(k, false); err != nil {
-			return fmt.Errorf("%w: state key %q: %w", ErrInvalid, k, err)
+			return nil, fmt.Errorf("%w: state key %q: %w", ErrInvalid, k, err)
 		}
-		if err := (checker{}).value(v, 1); err != nil {
-			return fmt.Errorf("%w: state key %q: %w", ErrInvalid, k, err)
+		var foreign bool
+		if err := (checker{foreign: &foreign}).value(v, 1); err != nil {
+			return nil, fmt.Errorf("%w: state key %q: %w", ErrInvalid, k, err)
 		}
+		if !foreign {
+			continue
+		}
+		j, err := jsonValue(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: state key %q: %w", ErrInvalid, k, err)
+		}
+		if !copied {
+			out, copied = maps.Clone(m), true
+		}
+		out[k] = j
 	}
-	return nil
+	return out, nil
+}
+
+// jsonValue returns v in its JSON form: the value encoding/json decodes
+// v's encoding into, made of nil, bool, float64, string, map[string]any and
+// []any only, and sharing no memory with v. Stores keep state as JSON, so
+// this is what every backend reads back: an int is a float64, a struct or
+// typed map a map[string]any, a typed slice a []any, a []byte its base64
+// string, a value whose encoding is null (a nil pointer, map or slice) nil.
+// v must have passed the checker.
+func jsonValue(v any) (any, error) {
+	// Integers, which the checker keeps within ±2^53, are float64s
+	// exactly: no need of an encoding.
+	switch x := v.(type) {
+	case int:
+		return float64(x), nil
+	case int8:
+		return float64(x), nil
+	case int16:
+		return float64(x), nil
+	case int32:
+		return float64(x), nil
+	case int64:
+		return float64(x), nil
+	case uint:
+		return float64(x), nil
+	case uint8:
+		return float64(x), nil
+	case uint16:
+		return float64(x), nil
+	case uint32:
+		return float64(x), nil
+	case uint64:
+		return float64(x), nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("a value of type %T: %w", v, err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("a value of type %T: %w", v, err)
+	}
+	return out, nil
 }
 
 // CheckValue reports whether v is a value state can hold, with an error
@@ -104,6 +164,12 @@ func checkState(m map[string]any) error {
 // nested at most MaxValueDepth deep; other Go values are accepted when they
 // encode to such JSON (structs, typed maps and slices, json.Marshaler).
 // Channels, functions, complex numbers, NaN and infinities are not.
+//
+// The service stores every state value in its JSON form, the value
+// encoding/json decodes its encoding into, and the live session holds the
+// same: an int or json.Number becomes a float64, a struct or typed map a
+// map[string]any, a typed slice a []any, and a value encoding to null (a
+// nil pointer, map or slice) is nil, which deletes its key.
 func CheckValue(v any) error {
 	if err := (checker{}).value(v, 1); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -290,6 +356,17 @@ type checker struct {
 	// skipStateDelta skips an event's state delta, which checkState checks
 	// with the stricter rules of state.
 	skipStateDelta bool
+	// foreign, if not nil, is set when the walk meets a value that is not
+	// one of JSON's own Go values (nil, bool, float64, string, and non-nil
+	// map[string]any and []any of them): one whose JSON form differs.
+	foreign *bool
+}
+
+// mark records that the walk met a value that is not JSON's own.
+func (c checker) mark() {
+	if c.foreign != nil {
+		*c.foreign = true
+	}
 }
 
 func (c checker) value(v any, depth int) error {
@@ -297,12 +374,32 @@ func (c checker) value(v any, depth int) error {
 		return fmt.Errorf("nested deeper than %d levels", MaxValueDepth)
 	}
 	switch x := v.(type) {
-	case nil, bool, int8, int16, int32, uint8, uint16, uint32:
+	case nil, bool:
 		return nil
 	case string:
 		return checkString(x, c.nul)
 	case float64:
 		return checkFloat(x)
+	case map[string]any:
+		if x == nil {
+			c.mark()
+		}
+		return c.anyMap(x, depth)
+	case []any:
+		if x == nil {
+			c.mark()
+		}
+		for _, e := range x {
+			if err := c.value(e, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	c.mark()
+	switch x := v.(type) {
+	case int8, int16, int32, uint8, uint16, uint32:
+		return nil
 	case float32:
 		return checkFloat(float64(x))
 	case int:
@@ -315,15 +412,6 @@ func (c checker) value(v any, depth int) error {
 		return checkUint(x)
 	case json.Number:
 		return checkNumber(x)
-	case map[string]any:
-		return c.anyMap(x, depth)
-	case []any:
-		for _, e := range x {
-			if err := c.value(e, depth+1); err != nil {
-				return err
-			}
-		}
-		return nil
 	case []string:
 		if depth+1 > MaxValueDepth {
 			return fmt.Errorf("nested deeper than %d levels", MaxValueDepth)

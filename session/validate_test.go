@@ -18,7 +18,7 @@ func BenchmarkCheckEvent(b *testing.B) {
 	e.Actions.StateDelta = map[string]any{"k": 1}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := checkState(e.Actions.StateDelta); err != nil {
+		if _, err := checkState(e.Actions.StateDelta); err != nil {
 			b.Fatal(err)
 		}
 		if err := checkEvent(e); err != nil {

@@ -142,8 +142,8 @@ func ExampleNewLoop() {
 			return func(yield func(*event.Event, error) bool) {
 				n, _ := inv.Session().Get("n")
 				next := 1
-				if v, ok := n.(int); ok {
-					next = v + 1
+				if v, ok := n.(float64); ok { // state numbers read back as float64
+					next = int(v) + 1
 				}
 				ev := inv.NewEvent()
 				ev.Actions.StateDelta = map[string]any{"n": next}

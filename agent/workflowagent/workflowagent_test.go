@@ -395,7 +395,7 @@ func TestA4ParallelInterleavedBranches(t *testing.T) {
 		if !yield(ev, nil) {
 			return false
 		}
-		if v, _ := inv.Session().Get(key); v != i {
+		if v, _ := inv.Session().Get(key); v != float64(i) {
 			t.Errorf("R1: %s reads %s = %v after yielding event %d, want %d", inv.Agent().Name(), key, v, i, i)
 		}
 		mu.Lock()
@@ -474,10 +474,10 @@ func TestA4ParallelInterleavedBranches(t *testing.T) {
 		}
 	}
 	s := f.stored(t)
-	if va, _ := s.Get("a"); va != 2 {
+	if va, _ := s.Get("a"); va != 2.0 {
 		t.Errorf("stored a = %v, want 2", va)
 	}
-	if vb, _ := s.Get("b"); vb != 2 {
+	if vb, _ := s.Get("b"); vb != 2.0 {
 		t.Errorf("stored b = %v, want 2", vb)
 	}
 }
@@ -629,8 +629,8 @@ func counter(t *testing.T, name string, seen *[]int) agent.Agent {
 	return custom(t, name, func(_ context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) {
 		n, _ := inv.Session().Get("n")
 		next := 1
-		if v, ok := n.(int); ok {
-			next = v + 1
+		if v, ok := n.(float64); ok { // state numbers read back as float64
+			next = int(v) + 1
 		}
 		*seen = append(*seen, next)
 		yield(textEvent(inv, fmt.Sprint(next), map[string]any{"n": next}), nil)
@@ -653,7 +653,7 @@ func TestA5LoopMaxIterations(t *testing.T) {
 	if !slices.Equal(seen, []int{1, 2}) || len(evs) != 2 {
 		t.Errorf("passes saw %v with %d events, want [1 2] and 2 events", seen, len(evs))
 	}
-	if n, _ := f.stored(t).Get("n"); n != 2 {
+	if n, _ := f.stored(t).Get("n"); n != 2.0 {
 		t.Errorf("stored n = %v, want 2", n)
 	}
 }
@@ -701,7 +701,7 @@ func TestA5LoopEscalate(t *testing.T) {
 	if end := s.At(s.Len() - 1); end.Author != "loop" || !end.Actions.EndOfAgent {
 		t.Errorf("the loop did not record its end after the escalation")
 	}
-	if p, _ := s.Get("pass"); p != 3 {
+	if p, _ := s.Get("pass"); p != 3.0 {
 		t.Errorf("stored pass = %v, want 3 (the escalating event is committed)", p)
 	}
 }

@@ -92,6 +92,7 @@ var cases = []testCase{
 	{"NoSharedMemory", testNoSharedMemory},
 	{"OddKeys", testOddKeys},
 	{"StateValues", testStateValues},
+	{"StateJSONForm", testStateJSONForm},
 	{"V1InvalidValues", testV1InvalidValues},
 	{"V1LimitValues", testV1LimitValues},
 	{"V2InvalidEvents", testV2InvalidEvents},
