@@ -90,7 +90,7 @@ func TestUpdateStateWaitsForTheRunningInvocation(t *testing.T) {
 		t.Fatalf("update: %v; run: %v", err, runErr)
 	}
 	got := stored(t, svc, key)
-	for k, want := range map[string]any{"a": 1, "b": 2, "p": 3} {
+	for k, want := range map[string]any{"a": 1.0, "b": 2.0, "p": 3.0} { // as JSON reads numbers
 		if v, _ := got.Get(k); v != want {
 			t.Errorf("stored %s = %v, want %v", k, v, want)
 		}

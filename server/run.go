@@ -145,7 +145,7 @@ func (s *Server) runSSE(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer done()
-	st := &sseStream{w: w, rc: http.NewResponseController(w), timeout: s.cfg.StreamWriteTimeout}
+	st := &sseStream{ctx: ctx, w: w, rc: http.NewResponseController(w), timeout: s.cfg.StreamWriteTimeout}
 	// Cancelling the invocation ends a write blocked on a client that
 	// stopped reading; without this the handler would wait in Write, and
 	// the invocation hold the session, for as long as the client stalls.
@@ -178,6 +178,7 @@ func (s *Server) runSSE(w http.ResponseWriter, r *http.Request) error {
 // off instead of blocking the handler, and the invocation with it, for
 // good; cancelling the invocation moves the deadline to now.
 type sseStream struct {
+	ctx        context.Context // the invocation's
 	w          http.ResponseWriter
 	rc         *http.ResponseController
 	timeout    time.Duration // per write; not positive: none
@@ -205,11 +206,14 @@ type sseStream struct {
 const cancelWriteTimeout = time.Second
 
 // cancel runs when the invocation's context is done: a write in progress
-// fails at once, and later writes get cancelWriteTimeout at most.
+// fails at once, and later writes get cancelWriteTimeout at most. A write
+// that started once the context was done (the frame that reports the
+// cancellation, say) has its deadline already (arm), and keeps it: cancel
+// runs in a goroutine of its own, maybe after that write began.
 func (st *sseStream) cancel() {
 	st.dl.Lock()
 	defer st.dl.Unlock()
-	if st.ended {
+	if st.ended || st.cancelled {
 		return
 	}
 	st.cancelled = true
@@ -220,6 +224,9 @@ func (st *sseStream) cancel() {
 func (st *sseStream) arm() {
 	st.dl.Lock()
 	defer st.dl.Unlock()
+	if st.ctx.Err() != nil {
+		st.cancelled = true
+	}
 	d := st.timeout
 	if st.cancelled && (d <= 0 || d > cancelWriteTimeout) {
 		d = cancelWriteTimeout
