@@ -18,7 +18,9 @@ import (
 // /dev/apps/{app}: the older forms ADK's web UI calls (eval_sets,
 // add_session, evals, run_eval, eval_results) and the newer ones of ADK's
 // API server (eval-sets, add-session, eval-cases, run, eval-results,
-// metrics-info). Without Config.Evals they answer 501.
+// metrics-info). Without Config.Evals they answer 501. A request bound to
+// a user by Config.Authenticate sees only that user's sets and results
+// (Server.evals).
 func (s *Server) registerEvalRoutes() {
 	for _, p := range []string{"/apps/{app}", "/dev/apps/{app}"} {
 		sets, set := p+"/eval_sets", p+"/eval_sets/{set}"
@@ -96,7 +98,7 @@ func writeEval(w http.ResponseWriter, v any) error {
 
 func (s *Server) listEvalSets(wrapped bool) apiFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		ids, err := s.cfg.Evals.ListSets(r.Context(), r.PathValue("app"))
+		ids, err := s.evals(r).ListSets(r.Context(), r.PathValue("app"))
 		if err != nil {
 			return evalError(err)
 		}
@@ -158,7 +160,7 @@ func (s *Server) newEvalSet(w http.ResponseWriter, r *http.Request, set *eval.Se
 			return err
 		}
 	}
-	if err := s.cfg.Evals.CreateSet(r.Context(), r.PathValue("app"), set); err != nil {
+	if err := s.evals(r).CreateSet(r.Context(), r.PathValue("app"), set); err != nil {
 		return evalError(err)
 	}
 	return writeEval(w, set)
@@ -223,14 +225,14 @@ func (s *Server) addSessionToEvalSet(w http.ResponseWriter, r *http.Request) err
 		SessionInput:      &eval.SessionInput{AppName: a.AppName(), UserID: ids[2], State: map[string]any{}},
 		CreationTimestamp: event.ToSeconds(time.Now()),
 	}
-	if err := eval.AddCase(r.Context(), s.cfg.Evals, a.AppName(), r.PathValue("set"), c); err != nil {
+	if err := eval.AddCase(r.Context(), s.evals(r), a.AppName(), r.PathValue("set"), c); err != nil {
 		return evalError(err)
 	}
 	return writeJSON(w, http.StatusOK, nil)
 }
 
 func (s *Server) getSet(r *http.Request) (*eval.Set, error) {
-	set, err := s.cfg.Evals.GetSet(r.Context(), r.PathValue("app"), r.PathValue("set"))
+	set, err := s.evals(r).GetSet(r.Context(), r.PathValue("app"), r.PathValue("set"))
 	return set, evalError(err)
 }
 
@@ -288,7 +290,7 @@ func (s *Server) updateEvalCase(w http.ResponseWriter, r *http.Request) error {
 	if err := checkCaseUser(r, &c); err != nil {
 		return err
 	}
-	err = s.cfg.Evals.UpdateSet(r.Context(), r.PathValue("app"), r.PathValue("set"), func(set *eval.Set) error {
+	err = s.evals(r).UpdateSet(r.Context(), r.PathValue("app"), r.PathValue("set"), func(set *eval.Set) error {
 		for i, old := range set.EvalCases {
 			if old.EvalID == id {
 				set.EvalCases[i] = &c
@@ -305,7 +307,7 @@ func (s *Server) updateEvalCase(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) deleteEvalCase(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("case")
-	err := s.cfg.Evals.UpdateSet(r.Context(), r.PathValue("app"), r.PathValue("set"), func(set *eval.Set) error {
+	err := s.evals(r).UpdateSet(r.Context(), r.PathValue("app"), r.PathValue("set"), func(set *eval.Set) error {
 		n := len(set.EvalCases)
 		set.EvalCases = slices.DeleteFunc(set.EvalCases, func(c *eval.Case) bool { return c.EvalID == id })
 		if len(set.EvalCases) == n {
@@ -378,7 +380,7 @@ func (s *Server) runEval(wrapped bool) apiFunc {
 		if err != nil {
 			return err
 		}
-		if err := s.cfg.Evals.SaveResult(r.Context(), a.AppName(), rep.Result); err != nil {
+		if err := s.evals(r).SaveResult(r.Context(), a.AppName(), rep.Result); err != nil {
 			return err
 		}
 		out := []*runEvalResult{}
@@ -425,7 +427,7 @@ func (s *Server) evaluate(r *http.Request, a *runner.Runner, set *eval.Set, ids 
 
 func (s *Server) listEvalResults(wrapped bool) apiFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		ids, err := s.cfg.Evals.ListResults(r.Context(), r.PathValue("app"))
+		ids, err := s.evals(r).ListResults(r.Context(), r.PathValue("app"))
 		if err != nil {
 			return evalError(err)
 		}
@@ -437,7 +439,7 @@ func (s *Server) listEvalResults(wrapped bool) apiFunc {
 }
 
 func (s *Server) getEvalResult(w http.ResponseWriter, r *http.Request) error {
-	res, err := s.cfg.Evals.GetResult(r.Context(), r.PathValue("app"), r.PathValue("result"))
+	res, err := s.evals(r).GetResult(r.Context(), r.PathValue("app"), r.PathValue("result"))
 	if err != nil {
 		return evalError(err)
 	}

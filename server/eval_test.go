@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/loomkit/loom/eval"
 	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/session/memsession"
 )
 
 var (
@@ -238,13 +240,28 @@ func TestEvalCasesActAsTheAuthenticatedUser(t *testing.T) {
 		}
 	}
 
-	// A set stored before the check, with a case for bob, is not run.
-	var old eval.Set
-	if err := eval.Unmarshal([]byte(`{"evalSetId":"old","evalCases":[`+caseFor("c", "alice")+`,`+caseFor("d", "bob")+`]}`), &old); err != nil {
+	// A set of alice's stored before the check, with a case for bob, is not
+	// run. (It is made here by writing to the store under the id alice's
+	// set "old" is stored under.)
+	if w := f.do(t, "POST", "/apps/demo/eval-sets", `{"evalSet":{"evalSetId":"old","evalCases":[`+caseFor("c", "alice")+`]}}`, alice...); w.Code != 200 {
+		t.Fatalf("alice creates set old: %d %s", w.Code, w.Body)
+	}
+	var bobCase eval.Case
+	if err := eval.Unmarshal([]byte(caseFor("d", "bob")), &bobCase); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.CreateSet(context.Background(), "demo", &old); err != nil {
+	ids, err := store.ListSets(context.Background(), "demo")
+	if err != nil {
 		t.Fatal(err)
+	}
+	oldID := ""
+	for _, id := range ids {
+		if strings.HasSuffix(id, "_old") {
+			oldID = id
+		}
+	}
+	if err := eval.AddCase(context.Background(), store, "demo", oldID, &bobCase); err != nil {
+		t.Fatalf("stored sets %v: %v", ids, err)
 	}
 	metrics := `"evalMetrics":[{"metricName":"response_match_score","threshold":0.1}]`
 	for _, path := range []string{"/apps/demo/eval_sets/old/run_eval", "/apps/demo/eval-sets/old/run"} {
@@ -304,12 +321,24 @@ func TestEvalRoutesRefuseNullInput(t *testing.T) {
 }
 
 // TestEvalRoutesBadIDsAre400 checks that an eval set or result id the
-// store cannot use gets 400 on every route that names one, not 500.
+// store cannot use gets 400 on every route that names one, not 500, with
+// and without Config.Authenticate; with it a set id leaves room for the
+// user's prefix.
 func TestEvalRoutesBadIDsAre400(t *testing.T) {
-	f := newFixture(t, server.Config{Evals: eval.NewDirStore(t.TempDir())})
-	mustCreate(t, f, "s1")
-	long := strings.Repeat("x", 300)
-	for _, set := range []string{"bad-id!", long} {
+	t.Run("open", func(t *testing.T) { testEvalBadIDs(t, server.Config{}, nil, "bad-id!", strings.Repeat("x", 300)) })
+	t.Run("authenticated", func(t *testing.T) {
+		testEvalBadIDs(t, server.Config{Authenticate: bearer}, []string{"Authorization", "Bearer u1-token"},
+			"bad-id!", strings.Repeat("x", 300), strings.Repeat("x", 175))
+	})
+}
+
+func testEvalBadIDs(t *testing.T, cfg server.Config, auth []string, sets ...string) {
+	cfg.Evals = eval.NewDirStore(t.TempDir())
+	f := newFixture(t, cfg)
+	if w := f.do(t, "POST", "/apps/demo/users/u1/sessions", `{"sessionId":"s1"}`, auth...); w.Code != http.StatusOK {
+		t.Fatalf("create s1: %d %s", w.Code, w.Body)
+	}
+	for _, set := range sets {
 		for _, tc := range []struct{ method, path, body string }{
 			{"GET", "/apps/demo/eval_sets/" + set + "/evals", ""},
 			{"GET", "/apps/demo/eval_sets/" + set + "/evals/c", ""},
@@ -323,14 +352,196 @@ func TestEvalRoutesBadIDsAre400(t *testing.T) {
 			{"POST", "/apps/demo/eval_sets/" + set + "/run_eval", `{"evalMetrics":[]}`},
 			{"POST", "/apps/demo/eval-sets/" + set + "/run", `{"evalMetrics":[]}`},
 		} {
-			if w := f.do(t, tc.method, tc.path, tc.body); w.Code != http.StatusBadRequest {
+			if w := f.do(t, tc.method, tc.path, tc.body, auth...); w.Code != http.StatusBadRequest {
 				t.Errorf("%s %.60s: %d %.100s, want 400", tc.method, tc.path, w.Code, w.Body)
 			}
 		}
+		if w := f.do(t, "POST", "/apps/demo/eval_sets/"+set, "", auth...); w.Code != http.StatusBadRequest {
+			t.Errorf("create %.60s: %d %.100s, want 400", set, w.Code, w.Body)
+		}
+	}
+	if auth != nil {
+		if w := f.do(t, "POST", "/apps/demo/eval_sets/"+strings.Repeat("x", 174), "", auth...); w.Code != http.StatusOK {
+			t.Errorf("create a set with a 174-byte id: %d %.100s, want 200", w.Code, w.Body)
+		}
 	}
 	for _, path := range []string{"/apps/demo/eval_results/a%5Cb", "/apps/demo/eval-results/a%5Cb"} {
-		if w := f.do(t, "GET", path, ""); w.Code != http.StatusBadRequest {
+		if w := f.do(t, "GET", path, "", auth...); w.Code != http.StatusBadRequest {
 			t.Errorf("GET %s: %d %s, want 400", path, w.Code, w.Body)
+		}
+	}
+}
+
+// TestEvalSetsAndResultsArePerUser checks that with Config.Authenticate
+// eval sets and results belong to the caller: alice and bob each have a
+// set "smoke", each lists and reads only their own sets and results, and
+// another user's set or result, by its id or by the id the store keeps it
+// under, is answered as if it did not exist.
+func TestEvalSetsAndResultsArePerUser(t *testing.T) {
+	t.Run("DirStore", func(t *testing.T) { testEvalsPerUser(t, eval.NewDirStore(t.TempDir())) })
+	t.Run("SessionResults", func(t *testing.T) {
+		testEvalsPerUser(t, &eval.SessionResults{Store: eval.NewDirStore(t.TempDir()), Sessions: memsession.NewService()})
+	})
+}
+
+func testEvalsPerUser(t *testing.T, store eval.Store) {
+	f := newFixture(t, server.Config{Authenticate: bearer, Evals: store})
+	alice := []string{"Authorization", "Bearer alice-token"}
+	bob := []string{"Authorization", "Bearer bob-token"}
+	var bodies []string // every answer, to check no stored id shows
+	do := func(who []string, method, path, body string) *httptest.ResponseRecorder {
+		t.Helper()
+		w := f.do(t, method, path, body, who...)
+		bodies = append(bodies, w.Body.String())
+		return w
+	}
+	must := func(who []string, method, path, body string) string {
+		t.Helper()
+		w := do(who, method, path, body)
+		if w.Code != 200 {
+			t.Fatalf("%s %s %s: %d %s", who[1], method, path, w.Code, w.Body)
+		}
+		return w.Body.String()
+	}
+	run := `{"appName":"demo","userId":"alice","sessionId":"a1","newMessage":{"role":"user","parts":[{"text":"hello"}]}}`
+	must(alice, "POST", "/apps/demo/users/alice/sessions", `{"sessionId":"a1","state":{"user:secret":"alice-secret"}}`)
+	must(alice, "POST", "/run", run)
+	must(bob, "POST", "/apps/demo/users/bob/sessions", `{"sessionId":"b1"}`)
+
+	// Both make a set "smoke": alice's from her session, bob's by value.
+	must(alice, "POST", "/apps/demo/eval_sets/smoke", "")
+	must(alice, "POST", "/apps/demo/eval_sets/smoke/add_session", `{"evalId":"greet","sessionId":"a1","userId":"alice"}`)
+	bobCase := `{"evalId":"bobcase","conversation":[{"invocationId":"i","userContent":{"role":"user","parts":[{"text":"hi"}]}}]}`
+	must(bob, "POST", "/apps/demo/eval-sets", `{"evalSet":{"evalSetId":"smoke","evalCases":[`+bobCase+`]}}`)
+	if got := must(alice, "GET", "/apps/demo/eval_sets", ""); got != `["smoke"]` {
+		t.Errorf("alice's sets: %s", got)
+	}
+	if got := must(bob, "GET", "/apps/demo/eval-sets", ""); got != `{"evalSetIds":["smoke"]}` {
+		t.Errorf("bob's sets: %s", got)
+	}
+	if got := must(alice, "GET", "/apps/demo/eval_sets/smoke/evals", ""); got != `["greet"]` {
+		t.Errorf("alice's cases: %s", got)
+	}
+	if got := must(bob, "GET", "/dev/apps/demo/eval_sets/smoke/evals", ""); got != `["bobcase"]` {
+		t.Errorf("bob's cases: %s", got)
+	}
+
+	// Each runs their own set and sees only their own result.
+	metrics := `{"evalMetrics":[{"metricName":"response_match_score","threshold":0.1}]}`
+	if got := must(alice, "POST", "/apps/demo/eval_sets/smoke/run_eval", metrics); !strings.Contains(got, `"evalSetId":"smoke"`) || !strings.Contains(got, `"evalId":"greet"`) {
+		t.Errorf("alice's run: %s", got)
+	}
+	if got := must(bob, "POST", "/apps/demo/eval-sets/smoke/run", metrics); !strings.Contains(got, `"evalSetId":"smoke"`) || !strings.Contains(got, `"evalId":"bobcase"`) {
+		t.Errorf("bob's run: %s", got)
+	}
+	var aliceIDs, bobIDs []string
+	if err := json.Unmarshal([]byte(must(alice, "GET", "/apps/demo/eval_results", "")), &aliceIDs); err != nil || len(aliceIDs) != 1 {
+		t.Fatalf("alice's results: %v %v", aliceIDs, err)
+	}
+	var wrapped struct{ EvalResultIDs []string }
+	if err := json.Unmarshal([]byte(must(bob, "GET", "/apps/demo/eval-results", "")), &wrapped); err != nil || len(wrapped.EvalResultIDs) != 1 {
+		t.Fatalf("bob's results: %v %v", wrapped.EvalResultIDs, err)
+	}
+	bobIDs = wrapped.EvalResultIDs
+	if aliceIDs[0] == bobIDs[0] {
+		t.Fatalf("alice and bob got the same result id %s", aliceIDs[0])
+	}
+	for _, p := range []string{"/apps/demo/eval_results/", "/apps/demo/eval-results/"} {
+		got := must(alice, "GET", p+aliceIDs[0], "")
+		if !strings.Contains(got, `"evalSetResultId":"`+aliceIDs[0]+`"`) || !strings.Contains(got, `"evalSetId":"smoke"`) || !strings.Contains(got, `"evalId":"greet"`) {
+			t.Errorf("alice reads her result: %.500s", got)
+		}
+		got = must(bob, "GET", p+bobIDs[0], "")
+		if !strings.Contains(got, `"evalId":"bobcase"`) || strings.Contains(got, "greet") || strings.Contains(got, "alice-secret") {
+			t.Errorf("bob reads his result: %.500s", got)
+		}
+		if w := do(bob, "GET", p+aliceIDs[0], ""); w.Code != http.StatusNotFound || strings.Contains(w.Body.String(), "alice-secret") {
+			t.Errorf("bob reads alice's result: %d %.300s, want 404", w.Code, w.Body)
+		}
+	}
+
+	// The store keeps each user's sets and results apart, under ids of its
+	// own; those ids reach no client and name nothing for another user.
+	ctx := context.Background()
+	stored, err := store.ListSets(ctx, "demo")
+	if err != nil || len(stored) != 2 || stored[0] == "smoke" || stored[1] == "smoke" {
+		t.Fatalf("stored sets: %v %v", stored, err)
+	}
+	storedResults, err := store.ListResults(ctx, "demo")
+	if err != nil || len(storedResults) != 2 {
+		t.Fatalf("stored results: %v %v", storedResults, err)
+	}
+	var aliceStored, aliceStoredResult string
+	for _, id := range stored {
+		if s, err := store.GetSet(ctx, "demo", id); err == nil && s.Case("greet") != nil {
+			aliceStored = id
+		}
+	}
+	for _, id := range storedResults {
+		if strings.HasSuffix(id, aliceIDs[0]) {
+			aliceStoredResult = id
+		}
+	}
+	if aliceStored == "" || aliceStoredResult == "" {
+		t.Fatalf("alice's set and result not found among %v and %v", stored, storedResults)
+	}
+
+	// A private set of alice's: bob can neither read, change, extend, run
+	// nor delete from it, by its id or by its stored id.
+	must(alice, "POST", "/apps/demo/eval_sets/private", "")
+	must(alice, "POST", "/apps/demo/eval-sets/private/add-session", `{"evalId":"greet","sessionId":"a1","userId":"alice"}`)
+	storedPrivate := strings.TrimSuffix(aliceStored, "smoke") + "private"
+	for _, set := range []string{"private", storedPrivate} {
+		for _, tc := range []struct {
+			method, path, body string
+			code               int
+		}{
+			{"GET", "/apps/demo/eval_sets/" + set + "/evals", "", 404},
+			{"GET", "/apps/demo/eval_sets/" + set + "/evals/greet", "", 404},
+			{"GET", "/apps/demo/eval-sets/" + set + "/eval-cases/greet", "", 404},
+			{"PUT", "/apps/demo/eval_sets/" + set + "/evals/greet", `{"conversation":[]}`, 404},
+			{"PUT", "/apps/demo/eval-sets/" + set + "/eval-cases/greet", `{"conversation":[]}`, 404},
+			{"DELETE", "/apps/demo/eval_sets/" + set + "/evals/greet", "", 404},
+			{"DELETE", "/dev/apps/demo/eval-sets/" + set + "/eval-cases/greet", "", 404},
+			{"POST", "/apps/demo/eval_sets/" + set + "/add_session", `{"evalId":"b","sessionId":"b1","userId":"bob"}`, 404},
+			{"POST", "/apps/demo/eval-sets/" + set + "/add-session", `{"evalId":"b","sessionId":"b1","userId":"bob"}`, 404},
+			// A run of a set that does not exist is 400, as in ADK.
+			{"POST", "/apps/demo/eval_sets/" + set + "/run_eval", metrics, 400},
+			{"POST", "/apps/demo/eval-sets/" + set + "/run", metrics, 400},
+		} {
+			send := do
+			if set != "private" { // its answers may echo the id sent
+				send = func(who []string, method, path, body string) *httptest.ResponseRecorder {
+					return f.do(t, method, path, body, who...)
+				}
+			}
+			if w := send(bob, tc.method, tc.path, tc.body); w.Code != tc.code || strings.Contains(w.Body.String(), "greet") {
+				t.Errorf("bob: %s %.80s: %d %.200s, want %d", tc.method, tc.path, w.Code, w.Body, tc.code)
+			}
+		}
+	}
+	for _, p := range []string{"/apps/demo/eval_results/", "/apps/demo/eval-results/"} {
+		if w := f.do(t, "GET", p+aliceStoredResult, "", bob...); w.Code != http.StatusNotFound {
+			t.Errorf("bob reads alice's result by its stored id: %d %.300s, want 404", w.Code, w.Body)
+		}
+	}
+	if got := must(alice, "GET", "/apps/demo/eval_sets/private/evals/greet", ""); !strings.Contains(got, `"evalId":"greet"`) || !strings.Contains(got, "hello") {
+		t.Errorf("alice's private case after bob's tries: %s", got)
+	}
+	// Bob may have a set "private" too; it is his.
+	must(bob, "POST", "/apps/demo/eval_sets/private", "")
+	if got := must(bob, "GET", "/apps/demo/eval_sets/private/evals", ""); got != `[]` {
+		t.Errorf("bob's own private set: %s", got)
+	}
+	if got := must(alice, "GET", "/apps/demo/eval_sets/private/evals", ""); got != `["greet"]` {
+		t.Errorf("alice's private set after bob made his: %s", got)
+	}
+
+	for _, b := range bodies {
+		for _, id := range stored {
+			if prefix := strings.TrimSuffix(id, "smoke"); strings.Contains(b, prefix) {
+				t.Errorf("an answer shows the stored prefix %s: %.300s", prefix, b)
+			}
 		}
 	}
 }

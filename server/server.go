@@ -33,7 +33,8 @@
 // The Host header must be a loopback name or one of [Config.AllowedHosts]
 // (else 421), which defeats DNS rebinding; browsers are held to
 // [Config.AllowedOrigins]. [Config.Authenticate] binds each request to a
-// user, who may reach only their own sessions (403 otherwise). Bodies are
+// user, who may reach only their own sessions (403 otherwise) and their own
+// eval sets and results (others' are not found). Bodies are
 // limited in size, nesting depth and read time, and app, user and session
 // ids to 128 bytes without control characters.
 //
@@ -135,6 +136,18 @@ type Config struct {
 	// the sessionInput.userId of an eval case written or run) must name
 	// that user, or gets 403; a run request without userId runs as that
 	// user, and so does an eval case without one.
+	//
+	// Eval sets and results then belong to the user: every evaluation
+	// route sees only the caller's own, another user's set or result is
+	// answered as if it did not exist (404; a run of it 400, as of any
+	// missing set), and users' ids do not collide (each may have a set
+	// "smoke"). Evals keeps them under the caller's ids with a prefix
+	// derived from a hash of the user id ("u", 24 hex digits, "_"), which
+	// clients never see; a set id may therefore be at most 174 bytes.
+	// Sets and results stored without the prefix (written while the server
+	// ran without Authenticate, or straight to the store) are reached by
+	// no authenticated user, and a server without Authenticate sees every
+	// user's under their prefixed ids.
 	Authenticate func(*http.Request) (userID string, err error)
 	// MaxJSONDepth limits the nesting of JSON request bodies (default
 	// DefaultMaxJSONDepth; deeper bodies get 400).
