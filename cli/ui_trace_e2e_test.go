@@ -39,7 +39,9 @@ func TestDevUITrace(t *testing.T) {
 		return rows[0]?.dataset.name === "invocation" && indent("invocation") === 0 &&
 			indent("call_llm") > indent("invocation") && rows.every(r => r.querySelector(".span-dur").textContent !== "");
 	})()`)
-	do("select call_llm", chromedp.Click(`#trace-view .span-row[data-name="call_llm"]`))
+	// Clicked from the page, in one step: the tab reloads its spans when it
+	// opens and may redraw the rows between a lookup and a click.
+	do("select call_llm", chromedp.Evaluate[chromedp.Void](`document.querySelector('#trace-view .span-row[data-name="call_llm"]').click()`))
 	waitFor("span attributes", `[...document.querySelectorAll("#span-detail tr")].some(r => r.dataset.key === "gen_ai.system" && r.textContent.includes("gcp.vertex.agent"))`)
 	screenshot("trace")
 
