@@ -2,6 +2,8 @@ package eval
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/genai"
 
@@ -186,9 +189,28 @@ feed:
 	return report, nil
 }
 
-// ResultID is the id of a result as ADK forms it: app, set and time.
+// maxResultIDBytes bounds the ids of results, so that every store keeps
+// them with room to spare: as a file name with its suffix, or as a session
+// id, with a prefix of the server's per-user view.
+const maxResultIDBytes = 180
+
+// ResultID is the id of a result as ADK forms it: app, set and time. When
+// a long app name and set id would make it longer than 180 bytes, the app
+// and set part is cut, at a character boundary, and ends with a hash of
+// the whole of it, so that results of different sets stay apart.
 func ResultID(app, setID string, t time.Time) string {
-	return strings.ReplaceAll(fmt.Sprintf("%s_%s_%.6f", app, setID, event.ToSeconds(t)), "/", "_")
+	head := strings.ReplaceAll(app+"_"+setID, "/", "_")
+	tail := fmt.Sprintf("_%.6f", event.ToSeconds(t))
+	if len(head)+len(tail) > maxResultIDBytes {
+		sum := sha256.Sum256([]byte(head))
+		hash := "_" + hex.EncodeToString(sum[:6])
+		n := maxResultIDBytes - len(tail) - len(hash)
+		for n > 0 && !utf8.RuneStart(head[n]) {
+			n--
+		}
+		head = head[:n] + hash
+	}
+	return head + tail
 }
 
 func summarize(id string, metrics []*Metric, runs []*CaseResult, errs []error) *CaseSummary {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"google.golang.org/genai"
 
@@ -250,5 +252,30 @@ func TestRunScenarioSimulatorByName(t *testing.T) {
 	}
 	if !strings.Contains(string(run.SessionDetails), `"text":"add 1 and 2"`) {
 		t.Errorf("session details: %s", run.SessionDetails)
+	}
+}
+
+// TestResultIDBounded checks that a result id stays within what stores
+// keep, as valid UTF-8, whatever the lengths of the app name and set id,
+// that long ids of different sets differ, and that short ones are ADK's.
+func TestResultIDBounded(t *testing.T) {
+	at := time.Unix(1700000000, 123456000)
+	if got := eval.ResultID("app", "smoke", at); got != "app_smoke_1700000000.123456" {
+		t.Errorf("short id %q", got)
+	}
+	app := strings.Repeat("é", 64) // 128 bytes
+	a := eval.ResultID(app, strings.Repeat("s", 199)+"a", at)
+	b := eval.ResultID(app, strings.Repeat("s", 199)+"b", at)
+	for _, id := range []string{a, b} {
+		if len(id) > 180 || !utf8.ValidString(id) || !strings.HasSuffix(id, "_1700000000.123456") {
+			t.Errorf("long id %q: %d bytes, valid UTF-8 %v", id, len(id), utf8.ValidString(id))
+		}
+	}
+	if a == b {
+		t.Errorf("the results of two sets share the id %q", a)
+	}
+	st := eval.NewDirStore(t.TempDir())
+	if err := st.SaveResult(t.Context(), "app", &eval.SetResult{EvalSetResultID: a, EvalSetID: "s"}); err != nil {
+		t.Errorf("a store cannot keep the longest id: %v", err)
 	}
 }

@@ -381,7 +381,7 @@ func (s *Server) runEval(wrapped bool) apiFunc {
 			return err
 		}
 		if err := s.evals(r).SaveResult(r.Context(), a.AppName(), rep.Result); err != nil {
-			return err
+			return evalError(err)
 		}
 		out := []*runEvalResult{}
 		for _, cr := range rep.Result.EvalCaseResults {
