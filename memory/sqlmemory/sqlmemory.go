@@ -116,19 +116,29 @@ func (s *Store) prepare(ctx context.Context) error {
 			WHERE m.words @@ q AND m.app_name = ? AND m.user_id = ?
 			ORDER BY length(m.words) - length(ts_delete(m.words, qw)) DESC,
 				ts_rank(m.words, q) DESC, m.event_time DESC LIMIT ?`)
-	default:
-		// Parameters: the query's words as an FTS5 expression for any
-		// of them, then as a JSON array. An entry's score is the number
-		// of the query's words it holds, counted by matching each word
-		// alone.
-		s.query = p(r, `WITH score (mid, n) AS (
-				SELECT g.rowid, count(*) FROM json_each(?) w, memories_fts g
-				WHERE g.memories_fts MATCH '"' || w.value || '"' GROUP BY g.rowid)
-			SELECT `+cols+` FROM memories_fts f JOIN memories m ON m.mid = f.rowid JOIN score ON score.mid = f.rowid
-			WHERE f.memories_fts MATCH ? AND m.app_name = ? AND m.user_id = ?
-			ORDER BY score.n DESC, bm25(memories_fts), m.event_time DESC LIMIT ?`)
 	}
 	return err
+}
+
+// sqliteSearch is SQLite's search query for n words (see Search). Its
+// parameters: the words as an FTS5 expression for any of them, app, user,
+// each word between spaces, and the limit. An entry's score, the number of
+// the query's words its terms hold, is counted only for the user's entries
+// that match, one instr a word.
+func sqliteSearch(n int) string {
+	var b strings.Builder
+	b.WriteString(`SELECT m.id, m.session_id, m.author, m.event_time, m.content, m.body
+		FROM memories_fts f JOIN memories m ON m.mid = f.rowid
+		WHERE f.memories_fts MATCH ? AND m.app_name = ? AND m.user_id = ?
+		ORDER BY `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(" + ")
+		}
+		b.WriteString(`(instr(' ' || m.terms || ' ', ?) > 0)`)
+	}
+	b.WriteString(` DESC, bm25(memories_fts), m.event_time DESC LIMIT ?`)
+	return b.String()
 }
 
 // Close implements memory.Store.
@@ -285,18 +295,18 @@ func (s *Store) Search(ctx context.Context, app, user, query string, limit int) 
 	if len(ws) == 0 || limit <= 0 {
 		return nil, nil
 	}
-	var args []any
+	var rows *sql.Rows
+	var err error
 	if s.db.Dialect == sqldb.Postgres {
-		args = []any{strings.Join(ws, " | "), strings.Join(ws, " ")}
+		rows, err = s.query.QueryContext(ctx, strings.Join(ws, " | "), strings.Join(ws, " "), app, user, limit)
 	} else {
-		list, err := json.Marshal(ws)
-		if err != nil {
-			return nil, fmt.Errorf("sqlmemory: search: %w", err)
-		}
 		// Each word quoted as an FTS5 string, joined with OR.
-		args = []any{string(list), `"` + strings.Join(ws, `" OR "`) + `"`}
+		args := append(make([]any, 0, len(ws)+4), `"`+strings.Join(ws, `" OR "`)+`"`, app, user)
+		for _, w := range ws {
+			args = append(args, " "+w+" ")
+		}
+		rows, err = s.db.R.QueryContext(ctx, sqliteSearch(len(ws)), append(args, limit)...)
 	}
-	rows, err := s.query.QueryContext(ctx, append(args, app, user, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlmemory: search: %w", err)
 	}
