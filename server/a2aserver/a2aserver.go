@@ -84,7 +84,9 @@ type Config struct {
 // plain data part is the response object of each call, and text answers a
 // confirmation (yes, y, ok, approve, approved, confirm, true: approved;
 // anything else: rejected) or, for another call, is the response
-// {"response": text}.
+// {"response": text}. A reply that answers nothing (neither text nor
+// data, or an explicit response to a call the task does not wait for) is
+// refused with invalid params and leaves the task paused.
 type Handler struct {
 	cfg   Config
 	rpc   http.Handler
@@ -118,12 +120,13 @@ func New(cfg Config) (*Handler, error) {
 		cfg.Logger = slog.Default()
 	}
 	exec := newExecutor(cfg.Runner)
+	store := newTaskStore(cfg.MaxTasks)
 	rh := a2asrv.NewHandler(exec,
-		a2asrv.WithTaskStore(newTaskStore(cfg.MaxTasks)),
+		a2asrv.WithTaskStore(store),
 		a2asrv.WithConcurrencyConfig(limiter.ConcurrencyConfig{MaxExecutions: cfg.MaxConcurrentTasks}),
 		a2asrv.WithLogger(cfg.Logger),
 	)
-	return &Handler{cfg: cfg, rpc: a2asrv.NewJSONRPCHandler(settling{rh}), exec: exec, tools: skills(cfg.Runner.Agent())}, nil
+	return &Handler{cfg: cfg, rpc: a2asrv.NewJSONRPCHandler(settling{RequestHandler: rh, store: store}), exec: exec, tools: skills(cfg.Runner.Agent())}, nil
 }
 
 // ServeHTTP implements http.Handler.

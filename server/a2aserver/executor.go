@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -287,7 +288,22 @@ func answers(calls []*genai.FunctionCall, reply []a2a.Part) ([]*genai.Part, erro
 		}
 	}
 	if len(explicit) > 0 {
-		return a2aparts.ToGenai(explicit)
+		parts, err := a2aparts.ToGenai(explicit)
+		if err != nil {
+			return nil, err
+		}
+		answered := map[string]bool{}
+		for _, p := range parts {
+			id := p.FunctionResponse.ID
+			if !slices.ContainsFunc(calls, func(fc *genai.FunctionCall) bool { return fc.ID == id }) {
+				return nil, fmt.Errorf("the reply answers call %q, which the task does not wait for", id)
+			}
+			if answered[id] {
+				return nil, fmt.Errorf("the reply answers call %q twice", id)
+			}
+			answered[id] = true
+		}
+		return parts, nil
 	}
 	text := strings.TrimSpace(a2aparts.Text(reply))
 	if len(data) == 0 && text == "" {

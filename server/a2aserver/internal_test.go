@@ -59,6 +59,13 @@ func TestAnswers(t *testing.T) {
 	if err != nil || len(parts) != 1 || parts[0].FunctionResponse.ID != "t1" {
 		t.Errorf("explicit response: %v, %v; want only the response to t1", parts, err)
 	}
+	other := a2a.DataPart{Data: map[string]any{"id": "t2", "name": "open_ticket", "response": map[string]any{}}, Metadata: explicit.Metadata}
+	if _, err := answers([]*genai.FunctionCall{tool}, []a2a.Part{other}); err == nil {
+		t.Error("a response to a call the task does not wait for was accepted")
+	}
+	if _, err := answers([]*genai.FunctionCall{tool}, []a2a.Part{explicit, explicit}); err == nil {
+		t.Error("two responses to one call were accepted")
+	}
 	if _, err := answers([]*genai.FunctionCall{tool}, []a2a.Part{a2a.TextPart{Text: "  "}}); err == nil {
 		t.Error("an empty reply was accepted")
 	}

@@ -2,6 +2,7 @@ package a2aserver
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 // error.
 type settling struct {
 	a2asrv.RequestHandler
+	store *taskStore // the handler's task store, to check replies
 }
 
 // settleTries and settleDelay bound the wait: about 0.6 s in all.
@@ -49,8 +51,35 @@ func wait(ctx context.Context, i int) bool {
 	}
 }
 
+// checkReply refuses, before the SDK records anything, a message on a
+// paused task that does not answer its pausing calls: the SDK appends a
+// message to the task's history before the executor reads it, and ends
+// the task as failed when the executor refuses it, so a bad reply would
+// otherwise lose the pause for good. A task the caller cannot read is left
+// to the SDK, which reports it as not found.
+func (s settling) checkReply(ctx context.Context, p *a2a.MessageSendParams) error {
+	if !onTask(p) || s.store == nil {
+		return nil
+	}
+	task, err := s.store.Get(ctx, p.Message.TaskID)
+	if err != nil {
+		return nil
+	}
+	calls := pendingCalls(task)
+	if len(calls) == 0 {
+		return nil
+	}
+	if _, err := answers(calls, p.Message.Parts); err != nil {
+		return fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
+	}
+	return nil
+}
+
 // OnSendMessage implements a2asrv.RequestHandler.
 func (s settling) OnSendMessage(ctx context.Context, p *a2a.MessageSendParams) (a2a.SendMessageResult, error) {
+	if err := s.checkReply(ctx, p); err != nil {
+		return nil, err
+	}
 	for i := 0; ; i++ {
 		res, err := s.RequestHandler.OnSendMessage(ctx, p)
 		if !inProgress(err) || !onTask(p) || i == settleTries-1 || !wait(ctx, i) {
@@ -62,6 +91,10 @@ func (s settling) OnSendMessage(ctx context.Context, p *a2a.MessageSendParams) (
 // OnSendMessageStream implements a2asrv.RequestHandler.
 func (s settling) OnSendMessageStream(ctx context.Context, p *a2a.MessageSendParams) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
+		if err := s.checkReply(ctx, p); err != nil {
+			yield(nil, err)
+			return
+		}
 		for i := 0; ; i++ {
 			first, retry := true, false
 			for ev, err := range s.RequestHandler.OnSendMessageStream(ctx, p) {

@@ -46,12 +46,12 @@ func TestSettling(t *testing.T) {
 	ctx := context.Background()
 
 	b := &busy{n: 2}
-	if _, err := (settling{b}).OnSendMessage(ctx, onTask); err != nil || b.calls != 3 {
+	if _, err := (settling{RequestHandler: b}).OnSendMessage(ctx, onTask); err != nil || b.calls != 3 {
 		t.Errorf("send: err %v after %d calls, want success on the third", err, b.calls)
 	}
 	b = &busy{n: 2}
 	var errs []error
-	for ev, err := range (settling{b}).OnSendMessageStream(ctx, onTask) {
+	for ev, err := range (settling{RequestHandler: b}).OnSendMessageStream(ctx, onTask) {
 		if err != nil {
 			errs = append(errs, err)
 		} else if ev == nil {
@@ -63,12 +63,12 @@ func TestSettling(t *testing.T) {
 	}
 	// A new task is never the one in progress: no retry.
 	b = &busy{n: 1}
-	if _, err := (settling{b}).OnSendMessage(ctx, fresh); !errors.Is(err, errBusy) || b.calls != 1 {
+	if _, err := (settling{RequestHandler: b}).OnSendMessage(ctx, fresh); !errors.Is(err, errBusy) || b.calls != 1 {
 		t.Errorf("new task: err %v after %d calls, want the refusal at once", err, b.calls)
 	}
 	// The wait is bounded.
 	b = &busy{n: 100}
-	if _, err := (settling{b}).OnSendMessage(ctx, onTask); !errors.Is(err, errBusy) || b.calls != settleTries {
+	if _, err := (settling{RequestHandler: b}).OnSendMessage(ctx, onTask); !errors.Is(err, errBusy) || b.calls != settleTries {
 		t.Errorf("always busy: err %v after %d calls, want the refusal after %d", err, b.calls, settleTries)
 	}
 }
@@ -114,7 +114,7 @@ func TestInProgressMatchesTheSDK(t *testing.T) {
 	// Through settling, the second message waits for the first execution.
 	done := make(chan error, 1)
 	go func() {
-		_, err := (settling{h}).OnSendMessage(ctx, &a2a.MessageSendParams{Message: again})
+		_, err := (settling{RequestHandler: h}).OnSendMessage(ctx, &a2a.MessageSendParams{Message: again})
 		done <- err
 	}()
 	b.release <- struct{}{} // the first execution ends
