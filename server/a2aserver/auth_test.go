@@ -110,3 +110,84 @@ func TestAuthenticatedUsersAreIsolated(t *testing.T) {
 		t.Fatalf("alice's answer: task %s %s %q", done.ID, done.Status.State, artifactText(done))
 	}
 }
+
+// authClients serves r over A2A behind an Authenticate that trusts the
+// X-User header, and returns a client factory per user.
+func authClients(t *testing.T, r *runner.Runner) func(user string) *a2aclient.Client {
+	t.Helper()
+	h, err := a2aserver.New(a2aserver.Config{Runner: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prefix = "/a2a/assistant"
+	api, err := server.New(server.Config{Apps: []*runner.Runner{r},
+		Mounts: map[string]http.Handler{prefix: http.StripPrefix(prefix, h)},
+		Authenticate: func(req *http.Request) (string, error) {
+			if u := req.Header.Get("X-User"); u != "" {
+				return u, nil
+			}
+			return "", errors.New("who are you?")
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	t.Cleanup(func() {
+		h.Close()
+		srv.Close()
+	})
+	return func(user string) *a2aclient.Client {
+		hc := &http.Client{Transport: asUser{user}}
+		card, err := agentcard.NewResolver(hc).Resolve(context.Background(), srv.URL+prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := a2aclient.NewFromCard(context.Background(), card, a2aclient.WithJSONRPCTransport(hc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+}
+
+// TestResubscribeIsTheOwnersOnly checks CONFORMANCE S8 for
+// tasks/resubscribe: behind Authenticate, only the user who started a
+// running task can follow it; another user who learns its id is
+// told it is not found and sees none of its events.
+func TestResubscribeIsTheOwnersOnly(t *testing.T) {
+	client := authClients(t, newRunner(t))
+	alice, bob := client("alice"), client("bob")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var id a2a.TaskID
+	for ev, err := range alice.SendStreamingMessage(ctx, &a2a.MessageSendParams{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "slow job"})}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		id = ev.TaskInfo().TaskID
+		break
+	}
+	defer func() {
+		if _, err := alice.CancelTask(ctx, &a2a.TaskIDParams{ID: id}); err != nil {
+			t.Error(err)
+		}
+	}()
+
+	for ev, err := range bob.ResubscribeToTask(ctx, &a2a.TaskIDParams{ID: id}) {
+		if err == nil {
+			t.Fatalf("bob followed alice's task: %T %+v", ev, ev)
+		}
+		if !errors.Is(err, a2a.ErrTaskNotFound) {
+			t.Errorf("bob's resubscribe: %v, want task not found", err)
+		}
+		break
+	}
+	sub, stop := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer stop()
+	for _, err := range alice.ResubscribeToTask(sub, &a2a.TaskIDParams{ID: id}) {
+		if err != nil && sub.Err() == nil {
+			t.Errorf("alice's resubscribe to her own task: %v", err)
+		}
+		break
+	}
+}

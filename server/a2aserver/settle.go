@@ -16,7 +16,9 @@ import (
 // failing. The SDK sends a task's final event to the client a moment
 // before it forgets the execution, so a client that answers an
 // input-required task at once may otherwise be refused with an internal
-// error.
+// error. It also refuses a reply that answers none of a paused task's
+// calls before the SDK records it (checkReply), and a resubscription to
+// another user's task.
 type settling struct {
 	a2asrv.RequestHandler
 	store *taskStore // the handler's task store, to check replies
@@ -112,4 +114,17 @@ func (s settling) OnSendMessageStream(ctx context.Context, p *a2a.MessageSendPar
 			}
 		}
 	}
+}
+
+// OnResubscribeToTask implements a2asrv.RequestHandler. The SDK finds the
+// running execution by task id alone, so the task is first read from the
+// store, which answers only the user who started it: any other caller is
+// told the task is not found.
+func (s settling) OnResubscribeToTask(ctx context.Context, p *a2a.TaskIDParams) iter.Seq2[a2a.Event, error] {
+	if p != nil && s.store != nil {
+		if _, err := s.store.Get(ctx, p.ID); err != nil {
+			return func(yield func(a2a.Event, error) bool) { yield(nil, a2a.ErrTaskNotFound) }
+		}
+	}
+	return s.RequestHandler.OnResubscribeToTask(ctx, p)
 }
