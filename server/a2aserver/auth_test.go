@@ -191,3 +191,31 @@ func TestResubscribeIsTheOwnersOnly(t *testing.T) {
 		break
 	}
 }
+
+// Behind Authenticate, a message naming another user's running task is
+// told the task is not found, as for a task that is not running, instead
+// of learning that it runs.
+func TestMessageOnAnotherUsersRunningTaskIsNotFound(t *testing.T) {
+	client := authClients(t, newRunner(t))
+	alice, bob := client("alice"), client("bob")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var info a2a.TaskInfo
+	for ev, err := range alice.SendStreamingMessage(ctx, &a2a.MessageSendParams{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "slow job"})}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		info = ev.TaskInfo()
+		break
+	}
+	defer func() {
+		if _, err := alice.CancelTask(ctx, &a2a.TaskIDParams{ID: info.TaskID}); err != nil {
+			t.Error(err)
+		}
+	}()
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "yes"})
+	msg.TaskID, msg.ContextID = info.TaskID, info.ContextID
+	if res, err := bob.SendMessage(ctx, &a2a.MessageSendParams{Message: msg}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Errorf("bob's message on alice's running task: %+v, %v; want task not found", res, err)
+	}
+}

@@ -57,15 +57,16 @@ func wait(ctx context.Context, i int) bool {
 // paused task that does not answer its pausing calls: the SDK appends a
 // message to the task's history before the executor reads it, and ends
 // the task as failed when the executor refuses it, so a bad reply would
-// otherwise lose the pause for good. A task the caller cannot read is left
-// to the SDK, which reports it as not found.
+// otherwise lose the pause for good. A task the caller cannot read (an
+// unknown one, or another user's) is not found, even while it runs: the
+// SDK would report a running task as busy whoever asks.
 func (s settling) checkReply(ctx context.Context, p *a2a.MessageSendParams) error {
 	if !onTask(p) || s.store == nil {
 		return nil
 	}
 	task, err := s.store.Get(ctx, p.Message.TaskID)
 	if err != nil {
-		return nil
+		return err
 	}
 	calls := pendingCalls(task)
 	if len(calls) == 0 {
