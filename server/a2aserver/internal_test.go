@@ -110,3 +110,48 @@ func TestSkills(t *testing.T) {
 		t.Errorf("skills = %+v, want root then its sub-agent leaf", got)
 	}
 }
+
+// The bound drops finished tasks first: a paused task outlives the later
+// tasks that finished, so its pause can still be answered.
+func TestTaskStoreKeepsUnfinishedTasks(t *testing.T) {
+	s := newTaskStore(2)
+	ctx := context.Background()
+	save := func(id string, state a2a.TaskState) {
+		t.Helper()
+		if err := s.Save(ctx, &a2a.Task{ID: a2a.TaskID(id), ContextID: "c", Status: a2a.TaskStatus{State: state}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save("paused", a2a.TaskStateInputRequired)
+	for i := range 3 {
+		save(fmt.Sprint(i), a2a.TaskStateCompleted)
+	}
+	if got, err := s.Get(ctx, "paused"); err != nil || got.Status.State != a2a.TaskStateInputRequired {
+		t.Fatalf("the paused task after three finished ones: %+v, %v; want it kept", got, err)
+	}
+	if _, err := s.Get(ctx, "2"); err != nil {
+		t.Errorf("the newest finished task: %v", err)
+	}
+	for _, id := range []string{"0", "1"} {
+		if _, err := s.Get(ctx, a2a.TaskID(id)); !errors.Is(err, a2a.ErrTaskNotFound) {
+			t.Errorf("older finished task %s: err = %v, want it dropped", id, err)
+		}
+	}
+	// Once it finishes, it is dropped like any finished task.
+	save("paused", a2a.TaskStateCompleted)
+	save("3", a2a.TaskStateCompleted)
+	save("4", a2a.TaskStateCompleted)
+	if _, err := s.Get(ctx, "paused"); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Errorf("the task once finished: err = %v, want it dropped", err)
+	}
+	// With only unfinished tasks, the bound still holds.
+	for i := range 3 {
+		save(fmt.Sprint("p", i), a2a.TaskStateWorking)
+	}
+	if n := len(s.tasks); n != 2 {
+		t.Errorf("%d tasks kept, want 2", n)
+	}
+	if _, err := s.Get(ctx, "p0"); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Errorf("the oldest unfinished task beyond the bound: err = %v, want it dropped", err)
+	}
+}

@@ -12,27 +12,41 @@ import (
 	"github.com/loomkit/loom/server"
 )
 
-// taskStore keeps at most max tasks in memory, as JSON, dropping the least
-// recently saved first. Tasks are copied in and out, so callers never share
-// one. A task saved for a caller that server.Config.Authenticate bound to
-// a user belongs to that user: any other caller reads it as not found, so
-// it can neither get, cancel nor continue it.
+// taskStore keeps at most max tasks in memory, as JSON. Beyond the bound
+// it drops the least recently saved finished task (completed, failed,
+// canceled, rejected), and only when every task kept is unfinished the
+// least recently saved of those, so that a paused task is not lost to the
+// tasks that finished after it. Tasks are copied in and out, so callers
+// never share one. A task saved for a caller that server.Config.Authenticate
+// bound to a user belongs to that user: any other caller reads it as not
+// found, so it can neither get, cancel nor continue it.
 type taskStore struct {
 	max int
 
 	mu    sync.Mutex
 	tasks map[a2a.TaskID]*list.Element // of storedTask
-	order *list.List                   // most recently saved first
+	// finished and unfinished hold the tasks by terminal state, most
+	// recently saved first.
+	finished, unfinished *list.List
 }
 
 type storedTask struct {
 	id    a2a.TaskID
 	owner string // the authenticated user who started the task, or ""
 	data  []byte
+	done  bool // in a terminal state: on the finished list
 }
 
 func newTaskStore(max int) *taskStore {
-	return &taskStore{max: max, tasks: map[a2a.TaskID]*list.Element{}, order: list.New()}
+	return &taskStore{max: max, tasks: map[a2a.TaskID]*list.Element{}, finished: list.New(), unfinished: list.New()}
+}
+
+// listOf returns the list a task in a terminal state or not is kept on.
+func (s *taskStore) listOf(done bool) *list.List {
+	if done {
+		return s.finished
+	}
+	return s.unfinished
 }
 
 // Save implements a2asrv.TaskStore.
@@ -45,20 +59,24 @@ func (s *taskStore) Save(ctx context.Context, task *a2a.Task) error {
 		return fmt.Errorf("a2aserver: encode task: %w", err)
 	}
 	owner, _ := server.AuthenticatedUser(ctx)
+	done := task.Status.State.Terminal()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	st := &storedTask{id: task.ID, owner: owner, data: data, done: done}
 	if el, ok := s.tasks[task.ID]; ok {
-		st := el.Value.(*storedTask)
-		if st.owner != owner {
+		old := el.Value.(*storedTask)
+		if old.owner != owner {
 			return a2a.ErrTaskNotFound
 		}
-		st.data = data
-		s.order.MoveToFront(el)
-		return nil
+		s.listOf(old.done).Remove(el)
 	}
-	s.tasks[task.ID] = s.order.PushFront(&storedTask{id: task.ID, owner: owner, data: data})
-	for s.order.Len() > s.max {
-		old := s.order.Remove(s.order.Back()).(*storedTask)
+	s.tasks[task.ID] = s.listOf(done).PushFront(st)
+	for len(s.tasks) > s.max {
+		l := s.finished
+		if l.Len() == 0 {
+			l = s.unfinished
+		}
+		old := l.Remove(l.Back()).(*storedTask)
 		delete(s.tasks, old.id)
 	}
 	return nil
