@@ -144,7 +144,7 @@ func (a *Agent) connect(ctx context.Context) (*a2aclient.Client, *a2a.AgentCard,
 		}
 		card = c
 	}
-	client, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(a.cfg.HTTPClient))
+	client, err := a2aclient.NewFromCard(ctx, card, jsonrpcTransportOption(a.cfg.HTTPClient))
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to %s: %w", card.URL, err)
 	}
