@@ -151,7 +151,10 @@ func (t *opTool) request(ctx context.Context, args map[string]any, auth authoriz
 		case err != nil:
 		case p.in == inPath:
 			var s string
-			if s, err = paramText(v, p, ",", url.PathEscape); err == nil {
+			if err = checkPathValue(v, p); err == nil {
+				s, err = paramText(v, p, ",", url.PathEscape)
+			}
+			if err == nil {
 				path = strings.ReplaceAll(path, "{"+p.name+"}", s)
 			}
 		case p.in == inQuery:
@@ -424,6 +427,28 @@ func paramText(v any, p param, sep string, esc func(string) string) (string, err
 	}
 	s, err := scalarText(v)
 	return esc(s), err
+}
+
+// checkPathValue refuses a path parameter value that would move the
+// request to another path: an empty value (the segment disappears), or a
+// value with a "." or ".." segment. Escaping keeps a slash from splitting the
+// segment, but servers commonly decode %2F (and treat a backslash as a
+// slash) before resolving dot segments, so "../admin" is refused as well as
+// "..".
+func checkPathValue(v any, p param) error {
+	raw, err := paramText(v, p, ",", nil)
+	if err != nil {
+		return err
+	}
+	if raw == "" {
+		return errors.New("a path parameter cannot be empty")
+	}
+	for seg := range strings.FieldsFuncSeq(raw, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg == "." || seg == ".." {
+			return fmt.Errorf("%q would change the request path: a path parameter cannot hold a %q segment", raw, seg)
+		}
+	}
+	return nil
 }
 
 // addQuery adds a query (or form) parameter following its style.

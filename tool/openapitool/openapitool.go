@@ -27,7 +27,9 @@
 // cookie parameters are set, and the body is sent as JSON (or, when the
 // operation accepts no JSON, as a form, as text or as it is). A missing
 // required argument or an argument the operation does not have is an error
-// the model can read, and no request is sent.
+// the model can read, and no request is sent; so is a path parameter that is
+// empty or holds a "." or ".." segment, which would move the request to
+// another path.
 //
 // A 2xx response becomes the function response: a JSON object as is, other
 // JSON under "result", text under "text", and an empty body as

@@ -184,6 +184,38 @@ func TestInvalidArguments(t *testing.T) {
 	}
 }
 
+// TestPathParametersStayInTheirSegment checks that a path parameter value
+// cannot move the request to another path: a slash is escaped, and a value
+// that is empty, "." or "..", or holds a dot segment (which servers resolve
+// after decoding %2F), is refused before anything is sent.
+func TestPathParametersStayInTheirSegment(t *testing.T) {
+	srv := newPetServer(t)
+	tools := toolsByName(t, newToolset(t, srv, openapitool.Config{Credentials: creds}))
+	ctx := context.Background()
+	for _, v := range []any{"", ".", "..", "../../pets", "a/../b", "a/.", `..\admin`, []any{".."}} {
+		_, err := tools["stores_store_id_inventory_get"].Run(ctx, nil, map[string]any{"store_id": v})
+		if err == nil || !strings.Contains(err.Error(), `argument store_id (path "storeId")`) {
+			t.Errorf("store_id %q: err = %v, want an error naming the argument", v, err)
+		}
+	}
+	if reqs := srv.requests(); len(reqs) != 0 {
+		t.Fatalf("requests sent for path-changing values: %+v", reqs)
+	}
+	for _, v := range []string{"north/east", "v1.2", "...", ".hidden"} {
+		if _, err := tools["stores_store_id_inventory_get"].Run(ctx, nil, map[string]any{"store_id": v}); err != nil {
+			t.Errorf("store_id %q: %v", v, err)
+		}
+	}
+	var paths []string
+	for _, r := range srv.requests() {
+		paths = append(paths, r.Path)
+	}
+	want := []string{"/v1/stores/north%2Feast/inventory", "/v1/stores/v1.2/inventory", "/v1/stores/.../inventory", "/v1/stores/.hidden/inventory"}
+	if !slices.Equal(paths, want) {
+		t.Fatalf("paths = %q, want %q", paths, want)
+	}
+}
+
 // TestMissingCredential checks that without a tool context (or with
 // requests turned off) a call needing a credential fails clearly.
 func TestMissingCredential(t *testing.T) {
