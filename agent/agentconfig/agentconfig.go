@@ -24,7 +24,8 @@
 //
 // Every agent's keys are checked against the JSON schema of its class
 // ([Schema]); an unknown key, a missing one, a wrong type or an unknown name
-// is an [*Error] naming the file, line and field. Models are the caller's:
+// is an [*Error] naming the file, line and field. A file holds at most
+// [MaxFileBytes] and one Load reads at most [MaxFileReads] files. Models are the caller's:
 // [Options.Model] turns each LLM agent's model name (inherited from the
 // nearest ancestor that names one) into a model.LLM.
 package agentconfig
@@ -49,6 +50,12 @@ const RootFile = "root_agent.yaml"
 
 // MaxFileBytes bounds the size of one config file.
 const MaxFileBytes = 1 << 20
+
+// MaxFileReads bounds the config files one Load reads. A file referenced
+// from several places is read (and its agent built) once per reference, so
+// files that reference each other twice over would otherwise double the
+// tree at every file.
+const MaxFileReads = 1000
 
 // Options configure Load.
 type Options struct {
@@ -123,6 +130,7 @@ type loader struct {
 	dir   string // the app's directory: config paths stay inside it
 	app   *App
 	stack []string // files being loaded, to refuse cycles
+	reads int      // config files read so far
 }
 
 // file loads the agent of one config file; model is the inherited model
@@ -131,6 +139,7 @@ func (l *loader) file(path, model string) (agent.Agent, error) {
 	if slices.Contains(l.stack, path) {
 		return nil, fmt.Errorf("%s: config files reference each other in a cycle: %s", path, strings.Join(append(l.stack, path), " → "))
 	}
+	l.reads++
 	data, err := readFile(path)
 	if err != nil {
 		return nil, err
@@ -227,6 +236,9 @@ func (l *loader) ref(n node, model string) (agent.Agent, error) {
 		p, err := l.path(cp)
 		if err != nil {
 			return nil, err
+		}
+		if l.reads >= MaxFileReads {
+			return nil, cp.errorf("the app reads more than %d config files (a file is read once for every reference to it)", MaxFileReads)
 		}
 		return l.file(p, model)
 	case hasCode:

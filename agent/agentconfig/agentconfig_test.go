@@ -355,6 +355,30 @@ func TestCycle(t *testing.T) {
 	}
 }
 
+// TestConfigFileReadsAreBounded refuses an app whose config files
+// reference each other so that the tree doubles at every file: 13 small
+// files would build 2^12 copies of the last one. The load stops at the
+// bound, naming the file and key, instead of running for minutes.
+func TestConfigFileReadsAreBounded(t *testing.T) {
+	dir := t.TempDir()
+	const n = 12
+	write(t, dir, "root_agent.yaml", "agent_class: SequentialAgent\nname: r\nsub_agents:\n  - config_path: a0.yaml\n")
+	for i := range n {
+		write(t, dir, fmt.Sprintf("a%d.yaml", i), fmt.Sprintf("agent_class: SequentialAgent\nname: a%d\nsub_agents:\n"+
+			"  - {name: b%d, agent_class: SequentialAgent, sub_agents: [{config_path: a%d.yaml}]}\n"+
+			"  - {name: c%d, agent_class: SequentialAgent, sub_agents: [{config_path: a%d.yaml}]}\n", i, i, i+1, i, i+1))
+	}
+	write(t, dir, fmt.Sprintf("a%d.yaml", n), "agent_class: SequentialAgent\nname: leaf\n")
+	_, err := agentconfig.Load(dir, nil)
+	var ce *agentconfig.Error
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "more than 1000 config files") {
+		t.Fatalf("err = %v, want an *agentconfig.Error about the number of config files", err)
+	}
+	if !strings.HasSuffix(ce.Field, "config_path") || !strings.HasPrefix(filepath.Base(ce.File), "a") {
+		t.Errorf("error at %s field %q, want a config_path key of a sub-agent file", ce.File, ce.Field)
+	}
+}
+
 func write(t *testing.T, dir, name, text string) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
