@@ -125,6 +125,12 @@ func (d *dirFingerprint) file(p string, e fs.DirEntry, now time.Time) fileSum {
 		read = readConfigFile
 	}
 	f := fileSum{stamp: st, trusted: st.trustedAt(now)}
+	if !fi.Mode().IsRegular() {
+		// Not read: opening a named pipe waits for a writer, and a device
+		// may never end. Its mode, in the stamp, stands for it.
+		f.digest = "not a regular file\x00" + fi.Mode().Type().String()
+		return f
+	}
 	if data, err := read(p); err != nil {
 		f.digest = "unreadable\x00" + err.Error()
 	} else {

@@ -161,7 +161,17 @@ func (l *loader) file(path, model string) (agent.Agent, error) {
 	return l.agent(n, model)
 }
 
+// readFile reads a config file. Anything but a regular file is refused
+// before it is opened: opening a named pipe waits for a writer, and a
+// device may never end.
 func readFile(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("agentconfig: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &Error{File: path, Msg: "not a regular file but " + fileKind(fi.Mode())}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("agentconfig: %w", err)
@@ -175,6 +185,21 @@ func readFile(path string) ([]byte, error) {
 		return nil, &Error{File: path, Msg: fmt.Sprintf("the file is larger than %d bytes", MaxFileBytes)}
 	}
 	return data, nil
+}
+
+// fileKind names the kind of a file that is not a regular one.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
 }
 
 // noAliases refuses YAML anchors and aliases, which a config does not need
@@ -269,8 +294,12 @@ func (l *loader) path(n node) (string, error) {
 	if rel, err := filepath.Rel(l.dir, full); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return "", n.errorf("%s is outside the app's directory %s", p, l.dir)
 	}
-	if _, err := os.Stat(full); err != nil {
+	fi, err := os.Stat(full)
+	if err != nil {
 		return "", n.errorf("%v", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", n.errorf("%s is not a regular file but %s", p, fileKind(fi.Mode()))
 	}
 	return full, nil
 }
