@@ -703,3 +703,64 @@ func TestSharedSchemasBounded(t *testing.T) {
 		t.Fatalf("a %d-byte document made a %d-byte declaration", b.Len(), len(out))
 	}
 }
+
+// TestWideSchemasBoundedPerTool: the size bound holds for a tool's whole
+// declaration, not for each of its arguments, and an argument past it
+// keeps its type. A body of 200 properties (or
+// 200 parameters) that each refer to a shared fan-out schema would
+// otherwise reach the bound 200 times over: a 10 kB document made a
+// 10 MB declaration, and seconds of work, per operation.
+func TestWideSchemasBoundedPerTool(t *testing.T) {
+	const wide = 200
+	var props, params strings.Builder
+	for p := range wide {
+		if p > 0 {
+			props.WriteString(",")
+			params.WriteString(",")
+		}
+		fmt.Fprintf(&props, `"p%d":{"$ref":"#/components/schemas/S1"}`, p)
+		fmt.Fprintf(&params, `{"name":"q%d","in":"query","content":{"application/json":{"schema":{"$ref":"#/components/schemas/S1"}}}}`, p)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"openapi":"3.0.3","info":{"title":"wide","version":"1"},"paths":{`+
+		`"/body":{"post":{"operationId":"body","requestBody":{"content":{"application/json":{"schema":{"$ref":"#/components/schemas/S0"}}}},"responses":{"200":{"description":"ok"}}}},`+
+		`"/query":{"get":{"operationId":"query","parameters":[%s,{"name":"last","in":"query","schema":{"type":"integer"}}],"responses":{"200":{"description":"ok"}}}}},`+
+		`"components":{"schemas":{"S0":{"type":"object","properties":{%s}}`, params.String(), props.String())
+	const levels = 8
+	for i := 1; i < levels; i++ {
+		fmt.Fprintf(&b, `,"S%d":{"type":"object","properties":{`, i)
+		for p := range 8 {
+			if p > 0 {
+				b.WriteString(",")
+			}
+			if i == levels-1 {
+				fmt.Fprintf(&b, `"p%d":{"type":"string"}`, p)
+			} else {
+				fmt.Fprintf(&b, `"p%d":{"$ref":"#/components/schemas/S%d"}`, p, i+1)
+			}
+		}
+		b.WriteString("}}")
+	}
+	b.WriteString("}}}")
+	ts, err := openapitool.New(context.Background(), openapitool.Config{Spec: []byte(b.String()), BaseURL: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := toolsByName(t, ts)
+	for name, last := range map[string]string{"body": `"p199"`, "query": `"q199"`} {
+		out, err := json.Marshal(tools[name].Declaration().ParametersJsonSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) > 1<<20 {
+			t.Errorf("%s: a %d-byte document made a %d-byte declaration", name, b.Len(), len(out))
+		}
+		if !strings.Contains(string(out), last) {
+			t.Errorf("%s: the declaration lost the argument %s", name, last)
+		}
+		// An argument past the bound keeps its type.
+		if name == "query" && !strings.Contains(string(out), `"last":{"type":"integer"}`) {
+			t.Errorf("query: the argument past the bound lost its type: ...%s", out[max(0, len(out)-200):])
+		}
+	}
+}

@@ -122,6 +122,7 @@ func (ts *Toolset) newTool(info Operation, item *openapi3.PathItem, op *openapi3
 
 	props := map[string]any{}
 	var required []string
+	var nodes int // schemas written into the declaration, against maxSchemaNodes
 	used := map[string]int{}
 	add := func(p param, schema map[string]any) {
 		p.arg = dedupe(argName(p.name, p.in), used)
@@ -152,7 +153,7 @@ func (ts *Toolset) newTool(info Operation, item *openapi3.PathItem, op *openapi3
 		if s := schemaOf(schemaRef); s != nil && s.Type.IsSingle() {
 			p.kind = s.Type.Slice()[0]
 		}
-		add(p, jsonSchema(schemaRef, pr.Description, false))
+		add(p, jsonSchema(schemaRef, pr.Description, false, &nodes))
 	}
 	if op.RequestBody != nil && op.RequestBody.Value != nil {
 		rb := op.RequestBody.Value
@@ -168,12 +169,12 @@ func (ts *Toolset) newTool(info Operation, item *openapi3.PathItem, op *openapi3
 						continue // sent by the server, never by the client
 					}
 					add(param{name: name, in: inBodyProp, required: rb.Required && slices.Contains(s.Required, name)},
-						jsonSchema(prop, "", true))
+						jsonSchema(prop, "", true, &nodes))
 				}
 			case s != nil && s.Type != nil && s.Type.Is(openapi3.TypeArray):
-				add(param{name: "array", in: inBody, required: rb.Required}, jsonSchema(mt.Schema, rb.Description, true))
+				add(param{name: "array", in: inBody, required: rb.Required}, jsonSchema(mt.Schema, rb.Description, true, &nodes))
 			default:
-				add(param{name: "body", in: inBody, required: rb.Required}, jsonSchema(mt.Schema, rb.Description, true))
+				add(param{name: "body", in: inBody, required: rb.Required}, jsonSchema(mt.Schema, rb.Description, true, &nodes))
 			}
 		}
 	}

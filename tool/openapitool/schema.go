@@ -8,9 +8,10 @@ import (
 )
 
 // maxSchemaDepth bounds the nesting of a converted schema, and
-// maxSchemaNodes the number of schemas one conversion writes, so that a
-// deep, recursive or widely shared document cannot make a huge declaration
-// (a schema reached along several paths is written once per path).
+// maxSchemaNodes the number of schemas one tool's declaration writes (all
+// its arguments together), so that a deep, recursive or widely shared
+// document cannot make a huge declaration (a schema reached along several
+// paths is written once per path).
 const (
 	maxSchemaDepth = 12
 	maxSchemaNodes = 2000
@@ -27,11 +28,12 @@ func schemaOf(ref *openapi3.SchemaRef) *openapi3.Schema {
 // jsonSchema converts an OpenAPI schema (its references resolved by the
 // loader) to the JSON schema of a function declaration. description, when
 // not empty, is used in place of the schema's own. In a request (request
-// true) read-only properties are left out. A schema that refers back to
-// itself becomes an unconstrained object at the point of recursion, as
-// does any schema past the bounds of depth and size.
-func jsonSchema(ref *openapi3.SchemaRef, description string, request bool) map[string]any {
-	c := converter{request: request, onPath: map[*openapi3.Schema]bool{}}
+// true) read-only properties are left out. nodes counts the schemas written
+// for the declaration so far, across calls. A schema that refers back to
+// itself is written without its contents (only its type) at the point of
+// recursion, as is any schema past the bounds of depth and size.
+func jsonSchema(ref *openapi3.SchemaRef, description string, request bool, nodes *int) map[string]any {
+	c := converter{request: request, onPath: map[*openapi3.Schema]bool{}, nodes: nodes}
 	out := c.convert(schemaOf(ref), 0)
 	if description != "" {
 		out["description"] = description
@@ -42,7 +44,7 @@ func jsonSchema(ref *openapi3.SchemaRef, description string, request bool) map[s
 type converter struct {
 	request bool
 	onPath  map[*openapi3.Schema]bool // schemas being converted, to stop recursion
-	nodes   int                       // schemas written so far
+	nodes   *int                      // schemas written so far for the declaration
 }
 
 func (c *converter) convert(s *openapi3.Schema, depth int) map[string]any {
@@ -50,9 +52,12 @@ func (c *converter) convert(s *openapi3.Schema, depth int) map[string]any {
 	if s == nil {
 		return out
 	}
-	c.nodes++
-	if c.onPath[s] || depth > maxSchemaDepth || c.nodes > maxSchemaNodes {
+	*c.nodes++
+	if c.onPath[s] || depth > maxSchemaDepth || *c.nodes > maxSchemaNodes {
 		out["type"] = "object"
+		if s.Type.IsSingle() {
+			out["type"] = s.Type.Slice()[0]
+		}
 		if s.Description != "" {
 			out["description"] = s.Description
 		}
