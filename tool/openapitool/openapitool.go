@@ -8,7 +8,9 @@
 // tool's name is the operation id in snake_case ("listPets" becomes
 // "list_pets"), cut to 60 characters; an operation without an id is named
 // from its path and method ("/pets/{petId}" GET becomes "pets_pet_id_get").
-// The description is the operation's description, or its summary.
+// A name an earlier operation (by path, then method) already has gets a
+// suffix ("get_pet_2"), whether or not the filters keep that operation, so
+// names do not change with the filters. The description is the operation's description, or its summary.
 //
 // The function declaration's parameters are a JSON schema with one property
 // per OpenAPI parameter (path, query, header and cookie), named in

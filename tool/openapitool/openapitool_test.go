@@ -391,6 +391,44 @@ func TestFilters(t *testing.T) {
 	}
 }
 
+// TestToolNamesDoNotDependOnFilters: when two operations' ids make the
+// same name, the second one's tool is get_pet_2 whatever the filters keep,
+// so the names an unfiltered toolset lists select its tools in
+// Config.Operations, and a filter does not rename the tools it keeps.
+func TestToolNamesDoNotDependOnFilters(t *testing.T) {
+	spec := `
+openapi: 3.0.3
+info: {title: twins, version: "1"}
+servers: [{url: "http://api.example"}]
+paths:
+  /a:
+    get: {operationId: getPet, tags: [old], responses: {"200": {description: ok}}}
+  /b:
+    get: {operationId: get_pet, tags: [new], responses: {"200": {description: ok}}}
+`
+	for _, c := range []struct {
+		name string
+		cfg  openapitool.Config
+		want string
+	}{
+		{"none", openapitool.Config{}, "get_pet,get_pet_2"},
+		{"by name", openapitool.Config{Operations: []string{"get_pet_2"}}, "get_pet_2"},
+		{"by tag", openapitool.Config{Tags: []string{"new"}}, "get_pet_2"},
+		{"by predicate", openapitool.Config{Filter: func(op openapitool.Operation) bool { return op.Path == "/b" }}, "get_pet_2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.cfg.Spec = []byte(spec)
+			ts, err := openapitool.New(context.Background(), c.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(names(t, ts), ","); got != c.want {
+				t.Fatalf("tools %s, want %s", got, c.want)
+			}
+		})
+	}
+}
+
 // TestLoadFromURL checks a spec fetched over HTTP whose relative server URL
 // resolves against the spec's URL.
 func TestLoadFromURL(t *testing.T) {

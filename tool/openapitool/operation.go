@@ -73,11 +73,13 @@ func (ts *Toolset) build(specURL *url.URL) ([]tool.Tool, error) {
 				ID: op.OperationID, Method: method, Path: path, Tags: slices.Clone(op.Tags),
 				Summary: op.Summary, Description: op.Description,
 			}
+			// Every operation takes its name, kept or not, so that a tool's
+			// name does not depend on the filters.
 			info.ToolName = uniqueName(ts.cfg.NamePrefix+toolName(op.OperationID, path, method), taken)
+			taken[info.ToolName] = true
 			if !ts.keep(info) {
 				continue
 			}
-			taken[info.ToolName] = true
 			t, err := ts.newTool(info, item, op, specURL)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %s %s: %w", ErrInvalidSpec, method, path, err)
