@@ -162,7 +162,9 @@ func (t *opTool) request(ctx context.Context, args map[string]any, auth authoriz
 		case p.in == inHeader:
 			var s string
 			if s, err = paramText(v, p, ",", nil); err == nil {
-				header.Set(p.name, s)
+				if err = checkHeaderValue(s); err == nil {
+					header.Set(p.name, s)
+				}
 			}
 		case p.in == inCookie:
 			var s string
@@ -446,6 +448,18 @@ func checkPathValue(v any, p param) error {
 	for seg := range strings.FieldsFuncSeq(raw, func(r rune) bool { return r == '/' || r == '\\' }) {
 		if seg == "." || seg == ".." {
 			return fmt.Errorf("%q would change the request path: a path parameter cannot hold a %q segment", raw, seg)
+		}
+	}
+	return nil
+}
+
+// checkHeaderValue refuses a header value holding a control character
+// other than a tab: CR or LF would end the header and start another, and
+// the check must not depend on the transport of Config.HTTPClient.
+func checkHeaderValue(s string) error {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return fmt.Errorf("a header value cannot hold the control character %q", c)
 		}
 	}
 	return nil

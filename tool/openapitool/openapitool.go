@@ -31,7 +31,8 @@
 // required argument or an argument the operation does not have is an error
 // the model can read, and no request is sent; so is a path parameter that is
 // empty or holds a "." or ".." segment, which would move the request to
-// another path.
+// another path, and a header value with a control character such as CR or
+// LF, which would add a header (cookie values are percent-encoded).
 //
 // A 2xx response becomes the function response: a JSON object as is, other
 // JSON under "result", text under "text", and an empty body as

@@ -216,6 +216,57 @@ func TestPathParametersStayInTheirSegment(t *testing.T) {
 	}
 }
 
+// TestHeaderValuesCannotInjectHeaders: a header or cookie argument holding
+// CR, LF or another control character cannot add a header, whatever
+// transport Config.HTTPClient uses: a header value is refused before the
+// request is built (nothing is sent) and a cookie value is percent-encoded.
+func TestHeaderValuesCannotInjectHeaders(t *testing.T) {
+	spec := `
+openapi: 3.0.3
+info: {title: headers, version: "1"}
+servers: [{url: "http://api.example"}]
+paths:
+  /notes:
+    get:
+      operationId: listNotes
+      parameters:
+        - {name: X-Trace, in: header, schema: {type: string}}
+        - {name: X-Tags, in: header, schema: {type: array, items: {type: string}}}
+        - {name: pref, in: cookie, schema: {type: string}}
+      responses: {"200": {description: ok}}
+`
+	var sent []http.Header
+	hc := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		sent = append(sent, r.Header.Clone())
+		return &http.Response{StatusCode: 204, Status: "204 No Content", Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+	})}
+	ts, err := openapitool.New(context.Background(), openapitool.Config{Spec: []byte(spec), HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := toolsByName(t, ts)["list_notes"]
+	for _, args := range []map[string]any{
+		{"x_trace": "a\r\nX-Evil: 1"},
+		{"x_trace": "a\nX-Evil: 1"},
+		{"x_trace": "a\x00b"},
+		{"x_tags": []any{"ok", "b\r\nX-Evil: 1"}},
+	} {
+		_, err := notes.Run(context.Background(), nil, args)
+		if err == nil || !strings.Contains(err.Error(), "argument x_") || !strings.Contains(err.Error(), "control character") {
+			t.Errorf("%q: err = %v, want an error naming the argument", args, err)
+		}
+	}
+	if len(sent) != 0 {
+		t.Fatalf("requests sent with control characters in headers: %q", sent)
+	}
+	if _, err := notes.Run(context.Background(), nil, map[string]any{"x_trace": "tab\tand ünïcode", "pref": "a\r\nX-Evil: 1"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(sent) != 1 || sent[0].Get("X-Trace") != "tab\tand ünïcode" || sent[0].Get("Cookie") != "pref=a%0D%0AX-Evil%3A+1" || sent[0].Get("X-Evil") != "" {
+		t.Fatalf("sent %q", sent)
+	}
+}
+
 // TestMissingCredential checks that without a tool context (or with
 // requests turned off) a call needing a credential fails clearly.
 func TestMissingCredential(t *testing.T) {
