@@ -31,6 +31,7 @@
 package agentconfig
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -144,12 +145,21 @@ func (l *loader) file(path, model string) (agent.Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	if err := dec.Decode(&doc); err != nil && err != io.EOF {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, &Error{File: path, Line: 1, Column: 1, Msg: "the file is empty: an agent config is a mapping with at least a name"}
+	}
+	// A second document would be ignored without a word; ADK refuses it
+	// too.
+	var next yaml.Node
+	if err := dec.Decode(&next); err == nil {
+		return nil, &Error{File: path, Line: next.Line, Column: next.Column, Msg: "the file holds more than one YAML document: an agent config is one document"}
+	} else if err != io.EOF {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	n := node{file: path, n: doc.Content[0]}
 	if err := noAliases(n.n, path); err != nil {

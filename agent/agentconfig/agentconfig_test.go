@@ -310,6 +310,7 @@ func TestErrors(t *testing.T) {
 		{"sub-agent empty ref", "agent_class: SequentialAgent\nname: s\nsub_agents:\n  - {}\n", 4, "sub_agents[0]", "needs config_path, code, or an inline config"},
 		{"yaml syntax", "name: [a\n", 0, "", "yaml"},
 		{"output schema", "name: a\ninstruction: x\noutput_schema:\n  name: schemas.Nope\n", 4, "output_schema", `no schema named "schemas.Nope"`},
+		{"second document", "name: a\ninstruction: x\n---\nname: b\ninstruction: y\n", 3, "", "holds more than one YAML document"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
