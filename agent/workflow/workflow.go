@@ -636,9 +636,46 @@ func callTool(ctx context.Context, nc *Context, t tool.Tool, input any) (any, er
 func (r *run) runAgent(ctx context.Context, winv *agent.Invocation, a activation, resumable bool, emit func(*event.Event) bool) result {
 	n := a.node
 	ag := n.agent
+	final := ""
+	var finished map[string]any // the arguments of a finish_task call
+	selfEnded := false
+	// observe takes the node's output from the agent's own events.
+	observe := func(ev *event.Event) {
+		if ev.Partial || ev.Author != ag.Name() {
+			return
+		}
+		if ev.Actions.EndOfAgent && ev.NodeInfo != nil && slices.Contains(ev.NodeInfo.OutputFor, a.path) {
+			selfEnded = true
+		}
+		for _, fc := range ev.FunctionCalls() {
+			if fc.Name == finishTask {
+				finished = fc.Args
+			}
+		}
+		if ev.Content != nil && len(ev.FunctionCalls()) == 0 && len(ev.FunctionResponses()) == 0 {
+			if t := contentText(ev.Content); t != "" {
+				final = t
+			}
+		}
+	}
+	needsInput := n.kind == KindAgent && a.input != nil && !a.fromUser
 	var cinv *agent.Invocation
 	if idx, ok := r.started[a.path]; ok && resumable {
+		// The node had started: what it said before the interruption
+		// counts towards its output, and its input is given now if the
+		// interruption came before it was.
 		cinv = winv.Fresh().For(ag).ResumeFrom(idx)
+		sess := r.inv.Session()
+		for j := idx + 1; j < sess.Len(); j++ {
+			ev := sess.At(j)
+			if ev.InvocationID != r.inv.ID() || ev.NodeInfo == nil || ev.NodeInfo.Path != a.path {
+				continue
+			}
+			if ev.Author == winv.Agent().Name() && ev.Content != nil {
+				needsInput = false
+			}
+			observe(ev)
+		}
 	} else {
 		cp := agent.NewCheckpoint(winv, map[string]any{stateNode: a.path})
 		cp.NodeInfo = &event.NodeInfo{Path: r.base}
@@ -646,13 +683,13 @@ func (r *run) runAgent(ctx context.Context, winv *agent.Invocation, a activation
 			return result{stopped: true}
 		}
 		cinv = winv.Fresh().For(ag)
-		if n.kind == KindAgent && a.input != nil && !a.fromUser {
-			ev := winv.NewEvent()
-			ev.Content = genai.NewContentFromText(inputText(a.input), genai.RoleUser)
-			ev.NodeInfo = &event.NodeInfo{Path: a.path}
-			if !emit(ev) {
-				return result{stopped: true}
-			}
+	}
+	if needsInput {
+		ev := winv.NewEvent()
+		ev.Content = genai.NewContentFromText(inputText(a.input), genai.RoleUser)
+		ev.NodeInfo = &event.NodeInfo{Path: a.path}
+		if !emit(ev) {
+			return result{stopped: true}
 		}
 	}
 	var c *call
@@ -660,9 +697,6 @@ func (r *run) runAgent(ctx context.Context, winv *agent.Invocation, a activation
 		c = &call{w: ag.(*Workflow), path: a.path, input: a.input}
 		ctx = context.WithValue(ctx, callKey{}, c)
 	}
-	final := ""
-	var finished map[string]any // the arguments of a finish_task call
-	selfEnded := false
 	for ev, err := range ag.Run(ctx, cinv) {
 		if err != nil {
 			return result{err: err}
@@ -676,22 +710,7 @@ func (r *run) runAgent(ctx context.Context, winv *agent.Invocation, a activation
 		if !emit(ev) {
 			return result{stopped: true}
 		}
-		if ev.Partial || ev.Author != ag.Name() {
-			continue
-		}
-		if ev.Actions.EndOfAgent && slices.Contains(ev.NodeInfo.OutputFor, a.path) {
-			selfEnded = true
-		}
-		for _, fc := range ev.FunctionCalls() {
-			if fc.Name == finishTask {
-				finished = fc.Args
-			}
-		}
-		if ev.Content != nil && len(ev.FunctionCalls()) == 0 && len(ev.FunctionResponses()) == 0 {
-			if t := contentText(ev.Content); t != "" {
-				final = t
-			}
-		}
+		observe(ev)
 	}
 	if c != nil && c.err != nil {
 		return result{err: c.err}

@@ -1,0 +1,148 @@
+package workflow_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/scripted"
+	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/session/memsession"
+)
+
+// everyKindGraph is a workflow with a node of every kind: a fan-out to two
+// function nodes, a join, a bounded loop that counts in state, a node with
+// two dynamic children, a nested workflow, an LLM agent node (whose model
+// calls are counted) and a last function node.
+func everyKindGraph(t *testing.T, calls *atomic.Int32) *workflow.Workflow {
+	t.Helper()
+	a := workflow.Func("a", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+		nc.State().Set("a", in)
+		return in + "a", nil
+	})
+	b := workflow.Func("b", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+		nc.State().Set("b", in)
+		return in + "b", nil
+	})
+	c := workflow.Func("c", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+		return in + "c", nil
+	})
+	loop := workflow.Func("loop", func(_ context.Context, nc *workflow.Context, _ any) (string, error) {
+		v, _ := nc.State().Get("n")
+		n, _ := workflow.Convert[int](v)
+		n++
+		nc.State().Set("n", n)
+		if n < 3 {
+			nc.SetRoute("again")
+		} else {
+			nc.SetRoute("done")
+		}
+		return fmt.Sprint("loop", n), nil
+	})
+	child := upper("child")
+	dyn := workflow.Func("dyn", func(ctx context.Context, nc *workflow.Context, in string) (string, error) {
+		x, err := nc.RunNode(ctx, child, in+"-1")
+		if err != nil {
+			return "", err
+		}
+		y, err := nc.RunNode(ctx, child, in+"-2")
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprint(x, "+", y), nil
+	})
+	inner := mustNew(t, workflow.Config{Name: "inner", Nodes: []*workflow.Node{upper("x"), workflow.Func("y", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+		return in + "y", nil
+	})}, Edges: []workflow.Edge{{From: "x", To: "y"}}})
+	m := scripted.New("m", func(_ context.Context, req *model.Request) (scripted.Turn, error) {
+		calls.Add(1)
+		return scripted.Text("bot heard " + scripted.LastUserText(req)), nil
+	})
+	return mustNew(t, workflow.Config{Name: "wf",
+		Nodes: []*workflow.Node{a, b, c, workflow.Join("j"), loop, dyn, workflow.FromAgent(inner), workflow.FromAgent(llm(t, "bot", m)), upper("fin")},
+		Edges: []workflow.Edge{{From: "a", To: "b"}, {From: "a", To: "c"}, {From: "b", To: "j"}, {From: "c", To: "j"}, {From: "j", To: "loop"},
+			{From: "loop", To: "loop", Route: "again", Max: 5}, {From: "loop", To: "dyn", Route: "done"},
+			{From: "dyn", To: "inner"}, {From: "inner", To: "bot"}, {From: "bot", To: "fin"}}})
+}
+
+// outcome is what an invocation left in its session: the state, the node
+// runs that ended (one entry per end event, sorted), the workflow's output
+// and its error events.
+type outcome struct {
+	state  string
+	ends   []string
+	output any
+	errors []string
+}
+
+func outcomeOf(t *testing.T, svc *session.Service, key session.Key) outcome {
+	t.Helper()
+	sess, err := svc.Get(context.Background(), key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := outcome{state: fmt.Sprint(sess.State())}
+	for _, ev := range sess.Events() {
+		if ev.Actions.EndOfAgent && ev.NodeInfo != nil && len(ev.NodeInfo.OutputFor) > 0 {
+			o.ends = append(o.ends, ev.NodeInfo.Path)
+			if ev.NodeInfo.Path == "wf" {
+				o.output = ev.Output
+			}
+		}
+		if ev.ErrorCode != "" {
+			o.errors = append(o.errors, ev.ErrorMessage)
+		}
+	}
+	slices.Sort(o.ends)
+	return o
+}
+
+// TestResumeAfterCrashAtEveryEvent: an invocation of a workflow with a node
+// of every kind stops after its k-th event, for every k, and
+// Runner.Resume continues it from the log; each run ends with the state,
+// the node ends (each once) and the output of the uninterrupted run, and
+// the LLM agent node's model is called once.
+// (CONFORMANCE A12)
+func TestResumeAfterCrashAtEveryEvent(t *testing.T) {
+	ctx := context.Background()
+	var calls atomic.Int32
+	w := everyKindGraph(t, &calls)
+	svc := memsession.NewService()
+	r, key := setup(t, w, svc)
+	full := collect(t, r.Run(ctx, userID, key.SessionID, text("go"), nil))
+	want := outcomeOf(t, svc, key)
+	if out, _ := want.output.(string); !strings.HasPrefix(out, "BOT HEARD") || !strings.HasSuffix(out, "LOOP3-1+LOOP3-2Y") || len(want.errors) > 0 || calls.Load() != 1 {
+		t.Fatalf("uninterrupted run: %+v, %d model calls", want, calls.Load())
+	}
+	for k := 1; k < len(full); k++ {
+		calls.Store(0)
+		svc := memsession.NewService()
+		r, key := setup(t, w, svc)
+		n := 0
+		var inv string
+		for ev, err := range r.Run(ctx, userID, key.SessionID, text("go"), nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Partial {
+				continue
+			}
+			inv = ev.InvocationID
+			if n++; n == k {
+				break // the process stops after the k-th event was committed
+			}
+		}
+		collect(t, r.Resume(ctx, userID, key.SessionID, inv, nil))
+		got := outcomeOf(t, svc, key)
+		if got.state != want.state || !slices.Equal(got.ends, want.ends) || got.output != want.output || len(got.errors) > 0 || calls.Load() != 1 {
+			ev := full[k-1]
+			t.Errorf("stopped after event %d (%s, %+v): resumed to %+v with %d model calls; want %+v",
+				k, ev.Author, ev.NodeInfo, got, calls.Load(), want)
+		}
+	}
+}
