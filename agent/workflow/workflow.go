@@ -30,7 +30,7 @@
 //
 // # Failures
 //
-// A node that fails is tried again according to its [Retry] policy, each
+// A node that fails (returns an error or panics) is tried again according to its [Retry] policy, each
 // attempt bounded by its timeout; a node that still fails ends the workflow
 // with an error event (error code [ErrorCodeNodeFailed]) naming the node.
 //
@@ -560,16 +560,32 @@ func (r *run) execute(ctx context.Context, winv *agent.Invocation, a activation,
 	}
 }
 
-// attempt runs a node once.
-func (r *run) attempt(ctx context.Context, winv *agent.Invocation, a activation, resumable bool, emit func(*event.Event) bool) result {
+// attempt runs a node once. A panic of the node is its failure; a panic
+// of the caller, raised while an event is handed to it, goes on.
+func (r *run) attempt(ctx context.Context, winv *agent.Invocation, a activation, resumable bool, emit func(*event.Event) bool) (res result) {
 	n := a.node
+	emitting := false
+	caller := emit
+	emit = func(ev *event.Event) bool {
+		emitting = true
+		ok := caller(ev)
+		emitting = false
+		return ok
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			if emitting {
+				panic(p)
+			}
+			res = result{err: fmt.Errorf("panic: %v", p)}
+		}
+	}()
 	actx := ctx
 	if n.timeout > 0 {
 		var cancel context.CancelFunc
 		actx, cancel = context.WithTimeout(ctx, n.timeout)
 		defer cancel()
 	}
-	var res result
 	if n.agent != nil {
 		res = r.runAgent(actx, winv, a, resumable, emit)
 	} else {

@@ -581,3 +581,46 @@ func TestNodeAsksTwice(t *testing.T) {
 		t.Errorf("node ran %d times and finished with %v; want 3 and [Ada/London]", runs.Load(), got)
 	}
 }
+
+// TestPanickingNodeEndsWithError: a node that panics, alone or on a branch
+// of a fan-out, fails like a node that returns an error: the workflow ends
+// with an error event naming the node and the panic, and the next message
+// runs the workflow again.
+func TestPanickingNodeEndsWithError(t *testing.T) {
+	boom := func(name string) *workflow.Node {
+		return workflow.Func(name, func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+			if in == "boom" && strings.HasPrefix(nc.Path(), "wf/p@") {
+				panic("out of cheese")
+			}
+			return in, nil
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  workflow.Config
+		path string
+	}{
+		{"inline", workflow.Config{Name: "wf", Nodes: []*workflow.Node{boom("p"), upper("next")}, Edges: []workflow.Edge{{From: "p", To: "next"}}}, "wf/p@1"},
+		{"branch", workflow.Config{Name: "wf", Nodes: []*workflow.Node{boom("start"), boom("calm"), boom("p"), workflow.Join("j")},
+			Edges: []workflow.Edge{{From: "start", To: "calm"}, {From: "start", To: "p"}, {From: "calm", To: "j"}, {From: "p", To: "j"}}}, "wf/p@1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, key := setup(t, mustNew(t, tc.cfg), nil)
+			ctx := context.Background()
+			evs := collect(t, r.Run(ctx, userID, key.SessionID, text("boom"), nil))
+			ev := errorEvent(evs)
+			if ev == nil || ev.ErrorCode != workflow.ErrorCodeNodeFailed {
+				t.Fatalf("no node-failed error event among %d events", len(evs))
+			}
+			for _, want := range []string{tc.path, "panic", "out of cheese"} {
+				if !strings.Contains(ev.ErrorMessage, want) {
+					t.Errorf("error message %q lacks %q", ev.ErrorMessage, want)
+				}
+			}
+			evs = collect(t, r.Run(ctx, userID, key.SessionID, text("calm"), nil))
+			if errorEvent(evs) != nil {
+				t.Errorf("the next message failed: %v", errorEvent(evs).ErrorMessage)
+			}
+		})
+	}
+}
