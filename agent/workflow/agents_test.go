@@ -2,6 +2,7 @@ package workflow_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,8 +11,10 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/agent/workflowagent"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/session/sqlsession"
@@ -224,5 +227,54 @@ func TestResumeAfterCrashSkipsFinishedNodes(t *testing.T) {
 	}
 	if a.Load() != 1 || b.Load() != 1 {
 		t.Errorf("a ran %d, b %d times", a.Load(), b.Load())
+	}
+}
+
+// TestWorkflowInLoopAsksOnEveryPass: a workflow whose node asks for input
+// runs in a loop agent; the answer of the first pass resumes that pass
+// only, and the second pass asks again (with a request of its own) instead
+// of taking the first pass's answer.
+// (CONFORMANCE A12)
+func TestWorkflowInLoopAsksOnEveryPass(t *testing.T) {
+	var asked atomic.Int32
+	ask := workflow.Func("ask", func(_ context.Context, nc *workflow.Context, _ string) (string, error) {
+		asked.Add(1)
+		resp, err := nc.RequestInput(workflow.InputRequest{Message: "again?"})
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprint(resp["v"]), nil
+	})
+	wf := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{ask}})
+	loop, err := workflowagent.NewLoop(workflowagent.LoopConfig{Config: workflowagent.Config{Name: "loop", SubAgents: []agent.Agent{wf}}, MaxIterations: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, key := setup(t, loop, nil)
+	ctx := context.Background()
+	_, fc := inputCall(t, collect(t, r.Run(ctx, userID, key.SessionID, text("go"), nil)))
+	var outputs []any
+	answer := func(id, v string) []*event.Event {
+		msg := text("")
+		msg.Parts = []*genai.Part{workflow.InputResponse(id, map[string]any{"v": v})}
+		evs := collect(t, r.Run(ctx, userID, key.SessionID, msg, nil))
+		for _, ev := range evs {
+			if ev.Author == "wf" && ev.Actions.EndOfAgent && ev.NodeInfo != nil && ev.NodeInfo.Path == "wf" {
+				outputs = append(outputs, ev.Output)
+			}
+		}
+		return evs
+	}
+	evs := answer(fc.ID, "first")
+	if len(outputs) != 1 {
+		t.Fatalf("the first pass ended %d times after its answer", len(outputs))
+	}
+	_, fc2 := inputCall(t, evs)
+	if fc2.ID == fc.ID {
+		t.Fatalf("the second pass asked with the first pass's request id %s", fc.ID)
+	}
+	answer(fc2.ID, "second")
+	if !slices.Equal(outputs, []any{"first", "second"}) || asked.Load() != 4 {
+		t.Errorf("passes output %v, ask ran %d times; want [first second] and 4", outputs, asked.Load())
 	}
 }

@@ -95,7 +95,7 @@ var errStopped = errors.New("workflow: stopped")
 // returns the answer's response object.
 func (c *Context) RequestInput(req InputRequest) (map[string]any, error) {
 	c.asked++
-	id := fmt.Sprintf("input-%s-%s-%d", c.inv.ID(), c.path, c.asked)
+	id := fmt.Sprintf("input-%s-%s-%d", c.run.id, c.path, c.asked)
 	if resp, ok := c.run.answer(c.inv, id); ok {
 		return resp, nil
 	}

@@ -196,6 +196,7 @@ func (w *Workflow) Run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 // gives, and what the nested workflow reports back.
 type call struct {
 	w      *Workflow
+	id     string // the parent's run id
 	path   string
 	input  any
 	output any
@@ -232,6 +233,7 @@ type run struct {
 	w       *Workflow
 	inv     *agent.Invocation
 	base    string
+	id      string            // names this run: the id of its first event
 	done    map[string]record // finished node runs, from the log
 	started map[string]int    // session index of agent nodes' start checkpoints
 
@@ -265,7 +267,7 @@ func (w *Workflow) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 		var input any
 		fromUser := true
 		if c != nil {
-			r.base, input, fromUser = c.path, c.input, false
+			r.base, r.id, input, fromUser = c.path, c.id, c.input, false
 		} else if uc := inv.UserContent(); uc != nil {
 			input = contentText(uc)
 		}
@@ -277,11 +279,15 @@ func (w *Workflow) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 			if c == nil {
 				input = r.userText()
 			}
-		} else if c == nil {
+		}
+		if r.id == "" {
 			// The workflow's first event: a resumed invocation is continued
-			// by the workflow, not by one of its nodes.
+			// by the workflow, not by one of its nodes. Its id names the
+			// run, so that a workflow run again in the same invocation (by
+			// a loop agent, say) does not take an earlier run's answers.
 			cp := agent.NewCheckpoint(inv, map[string]any{stateStarted: true})
 			cp.NodeInfo = &event.NodeInfo{Path: r.base}
+			r.id = cp.ID
 			if !yield(cp, nil) {
 				return
 			}
@@ -409,6 +415,9 @@ func (r *run) load() {
 		ev := sess.At(j)
 		if ev.InvocationID != r.inv.ID() {
 			continue
+		}
+		if r.id == "" && ev.Author == r.w.Name() && ev.Actions.AgentState[stateStarted] == true {
+			r.id = ev.ID
 		}
 		if ev.NodeInfo != nil && ev.Actions.EndOfAgent {
 			route, _ := ev.Actions.AgentState["route"].(string)
@@ -710,7 +719,7 @@ func (r *run) runAgent(ctx context.Context, winv *agent.Invocation, a activation
 	}
 	var c *call
 	if n.kind == KindWorkflow {
-		c = &call{w: ag.(*Workflow), path: a.path, input: a.input}
+		c = &call{w: ag.(*Workflow), id: r.id, path: a.path, input: a.input}
 		ctx = context.WithValue(ctx, callKey{}, c)
 	}
 	for ev, err := range ag.Run(ctx, cinv) {
