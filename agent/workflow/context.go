@@ -121,7 +121,7 @@ func (c *Context) RequestInput(req InputRequest) (map[string]any, error) {
 // input, and returns its output. Its events are committed before RunNode
 // returns; its path is under the current node's. When the invocation
 // resumes, a child that had finished is not run again: its recorded output
-// is returned.
+// is returned; an agent child that had started continues from its events.
 func (c *Context) RunNode(ctx context.Context, n *Node, input any) (any, error) {
 	if c.err != nil {
 		return nil, c.err
@@ -134,7 +134,7 @@ func (c *Context) RunNode(ctx context.Context, n *Node, input any) (any, error) 
 	seq := c.run.dynamic[c.path+"/"+n.name]
 	c.run.mu.Unlock()
 	act := activation{node: n, input: input, path: fmt.Sprintf("%s/%s@%d", c.path, n.name, seq)}
-	res := c.run.execute(ctx, c.inv, act, false, c.emit)
+	res := c.run.execute(ctx, c.inv, act, true, c.emit)
 	switch {
 	case res.stopped:
 		c.err = errStopped

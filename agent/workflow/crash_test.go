@@ -17,8 +17,9 @@ import (
 
 // everyKindGraph is a workflow with a node of every kind: a fan-out to two
 // function nodes, a join, a bounded loop that counts in state, a node with
-// two dynamic children, a nested workflow, an LLM agent node (whose model
-// calls are counted) and a last function node.
+// three dynamic children (two function nodes and an LLM agent), a nested
+// workflow, an LLM agent node and a last function node; the model calls of
+// the LLM agents are counted.
 func everyKindGraph(t *testing.T, calls *atomic.Int32) *workflow.Workflow {
 	t.Helper()
 	a := workflow.Func("a", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
@@ -45,6 +46,10 @@ func everyKindGraph(t *testing.T, calls *atomic.Int32) *workflow.Workflow {
 		return fmt.Sprint("loop", n), nil
 	})
 	child := upper("child")
+	helper := workflow.FromAgent(llm(t, "helper", scripted.New("h", func(context.Context, *model.Request) (scripted.Turn, error) {
+		calls.Add(1)
+		return scripted.Text("helped"), nil
+	})))
 	dyn := workflow.Func("dyn", func(ctx context.Context, nc *workflow.Context, in string) (string, error) {
 		x, err := nc.RunNode(ctx, child, in+"-1")
 		if err != nil {
@@ -54,7 +59,11 @@ func everyKindGraph(t *testing.T, calls *atomic.Int32) *workflow.Workflow {
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprint(x, "+", y), nil
+		z, err := nc.RunNode(ctx, helper, in)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprint(x, "+", y, "+", z), nil
 	})
 	inner := mustNew(t, workflow.Config{Name: "inner", Nodes: []*workflow.Node{upper("x"), workflow.Func("y", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
 		return in + "y", nil
@@ -106,7 +115,7 @@ func outcomeOf(t *testing.T, svc *session.Service, key session.Key) outcome {
 // of every kind stops after its k-th event, for every k, and
 // Runner.Resume continues it from the log; each run ends with the state,
 // the node ends (each once) and the output of the uninterrupted run, and
-// the LLM agent node's model is called once.
+// each LLM agent's model is called once.
 // (CONFORMANCE A12)
 func TestResumeAfterCrashAtEveryEvent(t *testing.T) {
 	ctx := context.Background()
@@ -116,7 +125,7 @@ func TestResumeAfterCrashAtEveryEvent(t *testing.T) {
 	r, key := setup(t, w, svc)
 	full := collect(t, r.Run(ctx, userID, key.SessionID, text("go"), nil))
 	want := outcomeOf(t, svc, key)
-	if out, _ := want.output.(string); !strings.HasPrefix(out, "BOT HEARD") || !strings.HasSuffix(out, "LOOP3-1+LOOP3-2Y") || len(want.errors) > 0 || calls.Load() != 1 {
+	if out, _ := want.output.(string); !strings.HasPrefix(out, "BOT HEARD") || !strings.HasSuffix(out, "LOOP3-1+LOOP3-2+HELPEDY") || len(want.errors) > 0 || calls.Load() != 2 {
 		t.Fatalf("uninterrupted run: %+v, %d model calls", want, calls.Load())
 	}
 	for k := 1; k < len(full); k++ {
@@ -139,7 +148,7 @@ func TestResumeAfterCrashAtEveryEvent(t *testing.T) {
 		}
 		collect(t, r.Resume(ctx, userID, key.SessionID, inv, nil))
 		got := outcomeOf(t, svc, key)
-		if got.state != want.state || !slices.Equal(got.ends, want.ends) || got.output != want.output || len(got.errors) > 0 || calls.Load() != 1 {
+		if got.state != want.state || !slices.Equal(got.ends, want.ends) || got.output != want.output || len(got.errors) > 0 || calls.Load() != 2 {
 			ev := full[k-1]
 			t.Errorf("stopped after event %d (%s, %+v): resumed to %+v with %d model calls; want %+v",
 				k, ev.Author, ev.NodeInfo, got, calls.Load(), want)
