@@ -278,3 +278,32 @@ func TestWorkflowInLoopAsksOnEveryPass(t *testing.T) {
 		t.Errorf("passes output %v, ask ran %d times; want [first second] and 4", outputs, asked.Load())
 	}
 }
+
+// TestWorkflowAfterPauseGetsUserMessage: in a sequence, a workflow that
+// starts only after an earlier sub-agent's pause was answered gets the
+// text of the message that started the invocation, as it would have
+// without the pause, not the text of the answer.
+// (CONFORMANCE A12)
+func TestWorkflowAfterPauseGetsUserMessage(t *testing.T) {
+	ask := workflow.Func("ask", func(_ context.Context, nc *workflow.Context, _ string) (string, error) {
+		resp, err := nc.RequestInput(workflow.InputRequest{Message: "sure?"})
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprint(resp["ok"]), nil
+	})
+	asker := mustNew(t, workflow.Config{Name: "asker", Nodes: []*workflow.Node{ask}})
+	echo := mustNew(t, workflow.Config{Name: "echo", Nodes: []*workflow.Node{upper("shout")}})
+	seq, err := workflowagent.NewSequential(workflowagent.Config{Name: "seq", SubAgents: []agent.Agent{asker, echo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, key := setup(t, seq, nil)
+	ctx := context.Background()
+	_, fc := inputCall(t, collect(t, r.Run(ctx, userID, key.SessionID, text("hello"), nil)))
+	msg := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: "here you go"}, workflow.InputResponse(fc.ID, map[string]any{"ok": true})}}
+	evs := collect(t, r.Run(ctx, userID, key.SessionID, msg, nil))
+	if got := outputOf(t, evs, "echo"); got != "HELLO" {
+		t.Errorf("echo's output = %q, want HELLO (the invocation's message)", got)
+	}
+}

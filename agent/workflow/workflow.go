@@ -6,11 +6,12 @@
 //
 // # Running
 //
-// The start node gets the text of the user message (a nested workflow, the
-// input of its node). When a node finishes, each of its outgoing edges whose
-// route matches the node's route (an edge without a route always matches)
-// and whose bound is not used up schedules its target with the node's output
-// as input. The nodes scheduled together run together: one on the
+// The start node gets the text of the user message that started the
+// invocation, even when the workflow runs only after an answer resumed it
+// (a nested workflow, the input of its node). When a node finishes, each
+// of its outgoing edges whose route matches the node's route (an edge
+// without a route always matches) and whose bound is not used up schedules
+// its target with the node's output as input. The nodes scheduled together run together: one on the
 // workflow's branch, several concurrently, each on a branch of its own (like
 // the branches of a parallel agent). A join runs once every node with an edge
 // to it has delivered. The workflow ends when nothing is scheduled; its
@@ -268,17 +269,14 @@ func (w *Workflow) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 		fromUser := true
 		if c != nil {
 			r.base, r.id, input, fromUser = c.path, c.id, c.input, false
-		} else if uc := inv.UserContent(); uc != nil {
-			input = contentText(uc)
+		} else {
+			input = r.userText()
 		}
 		if inv.Resuming() {
 			if _, ended := agent.Checkpoint(inv, w.Name()); ended {
 				return
 			}
 			r.load()
-			if c == nil {
-				input = r.userText()
-			}
 		}
 		if r.id == "" {
 			// The workflow's first event: a resumed invocation is continued
@@ -432,8 +430,9 @@ func (r *run) load() {
 }
 
 // userText returns the text of the message that started the invocation
-// (when resuming, the invocation's user content may be the answer that
-// resumed it).
+// (in an invocation that resumed, the user content is the message that
+// resumed it, an answer, whether this workflow resumes or starts only
+// now).
 func (r *run) userText() any {
 	for _, ev := range r.inv.Session().InvocationEvents(r.inv.ID()) {
 		if ev.Author == event.AuthorUser {
