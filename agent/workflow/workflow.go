@@ -377,17 +377,20 @@ func (w *Workflow) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 	}
 }
 
-// fail ends the workflow with an error event for the node at path.
+// fail ends the workflow with an error event for the node at path. A
+// nested workflow reports the failure to its parent instead, for which it
+// is a failed attempt of the workflow node (tried again, or reported by
+// the parent's own error event).
 func (r *run) fail(c *call, path string, err error, yield func(*event.Event, error) bool) {
+	if c != nil {
+		c.err = fmt.Errorf("node %s failed: %w", path, err)
+		return
+	}
 	ev := r.inv.NewEvent()
 	ev.ErrorCode = ErrorCodeNodeFailed
 	ev.ErrorMessage = fmt.Sprintf("workflow %s: node %s failed: %v", r.w.Name(), path, err)
 	ev.NodeInfo = &event.NodeInfo{Path: path}
 	if !yield(ev, nil) {
-		return
-	}
-	if c != nil {
-		c.err = fmt.Errorf("node %s failed: %w", path, err)
 		return
 	}
 	r.inv.End()

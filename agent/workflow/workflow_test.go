@@ -624,3 +624,45 @@ func TestPanickingNodeEndsWithError(t *testing.T) {
 		})
 	}
 }
+
+// TestNestedWorkflowFailureReportedOnce: a nested workflow whose node fails
+// is a failed attempt of its workflow node: when the node's retry then
+// succeeds, no error event was emitted; when every attempt fails, one
+// error event ends the outer workflow, naming both nodes.
+func TestNestedWorkflowFailureReportedOnce(t *testing.T) {
+	var calls atomic.Int32
+	flaky := workflow.Func("flaky", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+		if calls.Add(1) == 1 || in == "never" {
+			return "", errors.New("boom")
+		}
+		return in + "!", nil
+	})
+	inner := mustNew(t, workflow.Config{Name: "inner", Nodes: []*workflow.Node{flaky}})
+	outer := mustNew(t, workflow.Config{Name: "outer", Nodes: []*workflow.Node{
+		workflow.FromAgent(inner, workflow.WithRetry(workflow.Retry{MaxAttempts: 2})), upper("after")},
+		Edges: []workflow.Edge{{From: "inner", To: "after"}}})
+	r, key := setup(t, outer, nil)
+	ctx := context.Background()
+	evs := collect(t, r.Run(ctx, userID, key.SessionID, text("ok"), nil))
+	if ev := errorEvent(evs); ev != nil {
+		t.Errorf("a retried failure emitted an error event: %s", ev.ErrorMessage)
+	}
+	if got := outputOf(t, evs, "outer"); got != "OK!" {
+		t.Errorf("output = %v", got)
+	}
+	evs = collect(t, r.Run(ctx, userID, key.SessionID, text("never"), nil))
+	var failed []*event.Event
+	for _, ev := range evs {
+		if ev.ErrorCode != "" {
+			failed = append(failed, ev)
+		}
+	}
+	if len(failed) != 1 {
+		t.Fatalf("%d error events, want 1", len(failed))
+	}
+	for _, want := range []string{"outer/inner@1", "outer/inner@1/flaky@1", "boom"} {
+		if !strings.Contains(failed[0].ErrorMessage, want) {
+			t.Errorf("error message %q lacks %q", failed[0].ErrorMessage, want)
+		}
+	}
+}
