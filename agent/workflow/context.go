@@ -118,7 +118,8 @@ func (c *Context) RequestInput(req InputRequest) (map[string]any, error) {
 }
 
 // RunNode runs n as a dynamic child of the current node, with the given
-// input, and returns its output. Its events are committed before RunNode
+// input, and returns its output (in its JSON form, as the log records it;
+// see [Func]). Its events are committed before RunNode
 // returns; its path is under the current node's. When the invocation
 // resumes, a child that had finished is not run again: its recorded output
 // is returned; an agent child that had started continues from its events.

@@ -155,3 +155,38 @@ func TestResumeAfterCrashAtEveryEvent(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeInputSameAfterResume: a node gets its predecessor's output in
+// the form the log gives back (JSON values), whether or not the invocation
+// was interrupted between them, so an untyped node computes the same.
+// (CONFORMANCE A12)
+func TestNodeInputSameAfterResume(t *testing.T) {
+	type count struct{ N int }
+	first := workflow.Func("first", func(context.Context, *workflow.Context, string) (count, error) {
+		return count{N: 3}, nil
+	})
+	second := workflow.Func("second", func(_ context.Context, _ *workflow.Context, in any) (string, error) {
+		return fmt.Sprintf("%T %v", in, in), nil
+	})
+	w := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{first, second}, Edges: []workflow.Edge{{From: "first", To: "second"}}})
+	ctx := context.Background()
+	r, key := setup(t, w, nil)
+	want := outputOf(t, collect(t, r.Run(ctx, userID, key.SessionID, text("go"), nil)), "wf")
+	if want != "map[string]interface {} map[N:3]" {
+		t.Errorf("uninterrupted output = %v, want the JSON form of first's output", want)
+	}
+	r, key = setup(t, w, memsession.NewService())
+	var inv string
+	for ev, err := range r.Run(ctx, userID, key.SessionID, text("go"), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv = ev.InvocationID
+		if ev.NodeInfo != nil && ev.NodeInfo.Path == "wf/first@1" {
+			break
+		}
+	}
+	if got := outputOf(t, collect(t, r.Resume(ctx, userID, key.SessionID, inv, nil)), "wf"); got != want {
+		t.Errorf("resumed output = %v, uninterrupted %v", got, want)
+	}
+}

@@ -115,10 +115,11 @@ func newNode(name string, kind Kind, opts []Option) *Node {
 }
 
 // Func returns a node that runs fn. Its input is the output of the node
-// before it (for the start node, the text of the user message), converted
-// to In: directly when it already has that type, otherwise through JSON (as
-// after a resume, when outputs come back from the session log). Its output
-// is fn's result. fn is run again from the start when the invocation
+// before it (for the start node, the text of the user message), in the
+// JSON form the session log records (so the same whether or not the
+// invocation resumed in between), converted to In: directly when it
+// already has that type, otherwise through JSON. Its output is fn's
+// result. fn is run again from the start when the invocation
 // resumes before the node finished (after a human-input answer, say), so
 // what it does before [Context.RequestInput] should be repeatable.
 func Func[In, Out any](name string, fn func(ctx context.Context, nc *Context, in In) (Out, error), opts ...Option) *Node {

@@ -11,7 +11,8 @@
 // (a nested workflow, the input of its node). When a node finishes, each
 // of its outgoing edges whose route matches the node's route (an edge
 // without a route always matches) and whose bound is not used up schedules
-// its target with the node's output as input. The nodes scheduled together run together: one on the
+// its target with the node's output as input (in the JSON form the log
+// records, so that a resumed run hands on the same values). The nodes scheduled together run together: one on the
 // workflow's branch, several concurrently, each on a branch of its own (like
 // the branches of a parallel agent). A join runs once every node with an edge
 // to it has delivered. The workflow ends when nothing is scheduled; its
@@ -368,7 +369,7 @@ func (w *Workflow) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 			return
 		}
 		if c != nil {
-			c.output = last
+			c.output = out
 		}
 		end := agent.NewEndOfAgent(inv)
 		end.Output = out
@@ -647,7 +648,7 @@ func (r *run) runFunc(ctx context.Context, winv *agent.Invocation, a activation,
 	if !emit(end) {
 		return result{stopped: true}
 	}
-	return result{output: out, route: nc.route}
+	return result{output: p, route: nc.route}
 }
 
 // callTool runs a tool node.
@@ -754,12 +755,12 @@ func (r *run) runAgent(ctx context.Context, winv *agent.Invocation, a activation
 	case final != "":
 		out = final
 	}
-	if selfEnded {
-		return result{output: out}
-	}
 	p, err := plain(out)
 	if err != nil {
 		return result{err: fmt.Errorf("output: %w", err)}
+	}
+	if selfEnded {
+		return result{output: p}
 	}
 	end := agent.NewEndOfAgent(cinv)
 	end.Output = p
@@ -767,7 +768,7 @@ func (r *run) runAgent(ctx context.Context, winv *agent.Invocation, a activation
 	if !emit(end) {
 		return result{stopped: true}
 	}
-	return result{output: out}
+	return result{output: p}
 }
 
 // contentText returns the text parts of c, concatenated, thoughts left out.
