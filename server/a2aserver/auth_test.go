@@ -34,39 +34,9 @@ func (u asUser) RoundTrip(r *http.Request) (*http.Response, error) {
 // of their own.
 func TestAuthenticatedUsersAreIsolated(t *testing.T) {
 	r := newRunner(t)
-	h, err := a2aserver.New(a2aserver.Config{Runner: r})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	const prefix = "/a2a/assistant"
-	api, err := server.New(server.Config{Apps: []*runner.Runner{r},
-		Mounts: map[string]http.Handler{prefix: http.StripPrefix(prefix, h)},
-		Authenticate: func(req *http.Request) (string, error) {
-			if u := req.Header.Get("X-User"); u != "" {
-				return u, nil
-			}
-			return "", errors.New("who are you?")
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api)
-	defer srv.Close()
+	client := authClients(t, r)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	client := func(user string) *a2aclient.Client {
-		hc := &http.Client{Transport: asUser{user}}
-		card, err := agentcard.NewResolver(hc).Resolve(ctx, srv.URL+prefix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
 	alice, bob := client("alice"), client("bob")
 
 	task := send(t, alice, a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "open a ticket"}))

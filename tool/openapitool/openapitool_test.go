@@ -760,24 +760,7 @@ func TestSharedSchemasBounded(t *testing.T) {
 	b.WriteString(`{"openapi":"3.0.3","info":{"title":"fan","version":"1"},"paths":{"/x":{"post":{"operationId":"fan",` +
 		`"requestBody":{"content":{"application/json":{"schema":{"$ref":"#/components/schemas/S0"}}}},` +
 		`"responses":{"200":{"description":"ok"}}}}},"components":{"schemas":{`)
-	const levels = 8
-	for i := range levels {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		fmt.Fprintf(&b, `"S%d":{"type":"object","properties":{`, i)
-		for p := range 8 {
-			if p > 0 {
-				b.WriteString(",")
-			}
-			if i == levels-1 {
-				fmt.Fprintf(&b, `"p%d":{"type":"string"}`, p)
-			} else {
-				fmt.Fprintf(&b, `"p%d":{"$ref":"#/components/schemas/S%d"}`, p, i+1)
-			}
-		}
-		b.WriteString("}}")
-	}
+	writeFanOut(&b, 0)
 	b.WriteString("}}}")
 	ts, err := openapitool.New(context.Background(), openapitool.Config{Spec: []byte(b.String()), BaseURL: "http://127.0.0.1:1"})
 	if err != nil {
@@ -790,6 +773,30 @@ func TestSharedSchemasBounded(t *testing.T) {
 	}
 	if len(out) > 1<<20 || !strings.Contains(string(out), `"p7"`) {
 		t.Fatalf("a %d-byte document made a %d-byte declaration", b.Len(), len(out))
+	}
+}
+
+// writeFanOut writes the component schemas S<from> to S7: each an object
+// of 8 properties that refer to the next, the last's strings, so that a
+// few hundred bytes describe 8^7 leaves.
+func writeFanOut(b *strings.Builder, from int) {
+	const levels = 8
+	for i := from; i < levels; i++ {
+		if i > from {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(b, `"S%d":{"type":"object","properties":{`, i)
+		for p := range 8 {
+			if p > 0 {
+				b.WriteString(",")
+			}
+			if i == levels-1 {
+				fmt.Fprintf(b, `"p%d":{"type":"string"}`, p)
+			} else {
+				fmt.Fprintf(b, `"p%d":{"$ref":"#/components/schemas/S%d"}`, p, i+1)
+			}
+		}
+		b.WriteString("}}")
 	}
 }
 
@@ -815,21 +822,8 @@ func TestWideSchemasBoundedPerTool(t *testing.T) {
 		`"/body":{"post":{"operationId":"body","requestBody":{"content":{"application/json":{"schema":{"$ref":"#/components/schemas/S0"}}}},"responses":{"200":{"description":"ok"}}}},`+
 		`"/query":{"get":{"operationId":"query","parameters":[%s,{"name":"last","in":"query","schema":{"type":"integer"}}],"responses":{"200":{"description":"ok"}}}}},`+
 		`"components":{"schemas":{"S0":{"type":"object","properties":{%s}}`, params.String(), props.String())
-	const levels = 8
-	for i := 1; i < levels; i++ {
-		fmt.Fprintf(&b, `,"S%d":{"type":"object","properties":{`, i)
-		for p := range 8 {
-			if p > 0 {
-				b.WriteString(",")
-			}
-			if i == levels-1 {
-				fmt.Fprintf(&b, `"p%d":{"type":"string"}`, p)
-			} else {
-				fmt.Fprintf(&b, `"p%d":{"$ref":"#/components/schemas/S%d"}`, p, i+1)
-			}
-		}
-		b.WriteString("}}")
-	}
+	b.WriteString(",")
+	writeFanOut(&b, 1)
 	b.WriteString("}}}")
 	ts, err := openapitool.New(context.Background(), openapitool.Config{Spec: []byte(b.String()), BaseURL: "http://127.0.0.1:1"})
 	if err != nil {
