@@ -169,8 +169,14 @@ func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 
 // runBranch runs one child and sends its events to the parent, waiting after
 // each one until the parent has forwarded it. It returns when the child is
-// finished or ctx is cancelled.
+// finished or ctx is cancelled. A panic of the child, which nothing could
+// recover on this goroutine and would end the process, is sent as an error.
 func runBranch(ctx context.Context, inv *agent.Invocation, index int, child agent.Agent, msgs chan<- message) {
+	defer func() {
+		if p := recover(); p != nil {
+			send(ctx, msgs, message{err: fmt.Errorf("workflowagent: branch %s panicked: %v", child.Name(), p)})
+		}
+	}()
 	resume := make(chan struct{}, 1)
 	for ev, err := range child.Run(ctx, inv) {
 		if err != nil {

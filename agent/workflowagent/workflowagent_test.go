@@ -614,6 +614,34 @@ func TestA4ParallelFailureCancelsSiblings(t *testing.T) {
 	checkNoLeftoverBranches(t)
 }
 
+// TestA4ParallelBranchPanicIsAnError: a branch whose agent panics, on a
+// goroutine where nothing else could recover it, ends the parallel run with
+// an error naming it, as a failing branch does, instead of ending the
+// process; its sibling is cancelled.
+func TestA4ParallelBranchPanicIsAnError(t *testing.T) {
+	var sawCancel atomic.Bool
+	started := make(chan struct{})
+	waiter := custom(t, "waiter", func(ctx context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) {
+		close(started)
+		<-ctx.Done()
+		sawCancel.Store(true)
+	})
+	panicking := custom(t, "panicking", func(ctx context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) {
+		if waitOr(ctx, started) {
+			panic("out of cheese")
+		}
+	})
+	f := newFixture(t, mustParallel(t, workflowagent.Config{Name: "par", SubAgents: []agent.Agent{waiter, panicking}}))
+	_, errs := f.runAll(t)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "panicking panicked: out of cheese") {
+		t.Fatalf("errors = %v, want one naming the panicking branch", errs)
+	}
+	if !sawCancel.Load() {
+		t.Error("the sibling was not cancelled")
+	}
+	checkNoLeftoverBranches(t)
+}
+
 // TestA4ParallelEmpty: no children, no events.
 func TestA4ParallelEmpty(t *testing.T) {
 	f := newFixture(t, mustParallel(t, workflowagent.Config{Name: "par"}))
