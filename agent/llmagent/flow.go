@@ -405,7 +405,18 @@ func (a *Agent) runCalls(ctx context.Context, inv *agent.Invocation, calls []*ge
 		many := make([]callResult, len(calls))
 		var wg sync.WaitGroup
 		for i, fc := range calls {
-			wg.Go(func() { many[i] = a.runCall(ctx, inv, fc, answerAt(answers, i), tools) })
+			wg.Go(func() {
+				// A panic of a callback, on this goroutine, would end the
+				// process: it becomes the call's error response, as a
+				// tool's own panic does.
+				defer func() {
+					if p := recover(); p != nil {
+						many[i] = callResult{part: &genai.Part{FunctionResponse: &genai.FunctionResponse{
+							ID: fc.ID, Name: fc.Name, Response: errorResult(fmt.Errorf("tool %q: a callback panicked: %v", fc.Name, p))}}}
+					}
+				}()
+				many[i] = a.runCall(ctx, inv, fc, answerAt(answers, i), tools)
+			})
 		}
 		wg.Wait()
 		results = many

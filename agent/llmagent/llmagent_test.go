@@ -435,6 +435,33 @@ func TestR4AggregatesWhenModelDoesNot(t *testing.T) {
 	}
 }
 
+// TestR8CallbackPanicOnConcurrentCall checks that a tool callback that
+// panics while the calls of one model turn run concurrently, on goroutines
+// where nothing else could recover it, gives that call an error response
+// instead of ending the process; the other call and the run go on.
+func TestR8CallbackPanicOnConcurrentCall(t *testing.T) {
+	ok := fnTool{name: "ok", run: func(context.Context, tool.Context, map[string]any) (map[string]any, error) {
+		return map[string]any{"done": true}, nil
+	}}
+	other := fnTool{name: "other", run: ok.run}
+	m := scripted.NewSequence("m", scripted.Turn{Calls: []*genai.FunctionCall{{Name: "ok"}, {Name: "other"}}}, scripted.Text("sorry"))
+	a := mustAgent(t, llmagent.Config{Name: "a", Model: m, Tools: []tool.Tool{ok, other},
+		BeforeTool: []agent.BeforeToolCallback{func(_ context.Context, _ tool.Context, tt tool.Tool, _ map[string]any) (map[string]any, error) {
+			if tt.Name() == "other" {
+				panic("callback bug")
+			}
+			return nil, nil
+		}}})
+	evs := newFixture(t, a, nil, nil).run(t, "go", nil)
+	resp := evs[1].FunctionResponses()
+	if len(resp) != 2 || resp[0].Response["done"] != true || !strings.Contains(fmt.Sprint(resp[1].Response["error"]), "a callback panicked: callback bug") {
+		t.Fatalf("responses %v", resp)
+	}
+	if evs[len(evs)-1].Text() != "sorry" {
+		t.Fatal("the run did not go on")
+	}
+}
+
 // TestR8ToolErrorsAndPanics checks that a failing or panicking tool gives
 // the model an error response and the run goes on.
 func TestR8ToolErrorsAndPanics(t *testing.T) {
