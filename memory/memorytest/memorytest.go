@@ -73,6 +73,7 @@ func Run(t *testing.T, newStore func(t *testing.T) memory.Store) {
 		{"DiacriticsDistinguish", testDiacritics},
 		{"CaseBeyondASCII", testCaseBeyondASCII},
 		{"OnlyLettersAndDigits", testOnlyLettersAndDigits},
+		{"ManyQueryWords", testManyQueryWords},
 		{"MoreWordsFirstAtScale", testMoreWordsFirstAtScale},
 		{"ConcurrentAdds", testConcurrentAdds},
 	}
@@ -651,6 +652,17 @@ func testCaseBeyondASCII(t *testing.T, f *fixture) {
 	if res := f.search(t, app, user, "straße", 10); len(res) != 0 {
 		t.Errorf("Search(straße) = %q, want nothing", texts(res))
 	}
+}
+
+// testManyQueryWords checks that a query of many distinct words, 1,500,
+// is answered as a short one is: the entry holding one of them is found.
+func testManyQueryWords(t *testing.T, f *fixture) {
+	f.add(t, f.newSession(t, app, user, "s1", msg{"agent", "the word w1499 is here"}))
+	ws := make([]string, 1500)
+	for i := range ws {
+		ws[i] = fmt.Sprint("w", i)
+	}
+	wantTexts(t, "1,500 words", f.search(t, app, user, strings.Join(ws, " "), 10), "the word w1499 is here")
 }
 
 // testOnlyLettersAndDigits checks that only letters and decimal digits

@@ -120,23 +120,33 @@ func (s *Store) prepare(ctx context.Context) error {
 	return err
 }
 
-// sqliteSearch is SQLite's search query for n words (see Search). Its
-// parameters: the words as an FTS5 expression for any of them, app, user,
-// each word between spaces, and the limit. An entry's score, the number of
-// the query's words its terms hold, is counted only for the user's entries
-// that match, one instr a word.
-func sqliteSearch(n int) string {
+// sqliteSearch is SQLite's search query for the words ws (see Search).
+// Its parameters: the words as an FTS5 expression for any of them, app,
+// user, and the limit. An entry's score, the number of the words its terms
+// hold, is counted only for the user's entries that match, one instr a
+// word. The words are written into the query as literals, in a balanced
+// sum: a query of many words stays within SQLite's bounds on parameters
+// and on the depth of an expression. Words are letters and digits
+// (memory.Words), so a literal holds no quote.
+func sqliteSearch(ws []string) string {
 	var b strings.Builder
 	b.WriteString(`SELECT m.id, m.session_id, m.author, m.event_time, m.content, m.body
 		FROM memories_fts f JOIN memories m ON m.mid = f.rowid
 		WHERE f.memories_fts MATCH ? AND m.app_name = ? AND m.user_id = ?
 		ORDER BY `)
-	for i := range n {
-		if i > 0 {
-			b.WriteString(" + ")
+	var sum func(ws []string)
+	sum = func(ws []string) {
+		if len(ws) == 1 {
+			b.WriteString(`(instr(' ' || m.terms || ' ', ' ` + strings.ReplaceAll(ws[0], "'", "''") + ` ') > 0)`)
+			return
 		}
-		b.WriteString(`(instr(' ' || m.terms || ' ', ?) > 0)`)
+		b.WriteString("(")
+		sum(ws[:len(ws)/2])
+		b.WriteString(" + ")
+		sum(ws[len(ws)/2:])
+		b.WriteString(")")
 	}
+	sum(ws)
 	b.WriteString(` DESC, bm25(memories_fts), m.event_time DESC LIMIT ?`)
 	return b.String()
 }
@@ -301,11 +311,7 @@ func (s *Store) Search(ctx context.Context, app, user, query string, limit int) 
 		rows, err = s.query.QueryContext(ctx, strings.Join(ws, " | "), strings.Join(ws, " "), app, user, limit)
 	} else {
 		// Each word quoted as an FTS5 string, joined with OR.
-		args := append(make([]any, 0, len(ws)+4), `"`+strings.Join(ws, `" OR "`)+`"`, app, user)
-		for _, w := range ws {
-			args = append(args, " "+w+" ")
-		}
-		rows, err = s.db.R.QueryContext(ctx, sqliteSearch(len(ws)), append(args, limit)...)
+		rows, err = s.db.R.QueryContext(ctx, sqliteSearch(ws), `"`+strings.Join(ws, `" OR "`)+`"`, app, user, limit)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlmemory: search: %w", err)
