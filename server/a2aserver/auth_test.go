@@ -129,14 +129,7 @@ func TestResubscribeIsTheOwnersOnly(t *testing.T) {
 	alice, bob := client("alice"), client("bob")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var id a2a.TaskID
-	for ev, err := range alice.SendStreamingMessage(ctx, &a2a.MessageSendParams{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "slow job"})}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		id = ev.TaskInfo().TaskID
-		break
-	}
+	id := startSlowJob(ctx, t, alice).TaskID
 	defer func() {
 		if _, err := alice.CancelTask(ctx, &a2a.TaskIDParams{ID: id}); err != nil {
 			t.Error(err)
@@ -162,22 +155,16 @@ func TestResubscribeIsTheOwnersOnly(t *testing.T) {
 	}
 }
 
-// Behind Authenticate, a message naming another user's running task is
-// told the task is not found, as for a task that is not running, instead
-// of learning that it runs.
+// TestMessageOnAnotherUsersRunningTaskIsNotFound: behind Authenticate, a
+// message naming another user's running task is told the task is not
+// found, as for a task that is not running, instead of learning that it
+// runs.
 func TestMessageOnAnotherUsersRunningTaskIsNotFound(t *testing.T) {
 	client := authClients(t, newRunner(t))
 	alice, bob := client("alice"), client("bob")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var info a2a.TaskInfo
-	for ev, err := range alice.SendStreamingMessage(ctx, &a2a.MessageSendParams{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "slow job"})}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		info = ev.TaskInfo()
-		break
-	}
+	info := startSlowJob(ctx, t, alice)
 	defer func() {
 		if _, err := alice.CancelTask(ctx, &a2a.TaskIDParams{ID: info.TaskID}); err != nil {
 			t.Error(err)
@@ -188,4 +175,18 @@ func TestMessageOnAnotherUsersRunningTaskIsNotFound(t *testing.T) {
 	if res, err := bob.SendMessage(ctx, &a2a.MessageSendParams{Message: msg}); !errors.Is(err, a2a.ErrTaskNotFound) {
 		t.Errorf("bob's message on alice's running task: %+v, %v; want task not found", res, err)
 	}
+}
+
+// startSlowJob starts a slow job as c's user and returns its task once it
+// runs.
+func startSlowJob(ctx context.Context, t *testing.T, c *a2aclient.Client) a2a.TaskInfo {
+	t.Helper()
+	for ev, err := range c.SendStreamingMessage(ctx, &a2a.MessageSendParams{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "slow job"})}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev.TaskInfo()
+	}
+	t.Fatal("the slow job's stream ended without an event")
+	return a2a.TaskInfo{}
 }
