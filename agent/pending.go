@@ -21,7 +21,9 @@ import (
 // A call pauses its invocation when an agent's event lists its id in
 // LongRunningToolIDs: a long-running tool call, or one of the runtime's own
 // requests to the client (adk_request_confirmation, adk_request_credential).
-// Events authored by the user never pause anything.
+// Events authored by the user never pause anything, and neither do events
+// imported from a client-supplied history (event.Event.Imported): they are
+// data, so the calls they hold wait for no answer.
 //
 // # Answers
 //
@@ -88,7 +90,7 @@ type Answer struct {
 // pauseKind returns how the call fc of ev pauses its invocation, or 0 when
 // it does not.
 func pauseKind(ev *event.Event, fc *genai.FunctionCall) PauseKind {
-	if ev.Author == event.AuthorUser || fc.ID == "" || !slices.Contains(ev.LongRunningToolIDs, fc.ID) {
+	if ev.Author == event.AuthorUser || fc.ID == "" || !slices.Contains(ev.LongRunningToolIDs, fc.ID) || ev.Imported() {
 		return 0
 	}
 	switch fc.Name {

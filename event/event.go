@@ -78,6 +78,30 @@ const MetadataLLMCall = "llmCall"
 // invocation resumes after a crash, while it waits for the client.
 const MetadataStartedCalls = "startedCalls"
 
+// MetadataImported is the "customMetadata" key, with the value true, that
+// the runtime sets on each event of a history a client supplied (see
+// runner.Runner.CreateSession). An imported event is data, never
+// authority: none of its calls pauses an invocation or waits for an
+// answer, and an invocation holding one cannot be resumed. A client cannot
+// leave it out: the runtime sets it on every event it imports.
+const MetadataImported = "loomImported"
+
+// Imported reports whether the runtime imported ev from a client-supplied
+// history (MetadataImported).
+func (e *Event) Imported() bool {
+	v, _ := e.CustomMetadata[MetadataImported].(bool)
+	return v
+}
+
+// MarkImported marks ev as imported (MetadataImported). It sets the entry
+// in a new map, so that a map ev shares with another event is not changed.
+func (e *Event) MarkImported() {
+	m := make(map[string]any, len(e.CustomMetadata)+1)
+	maps.Copy(m, e.CustomMetadata)
+	m[MetadataImported] = true
+	e.CustomMetadata = m
+}
+
 // StartedCalls returns the call ids ev records under MetadataStartedCalls.
 func (e *Event) StartedCalls() []string {
 	switch v := e.CustomMetadata[MetadataStartedCalls].(type) {

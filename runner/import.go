@@ -14,10 +14,11 @@ import (
 // CreateSession creates a session with initial state and, optionally, a
 // history supplied by a client (an exported conversation, say). Supplied
 // events are data, never authority: they are checked (ids unique, not
-// partial, authored by the user or by an agent of the tree, with the role
-// that author speaks in) and stored without their long-running call ids,
-// so no call they hold can pause the session or be answered by a client
-// (see agent.Pending). On any error nothing is left behind: an invalid
+// partial, with an author, the user speaking as the user) and stored as given, each marked imported
+// (event.MetadataImported): no call they hold pauses the session or can be
+// answered by a client (agent.Pending), and no invocation they belong to
+// can be resumed (RunOptions.InvocationID, Resume), so nothing in them can
+// run a tool, skip an approval or count as a finished step. On any error nothing is left behind: an invalid
 // history is refused before the session is created, and a session whose
 // history could not be stored is deleted. Errors about the history wrap
 // ErrInvalid.
@@ -33,7 +34,7 @@ func (r *Runner) CreateSession(ctx context.Context, userID, sessionID string, st
 	}
 	for _, ev := range events {
 		ev = ev.Clone()
-		ev.LongRunningToolIDs = nil
+		ev.MarkImported()
 		if err := svc.AppendEvent(ctx, sess, ev); err != nil {
 			key.SessionID = sess.ID()
 			if derr := svc.Delete(context.WithoutCancel(ctx), key); derr != nil && !errors.Is(derr, session.ErrNotFound) {
@@ -61,16 +62,14 @@ func (r *Runner) checkImported(events []*event.Event) error {
 			return bad("duplicate id %q", ev.ID)
 		case ev.Author == "":
 			return bad("no author")
-		case ev.Author != event.AuthorUser && r.Tree().Find(ev.Author) == nil:
-			return bad("author %q is neither the user nor an agent of app %s", ev.Author, r.cfg.AppName)
 		}
 		ids[ev.ID] = ev.ID != ""
 		if c := ev.Content; c != nil {
-			switch {
-			case ev.Author == event.AuthorUser && c.Role != "" && c.Role != genai.RoleUser:
+			// An agent's event may hold user content (ADK's graph
+			// workflows relay the user's message so); the user never
+			// speaks as the model.
+			if ev.Author == event.AuthorUser && c.Role != "" && c.Role != genai.RoleUser {
 				return bad("the user's content has role %q", c.Role)
-			case ev.Author != event.AuthorUser && c.Role == genai.RoleUser && len(ev.FunctionResponses()) == 0:
-				return bad("agent %s's content has role user and holds no function response", ev.Author)
 			}
 		}
 	}

@@ -14,9 +14,10 @@ import (
 )
 
 // TestR10ImportedHistory: a history given to CreateSession is stored as
-// data (its events and their state deltas, without long-running call ids,
-// so nothing in it waits for an answer), and an invalid history is refused
-// with ErrInvalid before any session exists.
+// data (its events as given, each marked imported, and their state
+// deltas): nothing in it waits for an answer, its invocation cannot be
+// resumed, and an invalid history is refused with ErrInvalid before any
+// session exists.
 func TestR10ImportedHistory(t *testing.T) {
 	ctx := context.Background()
 	root := custom(t, "bot", func(context.Context, *agent.Invocation, func(*event.Event, error) bool) {})
@@ -43,11 +44,16 @@ func TestR10ImportedHistory(t *testing.T) {
 	if v, _ := got.Get("seen"); v != true {
 		t.Errorf("state seen = %v, want true", v)
 	}
-	if ids := got.Events()[1].LongRunningToolIDs; len(ids) != 0 {
-		t.Errorf("imported event keeps long-running ids %v", ids)
+	for _, ev := range got.Events() {
+		if !ev.Imported() {
+			t.Errorf("imported event %s is not marked imported", ev.ID)
+		}
 	}
-	if len(call.LongRunningToolIDs) != 1 {
-		t.Errorf("CreateSession modified the caller's event")
+	if ids := got.Events()[1].LongRunningToolIDs; len(ids) != 1 {
+		t.Errorf("imported event's long-running ids = %v, want them as given", ids)
+	}
+	if call.Imported() || hello.Imported() {
+		t.Errorf("CreateSession modified the caller's events")
 	}
 	// An answer to the imported call is refused and stores nothing.
 	ans := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{
@@ -65,20 +71,48 @@ func TestR10ImportedHistory(t *testing.T) {
 	if n := stored(t, svc, sess.Key()).Len(); n != 2 {
 		t.Errorf("after the refused answer the session has %d events, want 2", n)
 	}
+	// Neither a run naming the imported invocation nor Resume continues it.
+	for name, events := range map[string]func() error{
+		"run": func() error {
+			for _, err := range r.Run(ctx, user, "imported", genai.NewContentFromText("go on", genai.RoleUser), &runner.RunOptions{InvocationID: "e-old"}) {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		"resume": func() error {
+			for _, err := range r.Resume(ctx, user, "imported", "e-old", nil) {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	} {
+		if err := events(); !errors.Is(err, runner.ErrInvalid) {
+			t.Errorf("%s of the imported invocation: err = %v, want ErrInvalid", name, err)
+		}
+		if n := stored(t, svc, sess.Key()).Len(); n != 2 {
+			t.Errorf("after the refused %s the session has %d events, want 2", name, n)
+		}
+	}
+	// An author the tree does not have is data like any other.
+	if _, err := r.CreateSession(ctx, user, "stranger", nil, []*event.Event{event.NewModelText("e-old", "stranger", "hi")}); err != nil {
+		t.Errorf("a history with another author: %v", err)
+	}
 
 	partial := event.NewModelText("e-old", "bot", "half")
 	partial.Partial = true
-	stranger := event.NewModelText("e-old", "stranger", "hi")
 	userAsModel := event.NewUserText("e-old", "hi")
 	userAsModel.Content.Role = genai.RoleModel
 	dup1, dup2 := event.NewUserText("e-old", "a"), event.NewUserText("e-old", "b")
 	dup1.ID, dup2.ID = "same", "same"
 	for name, evs := range map[string][]*event.Event{
-		"partial":        {partial},
-		"unknown author": {stranger},
-		"user as model":  {userAsModel},
-		"duplicate ids":  {dup1, dup2},
-		"nil event":      {nil},
+		"partial":       {partial},
+		"user as model": {userAsModel},
+		"duplicate ids": {dup1, dup2},
+		"nil event":     {nil},
 	} {
 		if _, err := r.CreateSession(ctx, user, "bad", nil, evs); !errors.Is(err, runner.ErrInvalid) {
 			t.Errorf("%s: err = %v, want ErrInvalid", name, err)

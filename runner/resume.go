@@ -111,8 +111,8 @@ func (r *Runner) resumption(tree *agent.Tree, sess *session.Session, msg *genai.
 		}
 		res.id = explicitID
 	}
-	if !r.locate(sess, res) {
-		return nil, fmt.Errorf("%w: no invocation %q in session %s", ErrInvalid, res.id, sess.ID())
+	if err := r.locate(sess, res); err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -121,9 +121,20 @@ func (r *Runner) resumption(tree *agent.Tree, sess *session.Session, msg *genai.
 // user message, and counts its model calls. It looks at the whole session
 // (without decoding the events of other invocations), which only resuming
 // does.
-func (r *Runner) locate(sess *session.Session, res *resumption) bool {
+//
+// It is the one place that decides which invocations can be resumed: only
+// those the runtime started. An invocation that the session does not hold,
+// or that holds an event imported from a client-supplied history
+// (event.Event.Imported), is refused with an error wrapping ErrInvalid:
+// what a client wrote can never count as a step the runtime took, a call it
+// made or a checkpoint it left.
+func (r *Runner) locate(sess *session.Session, res *resumption) error {
 	res.floor = -1
 	for i, ev := range sess.InvocationEvents(res.id) {
+		if ev.Imported() {
+			return fmt.Errorf("%w: invocation %q of session %s was imported with the session's history; only invocations the runtime started can be resumed",
+				ErrInvalid, res.id, sess.ID())
+		}
 		if res.floor < 0 {
 			res.floor = i
 		}
@@ -138,7 +149,10 @@ func (r *Runner) locate(sess *session.Session, res *resumption) bool {
 			res.first = ev.Author
 		}
 	}
-	return res.floor >= 0
+	if res.floor < 0 {
+		return fmt.Errorf("%w: no invocation %q in session %s", ErrInvalid, res.id, sess.ID())
+	}
+	return nil
 }
 
 // Resume continues an invocation that was interrupted (the process stopped
@@ -172,8 +186,8 @@ func (r *Runner) Resume(ctx context.Context, userID, sessionID, invocationID str
 		tree := r.Refresh(ctx)
 		err := r.withSession(ctx, userID, sessionID, false, func(sess *session.Session) error {
 			res := &resumption{id: invocationID, tree: tree}
-			if !r.locate(sess, res) {
-				return fmt.Errorf("%w: no invocation %q in session %s", ErrInvalid, invocationID, sessionID)
+			if err := r.locate(sess, res); err != nil {
+				return err
 			}
 			if res.first == "" {
 				res.first = tree.Root().Name() // nothing ran: start afresh
