@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -272,9 +273,11 @@ print(" ".join(results))
 }
 
 // TestLocalDiskQuota checks that the code cannot write more than
-// DiskBytes in all, however many files it writes.
+// DiskBytes in all, however many files it writes, nor keep files in memory
+// elsewhere (memfd, /dev/shm).
 func TestLocalDiskQuota(t *testing.T) {
 	res := confined(t, &codeexec.Local{DiskBytes: 8 << 20, FileBytes: 4 << 20}, `
+import os
 chunk = b"x" * (1 << 20)
 written = 0
 try:
@@ -285,9 +288,18 @@ try:
     print("wrote", written)
 except OSError as e:
     print("stopped", written, e.errno)
+for name, op in (("memfd", lambda: os.memfd_create("m")), ("shm", lambda: open("/dev/shm/loom-test", "wb"))):
+    try:
+        op()
+        print(name, "allowed")
+    except OSError:
+        pass
 `)
 	var written, errno int
-	if _, err := fmtSscan(res.Stdout, "stopped %d %d", &written, &errno); err != nil {
+	if strings.Contains(res.Stdout, "allowed") {
+		t.Errorf("stdout = %q", res.Stdout)
+	}
+	if _, err := fmtSscan(strings.SplitN(res.Stdout, "\n", 2)[0], "stopped %d %d", &written, &errno); err != nil {
 		t.Fatalf("result = %s", show(res))
 	}
 	if written > 8<<20 || written < 4<<20 || errno != 28 {
@@ -327,4 +339,33 @@ func show(res codeexec.Result) string {
 		names = append(names, fmt.Sprintf("%s (%d bytes)", f.Name, len(f.Data)))
 	}
 	return fmt.Sprintf("failed=%v stdout=%q stderr=%q files=%v", res.Failed, res.Stdout, res.Stderr, names)
+}
+
+// TestLocalConcurrent runs executions at once: each has its own working
+// directory, limits and namespaces.
+func TestLocalConcurrent(t *testing.T) {
+	needPython(t)
+	l := &codeexec.Local{MaxProcesses: 8}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for i := range 4 {
+		wg.Go(func() {
+			res, err := l.Execute(context.Background(), codeexec.Input{
+				Code:  "import os\nopen('out.txt', 'w').write(open('in.txt').read() * 2)\nprint(len(os.listdir('.')))",
+				Files: []codeexec.File{{Name: "in.txt", Data: []byte(strconv.Itoa(i))}},
+			})
+			switch {
+			case errors.Is(err, codeexec.ErrUnconfined) && os.Getenv("CI") == "":
+			case err != nil:
+				errs <- err
+			case res.Stdout != "2\n" || len(res.Files) != 1 || string(res.Files[0].Data) != strconv.Itoa(i)+strconv.Itoa(i):
+				errs <- fmt.Errorf("execution %d: %s", i, show(res))
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
