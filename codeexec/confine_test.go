@@ -369,3 +369,20 @@ func TestLocalConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestLocalDeepOutputTree checks that a directory tree too deep to walk
+// is reported in Stderr, with the files found before it, rather than
+// failing the execution.
+func TestLocalDeepOutputTree(t *testing.T) {
+	res := confined(t, &codeexec.Local{}, `
+import os
+open("top.txt", "w").write("top")
+for i in range(1500):
+    os.mkdir("d")
+    os.chdir("d")
+open("f", "w").write("deep")
+`)
+	if res.Failed || len(res.Files) != 1 || res.Files[0].Name != "top.txt" || !strings.Contains(res.Stderr, "Output files not returned: the rest") {
+		t.Fatalf("result = %s", show(res))
+	}
+}

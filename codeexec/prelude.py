@@ -210,6 +210,13 @@ def _write_inputs(req):
 
 
 def _outputs(out, wd):
+    try:
+        _walk(out, wd)
+    except (OSError, RecursionError) as e:
+        _send(out, {"skip": "the rest", "why": "%s: %s" % (type(e).__name__, e)})
+
+
+def _walk(out, wd):
     for top, dirs, files in os.walk(wd):
         dirs.sort()
         for name in sorted(files):
@@ -245,20 +252,22 @@ def _expire(*_):
 
 
 def _supervise(req, out, pid):
-    signal.signal(signal.SIGALRM, _expire)
-    signal.setitimer(signal.ITIMER_REAL, req["timeout"])
     status, timeout = 0, False
+    signal.signal(signal.SIGALRM, _expire)
     try:
-        while True:
-            p, st = os.wait()
-            if p == pid:
-                status = st
-                break
+        # The alarm fires once, and wherever it interrupts this block the
+        # outer handler catches it.
+        try:
+            signal.setitimer(signal.ITIMER_REAL, req["timeout"])
+            while True:
+                p, st = os.wait()
+                if p == pid:
+                    status = st
+                    break
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
     except _Expired:
         timeout = True
-    except ChildProcessError:
-        pass
-    signal.setitimer(signal.ITIMER_REAL, 0)
     try:
         if req["namespaces"]:
             os.kill(-1, signal.SIGKILL)  # every process of the namespace but this one
