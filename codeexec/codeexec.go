@@ -10,10 +10,12 @@
 //   - [BuiltIn] is the model's own code execution (Gemini's code execution
 //     tool): the provider runs the code and returns executableCode and
 //     codeExecutionResult parts. Nothing runs locally.
-//   - [Local] runs Python on this machine in a subprocess, with a timeout,
-//     a temporary working directory and resource limits. It is NOT a
-//     security boundary: see its documentation before giving it untrusted
-//     input. No agent uses it unless configured to.
+//   - [Local] runs Python on this machine in its own Linux namespaces,
+//     with a timeout, a process limit, a disk quota, resource limits, writes
+//     confined to its working directory and no socket outside. Reading
+//     files is not confined, so it is NOT a sandbox for hostile code: see
+//     its documentation for exactly what is confined. No agent uses it
+//     unless configured to.
 package codeexec
 
 import (

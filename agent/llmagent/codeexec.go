@@ -9,6 +9,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/artifact"
 	"github.com/loomkit/loom/codeexec"
 	"github.com/loomkit/loom/event"
 )
@@ -108,7 +109,9 @@ func (a *Agent) codeRetriesLeft(inv *agent.Invocation) bool {
 }
 
 // runCode executes code and returns the event with its result. Files the
-// code wrote are saved as artifacts of the session.
+// code wrote are saved as artifacts of the session; a file whose name would
+// make it a user-scoped ("user:") artifact is refused and reported as not
+// saved.
 func (a *Agent) runCode(ctx context.Context, inv *agent.Invocation, exec codeexec.Executor, code string) (*event.Event, error) {
 	res, err := exec.Execute(ctx, codeexec.Input{Code: code})
 	if err != nil {
@@ -126,6 +129,12 @@ func (a *Agent) runCode(ctx context.Context, inv *agent.Invocation, exec codeexe
 	var saved, failed []string
 	for _, f := range res.Files {
 		name := strings.ReplaceAll(f.Name, "/", "_")
+		if strings.HasPrefix(name, artifact.PrefixUser) {
+			// Output files belong to the session: code must not replace
+			// what every session of the user shares.
+			failed = append(failed, fmt.Sprintf("%s (a name starting with %q would be the user's, not the session's)", name, artifact.PrefixUser))
+			continue
+		}
 		if _, err := cc.SaveArtifact(ctx, name, &genai.Part{InlineData: &genai.Blob{MIMEType: f.MIMEType, Data: f.Data}}); err != nil {
 			failed = append(failed, fmt.Sprintf("%s (%v)", name, err))
 			continue

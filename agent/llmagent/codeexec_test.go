@@ -150,3 +150,33 @@ func TestLocalCodeExecutorEndToEnd(t *testing.T) {
 		t.Fatalf("artifact = %+v, %v", p, err)
 	}
 }
+
+// TestCodeExecutionOutputsStayInSession checks that an output file whose
+// name would make it one of the user's shared ("user:") artifacts is not
+// saved: code cannot overwrite what every session of the user shares.
+func TestCodeExecutionOutputsStayInSession(t *testing.T) {
+	m := scripted.NewSequence("m", scripted.Turn{Text: "```tool_code\nwrite()\n```"}, scripted.Turn{Text: "done"})
+	ex := &fakeExecutor{results: []codeexec.Result{{Files: []codeexec.File{
+		{Name: "user:x", MIMEType: "text/plain", Data: []byte("forged")},
+		{Name: "ok.txt", MIMEType: "text/plain", Data: []byte("fine")},
+	}}}}
+	arts := artifact.NewService(newMemArtifacts())
+	ctx := context.Background()
+	shared := artifact.Ref{AppName: app, UserID: user, Name: "user:x"}
+	if _, err := arts.Save(ctx, shared, genai.NewPartFromText("the user's own")); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, mustAgent(t, llmagent.Config{Name: "a", Model: m, CodeExecutor: ex}), arts, nil)
+	evs := f.run(t, "go", nil)
+	res := evs[1].Content.Parts[0].CodeExecutionResult
+	if res == nil || !strings.Contains(res.Output, "Saved files: ok.txt") || !strings.Contains(res.Output, "Files not saved: user:x") {
+		t.Fatalf("result = %+v", res)
+	}
+	if _, ok := evs[1].Actions.ArtifactDelta["user:x"]; ok {
+		t.Errorf("artifact delta = %v", evs[1].Actions.ArtifactDelta)
+	}
+	p, err := arts.Load(ctx, shared, artifact.Latest)
+	if err != nil || p.Text != "the user's own" {
+		t.Fatalf("user artifact = %+v, %v", p, err)
+	}
+}
