@@ -84,6 +84,9 @@ func (c *modelChoice) build(app App) (agent.Agent, string, error) {
 func (c *modelChoice) resolver(ctx context.Context, env Env, o *options) func(name string) (model.LLM, error) {
 	if c.llm == nil {
 		offline := offlineModel()
+		if o.namedOffline {
+			return func(name string) (model.LLM, error) { return renamed{offline, name}, nil }
+		}
 		return func(string) (model.LLM, error) { return offline, nil }
 	}
 	if o.model != "" {
@@ -180,4 +183,17 @@ func typedText(req *model.Request) string {
 		}
 	}
 	return ""
+}
+
+// renamed is a model reporting another name.
+type renamed struct {
+	model.LLM
+	name string
+}
+
+func (r renamed) Name() string {
+	if r.name == "" {
+		return r.LLM.Name()
+	}
+	return r.name
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -331,4 +332,65 @@ func WriteSession(path string, s map[string]any) error {
 		}
 	}
 	return WriteYAML(path, s)
+}
+
+// WriteCase writes a case from a session (the server's JSON tree, or a
+// stored session's): a spec.yaml whose user messages are the session's
+// user events, in order (their text, or their content when it is more
+// than text; their state deltas), and the session as generated-session.yaml.
+// Recording the case against a model adds its recordings.
+func WriteCase(dir string, s map[string]any) error {
+	n, _ := Normalize(s).(map[string]any)
+	app, _ := n["app_name"].(string)
+	if app == "" {
+		return errors.New("conformance: the session names no app")
+	}
+	spec := map[string]any{"description": "Recorded from session " + fmt.Sprint(n["id"]) + ".", "agent": app}
+	var msgs []any
+	evs, _ := n["events"].([]any)
+	for _, e := range evs {
+		em, _ := e.(map[string]any)
+		if em["author"] != "user" {
+			continue
+		}
+		m := map[string]any{}
+		c, _ := em["content"].(map[string]any)
+		parts, _ := c["parts"].([]any)
+		if p, ok := onlyText(parts); ok {
+			m["text"] = p
+		} else if c != nil {
+			c = Normalize(c).(map[string]any)
+			for _, p := range c["parts"].([]any) {
+				if fr, ok := p.(map[string]any)["function_response"].(map[string]any); ok {
+					delete(fr, "id")
+				}
+			}
+			m["content"] = c
+		}
+		a, _ := em["actions"].(map[string]any)
+		if sd, ok := a["state_delta"].(map[string]any); ok {
+			sd = event.CloneMap(sd)
+			dropInternal(sd)
+			if len(sd) > 0 {
+				m["state_delta"] = sd
+			}
+		}
+		if len(m) > 0 {
+			msgs = append(msgs, m)
+		}
+	}
+	spec["user_messages"] = msgs
+	if err := WriteYAML(filepath.Join(dir, SpecFile), spec); err != nil {
+		return err
+	}
+	return WriteSession(SessionPath(dir, StreamingNone), s)
+}
+
+func onlyText(parts []any) (string, bool) {
+	if len(parts) != 1 {
+		return "", false
+	}
+	p, _ := parts[0].(map[string]any)
+	t, ok := p["text"].(string)
+	return t, ok && len(p) == 1
 }
