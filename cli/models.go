@@ -11,6 +11,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/conformance"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/provider"
 	"github.com/loomkit/loom/model/retry"
@@ -85,18 +86,20 @@ func (c *modelChoice) resolver(ctx context.Context, env Env, o *options) func(na
 	if c.llm == nil {
 		offline := offlineModel()
 		if o.namedOffline {
-			return func(name string) (model.LLM, error) { return renamed{offline, name}, nil }
+			return func(name string) (model.LLM, error) {
+				return conformance.ReplayModel(renamed{offline, name}), nil
+			}
 		}
 		return func(string) (model.LLM, error) { return offline, nil }
 	}
 	if o.model != "" {
-		return func(string) (model.LLM, error) { return c.llm, nil }
+		return func(string) (model.LLM, error) { return c.swap(o, c.llm), nil }
 	}
 	var mu sync.Mutex
 	opened := map[string]model.LLM{}
 	return func(name string) (model.LLM, error) {
 		if name == "" || name == c.desc {
-			return c.llm, nil
+			return c.swap(o, c.llm), nil
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -107,9 +110,18 @@ func (c *modelChoice) resolver(ctx context.Context, env Env, o *options) func(na
 		if err != nil {
 			return nil, fmt.Errorf("model %s: %w", name, err)
 		}
-		opened[name] = m
-		return m, nil
+		opened[name] = c.swap(o, m)
+		return opened[name], nil
 	}
+}
+
+// swap wraps m for conformance replay when the server honours the
+// protocol (--conformance).
+func (c *modelChoice) swap(o *options, m model.LLM) model.LLM {
+	if o.namedOffline {
+		return conformance.ReplayModel(m)
+	}
+	return m
 }
 
 // fileDesc says which models the agents of config files get.

@@ -165,7 +165,13 @@ func (c *Client) RunSSE(ctx context.Context, app, sessionID string, msg *genai.C
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		var detail struct {
+			Detail string `json:"detail"`
+		}
+		if json.Unmarshal(msg, &detail) == nil && detail.Detail != "" {
+			return fmt.Errorf("run_sse: %s: %s", resp.Status, detail.Detail)
+		}
 		return fmt.Errorf("run_sse: %s: %s", resp.Status, bytes.TrimSpace(msg))
 	}
 	sc := bufio.NewScanner(resp.Body)

@@ -3,7 +3,6 @@ package conformance
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -169,7 +168,7 @@ func LoadSession(dir, streaming string) (RecordedSession, error) {
 	return n, nil
 }
 
-// Responses returns the recorded responses as model responses.
+// ModelResponses returns the recorded responses as model responses.
 func (l *LLMRecording) ModelResponses() ([]*model.Response, error) {
 	out := make([]*model.Response, 0, len(l.Responses))
 	for _, r := range l.Responses {
@@ -350,9 +349,6 @@ func WriteYAML(path string, v any) error {
 	}
 	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
-
-// errNoRecordings reports a case without recordings for a mode.
-var errNoRecordings = errors.New("no recordings")
 
 // toYAMLNode prepares a normalized tree for the YAML encoder: whole
 // numbers are written without a fraction.

@@ -202,7 +202,29 @@ type Difference struct {
 
 // String formats the difference on one line.
 func (d Difference) String() string {
+	if w, ok := d.Want.(string); ok {
+		if g, ok := d.Got.(string); ok && len(w)+len(g) > 160 {
+			i := 0
+			for i < len(w) && i < len(g) && w[i] == g[i] {
+				i++
+			}
+			return fmt.Sprintf("%s: strings differ at byte %d: want %s, got %s", d.Path, i, show(excerpt(w, i)), show(excerpt(g, i)))
+		}
+	}
 	return fmt.Sprintf("%s: want %s, got %s", d.Path, show(d.Want), show(d.Got))
+}
+
+// excerpt is s around byte i, marked as cut where it is.
+func excerpt(s string, i int) string {
+	from, to := max(0, i-40), min(len(s), i+80)
+	out := s[from:to]
+	if from > 0 {
+		out = "…" + out
+	}
+	if to < len(s) {
+		out += "…"
+	}
+	return out
 }
 
 func show(v any) string {

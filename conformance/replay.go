@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -164,13 +165,33 @@ func Replay(o *Options) *plugin.Plugin {
 		mu.Lock()
 		delete(states, inv.ID())
 		mu.Unlock()
+		pending.Range(func(k, v any) bool {
+			if v.(pendingCall).invocation == inv.ID() {
+				pending.Delete(k)
+			}
+			return true
+		})
 	}
 	p.BeforeModel = []agent.BeforeModelCallback{func(ctx context.Context, cc *agent.CallbackContext, req *model.Request) (*model.Response, error) {
 		st := get(cc.InvocationID())
 		if st == nil {
 			return nil, nil
 		}
-		return st.model(cc.AgentName(), req)
+		if m, ok := cc.Invocation().Agent().(interface{ Model() model.LLM }); ok {
+			if _, swapped := m.Model().(*replayModel); swapped {
+				// The model answers, from the recordings, when it is
+				// called with this request (see ReplayModel).
+				pending.Store(req, pendingCall{st: st, invocation: cc.InvocationID(), agent: cc.AgentName()})
+				return nil, nil
+			}
+		}
+		// A model that ReplayModel does not wrap is never called: the
+		// recorded answer is given here.
+		resps, err := st.model(cc.AgentName(), req)
+		if err != nil {
+			return nil, err
+		}
+		return finalResponse(resps), nil
 	}}
 	p.BeforeTool = []agent.BeforeToolCallback{func(ctx context.Context, tc tool.Context, t tool.Tool, args map[string]any) (map[string]any, error) {
 		st := get(tc.InvocationID())
@@ -197,8 +218,73 @@ func Replay(o *Options) *plugin.Plugin {
 	return p
 }
 
-// model answers the next model call of agentName.
-func (s *replayState) model(agentName string, req *model.Request) (*model.Response, error) {
+// pending holds the model calls the replay plugin has seen and the
+// replay model will answer, by request.
+var pending sync.Map // *model.Request → pendingCall
+
+type pendingCall struct {
+	st         *replayState
+	invocation string
+	agent      string
+}
+
+// replayModel answers the calls the replay plugin marked from the
+// recordings, and passes the others to the model it wraps.
+type replayModel struct{ model.LLM }
+
+// ReplayModel wraps llm so that, in an invocation the Replay plugin
+// replays, its calls are answered from the recordings, partial responses
+// included, after the request it is called with is checked against the
+// recorded one; in any other invocation llm answers.
+func ReplayModel(llm model.LLM) model.LLM {
+	if _, ok := llm.(*replayModel); ok || llm == nil {
+		return llm
+	}
+	return &replayModel{llm}
+}
+
+// Generate implements model.LLM.
+func (m *replayModel) Generate(ctx context.Context, req *model.Request, stream bool) iter.Seq2[*model.Response, error] {
+	v, ok := pending.LoadAndDelete(req)
+	if !ok {
+		return m.LLM.Generate(ctx, req, stream)
+	}
+	call := v.(pendingCall)
+	return func(yield func(*model.Response, error) bool) {
+		resps, err := call.st.model(call.agent, req)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if !stream {
+			yield(finalResponse(resps), nil)
+			return
+		}
+		for _, r := range resps {
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
+}
+
+// finalResponse is the complete response among recorded ones: the last
+// one not partial, or the last one.
+func finalResponse(resps []*model.Response) *model.Response {
+	var final *model.Response
+	for _, r := range resps {
+		if !r.Partial || final == nil {
+			final = r
+		}
+	}
+	out := *final
+	out.Partial = false
+	return &out
+}
+
+// model checks the next model call of agentName and returns its recorded
+// responses.
+func (s *replayState) model(agentName string, req *model.Request) ([]*model.Response, error) {
 	s.mu.Lock()
 	i := s.llm[agentName]
 	s.llm[agentName] = i + 1
@@ -230,17 +316,10 @@ func (s *replayState) model(agentName string, req *model.Request) (*model.Respon
 	if err != nil {
 		return nil, err
 	}
-	var final *model.Response
-	for _, r := range resps {
-		if !r.Partial || final == nil {
-			final = r
-		}
-	}
-	if final == nil {
+	if len(resps) == 0 {
 		return nil, fmt.Errorf("%w: model request %d of agent %s has no recorded response", ErrReplay, i, agentName)
 	}
-	final.Partial = false
-	return final, nil
+	return resps, nil
 }
 
 // tool returns the next tool recording of agentName, checking the call.

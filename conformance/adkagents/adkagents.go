@@ -209,7 +209,7 @@ var knownIDs = map[string]int64{"test@example.com": 6707}
 
 func userID(email string) (any, error) {
 	if !validEmail(email) {
-		return nil, errors.New("Invalid email format provided.") //nolint:staticcheck // the Python module's message
+		return nil, errors.New("invalid email format provided")
 	}
 	if id, ok := knownIDs[email]; ok {
 		return id, nil
