@@ -15,6 +15,10 @@
 //	       case misses a threshold)
 //	create scaffold a new application (--yaml: an agent config; --go: a Go module)
 //	worker run the invocations that web and api start on Temporal
+//	conformance
+//	       test: run ADK conformance cases in replay mode against Loom (in
+//	       process) or any server (--url); record: record cases
+//	       (package conformance)
 //	version
 //
 // web and api take --host (default 127.0.0.1), --port (default 8000),
@@ -203,6 +207,8 @@ func (p Program) Run(ctx context.Context, args []string, env Env) int {
 		err = create(env, rest)
 	case "worker":
 		err = worker(ctx, env, rest, p)
+	case "conformance":
+		err = conformanceCmd(ctx, env, rest, p)
 	case "version", "--version", "-version":
 		fmt.Fprintf(env.Stdout, "loom %s (%s %s/%s)\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	case "help", "-h", "-help", "--help":
@@ -235,6 +241,10 @@ Usage:
   loom eval [flags] APP EVALSET...
                             run eval sets against an application
   loom create NAME          scaffold a new application (--yaml or --go)
+  loom conformance test [flags] PATH...
+                            run ADK conformance cases (replay mode)
+  loom conformance record [flags] PATH...
+                            record ADK conformance cases
   loom worker --temporal HOST:PORT
                             run invocations started on Temporal
   loom version              print the version

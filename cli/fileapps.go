@@ -183,6 +183,13 @@ type lockedWriter struct {
 	w  io.Writer
 }
 
+// Write implements io.Writer.
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
 func (l *lockedWriter) printf(format string, args ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -25,6 +25,10 @@ type options struct {
 	sessions     string
 	artifacts    string
 	memory       string
+	// namedOffline gives the agents of config files, when no model is
+	// named and no API key is set, offline models reporting the names
+	// the files give (conformance replay compares them).
+	namedOffline bool
 }
 
 func (o *options) register(fs *flag.FlagSet) {

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/conformance"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/provider"
 	"github.com/loomkit/loom/model/retry"
@@ -84,16 +85,21 @@ func (c *modelChoice) build(app App) (agent.Agent, string, error) {
 func (c *modelChoice) resolver(ctx context.Context, env Env, o *options) func(name string) (model.LLM, error) {
 	if c.llm == nil {
 		offline := offlineModel()
+		if o.namedOffline {
+			return func(name string) (model.LLM, error) {
+				return conformance.ReplayModel(renamed{offline, name}), nil
+			}
+		}
 		return func(string) (model.LLM, error) { return offline, nil }
 	}
 	if o.model != "" {
-		return func(string) (model.LLM, error) { return c.llm, nil }
+		return func(string) (model.LLM, error) { return c.swap(o, c.llm), nil }
 	}
 	var mu sync.Mutex
 	opened := map[string]model.LLM{}
 	return func(name string) (model.LLM, error) {
 		if name == "" || name == c.desc {
-			return c.llm, nil
+			return c.swap(o, c.llm), nil
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -104,9 +110,18 @@ func (c *modelChoice) resolver(ctx context.Context, env Env, o *options) func(na
 		if err != nil {
 			return nil, fmt.Errorf("model %s: %w", name, err)
 		}
-		opened[name] = m
-		return m, nil
+		opened[name] = c.swap(o, m)
+		return opened[name], nil
 	}
+}
+
+// swap wraps m for conformance replay when the server honours the
+// protocol (--conformance).
+func (c *modelChoice) swap(o *options, m model.LLM) model.LLM {
+	if o.namedOffline {
+		return conformance.ReplayModel(m)
+	}
+	return m
 }
 
 // fileDesc says which models the agents of config files get.
@@ -180,4 +195,17 @@ func typedText(req *model.Request) string {
 		}
 	}
 	return ""
+}
+
+// renamed is a model reporting another name.
+type renamed struct {
+	model.LLM
+	name string
+}
+
+func (r renamed) Name() string {
+	if r.name == "" {
+		return r.LLM.Name()
+	}
+	return r.name
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/agent/agentconfig"
+	"github.com/loomkit/loom/conformance"
+	"github.com/loomkit/loom/conformance/adkagents"
 	"github.com/loomkit/loom/durable/temporal"
 	"github.com/loomkit/loom/plugin"
 	"github.com/loomkit/loom/plugin/telemetry"
@@ -52,6 +54,8 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 	withA2A := fs.Bool("a2a", false, "also serve every application over the Agent2Agent (A2A) protocol, at /a2a/APP (agent card at /a2a/APP"+a2aserver.CardPath+")")
 	var tf temporalFlags
 	tf.register(fs, "start invocations there, as workflows that loom worker runs, instead of in this process")
+	conf := fs.Bool("conformance", false, "honour ADK's conformance protocol: a run whose state delta holds _adk_replay_config answers model and tool calls from recordings, one holding _adk_recordings_config records them (it swaps models: for test servers only)")
+	confRoots := fs.String("conformance-root", ".", "comma-separated `directories` the case directories of --conformance requests must lie in")
 	hosts := fs.String("allowed-hosts", "", "comma-separated `hosts` (name or name:port) accepted in the Host header besides localhost, 127.0.0.1 and [::1], and the --host address; \"*\" for any")
 	dirs, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -86,7 +90,22 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 		return err
 	}
 	defer tel.Shutdown(context.WithoutCancel(ctx))
-	svc, runners, err := setup(ctx, env, &o, apps, p.Registry, tel.Plugin())
+	plugins := []*plugin.Plugin{tel.Plugin()}
+	reg := p.Registry
+	if *conf {
+		// The agents of the conformance suite name Go equivalents of
+		// its Python code; their models report the names the config
+		// files give, as the recordings expect.
+		if reg == nil {
+			reg = agentconfig.NewRegistry()
+		}
+		adkagents.Register(reg)
+		o.namedOffline = true
+		copts := &conformance.Options{Roots: splitList(*confRoots)}
+		plugins = append(plugins, conformance.Replay(copts), conformance.Record(copts))
+		fmt.Fprintf(env.Stderr, "loom: ADK conformance replay and recording on, for case directories in %s\n", strings.Join(copts.Roots, ", "))
+	}
+	svc, runners, err := setup(ctx, env, &o, apps, reg, plugins...)
 	if err != nil {
 		return err
 	}

@@ -48,6 +48,21 @@ echo "test.sh: Temporal at $LOOM_TEMPORAL_ADDR" >&2
 
 go test -race -shuffle=on -timeout 20m "$@" ./...
 
+# ADK's conformance suite, replayed against Loom. Loom does not pass every
+# case yet: the step reports the cases (the last line is "N passed, M
+# failed") and fails only when fewer than LOOM_CONFORMANCE_MIN pass (0 by
+# default; set it to 22 to require the whole suite).
+if [ -d ../shared/adk-conformance/tests ]; then
+	conformance_out=$(mktemp)
+	go run ./cmd/loom conformance test ../shared/adk-conformance/tests | tee "$conformance_out" || true
+	passed=$(tail -n 1 "$conformance_out" | sed -n 's/^\([0-9]*\) passed, [0-9]* failed$/\1/p')
+	rm -f "$conformance_out"
+	if [ -z "$passed" ] || [ "$passed" -lt "${LOOM_CONFORMANCE_MIN:-0}" ]; then
+		echo "test.sh: ADK conformance: ${passed:-no} cases passed, ${LOOM_CONFORMANCE_MIN:-0} required" >&2
+		exit 1
+	fi
+fi
+
 # Every benchmark of bench/ once, on short rounds, so that none stops
 # working unseen: each checks that it did its scenario's whole work.
 LOOM_BENCH_S5_DURATION=300ms LOOM_BENCH_S5_WARMUP=100ms LOOM_SOAK=2s \

@@ -29,6 +29,7 @@ var layer = map[string]int{
 	"tool/":             2, // the ready-made tools
 	"plugin":            3,
 	"runner":            3,
+	"conformance":       3, // ADK conformance protocol: plugins, case files, HTTP client
 	"durable":           3, // durable execution engines drive runners
 	"model/":            4, // the adapters and what only they use
 	"model/provider":    4, // picks an adapter by name, so it sits with them

@@ -1,0 +1,170 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/plugin"
+	"github.com/loomkit/loom/tool"
+)
+
+// recordState is the recording of one invocation.
+type recordState struct {
+	mu      sync.Mutex
+	cfg     config
+	dir     string
+	order   []*Recording
+	llm     map[string]*Recording // pending model call, by agent
+	pending map[string]*Recording // pending tool call, by call id
+}
+
+// Record returns the recording plugin: for an invocation whose state
+// holds _adk_recordings_config (or temp:_adk_recordings_config), it
+// appends every model call and tool call of every agent to the case's
+// recordings file when the invocation ends, in ADK's current schema
+// (llm_responses). A nil o is the zero Options.
+func Record(o *Options) *plugin.Plugin {
+	if o == nil {
+		o = &Options{}
+	}
+	var mu sync.Mutex
+	states := map[string]*recordState{}
+	get := func(id string) *recordState {
+		mu.Lock()
+		defer mu.Unlock()
+		return states[id]
+	}
+	p := &plugin.Plugin{Name: "adk_recordings"}
+	p.ReadOnlyModelHooks = true
+	p.BeforeRun = func(ctx context.Context, cc *agent.CallbackContext) (*genai.Content, error) {
+		cfg, ok, err := readConfig(cc.State(), "temp:"+RecordingConfigKey, RecordingConfigKey)
+		if err != nil || !ok {
+			return nil, err
+		}
+		dir, err := o.resolve(cfg.dir)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		states[cc.InvocationID()] = &recordState{cfg: cfg, dir: dir, llm: map[string]*Recording{}, pending: map[string]*Recording{}}
+		mu.Unlock()
+		return nil, nil
+	}
+	p.BeforeModel = []agent.BeforeModelCallback{func(ctx context.Context, cc *agent.CallbackContext, req *model.Request) (*model.Response, error) {
+		st := get(cc.InvocationID())
+		if st == nil {
+			return nil, nil
+		}
+		tree, err := RequestTree(req)
+		if err != nil {
+			return nil, err
+		}
+		r := &Recording{UserMessageIndex: st.cfg.index, AgentName: cc.AgentName(), LLM: &LLMRecording{Request: tree}}
+		st.mu.Lock()
+		st.llm[cc.AgentName()] = r
+		st.order = append(st.order, r)
+		st.mu.Unlock()
+		return nil, nil
+	}}
+	p.AfterModel = []agent.AfterModelCallback{func(ctx context.Context, cc *agent.CallbackContext, resp *model.Response) (*model.Response, error) {
+		st := get(cc.InvocationID())
+		if st == nil {
+			return nil, nil
+		}
+		tree, err := responseTree(resp)
+		if err != nil {
+			return nil, err
+		}
+		st.mu.Lock()
+		if r := st.llm[cc.AgentName()]; r != nil {
+			r.LLM.Responses = append(r.LLM.Responses, tree)
+			if !resp.Partial {
+				delete(st.llm, cc.AgentName())
+			}
+		}
+		st.mu.Unlock()
+		return nil, nil
+	}}
+	p.BeforeTool = []agent.BeforeToolCallback{func(ctx context.Context, tc tool.Context, t tool.Tool, args map[string]any) (map[string]any, error) {
+		st := get(tc.InvocationID())
+		if st == nil || tc.FunctionCallID() == "" {
+			return nil, nil
+		}
+		r := &Recording{UserMessageIndex: st.cfg.index, AgentName: tc.AgentName(),
+			Tool: &ToolRecording{Call: &genai.FunctionCall{ID: tc.FunctionCallID(), Name: t.Name(), Args: args}}}
+		st.mu.Lock()
+		st.pending[tc.FunctionCallID()] = r
+		st.order = append(st.order, r)
+		st.mu.Unlock()
+		return nil, nil
+	}}
+	p.AfterTool = []agent.AfterToolCallback{func(ctx context.Context, tc tool.Context, t tool.Tool, args, result map[string]any) (map[string]any, error) {
+		st := get(tc.InvocationID())
+		if st == nil {
+			return nil, nil
+		}
+		st.mu.Lock()
+		if r := st.pending[tc.FunctionCallID()]; r != nil {
+			r.Tool.Response = &genai.FunctionResponse{ID: tc.FunctionCallID(), Name: t.Name(), Response: result}
+			delete(st.pending, tc.FunctionCallID())
+		}
+		st.mu.Unlock()
+		return nil, nil
+	}}
+	p.AfterRun = func(_ context.Context, inv *agent.Invocation) {
+		mu.Lock()
+		st := states[inv.ID()]
+		delete(states, inv.ID())
+		mu.Unlock()
+		if st == nil {
+			return
+		}
+		if err := st.save(); err != nil {
+			slog.Error("conformance: saving recordings", "dir", st.dir, "err", err)
+		}
+	}
+	return p
+}
+
+// save appends the complete recordings of the invocation to the case's
+// recordings file.
+func (s *recordState) save() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var all Recordings
+	if _, err := os.Stat(RecordingsPath(s.dir, s.cfg.streaming)); err == nil {
+		old, err := LoadRecordings(s.dir, s.cfg.streaming)
+		if err != nil {
+			return err
+		}
+		all = *old
+	}
+	for _, r := range s.order {
+		switch {
+		case r.LLM != nil && len(r.LLM.Responses) > 0, r.Tool != nil && r.Tool.Response != nil:
+			all.Recordings = append(all.Recordings, *r)
+		}
+	}
+	return WriteYAML(RecordingsPath(s.dir, s.cfg.streaming), all)
+}
+
+func responseTree(resp *model.Response) (map[string]any, error) {
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return nil, fmt.Errorf("conformance: model response: %w", err)
+	}
+	var tree map[string]any
+	if err := json.Unmarshal(b, &tree); err != nil {
+		return nil, err
+	}
+	m, _ := Normalize(tree).(map[string]any)
+	return m, nil
+}
