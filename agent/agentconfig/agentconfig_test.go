@@ -163,7 +163,10 @@ func instruction(req *model.Request) string {
 	for _, p := range req.Config.SystemInstruction.Parts {
 		b.WriteString(p.Text)
 	}
-	return b.String()
+	// The agent's own instruction: what precedes the identity line every
+	// request carries.
+	own, _, _ := strings.Cut(b.String(), "\n\nYou are an agent. Your internal name is ")
+	return own
 }
 
 func TestSequential(t *testing.T) {
