@@ -268,15 +268,6 @@ func declarations(tools map[string]tool.Tool, order []string) []*genai.FunctionD
 	return slices.Clip(decls)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 func sortStrings(s []string) { slices.Sort(s) }
 
 func joinInstructions(a, b string) string {
