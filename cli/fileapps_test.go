@@ -205,7 +205,7 @@ func TestRunFileApp(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	if !strings.Contains(out.String(), "[critic] ← exit_loop: {}") {
+	if !strings.Contains(out.String(), `[critic] ← exit_loop: {"result":null}`) {
 		t.Errorf("stdout = %q", out.String())
 	}
 	if !strings.Contains(errb.String(), "offline echo model") {

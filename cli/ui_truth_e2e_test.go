@@ -125,8 +125,8 @@ func stateOnly(t *testing.T) agent.Agent {
 
 // TestDevUIShowsWhatHappened: checkpoints and end-of-agent events are
 // labelled and hidden until asked for, a confirmation request is labelled
-// with the call it asks about, exit_loop's empty result shows as {} (as in
-// the terminal), a state-only reply shows what it set, names in the
+// with the call it asks about, exit_loop's null result shows as ADK's
+// {"result":null}, a state-only reply shows what it set, names in the
 // inspector are not cut, and a clicked span's details are in view.
 func TestDevUIShowsWhatHappened(t *testing.T) {
 	dir := t.TempDir()
@@ -170,8 +170,8 @@ func TestDevUIShowsWhatHappened(t *testing.T) {
 		t.Errorf("bookkeeping labels = %q", labels)
 	}
 	b.screenshot("checkpoints")
-	if got := b.eval(`[...document.querySelectorAll("#messages .tool.response")].map(n => n.textContent).filter(t => t.includes("exit_loop")).join("|")`); got != "←exit_loop {}" {
-		t.Errorf("exit_loop result in the chat = %q, want ←exit_loop {}", got)
+	if got := b.eval(`[...document.querySelectorAll("#messages .tool.response")].map(n => n.textContent).filter(t => t.includes("exit_loop")).join("|")`); got != `←exit_loop {"result":null}` {
+		t.Errorf("exit_loop result in the chat = %q, want ←exit_loop {\"result\":null}", got)
 	}
 
 	// A confirmation request is labelled with the call it is about.

@@ -366,7 +366,8 @@ func stripGeneratedID(p *genai.Part) *genai.Part {
 }
 
 // otherAgentContent presents another agent's parts as user-role context, so a
-// model never mistakes them for its own turns.
+// model never mistakes them for its own turns. The wording is ADK's, and
+// arguments and results are written as Python writes a dict, as ADK does.
 func otherAgentContent(author string, parts []*genai.Part) *genai.Content {
 	out := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: "For context:"}}}
 	for _, p := range parts {
@@ -377,10 +378,10 @@ func otherAgentContent(author string, parts []*genai.Part) *genai.Content {
 			out.Parts = append(out.Parts, &genai.Part{Text: fmt.Sprintf("[%s] said: %s", author, p.Text)})
 		case p.FunctionCall != nil:
 			out.Parts = append(out.Parts, &genai.Part{Text: fmt.Sprintf("[%s] called tool `%s` with parameters: %s",
-				author, p.FunctionCall.Name, CompactJSON(p.FunctionCall.Args))})
+				author, p.FunctionCall.Name, PythonRepr(argsValue(p.FunctionCall.Args)))})
 		case p.FunctionResponse != nil:
 			out.Parts = append(out.Parts, &genai.Part{Text: fmt.Sprintf("[%s] `%s` tool returned result: %s",
-				author, p.FunctionResponse.Name, CompactJSON(p.FunctionResponse.Response))})
+				author, p.FunctionResponse.Name, PythonRepr(argsValue(p.FunctionResponse.Response)))})
 		default:
 			out.Parts = append(out.Parts, p)
 		}
@@ -389,6 +390,15 @@ func otherAgentContent(author string, parts []*genai.Part) *genai.Content {
 		return nil
 	}
 	return out
+}
+
+// argsValue is a call's arguments or a response as PythonRepr takes them:
+// a nil map is an empty dict, as ADK shows a call without arguments.
+func argsValue(m map[string]any) any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
 }
 
 // CompactJSON renders v as compact JSON for people and models to read,

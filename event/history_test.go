@@ -138,7 +138,8 @@ func texts(c *genai.Content) []string {
 }
 
 // TestHistoryOtherAgents: other agents' events become user-role context
-// (A7).
+// (A7), their calls and results written as Python writes them
+// (CONFORMANCE A7).
 func TestHistoryOtherAgents(t *testing.T) {
 	b := &event.Event{ID: "1", Author: "B", Timestamp: at(1), Response: r(&genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{
 		{Text: "secret plan", Thought: true},
@@ -158,11 +159,11 @@ func TestHistoryOtherAgents(t *testing.T) {
 	if h[0].Role != genai.RoleUser {
 		t.Errorf("other agent's content role = %q, want user", h[0].Role)
 	}
-	want := []string{"For context:", "[B] said: hello", "[B] called tool `lookup` with parameters: {\"q\":\"x\"}"}
+	want := []string{"For context:", "[B] said: hello", "[B] called tool `lookup` with parameters: {'q': 'x'}"}
 	if got := texts(h[0]); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("context parts = %q, want %q", got, want)
 	}
-	if got := texts(h[1]); len(got) != 2 || got[1] != "[B] `lookup` tool returned result: {\"result\":1}" {
+	if got := texts(h[1]); len(got) != 2 || got[1] != "[B] `lookup` tool returned result: {'result': 1}" {
 		t.Errorf("tool result context = %q", got)
 	}
 	if h[2].Role != genai.RoleModel || texts(h[2])[0] != "3" {

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"reflect"
 
 	"google.golang.org/genai"
 )
@@ -43,6 +44,57 @@ type Request struct {
 	// Config carries the system instruction, tool declarations, response
 	// schema and sampling settings. It may be nil.
 	Config *genai.GenerateContentConfig
+}
+
+// AppendInstructions adds texts to the end of the request's system
+// instruction, as ADK does: each after a blank line ("\n\n"), into the
+// instruction's last part when that is plain text, so that the
+// instruction stays one text. Empty texts are skipped. It replaces the
+// parts it changes rather than modifying them, so parts the request shares
+// with others stay as they were.
+func (r *Request) AppendInstructions(texts ...string) {
+	var add string
+	for _, t := range texts {
+		if t == "" {
+			continue
+		}
+		if add != "" {
+			add += "\n\n"
+		}
+		add += t
+	}
+	if add == "" {
+		return
+	}
+	if r.Config == nil {
+		r.Config = &genai.GenerateContentConfig{}
+	}
+	si := r.Config.SystemInstruction
+	if si == nil || len(si.Parts) == 0 {
+		role := genai.RoleUser
+		if si != nil && si.Role != "" {
+			role = si.Role
+		}
+		r.Config.SystemInstruction = &genai.Content{Role: role, Parts: []*genai.Part{{Text: add}}}
+		return
+	}
+	parts := append([]*genai.Part(nil), si.Parts...)
+	if last := parts[len(parts)-1]; last != nil && isPlainText(last) {
+		parts[len(parts)-1] = &genai.Part{Text: last.Text + "\n\n" + add}
+	} else {
+		parts = append(parts, &genai.Part{Text: add})
+	}
+	r.Config.SystemInstruction = &genai.Content{Role: si.Role, Parts: parts}
+}
+
+// isPlainText reports whether p holds text and nothing else.
+func isPlainText(p *genai.Part) bool {
+	if p.Text == "" {
+		return false
+	}
+	q := *p
+	q.Text = ""
+	return reflect.ValueOf(q).IsZero()
 }
 
 // Response is one response, or one streamed chunk of a response, from a model.

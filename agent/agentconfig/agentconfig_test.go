@@ -163,7 +163,10 @@ func instruction(req *model.Request) string {
 	for _, p := range req.Config.SystemInstruction.Parts {
 		b.WriteString(p.Text)
 	}
-	return b.String()
+	// The agent's own instruction: what precedes the identity line every
+	// request carries.
+	own, _, _ := strings.Cut(b.String(), "\n\nYou are an agent. Your internal name is ")
+	return own
 }
 
 func TestSequential(t *testing.T) {
@@ -288,7 +291,7 @@ func TestErrors(t *testing.T) {
 		{"wrong type", "name: a\ninstruction: x\ndisallow_transfer_to_parent: maybe\n", 3, "disallow_transfer_to_parent", "is a string, want boolean"},
 		{"bad enum", "name: a\ninstruction: x\ninclude_contents: some\n", 3, "include_contents", "want one of"},
 		{"unknown class", "agent_class: GraphAgent\nname: a\n", 1, "agent_class", `no agent class named "GraphAgent"`},
-		{"unknown tool", "name: a\ninstruction: x\ntools:\n  - name: google_search\n", 4, "tools[0].name", `no tool named "google_search"`},
+		{"unknown tool", "name: a\ninstruction: x\ntools:\n  - name: google_serch\n", 4, "tools[0].name", `no tool named "google_serch"`},
 		{"tool key typo", "name: a\ninstruction: x\ntools:\n  - nmae: exit_loop\n", 4, "tools[0].nmae", "is not a known key"},
 		{"mcp without connection", "name: a\ninstruction: x\ntools:\n  - name: McpToolset\n    args:\n      tool_filter: [echo]\n", 6, "tools[0].args", "set exactly one of"},
 		{"mcp bad key", "name: a\ninstruction: x\ntools:\n  - name: MCPToolset\n    args:\n      stdio_server_params:\n        comand: npx\n", 7, "tools[0].args.stdio_server_params.comand", "is not a known key"},

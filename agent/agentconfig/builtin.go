@@ -19,6 +19,8 @@ import (
 	"github.com/loomkit/loom/agent/workflowagent"
 	"github.com/loomkit/loom/tool"
 	"github.com/loomkit/loom/tool/agenttool"
+	"github.com/loomkit/loom/tool/builtintool"
+	"github.com/loomkit/loom/tool/exampletool"
 	"github.com/loomkit/loom/tool/exitlooptool"
 	"github.com/loomkit/loom/tool/loadartifactstool"
 	"github.com/loomkit/loom/tool/loadmemorytool"
@@ -45,18 +47,26 @@ func init() {
 	})
 	builtinKinds = sync.OnceValue(func() map[string]ToolKind {
 		return map[string]ToolKind{
-			"McpToolset": {Args: Def("McpToolsetArgs"), New: newMCP},
-			"AgentTool":  {Args: Def("AgentToolArgs"), New: newAgentTool},
+			"McpToolset":              {Args: Def("McpToolsetArgs"), New: newMCP},
+			"AgentTool":               {Args: Def("AgentToolArgs"), New: newAgentTool},
+			"ExampleTool":             {Args: Def("ExampleToolArgs"), New: newExampleTool},
+			"VertexAiSearchTool":      {Args: Def("VertexAiSearchToolArgs"), New: newVertexAISearch},
+			"LongRunningFunctionTool": {Args: Def("LongRunningFunctionToolArgs"), New: newLongRunning},
 		}
 	})
 }
 
-// builtinTools are the tools files name without args.
+// builtinTools are the tools files name without args: ADK's ready-made
+// tools by the names its files use.
 var builtinTools = sync.OnceValue(func() map[string]func() (tool.Tool, error) {
 	return map[string]func() (tool.Tool, error){
-		exitlooptool.Name: func() (tool.Tool, error) { return exitlooptool.New(), nil },
-		"load_artifacts":  loadartifactstool.New,
-		"load_memory":     loadmemorytool.New,
+		exitlooptool.Name:                   func() (tool.Tool, error) { return exitlooptool.New(), nil },
+		"load_artifacts":                    loadartifactstool.New,
+		"load_memory":                       loadmemorytool.New,
+		builtintool.GoogleSearchName:        func() (tool.Tool, error) { return builtintool.GoogleSearch(), nil },
+		builtintool.URLContextName:          func() (tool.Tool, error) { return builtintool.URLContext(), nil },
+		builtintool.GoogleMapsName:          func() (tool.Tool, error) { return builtintool.GoogleMaps(), nil },
+		builtintool.EnterpriseWebSearchName: func() (tool.Tool, error) { return builtintool.EnterpriseWebSearch(), nil },
 	}
 })
 
@@ -303,4 +313,118 @@ func newAgentTool(t *ToolSpec) (tool.Tool, tool.Toolset, error) {
 		return nil, nil, t.Errorf("agent", "%v", err)
 	}
 	return at, nil, nil
+}
+
+// newExampleTool builds ADK's ExampleTool from its examples, each an
+// input content and a list of output contents written as in ADK's files
+// (snake_case or camelCase keys).
+func newExampleTool(t *ToolSpec) (tool.Tool, tool.Toolset, error) {
+	n, _ := t.args.get("examples")
+	v, err := n.value()
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := json.Marshal(contentKeys(v, false))
+	if err != nil {
+		return nil, nil, n.errorf("%v", err)
+	}
+	var examples []exampletool.Example
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&examples); err != nil {
+		return nil, nil, n.errorf("not a list of examples: %v", err)
+	}
+	return exampletool.New(examples), nil, nil
+}
+
+// contentKeys converts the keys of the mappings in v to camelCase, except
+// inside a function call's args or a function response's response, whose
+// keys are data.
+func contentKeys(v any, data bool) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			if data {
+				out[k] = contentKeys(val, true)
+				continue
+			}
+			out[camel(k)] = contentKeys(val, k == "args" || k == "response")
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, val := range x {
+			out[i] = contentKeys(val, data)
+		}
+		return out
+	}
+	return v
+}
+
+// newVertexAISearch builds ADK's VertexAiSearchTool: search grounding over
+// one data store or one search engine.
+func newVertexAISearch(t *ToolSpec) (tool.Tool, tool.Toolset, error) {
+	var a struct {
+		DataStore  string `yaml:"data_store_id"`
+		Engine     string `yaml:"search_engine_id"`
+		Filter     string `yaml:"filter"`
+		MaxResults int32  `yaml:"max_results"`
+	}
+	if err := t.Decode(&a); err != nil {
+		return nil, nil, err
+	}
+	vt, err := builtintool.VertexAISearch(a.DataStore, a.Engine, a.Filter, a.MaxResults)
+	if err != nil {
+		return nil, nil, t.Errorf("", "%v", err)
+	}
+	return vt, nil, nil
+}
+
+// longRunningNote is what ADK adds to a long-running function's
+// description.
+const longRunningNote = "NOTE: This is a long-running operation. Do not call this tool again if it has already returned some intermediate or pending status."
+
+// newLongRunning builds ADK's LongRunningFunctionTool around a registered
+// tool: the call pauses the invocation until its final result arrives.
+func newLongRunning(t *ToolSpec) (tool.Tool, tool.Toolset, error) {
+	var a struct {
+		Func string `yaml:"func"`
+	}
+	if err := t.Decode(&a); err != nil {
+		return nil, nil, err
+	}
+	reg := t.spec.l.opts.Registry
+	fn, ok := lookup(reg, func(r *Registry) map[string]func() (tool.Tool, error) { return r.tools }, nil, a.Func)
+	if !ok {
+		return nil, nil, t.Errorf("func", "%v", errNotRegistered("tool", a.Func, names(reg, func(r *Registry) map[string]func() (tool.Tool, error) { return r.tools }, nil)))
+	}
+	inner, err := fn()
+	if err != nil {
+		return nil, nil, t.Errorf("func", "tool %s: %v", a.Func, err)
+	}
+	return longRunning{inner}, nil, nil
+}
+
+// longRunning is a registered tool marked long-running, its description
+// carrying ADK's note.
+type longRunning struct{ tool.Tool }
+
+func (longRunning) IsLongRunning() bool { return true }
+
+func (l longRunning) Description() string {
+	if d := l.Tool.Description(); d != "" {
+		return d + "\n\n" + longRunningNote
+	}
+	return longRunningNote
+}
+
+func (l longRunning) Declaration() *genai.FunctionDeclaration {
+	d := l.Tool.Declaration()
+	if d == nil {
+		return nil
+	}
+	c := *d
+	c.Description = l.Description()
+	return &c
 }

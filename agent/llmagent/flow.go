@@ -59,13 +59,13 @@ func (a *Agent) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event
 // agent to continue with: nil to call the model again, a itself to stop, or
 // a transfer target. ok is false when the caller must stop at once.
 func (a *Agent) step(ctx context.Context, inv *agent.Invocation, files *fileCache, yield func(*event.Event, error) bool) (next agent.Agent, ok bool) {
-	tools, err := a.resolveTools(ctx, inv)
+	tools, order, err := a.resolveTools(ctx, inv)
 	if err != nil {
 		yield(nil, err)
 		return nil, false
 	}
 	cc := agent.NewCallbackContext(inv)
-	req, err := a.buildRequest(ctx, inv, cc, tools, files)
+	req, err := a.buildRequest(ctx, inv, cc, tools, order, files)
 	if err != nil {
 		yield(nil, err)
 		return nil, false

@@ -54,7 +54,8 @@ func TestGlobalInstruction(t *testing.T) {
 }
 
 // TestStaticInstruction checks that a static instruction is the start of
-// the system instruction, sent as is, identical across calls, while the
+// the system instruction, sent as is and followed by the agent's identity,
+// identical across calls, while the
 // templated instruction moves to a user content before the latest user
 // turn.
 func TestStaticInstruction(t *testing.T) {
@@ -68,8 +69,8 @@ func TestStaticInstruction(t *testing.T) {
 	reqs := m.Requests()
 	for i, req := range reqs {
 		sys := systemTexts(req)
-		if len(sys) != 1 || sys[0] != "Static {not templated}." {
-			t.Errorf("request %d: system instruction = %q, want the static text only", i, sys)
+		if len(sys) != 2 || sys[0] != "Static {not templated}." || sys[1] != `You are an agent. Your internal name is "a".` {
+			t.Errorf("request %d: system instruction = %q, want the static text, then the identity", i, sys)
 		}
 	}
 	c := reqs[1].Contents

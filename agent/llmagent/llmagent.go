@@ -145,8 +145,11 @@ type Config struct {
 type Agent struct {
 	cfg   Config
 	tools map[string]tool.Tool
-	decls []*genai.FunctionDeclaration // of tools, sorted by name
-	// processors names the tools that are request processors, sorted.
+	// order names the tools in the order requests list them: the
+	// runtime's own tool first, then the configured ones as given.
+	order []string
+	decls []*genai.FunctionDeclaration // of tools, in order
+	// processors names the tools that are request processors, in order.
 	processors []string
 	schema     *jsonschema.Resolved
 	body       func(context.Context, *agent.Invocation) iter.Seq2[*event.Event, error] // a.run, bound once
@@ -181,6 +184,7 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("llmagent: %s: tool name %q is reserved", cfg.Name, t.Name())
 		}
 		a.tools[t.Name()] = t
+		a.order = append(a.order, t.Name())
 	}
 	if cfg.OutputSchema != nil {
 		r, err := cfg.OutputSchema.Resolve(nil)
@@ -190,10 +194,11 @@ func New(cfg Config) (*Agent, error) {
 		a.schema = r
 		if len(cfg.Tools)+len(cfg.Toolsets) > 0 && !combinesToolsAndSchema(cfg.Model) {
 			a.tools[SetModelResponseName] = newSetModelResponseTool(cfg.OutputSchema, r)
+			a.order = append([]string{SetModelResponseName}, a.order...)
 		}
 	}
-	a.decls = declarations(a.tools)
-	a.processors = requestProcessors(a.tools)
+	a.decls = declarations(a.tools, a.order)
+	a.processors = requestProcessors(a.tools, a.order)
 	return a, nil
 }
 

@@ -140,7 +140,8 @@ func TestA2InstructionTemplating(t *testing.T) {
 		map[string]any{"name": "Ada", "user:tier": "gold", "app:region": "eu"})
 	f.run(t, "hi", nil)
 	got := m.Requests()[0].Config.SystemInstruction.Parts[0].Text
-	want := "Hi Ada. Tier gold, region eu. Opt:[]. Notes: be brief. Literal {not valid} and {{json}}"
+	want := "Hi Ada. Tier gold, region eu. Opt:[]. Notes: be brief. Literal {not valid} and {{json}}" +
+		"\n\nYou are an agent. Your internal name is \"a\"."
 	if got != want {
 		t.Fatalf("instruction:\n got %q\nwant %q", got, want)
 	}
@@ -380,7 +381,7 @@ func TestR1ToolStateVisibleToNextStep(t *testing.T) {
 	if seenAtNextStep != "blue" {
 		t.Fatalf("storage at the next step has user:color = %v", seenAtNextStep)
 	}
-	if got := m.Requests()[1].Config.SystemInstruction.Parts[0].Text; got != "Color: blue" {
+	if got := m.Requests()[1].Config.SystemInstruction.Parts[0].Text; got != "Color: blue\n\nYou are an agent. Your internal name is \"a\"." {
 		t.Fatalf("second instruction %q", got)
 	}
 }
@@ -562,8 +563,8 @@ func TestA6NoTransferToWorkflowParent(t *testing.T) {
 	}
 	newFixture(t, seq, nil, nil).run(t, "go", nil)
 	req := m.Requests()[0]
-	if len(req.Config.Tools) != 0 || req.Config.SystemInstruction != nil {
-		t.Fatalf("child under a workflow was offered a transfer: tools %d", len(req.Config.Tools))
+	if sys := systemTexts(req); len(req.Config.Tools) != 0 || len(sys) != 1 || sys[0] != `You are an agent. Your internal name is "step".` {
+		t.Fatalf("child under a workflow was offered a transfer: tools %d, system instruction %q", len(req.Config.Tools), sys)
 	}
 }
 

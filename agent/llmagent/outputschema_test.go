@@ -50,7 +50,7 @@ func TestOutputSchemaWithTools(t *testing.T) {
 	for _, d := range req.Config.Tools[0].FunctionDeclarations {
 		names = append(names, d.Name)
 	}
-	if strings.Join(names, ",") != "lookup,set_model_response" {
+	if strings.Join(names, ",") != "set_model_response,lookup" { // the runtime's tool first, as ADK lists it
 		t.Errorf("tools = %v", names)
 	}
 	if sys := strings.Join(systemTexts(req), "\n"); !strings.Contains(sys, llmagent.SetModelResponseName) {

@@ -23,33 +23,43 @@ import (
 
 // resolveTools returns the tools available in this step by name: the
 // configured tools, the toolsets' tools and, when there are transfer
-// targets, the transfer tool.
-func (a *Agent) resolveTools(ctx context.Context, inv *agent.Invocation) (map[string]tool.Tool, error) {
+// targets, the transfer tool; and their names in the order requests list
+// them (as ADK does: set_model_response, the transfer tool, the configured
+// tools as given, then the toolsets' tools).
+func (a *Agent) resolveTools(ctx context.Context, inv *agent.Invocation) (map[string]tool.Tool, []string, error) {
 	targets := a.transferTargets(inv)
 	if len(a.cfg.Toolsets) == 0 && len(targets) == 0 {
-		return a.tools, nil
+		return a.tools, a.order, nil
 	}
 	tools := maps.Clone(a.tools)
+	order := make([]string, 0, len(a.order)+1)
+	rest := a.order
+	if len(rest) > 0 && rest[0] == SetModelResponseName {
+		order, rest = append(order, SetModelResponseName), rest[1:]
+	}
+	if len(targets) > 0 {
+		tools[transferToolName] = transferTool{targets: targets}
+		order = append(order, transferToolName)
+	}
+	order = append(order, rest...)
 	for _, ts := range a.cfg.Toolsets {
 		list, err := ts.Tools(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("llmagent: %s: toolset %s: %w", a.Name(), ts.Name(), err)
+			return nil, nil, fmt.Errorf("llmagent: %s: toolset %s: %w", a.Name(), ts.Name(), err)
 		}
 		for _, t := range list {
 			if _, dup := tools[t.Name()]; !dup {
 				tools[t.Name()] = t
+				order = append(order, t.Name())
 			}
 		}
 	}
-	if len(targets) > 0 {
-		tools[transferToolName] = transferTool{targets: targets}
-	}
-	return tools, nil
+	return tools, order, nil
 }
 
 // buildRequest assembles the model request of one step; files is the
 // run's cache of the artifacts shown to the model.
-func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, tools map[string]tool.Tool, files *fileCache) (*model.Request, error) {
+func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, tools map[string]tool.Tool, order []string, files *fileCache) (*model.Request, error) {
 	// The request's parts are owned by it (callbacks may change them) and
 	// allocated together.
 	m := &requestMemory{}
@@ -73,10 +83,10 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 	if a.cfg.StaticInstruction != nil {
 		dynamic, instr = instr, ""
 	}
-	instr = joinInstructions(global, instr)
-	if tt, ok := tools[transferToolName].(transferTool); ok { // resolveTools found targets
-		instr = joinInstructions(instr, transferInstruction(a, tt.targets, inv))
-	}
+	// ADK's order: the global instruction, the agent's, its identity; the
+	// runtime's own instructions follow, the transfer rules last, then what
+	// the tools add.
+	instr = joinInstructions(joinInstructions(global, instr), identityInstruction(a))
 	if static := a.cfg.StaticInstruction; static != nil {
 		si := event.CloneContent(static) // the request owns its parts
 		si.Role = genai.RoleUser
@@ -100,7 +110,7 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 	}
 	decls := a.decls // the static tools' declarations, computed once
 	if len(tools) != len(a.tools) {
-		decls = declarations(tools)
+		decls = declarations(tools, order)
 	}
 	if len(decls) > 0 {
 		m.tool.FunctionDeclarations = decls
@@ -137,10 +147,13 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 	if a.localExecutor() != nil {
 		appendInstruction(&m.req, codeInstruction)
 	}
+	if tt, ok := tools[transferToolName].(transferTool); ok { // resolveTools found targets
+		appendInstruction(&m.req, transferInstruction(a, tt.targets, inv))
+	}
 	if a.builtInExecutor() {
 		cfg.Tools = append(slices.Clip(cfg.Tools), &genai.Tool{CodeExecution: &genai.ToolCodeExecution{}})
 	}
-	for _, name := range a.processorNames(tools) {
+	for _, name := range a.processorNames(tools, order) {
 		if err := tools[name].(tool.RequestProcessor).ProcessRequest(ctx, cc, &m.req); err != nil {
 			return nil, fmt.Errorf("llmagent: %s: tool %s: %w", a.Name(), name, err)
 		}
@@ -164,17 +177,17 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 }
 
 // processorNames returns the names of the tools that process requests,
-// sorted: those of the static tools are computed once.
-func (a *Agent) processorNames(tools map[string]tool.Tool) []string {
+// in order: those of the static tools are computed once.
+func (a *Agent) processorNames(tools map[string]tool.Tool, order []string) []string {
 	if len(tools) == len(a.tools) {
 		return a.processors
 	}
-	return requestProcessors(tools)
+	return requestProcessors(tools, order)
 }
 
-func requestProcessors(tools map[string]tool.Tool) []string {
+func requestProcessors(tools map[string]tool.Tool, order []string) []string {
 	var names []string
-	for _, name := range sortedKeys(tools) {
+	for _, name := range order {
 		if _, ok := tools[name].(tool.RequestProcessor); ok {
 			names = append(names, name)
 		}
@@ -228,20 +241,7 @@ func globalInstruction(ctx context.Context, inv *agent.Invocation) (string, erro
 
 // appendInstruction adds text to the end of a request's system
 // instruction, which the request owns.
-func appendInstruction(req *model.Request, text string) {
-	if text == "" {
-		return
-	}
-	if req.Config == nil {
-		req.Config = &genai.GenerateContentConfig{}
-	}
-	si := req.Config.SystemInstruction
-	if si == nil {
-		req.Config.SystemInstruction = genai.NewContentFromText(text, genai.RoleUser)
-		return
-	}
-	si.Parts = append(slices.Clip(si.Parts), &genai.Part{Text: text})
-}
+func appendInstruction(req *model.Request, text string) { req.AppendInstructions(text) }
 
 // requestMemory holds a request and the parts buildRequest adds to it, so
 // that they take one allocation. Slices of one element have capacity one:
@@ -256,25 +256,16 @@ type requestMemory struct {
 	tools      [1]*genai.Tool
 }
 
-// declarations returns the function declarations of tools, sorted by name.
+// declarations returns the function declarations of tools, in order.
 // The slice is shared by requests; models must not modify it.
-func declarations(tools map[string]tool.Tool) []*genai.FunctionDeclaration {
+func declarations(tools map[string]tool.Tool, order []string) []*genai.FunctionDeclaration {
 	var decls []*genai.FunctionDeclaration
-	for _, name := range sortedKeys(tools) {
+	for _, name := range order {
 		if d := tools[name].Declaration(); d != nil {
 			decls = append(decls, d)
 		}
 	}
 	return slices.Clip(decls)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func sortStrings(s []string) { slices.Sort(s) }

@@ -61,7 +61,7 @@ func (a *Agent) resume(ctx context.Context, inv *agent.Invocation, yield func(*e
 			return nil, true
 		}
 	}
-	tools, err := a.resolveTools(ctx, inv)
+	tools, _, err := a.resolveTools(ctx, inv)
 	if err != nil {
 		yield(nil, err)
 		return nil, false

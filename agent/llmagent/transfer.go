@@ -41,22 +41,47 @@ func (a *Agent) transferTargets(inv *agent.Invocation) []agent.Agent {
 	return targets
 }
 
+// transferInstruction is ADK's text telling the model whom it may hand the
+// conversation to: each target's name and description in target order, the
+// rule for when to call the transfer tool, the sorted list of valid names
+// and, when the parent is a target, when to go back to it. The wording is
+// the model contract ADK's recordings pin.
 func transferInstruction(a *Agent, targets []agent.Agent, inv *agent.Invocation) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "You are agent %q.", a.Name())
-	if a.Description() != "" {
-		fmt.Fprintf(&b, " Your role: %s", a.Description())
+	b.WriteString("\nYou have a list of other agents to transfer to:\n\n")
+	for i, t := range targets {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "\nAgent name: %s\nAgent description: %s\n", t.Name(), t.Description())
 	}
-	b.WriteString("\n\nOther agents you can hand the conversation to:\n")
-	for _, t := range targets {
-		fmt.Fprintf(&b, "- %s: %s\n", t.Name(), t.Description())
+	b.WriteString("\n\nIf you are the best to answer the question according to your description,\n" +
+		"you can answer it.\n\n" +
+		"If another agent is better for answering the question according to its\n" +
+		"description, call `" + transferToolName + "` function to transfer the question to that\n" +
+		"agent. When transferring, do not generate any text other than the function\n" +
+		"call.\n\n" +
+		"**NOTE**: the only available agents for `" + transferToolName + "` function are\n")
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = "`" + t.Name() + "`"
 	}
-	fmt.Fprintf(&b, "\nIf another agent is better suited to answer, call the function `%s` with its name as `agent_name`. "+
-		"Otherwise answer the user yourself.", transferToolName)
+	sortStrings(names)
+	b.WriteString(strings.Join(names, ", ") + ".\n")
 	if p, ok := inv.Tree().Parent(a.Name()).(*Agent); ok && !a.cfg.DisallowTransferToParent {
-		fmt.Fprintf(&b, " If none of you fits the request, transfer back to your parent agent %q.", p.Name())
+		fmt.Fprintf(&b, "\nIf neither you nor the other agents are best for the question, transfer to your parent agent %s.\n", p.Name())
 	}
 	return b.String()
+}
+
+// identityInstruction is the line that tells the model which agent it is,
+// in ADK's words: its name and, when it has one, its description.
+func identityInstruction(a *Agent) string {
+	s := `You are an agent. Your internal name is "` + a.Name() + `".`
+	if d := a.Description(); d != "" {
+		s += ` The description about you is "` + d + `".`
+	}
+	return s
 }
 
 // transferTool hands the conversation to another agent. It records the
@@ -66,10 +91,26 @@ type transferTool struct{ targets []agent.Agent }
 
 func (transferTool) Name() string { return transferToolName }
 
-func (transferTool) Description() string {
-	return "Transfer the conversation to another agent better suited to answer the user."
-}
+// transferDescription is the description ADK gives the transfer function.
+const transferDescription = `Transfer the question to another agent.
 
+  This tool hands off control to another agent when it's more suitable to
+  answer the user's question according to the agent's description.
+
+  Note:
+    For most use cases, you should use TransferToAgentTool instead of this
+    function directly. TransferToAgentTool provides additional enum constraints
+    that prevent LLMs from hallucinating invalid agent names.
+
+  Args:
+    agent_name: the agent name to transfer to.
+  `
+
+func (transferTool) Description() string { return transferDescription }
+
+// Declaration is ADK's declaration of the transfer function: one required
+// agent_name string limited to the targets' names (in target order), and
+// no result.
 func (t transferTool) Declaration() *genai.FunctionDeclaration {
 	names := make([]string, len(t.targets))
 	for i, a := range t.targets {
@@ -77,14 +118,13 @@ func (t transferTool) Declaration() *genai.FunctionDeclaration {
 	}
 	return &genai.FunctionDeclaration{
 		Name:        transferToolName,
-		Description: t.Description(),
-		ParametersJsonSchema: map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"agent_name": map[string]any{"type": "string", "description": "the name of the agent to transfer to", "enum": names},
-			},
-			"required": []string{"agent_name"},
+		Description: transferDescription,
+		Parameters: &genai.Schema{
+			Type:       genai.TypeObject,
+			Properties: map[string]*genai.Schema{"agent_name": {Type: genai.TypeString, Enum: names}},
+			Required:   []string{"agent_name"},
 		},
+		Response: &genai.Schema{Type: genai.TypeNULL},
 	}
 }
 
@@ -93,7 +133,9 @@ func (t transferTool) Run(_ context.Context, tc tool.Context, args map[string]an
 	for _, a := range t.targets {
 		if a.Name() == name {
 			tc.Actions().TransferToAgent = name
-			return map[string]any{}, nil
+			// ADK's transfer function returns nothing, which its function
+			// tools report as a null result.
+			return map[string]any{"result": nil}, nil
 		}
 	}
 	return nil, fmt.Errorf("cannot transfer to agent %q; valid targets: %s", name, targetNames(t.targets))

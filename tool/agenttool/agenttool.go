@@ -34,7 +34,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
@@ -61,9 +60,8 @@ type Config struct {
 // Tool runs an agent as a tool. Create it with New. It is immutable and
 // safe for concurrent use; every call runs in its own child session.
 type Tool struct {
-	agent  agent.Agent
-	cfg    Config
-	schema *jsonschema.Schema
+	agent agent.Agent
+	cfg   Config
 }
 
 var _ tool.Tool = (*Tool)(nil)
@@ -80,13 +78,6 @@ func New(a agent.Agent, cfg *Config) (*Tool, error) {
 	t := &Tool{agent: a}
 	if cfg != nil {
 		t.cfg = *cfg
-	}
-	t.schema = &jsonschema.Schema{
-		Type: "object",
-		Properties: map[string]*jsonschema.Schema{
-			"request": {Type: "string", Description: "The request for the agent, with everything it needs to know."},
-		},
-		Required: []string{"request"},
 	}
 	return t, nil
 }
@@ -106,12 +97,17 @@ func (t *Tool) Description() string {
 func (t *Tool) Agent() agent.Agent { return t.agent }
 
 // Declaration implements tool.Tool: one required string parameter,
-// "request". The schema is shared and must not be modified.
+// "request", and a string result, declared as ADK declares an agent tool.
 func (t *Tool) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
-		Name:                 t.Name(),
-		Description:          t.Description(),
-		ParametersJsonSchema: t.schema,
+		Name:        t.Name(),
+		Description: t.Description(),
+		Parameters: &genai.Schema{
+			Type:       genai.TypeObject,
+			Properties: map[string]*genai.Schema{"request": {Type: genai.TypeString}},
+			Required:   []string{"request"},
+		},
+		Response: &genai.Schema{Type: genai.TypeString},
 	}
 }
 

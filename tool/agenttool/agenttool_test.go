@@ -2,6 +2,7 @@ package agenttool_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -9,7 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
@@ -108,9 +108,12 @@ func TestDeclaration(t *testing.T) {
 	if d.Name != "helper" || d.Description != "Answers questions about a topic." {
 		t.Errorf("declaration = %q %q", d.Name, d.Description)
 	}
-	s := d.ParametersJsonSchema.(*jsonschema.Schema)
-	if s.Type != "object" || s.Properties["request"].Type != "string" || len(s.Required) != 1 || s.Required[0] != "request" {
-		t.Errorf("parameters = %+v", s)
+	// ADK's declaration of an agent tool: a required string request, a
+	// string result.
+	got, _ := json.Marshal(d)
+	want := `{"description":"Answers questions about a topic.","name":"helper","parameters":{"properties":{"request":{"type":"STRING"}},"required":["request"],"type":"OBJECT"},"response":{"type":"STRING"}}`
+	if string(got) != want {
+		t.Errorf("declaration = %s, want %s", got, want)
 	}
 	if _, ok := tool.Tool(at).(tool.LongRunning); ok {
 		t.Error("an agent tool claims to be long-running")

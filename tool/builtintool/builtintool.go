@@ -27,11 +27,14 @@ import (
 	"github.com/loomkit/loom/tool"
 )
 
-// Names of the built-in tools.
+// Names of the built-in tools, as ADK's config files name them.
 const (
-	GoogleSearchName  = "google_search"
-	URLContextName    = "url_context"
-	CodeExecutionName = "code_execution"
+	GoogleSearchName        = "google_search"
+	URLContextName          = "url_context"
+	CodeExecutionName       = "code_execution"
+	GoogleMapsName          = "google_maps_grounding"
+	EnterpriseWebSearchName = "enterprise_web_search"
+	VertexAISearchName      = "vertex_ai_search"
 )
 
 // Tool is a provider-side tool. It is immutable and safe for concurrent
@@ -62,6 +65,36 @@ func URLContext() *Tool {
 func CodeExecution() *Tool {
 	return &Tool{name: CodeExecutionName, description: "Runs Python code the model writes, in the provider's sandbox.",
 		gt: genai.Tool{CodeExecution: &genai.ToolCodeExecution{}}}
+}
+
+// GoogleMaps returns the Google Maps grounding tool: the model grounds its
+// answer in Google Maps data (Gemini on Vertex AI).
+func GoogleMaps() *Tool {
+	return &Tool{name: GoogleMapsName, description: "Grounds answers in Google Maps data.",
+		gt: genai.Tool{GoogleMaps: &genai.GoogleMaps{}}}
+}
+
+// EnterpriseWebSearch returns the enterprise web search tool: web search
+// grounding with enterprise compliance controls (Gemini on Vertex AI).
+func EnterpriseWebSearch() *Tool {
+	return &Tool{name: EnterpriseWebSearchName, description: "Searches the web, with enterprise controls, to ground answers.",
+		gt: genai.Tool{EnterpriseWebSearch: &genai.EnterpriseWebSearch{}}}
+}
+
+// VertexAISearch returns the Vertex AI Search grounding tool over one
+// data store (projects/.../dataStores/...) or one search engine
+// (projects/.../engines/...): exactly one of the two must be given.
+// filter and maxResults (0 for the service's default) narrow the search.
+func VertexAISearch(dataStore, engine, filter string, maxResults int32) (*Tool, error) {
+	if (dataStore == "") == (engine == "") {
+		return nil, fmt.Errorf("%s: give exactly one of a data store and a search engine", VertexAISearchName)
+	}
+	vs := &genai.VertexAISearch{Datastore: dataStore, Engine: engine, Filter: filter}
+	if maxResults > 0 {
+		vs.MaxResults = &maxResults
+	}
+	return &Tool{name: VertexAISearchName, description: "Searches a Vertex AI Search data store to ground answers.",
+		gt: genai.Tool{Retrieval: &genai.Retrieval{VertexAISearch: vs}}}, nil
 }
 
 // Name implements tool.Tool.

@@ -107,3 +107,33 @@ func TestBuiltInToolOnWrongModel(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestGroundingToolsAddTheirGenaiTool checks the maps, enterprise search
+// and Vertex AI Search tools each add their genai tool to a request, and
+// that Vertex AI Search needs exactly one source.
+func TestGroundingToolsAddTheirGenaiTool(t *testing.T) {
+	vs, err := builtintool.VertexAISearch("", "projects/p/locations/global/collections/c/engines/e", "lang=en", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req model.Request
+	for _, tl := range []*builtintool.Tool{builtintool.GoogleMaps(), builtintool.EnterpriseWebSearch(), vs} {
+		if tl.Declaration() != nil {
+			t.Errorf("%s declares a function", tl.Name())
+		}
+		if err := tl.ProcessRequest(context.Background(), nil, &req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts := req.Config.Tools
+	if len(ts) != 3 || ts[0].GoogleMaps == nil || ts[1].EnterpriseWebSearch == nil || ts[2].Retrieval == nil ||
+		ts[2].Retrieval.VertexAISearch.Engine != "projects/p/locations/global/collections/c/engines/e" ||
+		ts[2].Retrieval.VertexAISearch.Filter != "lang=en" || ts[2].Retrieval.VertexAISearch.MaxResults != nil {
+		t.Errorf("tools = %+v", ts)
+	}
+	for _, args := range [][2]string{{"", ""}, {"ds", "e"}} {
+		if _, err := builtintool.VertexAISearch(args[0], args[1], "", 0); err == nil {
+			t.Errorf("VertexAISearch(%q, %q) accepted", args[0], args[1])
+		}
+	}
+}

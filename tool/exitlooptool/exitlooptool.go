@@ -17,7 +17,7 @@ import (
 // Name is the function name of the tool.
 const Name = "exit_loop"
 
-const description = "Exits the loop. Call this function only when you are instructed to do so."
+const description = "Exits the loop.\n\n  Call this function only when you are instructed to do so.\n  "
 
 // Tool is the exit_loop tool. It is stateless and safe for concurrent use.
 // Create it with New.
@@ -34,23 +34,21 @@ func (*Tool) Name() string { return Name }
 // Description implements tool.Tool.
 func (*Tool) Description() string { return description }
 
-// Declaration implements tool.Tool: a function without parameters.
+// Declaration implements tool.Tool: a function without parameters, in
+// ADK's words, whose result has no declared type.
 func (*Tool) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
 		Name:        Name,
 		Description: description,
-		ParametersJsonSchema: map[string]any{
-			"type":       "object",
-			"properties": map[string]any{},
-		},
+		Response:    &genai.Schema{},
 	}
 }
 
 // Run implements tool.Tool: it marks the response event as escalating and
-// final, and returns an empty result.
+// final, and returns ADK's null result, {"result": null}.
 func (*Tool) Run(_ context.Context, tc tool.Context, _ map[string]any) (map[string]any, error) {
 	a := tc.Actions()
 	a.Escalate = true
 	a.SkipSummarization = true
-	return map[string]any{}, nil
+	return map[string]any{"result": nil}, nil
 }

@@ -2,6 +2,7 @@ package exitlooptool_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 )
 
 // TestA5ExitLoopSetsEscalate: the tool escalates and skips summarization,
-// and declares an empty object of parameters.
+// and is declared as ADK declares it: no parameters, an untyped result.
 func TestA5ExitLoopSetsEscalate(t *testing.T) {
 	var tl tool.Tool = exitlooptool.New()
 	if tl.Name() != "exit_loop" || tl.Description() == "" {
@@ -21,12 +22,10 @@ func TestA5ExitLoopSetsEscalate(t *testing.T) {
 	if d == nil || d.Name != "exit_loop" || d.Description != tl.Description() {
 		t.Fatalf("declaration = %+v", d)
 	}
-	schema, ok := d.ParametersJsonSchema.(map[string]any)
-	if !ok || schema["type"] != "object" {
-		t.Fatalf("parameters schema = %#v, want an object", d.ParametersJsonSchema)
-	}
-	if props, ok := schema["properties"].(map[string]any); !ok || len(props) != 0 {
-		t.Errorf("properties = %#v, want none", schema["properties"])
+	got, _ := json.Marshal(d)
+	want := `{"description":"Exits the loop.\n\n  Call this function only when you are instructed to do so.\n  ","name":"exit_loop","response":{}}`
+	if string(got) != want {
+		t.Errorf("declaration = %s, want %s", got, want)
 	}
 
 	tc := agent.NewToolContext(agent.NewInvocation(agent.InvocationConfig{}), "call-1")
@@ -34,8 +33,8 @@ func TestA5ExitLoopSetsEscalate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res == nil || len(res) != 0 {
-		t.Errorf("result = %#v, want an empty map", res)
+	if v, ok := res["result"]; len(res) != 1 || !ok || v != nil {
+		t.Errorf("result = %#v, want ADK's {\"result\": null}", res)
 	}
 	if a := tc.Actions(); !a.Escalate || !a.SkipSummarization {
 		t.Errorf("actions = %+v, want escalate and skip summarization", a)
@@ -46,6 +45,6 @@ func Example() {
 	t := exitlooptool.New()
 	tc := agent.NewToolContext(agent.NewInvocation(agent.InvocationConfig{}), "call-1")
 	res, _ := t.Run(context.Background(), tc, map[string]any{})
-	fmt.Println(t.Name(), len(res), tc.Actions().Escalate)
-	// Output: exit_loop 0 true
+	fmt.Println(t.Name(), res, tc.Actions().Escalate)
+	// Output: exit_loop map[result:<nil>] true
 }
