@@ -46,6 +46,11 @@ rm -f "$temporal_out"
 export LOOM_TEMPORAL_ADDR
 echo "test.sh: Temporal at $LOOM_TEMPORAL_ADDR" >&2
 
+# cli's TestCreateGo tidies a scaffolded module with the module proxy off;
+# tidy reads the modules that the tests of Loom's dependencies need, which
+# no build of Loom downloads. Fetch them now (a tidy module changes nothing).
+go mod tidy -diff >/dev/null
+
 go test -race -shuffle=on -timeout 20m "$@" ./...
 
 # ADK's conformance suite, replayed against Loom. Loom does not pass every
