@@ -2,7 +2,9 @@ package temporal_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -15,12 +17,21 @@ import (
 	"go.temporal.io/sdk/worker"
 	"google.golang.org/genai"
 
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/llmagent"
+	"github.com/loomkit/loom/agent/remoteagent"
+	"github.com/loomkit/loom/agent/task"
 	graph "github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/durable/temporal"
 	supportdesk "github.com/loomkit/loom/examples/workflow"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/server/a2aserver"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
+	"github.com/loomkit/loom/tool"
+	"github.com/loomkit/loom/tool/functiontool"
 )
 
 // Every kind of pause through the session workflow: each conversation runs
@@ -178,11 +189,12 @@ func supportDesk(t *testing.T) *runner.Runner {
 // refund is the support desk's conversation through its approval.
 var refund = []turn{say("I want a refund for order 77"), answerLast(map[string]any{"approved": true})}
 
-// TestWorkflowAppInputPause: on Temporal, the bundled workflow app's refund
+// TestT10WorkflowAppInputPause: on Temporal, the bundled workflow app's refund
 // pauses once at approve's adk_request_input call (the message is done,
 // paused, with one call in the log), and the answer resumes it: settle
 // runs once, and the log equals that of the same conversation in process.
-func TestWorkflowAppInputPause(t *testing.T) {
+// (CONFORMANCE T10)
+func TestT10WorkflowAppInputPause(t *testing.T) {
 	app := supportDesk(t)
 	st := converse(t, app, refund...)
 	log := logOf(t, app, "s")
@@ -210,4 +222,247 @@ func TestWorkflowAppInputPause(t *testing.T) {
 		t.Fatalf("settle said its message %d times, want 1", settled)
 	}
 	sameLogs(t, log, converseInProcess(t, supportDesk(t), refund...))
+}
+
+// toolApp returns a runner, over a memory session service, of one LLM
+// agent "keeper" with the tool tl: its model calls the tool the user
+// message names, then answers "<tool> done: <response>".
+func toolApp(t *testing.T, tl tool.Tool) *runner.Runner {
+	t.Helper()
+	m := scripted.New("keeper-model", func(_ context.Context, req *model.Request) (scripted.Turn, error) {
+		if frs := scripted.LastFunctionResponse(req); len(frs) > 0 {
+			b, _ := json.Marshal(frs[0].Response)
+			return scripted.Text(frs[0].Name + " done: " + string(b)), nil
+		}
+		return scripted.Call(scripted.LastUserText(req), nil), nil
+	})
+	a, err := llmagent.New(llmagent.Config{Name: "keeper", Model: m, Tools: []tool.Tool{tl}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "tools", Agent: a, Sessions: memsession.NewService()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// checkPause checks the statuses of a conversation whose first message
+// pauses and whose second answers: one pausing call in the log, answered
+// once, and a log equal to the in-process one.
+func checkPause(t *testing.T, st []temporal.Status, log, reference *session.Session) {
+	t.Helper()
+	if !st[0].Done || !st[0].Paused || st[0].Error != "" {
+		t.Fatalf("the first message ended with %+v, want a pause", st[0])
+	}
+	if !st[1].Done || st[1].Paused || st[1].Error != "" {
+		t.Fatalf("the answer ended with %+v, want the invocation finished", st[1])
+	}
+	if calls := pausingCalls(log); len(calls) != 1 {
+		t.Fatalf("the log holds %d pausing calls %v, want 1", len(calls), calls)
+	}
+	sameLogs(t, log, reference)
+}
+
+// TestT10CredentialPause: a tool that asks for a credential pauses the
+// invocation on Temporal; the client's answer runs it once, with the
+// credential. (CONFORMANCE T10)
+func TestT10CredentialPause(t *testing.T) {
+	var runs, asked atomic.Int32
+	newApp := func() *runner.Runner {
+		tl, err := functiontool.New(functiontool.Config{Name: "fetch", Description: "Fetches with a key."},
+			func(_ context.Context, tc tool.Context, _ struct{}) (map[string]any, error) {
+				cred := tc.Credential()
+				if cred == nil {
+					asked.Add(1)
+					tc.RequestCredential(map[string]any{"authScheme": map[string]any{"type": "apiKey", "in": "header", "name": "X-Key"}})
+					return nil, nil
+				}
+				runs.Add(1)
+				return map[string]any{"with": cred["apiKey"]}, nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return toolApp(t, tl)
+	}
+	conv := []turn{say("fetch"), answerLast(map[string]any{"apiKey": "k-1"})}
+	app := newApp()
+	st := converse(t, app, conv...)
+	log := logOf(t, app, "s")
+	if runs.Load() != 1 || asked.Load() != 1 {
+		t.Fatalf("the tool asked %d times and ran %d times with the credential, want 1 and 1", asked.Load(), runs.Load())
+	}
+	if !strings.Contains(shapeText(t, log), `fetch done: {\"with\":\"k-1\"}`) {
+		t.Fatalf("the tool did not get the credential:\n%s", shapeText(t, log))
+	}
+	checkPause(t, st, log, converseInProcess(t, newApp(), conv...))
+}
+
+// TestT10LongRunningPause: a long-running tool pauses the invocation on
+// Temporal after it started, once; the client's final result resumes the
+// agent with it. (CONFORMANCE T10)
+func TestT10LongRunningPause(t *testing.T) {
+	var started atomic.Int32
+	newApp := func() *runner.Runner {
+		tl, err := functiontool.New(functiontool.Config{Name: "wait", Description: "Starts a job.", LongRunning: true},
+			func(context.Context, tool.Context, struct{}) (map[string]any, error) {
+				started.Add(1)
+				return map[string]any{"status": "pending"}, nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return toolApp(t, tl)
+	}
+	conv := []turn{say("wait"), answerLast(map[string]any{"status": "finished"})}
+	app := newApp()
+	st := converse(t, app, conv...)
+	log := logOf(t, app, "s")
+	if started.Load() != 1 {
+		t.Fatalf("the long-running tool started %d times, want 1", started.Load())
+	}
+	if !strings.Contains(shapeText(t, log), `wait done: {\"status\":\"finished\"}`) {
+		t.Fatalf("the agent did not get the final result:\n%s", shapeText(t, log))
+	}
+	checkPause(t, st, log, converseInProcess(t, newApp(), conv...))
+}
+
+// TestT10ConfirmationPause: a tool that needs a confirmation pauses the
+// invocation on Temporal; the approval runs it once. (CONFORMANCE T10)
+func TestT10ConfirmationPause(t *testing.T) {
+	dir := t.TempDir()
+	app, err := newApp(dir, 0, memsession.NewService())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := []turn{say("pay"), answerLast(map[string]any{"confirmed": true})}
+	st := converse(t, app, conv...)
+	if n := lines(t, dir, "pay.count"); n != 1 {
+		t.Fatalf("paid %d times, want 1", n)
+	}
+	ref, err := newApp(t.TempDir(), 0, memsession.NewService())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPause(t, st, logOf(t, app, "s"), converseInProcess(t, ref, conv...))
+}
+
+// shapeText is the shape of a log, one event a line.
+func shapeText(t *testing.T, log *session.Session) string { return strings.Join(shape(t, log), "\n") }
+
+// taskApp returns a runner, over a memory session service, of a
+// coordinator that delegates "book" to the booker in task mode; the booker
+// asks the user how many people come, and finishes the task with the
+// answer; the coordinator then reports the task's result.
+func taskApp(t *testing.T) *runner.Runner {
+	t.Helper()
+	finish, err := task.NewFinishTool(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	booker, err := llmagent.New(llmagent.Config{Name: "booker", Description: "Books tables.", Tools: []tool.Tool{finish},
+		Model: scripted.New("booker-model", func(_ context.Context, req *model.Request) (scripted.Turn, error) {
+			if n := scripted.LastUserText(req); strings.HasPrefix(n, "for ") {
+				return scripted.Call(task.FinishTaskName, map[string]any{"result": "a table " + n}), nil
+			}
+			return scripted.Text("For how many people?"), nil
+		})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	delegate, err := task.NewTool(booker, task.Config{Mode: task.MultiTurn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coordinator, err := llmagent.New(llmagent.Config{Name: "coordinator", Tools: []tool.Tool{delegate}, SubAgents: []agent.Agent{booker},
+		Model: scripted.New("coordinator-model", func(_ context.Context, req *model.Request) (scripted.Turn, error) {
+			// The booker's finish_task reaches the coordinator as context.
+			if last := req.Contents[len(req.Contents)-1]; last.Role == genai.RoleUser && strings.Contains(fmt.Sprint(last.Parts[len(last.Parts)-1].Text), "a table for") {
+				return scripted.Text("Booked."), nil
+			}
+			if scripted.LastUserText(req) == "book" {
+				return scripted.Call("booker", map[string]any{"goal": "book a table"}), nil
+			}
+			return scripted.Text("Anything else?"), nil
+		})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "tasks", Agent: coordinator, Sessions: memsession.NewService()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestT10TaskWaitsForUser: on Temporal, a task delegated in task mode
+// whose agent asks the user a question ends the message without a pending
+// call; the user's reply goes to the task's agent, which finishes the task,
+// and the coordinator reports it, as in process. (CONFORMANCE T10)
+func TestT10TaskWaitsForUser(t *testing.T) {
+	conv := []turn{say("book"), say("for two")}
+	app := taskApp(t)
+	st := converse(t, app, conv...)
+	for i, s := range st {
+		if !s.Done || s.Paused || s.Error != "" {
+			t.Fatalf("message %d ended with %+v, want it finished", i+1, s)
+		}
+	}
+	log := logOf(t, app, "s")
+	got := shapeText(t, log)
+	if !strings.Contains(got, `booker [] text="For how many people?"`) || !strings.Contains(got, `coordinator [] text="Booked."`) {
+		t.Fatalf("the task did not go through the user's reply:\n%s", got)
+	}
+	sameLogs(t, log, converseInProcess(t, taskApp(t), conv...))
+}
+
+// remoteApp returns a runner, over a memory session service, whose root is
+// a remote agent reached over A2A: the test app (whose "pay" needs a
+// confirmation, recorded in dir) served by an A2A server on loopback.
+func remoteApp(t *testing.T, dir string) *runner.Runner {
+	t.Helper()
+	served, err := newApp(dir, 0, memsession.NewService())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The A2A server creates the sessions of its contexts.
+	served, err = runner.New(runner.Config{AppName: appName, Agent: served.Tree().Root(), Sessions: served.Sessions(), AutoCreateSession: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := a2aserver.New(a2aserver.Config{Runner: served})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { srv.Close(); h.Close() })
+	remote, err := remoteagent.New(remoteagent.Config{Name: "remote_pipeline", URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "remote", Agent: remote, Sessions: memsession.NewService()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestT10RemoteAgentPause: on Temporal, a remote agent whose remote task
+// waits for a confirmation pauses the invocation once with the remote's
+// call; the approval goes to the same remote task, whose tool runs once.
+// (CONFORMANCE T10)
+func TestT10RemoteAgentPause(t *testing.T) {
+	dir := t.TempDir()
+	app := remoteApp(t, dir)
+	conv := []turn{say("pay"), answerLast(map[string]any{"confirmed": true})}
+	st := converse(t, app, conv...)
+	if n := lines(t, dir, "pay.count"); n != 1 {
+		t.Fatalf("the remote paid %d times, want 1", n)
+	}
+	log := logOf(t, app, "s")
+	if got := shapeText(t, log); !strings.Contains(got, `pay done`) {
+		t.Fatalf("the remote task did not go on after the approval:\n%s", got)
+	}
+	checkPause(t, st, log, converseInProcess(t, remoteApp(t, t.TempDir()), conv...))
 }
