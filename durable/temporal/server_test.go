@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -353,5 +354,69 @@ func TestR7LimitOnServer(t *testing.T) {
 	}
 	if calls != 3 {
 		t.Fatalf("streamed %d tool calls, want 3", calls)
+	}
+}
+
+// TestWorkflowIDPrefixSeparatesDeployments: two deployments share the
+// Temporal server, each with its own session store, task queue and
+// workflow id prefix, and the same session id. A message to each runs on
+// its own workflow, over its own store: each log holds its own
+// conversation only.
+func TestWorkflowIDPrefixSeparatesDeployments(t *testing.T) {
+	c := dial(t)
+	ctx := context.Background()
+	sid := "shared-" + newQueue()
+	type deployment struct {
+		app *runner.Runner
+		cl  *temporal.Client
+	}
+	var deps []deployment
+	for _, prefix := range []string{"loom-a", "loom-b"} {
+		svc := sessionsIn(t)
+		app, err := newApp(t.TempDir(), 0, svc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Create(ctx, session.Key{AppName: appName, UserID: user, SessionID: sid}, nil); err != nil {
+			t.Fatal(err)
+		}
+		queue := newQueue()
+		inProcessWorker(t, c, queue, app)
+		cl, err := temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: queue, WorkflowIDPrefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deps = append(deps, deployment{app, cl})
+	}
+	if a, b := deps[0].cl.WorkflowID(appName, user, sid), deps[1].cl.WorkflowID(appName, user, sid); a == b {
+		t.Fatalf("both deployments use workflow id %s", a)
+	}
+	for i, d := range deps {
+		var res result
+		select {
+		case res = <-collect(d.cl.Run(ctx, d.app, user, sid, text(fmt.Sprint("hello ", i)), nil)):
+		case <-time.After(time.Minute):
+			t.Fatalf("deployment %d: the message did not finish", i)
+		}
+		if res.err != nil {
+			t.Fatalf("deployment %d: %v", i, res.err)
+		}
+	}
+	for i, d := range deps {
+		sess, err := d.app.Sessions().Get(ctx, session.Key{AppName: appName, UserID: user, SessionID: sid}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(shape(t, sess), "\n")
+		if !strings.Contains(got, fmt.Sprintf(`text="echo hello %d"`, i)) || strings.Contains(got, fmt.Sprintf("hello %d", 1-i)) {
+			t.Fatalf("deployment %d's log:\n%s\nwant its own conversation only", i, got)
+		}
+		d, err := c.DescribeWorkflowExecution(ctx, d.cl.WorkflowID(appName, user, sid), "")
+		if err != nil {
+			t.Fatalf("deployment %d's workflow: %v", i, err)
+		}
+		if d.WorkflowExecutionInfo.Execution.WorkflowId == "" {
+			t.Fatalf("deployment %d: no workflow", i)
+		}
 	}
 }
