@@ -26,6 +26,7 @@ import (
 	supportdesk "github.com/loomkit/loom/examples/workflow"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"
+	"github.com/loomkit/loom/plugin"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/server/a2aserver"
 	"github.com/loomkit/loom/session"
@@ -175,15 +176,21 @@ func pausingCalls(log *session.Session) []string {
 // desk, over a memory session service.
 func supportDesk(t *testing.T) *runner.Runner {
 	t.Helper()
-	root, err := supportdesk.New(supportdesk.Offline())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := runner.New(runner.Config{AppName: "workflow", Agent: root, Sessions: memsession.NewService()})
+	r, err := supportDeskOver(memsession.NewService())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// supportDeskOver returns a runner of the support desk over svc, with
+// plugins.
+func supportDeskOver(svc *session.Service, plugins ...*plugin.Plugin) (*runner.Runner, error) {
+	root, err := supportdesk.New(supportdesk.Offline())
+	if err != nil {
+		return nil, err
+	}
+	return runner.New(runner.Config{AppName: "workflow", Agent: root, Sessions: svc, Plugins: plugins})
 }
 
 // refund is the support desk's conversation through its approval.
