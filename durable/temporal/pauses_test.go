@@ -165,9 +165,7 @@ func sameLogs(t *testing.T, got, want *session.Session) {
 func pausingCalls(log *session.Session) []string {
 	var ids []string
 	for _, ev := range log.Events() {
-		for _, id := range ev.LongRunningToolIDs {
-			ids = append(ids, id)
-		}
+		ids = append(ids, ev.LongRunningToolIDs...)
 	}
 	return ids
 }
