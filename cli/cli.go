@@ -54,7 +54,10 @@
 // of that Temporal server instead of running it in process; "loom worker
 // --temporal HOST:PORT", with the same applications and the same session
 // storage, runs them (package durable/temporal). Both take
-// --temporal-namespace and --temporal-task-queue.
+// --temporal-namespace and --temporal-task-queue; web and api also take
+// --temporal-workflow-prefix, which starts the ids of the session
+// workflows, so that deployments with session stores of their own can
+// share a namespace.
 //
 // # Models and storage
 //

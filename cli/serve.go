@@ -53,7 +53,7 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 	evals := fs.String("evals", DefaultEvals, "`directory` of the eval sets and results the evaluation routes serve (results go to the session database when --sessions names one other than the default)")
 	withA2A := fs.Bool("a2a", false, "also serve every application over the Agent2Agent (A2A) protocol, at /a2a/APP (agent card at /a2a/APP"+a2aserver.CardPath+")")
 	var tf temporalFlags
-	tf.register(fs, "start invocations there, as workflows that loom worker runs, instead of in this process")
+	tf.registerClient(fs, "start invocations there, as workflows that loom worker runs, instead of in this process")
 	conf := fs.Bool("conformance", false, "honour ADK's conformance protocol: a run whose state delta holds _adk_replay_config answers model and tool calls from recordings, one holding _adk_recordings_config records them (it swaps models: for test servers only)")
 	confRoots := fs.String("conformance-root", ".", "comma-separated `directories` the case directories of --conformance requests must lie in")
 	hosts := fs.String("allowed-hosts", "", "comma-separated `hosts` (name or name:port) accepted in the Host header besides localhost, 127.0.0.1 and [::1], and the --host address; \"*\" for any")
@@ -143,10 +143,10 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 			return err
 		}
 		defer c.Close()
-		if cfg.Invoker, err = temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: tf.queue}); err != nil {
+		if cfg.Invoker, err = temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: tf.queue, WorkflowIDPrefix: tf.prefix}); err != nil {
 			return err
 		}
-		fmt.Fprintf(env.Stderr, "loom: invocations run on Temporal %s, task queue %s\n", tf.addr, tf.queue)
+		fmt.Fprintf(env.Stderr, "loom: invocations run on Temporal %s, task queue %s, workflow ids %s/...\n", tf.addr, tf.queue, tf.prefix)
 	}
 	api, err := server.New(cfg)
 	if err != nil {

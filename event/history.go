@@ -19,6 +19,11 @@ const (
 	FunctionRequestCredential   = "adk_request_credential"
 )
 
+// FunctionRequestInput is the name of the function call with which a node
+// of a graph workflow asks the user for input (package agent/workflow),
+// ADK's shared wire name.
+const FunctionRequestInput = "adk_request_input"
+
 // GeneratedCallIDPrefix starts the ids the runtime gives to function calls
 // whose model supplied none. Such ids are removed before history goes back to
 // a model.

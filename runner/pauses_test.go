@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -280,5 +281,46 @@ func TestT3ResumeRefusesAgentThatCannotResume(t *testing.T) {
 	}
 	if runs.Load() != 1 || stored(t, svc, key).Len() != n {
 		t.Errorf("the agent ran %d times and Resume stored %d events, want 1 and none", runs.Load(), stored(t, svc, key).Len()-n)
+	}
+}
+
+// TestT3ResumePausedAgentThatCannotResume checks that Resume of an
+// invocation whose agent cannot continue from the log (a custom agent, a
+// remote agent) but is paused on its own call, still waiting, commits
+// nothing and runs nothing, without error: it stays paused, as after a
+// crash right after the call was committed. The answer then resumes it
+// (CONFORMANCE T3).
+func TestT3ResumePausedAgentThatCannotResume(t *testing.T) {
+	var runs atomic.Int32
+	root := custom(t, "root", func(ctx context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) {
+		runs.Add(1)
+		if ans := inv.Answers(); len(ans) > 0 {
+			ev := inv.NewEvent()
+			ev.Content = genai.NewContentFromText(fmt.Sprint("got ", ans[0].Response.Response["v"]), genai.RoleModel)
+			yield(ev, nil)
+			return
+		}
+		ev := inv.NewEvent()
+		ev.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{ID: "ask-1", Name: "ask"}}}}
+		ev.LongRunningToolIDs = []string{"ask-1"}
+		if yield(ev, nil) {
+			inv.End()
+		}
+	})
+	r, svc, key := setup(t, root, runner.Config{})
+	ctx := context.Background()
+	evs := runAll(t, r.Run(ctx, user, key.SessionID, userText("ask me"), nil))
+	n := stored(t, svc, key).Len()
+	for _, err := range r.Resume(ctx, user, key.SessionID, evs[0].InvocationID, nil) {
+		if err != nil {
+			t.Fatalf("Resume of the paused invocation: %v", err)
+		}
+	}
+	if runs.Load() != 1 || stored(t, svc, key).Len() != n {
+		t.Fatalf("Resume ran the agent %d more times and stored %d events, want none", runs.Load()-1, stored(t, svc, key).Len()-n)
+	}
+	evs = runAll(t, r.Run(ctx, user, key.SessionID, answer("ask-1", "ask", map[string]any{"v": "yes"}), nil))
+	if got := strings.Join(answers(evs), ","); got != "root:got yes" {
+		t.Fatalf("after the answer: %q", got)
 	}
 }

@@ -155,6 +155,22 @@ func (r *Runner) locate(sess *session.Session, res *resumption) error {
 	return nil
 }
 
+// pausedOnOwnCall reports whether author, in the invocation, made a
+// pausing call that still waits for the client (the ledger of package
+// agent decides): the invocation is paused, and the agent, though it
+// cannot continue from the log, has nothing to continue.
+func pausedOnOwnCall(sess *session.Session, invocationID, author string) bool {
+	var evs []*event.Event
+	branch, seen := "", false
+	for _, ev := range sess.InvocationEvents(invocationID) {
+		evs = append(evs, ev)
+		if !seen && ev.Author == author {
+			branch, seen = ev.Branch, true
+		}
+	}
+	return seen && agent.StillWaiting(evs, author, branch)
+}
+
 // Resume continues an invocation that was interrupted (the process stopped
 // while it ran) from what the session log holds, without a new message. It
 // runs the agent that started the invocation in resume mode: workflow
@@ -167,7 +183,9 @@ func (r *Runner) locate(sess *session.Session, res *resumption) error {
 // Only an agent that resumes from the log (agent.Resumer: the LLM and
 // workflow agents) can tell what it had done: an invocation started by
 // another agent, once that agent has committed an event, cannot be resumed
-// and Resume fails with an error wrapping ErrInvalid, running nothing.
+// and Resume fails with an error wrapping ErrInvalid, running nothing;
+// unless the agent is paused on a call of its own still waiting for the
+// client, when Resume runs nothing and yields nothing.
 //
 // The model calls the invocation made before count against
 // opts.MaxLLMCalls, as if it had not been interrupted. It fails with an
@@ -192,6 +210,9 @@ func (r *Runner) Resume(ctx context.Context, userID, sessionID, invocationID str
 			if res.first == "" {
 				res.first = tree.Root().Name() // nothing ran: start afresh
 			} else if rs, ok := tree.Find(res.first).(agent.Resumer); !ok || !rs.ResumesFromLog() {
+				if pausedOnOwnCall(sess, invocationID, res.first) {
+					return nil // it stays paused until its call is answered
+				}
 				// Running it again could repeat what it had done.
 				return fmt.Errorf("%w: agent %s cannot continue invocation %s from the session log (it is not an agent.Resumer)",
 					ErrInvalid, res.first, invocationID)

@@ -128,9 +128,11 @@ func (a *activities) step(ctx context.Context, in stepInput) (stepResult, error)
 		}
 		out.InvocationID = ev.InvocationID
 		activity.RecordHeartbeat(ctx, ev.ID)
-		if len(ev.FunctionCalls()) > 0 || len(ev.FunctionResponses()) > 0 {
+		if pausing, _ := agent.PausingCalls(ev); len(ev.FunctionCalls()) > len(pausing) || len(ev.FunctionResponses()) > 0 {
 			// A model turn that calls tools, or a tool round, is committed:
-			// the next Step goes on from the log.
+			// the next Step goes on from the log. A call that pauses (the
+			// ledger of package agent decides) is no step: the agents end
+			// the invocation after it, as in process.
 			out.Done = false
 			break
 		}

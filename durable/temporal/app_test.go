@@ -181,7 +181,7 @@ func shape(t *testing.T, sess *session.Session) []string {
 				case p.FunctionCall != nil:
 					args := map[string]any{}
 					for k, v := range p.FunctionCall.Args {
-						if k == "originalFunctionCall" {
+						if k == "originalFunctionCall" || k == "interrupt_id" {
 							v = "…" // holds the call id
 						}
 						args[k] = v
