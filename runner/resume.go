@@ -88,6 +88,20 @@ func (res *resumption) start(inv *agent.Invocation) (agent.Agent, *agent.Invocat
 	return ag, inv.For(ag).ResumeFrom(res.floor)
 }
 
+// Admit makes the checks Run makes of a message before it stores
+// anything, on sess as read (a window of the log may hide the calls or the
+// invocation the message names: read the whole log before taking a
+// refusal as final). A message whose function responses answer no pending
+// call, or a run naming an invocation that the session does not hold or
+// that the runtime did not start (invocationID, RunOptions.InvocationID),
+// is refused with an error wrapping ErrInvalid. A front end that hands
+// messages to another process to run, such as durable/temporal's client,
+// asks it first so that it refuses what Run would refuse.
+func (r *Runner) Admit(sess *session.Session, msg *genai.Content, invocationID string) error {
+	_, err := r.resumption(r.Tree(), sess, msg, invocationID)
+	return err
+}
+
 // resumption returns how a run with msg resumes an invocation, or nil when
 // it starts a new one. explicitID is RunOptions.InvocationID. It runs
 // before anything is stored: a message whose function responses answer no

@@ -129,13 +129,17 @@ func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID 
 			return
 		}
 		k := session.Key{AppName: app.AppName(), UserID: userID, SessionID: sessionID}
-		// Refuse here, as the runner would, a message that answers no
-		// pending call: the client gets a clear error and nothing is sent.
-		// Only a message that answers calls needs the log for that. The
-		// calls it answers are most often recent: they are looked for
-		// among the last events first, in the whole log only if that fails.
+		// Refuse here what the runner would refuse (runner.Runner.Admit):
+		// the client gets a clear error and nothing is sent. Only a
+		// message that answers calls or names an invocation needs the log
+		// for that. The calls a message answers are most often recent:
+		// they are looked for among the last events first, in the whole
+		// log only if that fails.
 		read := &session.GetOptions{NoEvents: true}
-		if answersCalls(msg) {
+		switch {
+		case opts.InvocationID != "":
+			read = nil
+		case answersCalls(msg):
 			read = &session.GetOptions{NumRecentEvents: recentCalls}
 		}
 		sess, err := app.Sessions().Get(ctx, k, read)
@@ -143,16 +147,16 @@ func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID 
 			yield(nil, err)
 			return
 		}
-		if _, err := agent.Pending(sess, msg); err != nil {
+		if err := app.Admit(sess, msg, opts.InvocationID); err != nil {
 			if offset(sess) > 0 { // the window left events out
 				if sess, err = app.Sessions().Get(ctx, k, nil); err != nil {
 					yield(nil, err)
 					return
 				}
-				_, err = agent.Pending(sess, msg)
+				err = app.Admit(sess, msg, opts.InvocationID)
 			}
 			if err != nil {
-				yield(nil, fmt.Errorf("%w: %w", runner.ErrInvalid, err))
+				yield(nil, err)
 				return
 			}
 		}
