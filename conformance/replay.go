@@ -124,6 +124,7 @@ type replayState struct {
 	recs  *Recordings
 	llm   map[string]int // next model recording, by agent
 	tools map[string]int // next tool recording, by agent
+	calls map[string]int // first tool recording of a response's calls, by event id
 }
 
 // Replay returns the replay plugin: for an invocation whose state holds
@@ -157,7 +158,7 @@ func Replay(o *Options) *plugin.Plugin {
 			return nil, err
 		}
 		mu.Lock()
-		states[cc.InvocationID()] = &replayState{cfg: cfg, recs: recs, llm: map[string]int{}, tools: map[string]int{}}
+		states[cc.InvocationID()] = &replayState{cfg: cfg, recs: recs, llm: map[string]int{}, tools: map[string]int{}, calls: map[string]int{}}
 		mu.Unlock()
 		return nil, nil
 	}
@@ -198,7 +199,7 @@ func Replay(o *Options) *plugin.Plugin {
 		if st == nil {
 			return nil, nil
 		}
-		rec, err := st.tool(tc.AgentName(), t.Name(), args)
+		rec, err := st.tool(tc, t.Name(), args)
 		if err != nil {
 			return nil, err
 		}
@@ -322,11 +323,25 @@ func (s *replayState) model(agentName string, req *model.Request) ([]*model.Resp
 	return resps, nil
 }
 
-// tool returns the next tool recording of agentName, checking the call.
-func (s *replayState) tool(agentName, name string, args map[string]any) (*ToolRecording, error) {
+// tool returns the tool recording of the call tc answers, checking the
+// call: the agent's next one, in call order among the calls of one model
+// response (see callPlace).
+func (s *replayState) tool(tc tool.Context, name string, args map[string]any) (*ToolRecording, error) {
+	agentName := tc.AgentName()
+	evID, pos, size, placed := callPlace(tc)
 	s.mu.Lock()
 	i := s.tools[agentName]
-	s.tools[agentName] = i + 1
+	if placed {
+		base, ok := s.calls[evID]
+		if !ok {
+			base = i
+			s.calls[evID] = base
+			s.tools[agentName] = base + size
+		}
+		i = base + pos
+	} else {
+		s.tools[agentName] = i + 1
+	}
 	s.mu.Unlock()
 	var rec *ToolRecording
 	n := 0
@@ -345,6 +360,9 @@ func (s *replayState) tool(agentName, name string, args map[string]any) (*ToolRe
 	}
 	if rec.Call.Name != name {
 		return nil, fmt.Errorf("%w: tool call %d of agent %s: want %s, got %s", ErrReplay, i, agentName, rec.Call.Name, name)
+	}
+	if len(args) == 0 {
+		args = nil // recorded without arguments, the call's args are absent
 	}
 	if d := Diff("args", normalizeData(anyMap(rec.Call.Args)), normalizeData(anyMap(args))); len(d) > 0 {
 		m := &Mismatch{What: fmt.Sprintf("tool call %d (%s) of agent %s", i, name, agentName), Differences: d}
