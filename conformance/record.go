@@ -71,7 +71,6 @@ func Record(o *Options) *plugin.Plugin {
 		r := &Recording{UserMessageIndex: st.cfg.index, AgentName: cc.AgentName(), LLM: &LLMRecording{Request: tree}}
 		st.mu.Lock()
 		st.llm[cc.AgentName()] = r
-		st.order = append(st.order, r)
 		st.mu.Unlock()
 		return nil, nil
 	}}
@@ -88,7 +87,10 @@ func Record(o *Options) *plugin.Plugin {
 		if r := st.llm[cc.AgentName()]; r != nil {
 			r.LLM.Responses = append(r.LLM.Responses, tree)
 			if !resp.Partial {
+				// In the order the complete responses came, which is the
+				// order their events are committed, and the replay's.
 				delete(st.llm, cc.AgentName())
+				st.order = append(st.order, r)
 			}
 		}
 		st.mu.Unlock()
