@@ -106,6 +106,30 @@ func NewRegistry() *Registry {
 	r.Register(HallucinationMetric, func(c *Criterion, env *Env) (Scorer, error) {
 		return &Grounding{Env: env}, nil
 	})
+	r.Register(ToolUseRubricMetric, func(c *Criterion, env *Env) (Scorer, error) {
+		return &RubricQuality{Env: env, Subject: RubricToolUse}, nil
+	})
+	r.Register(TrajectoryRubricMetric, func(c *Criterion, env *Env) (Scorer, error) {
+		return &RubricQuality{Env: env, Subject: RubricConversation}, nil
+	})
+	r.Register(SimulatorQualityMetric, func(c *Criterion, env *Env) (Scorer, error) {
+		return &SimulatorQuality{Env: env}, nil
+	})
+	r.Register(TaskSuccessMetric, func(c *Criterion, env *Env) (Scorer, error) {
+		return &ConversationJudge{Env: env, Question: taskSuccessQuestion}, nil
+	})
+	r.Register(MultiTurnTrajectoryMetric, func(c *Criterion, env *Env) (Scorer, error) {
+		return &ConversationJudge{Env: env, Question: trajectoryQuestion}, nil
+	})
+	r.Register(MultiTurnToolUseMetric, func(c *Criterion, env *Env) (Scorer, error) {
+		return &ConversationJudge{Env: env, Question: toolUseQuestion}, nil
+	})
+	r.Register(SafetyMetric, func(c *Criterion, env *Env) (Scorer, error) {
+		return &Safety{Env: env}, nil
+	})
+	r.Register(CoherenceMetric, func(c *Criterion, env *Env) (Scorer, error) {
+		return &Coherence{Env: env}, nil
+	})
 	return r
 }
 
@@ -133,6 +157,9 @@ func (r *Registry) Scorer(m *Metric, env *Env) (Scorer, error) {
 	r.mu.RLock()
 	f, ok := r.m[m.MetricName]
 	r.mu.RUnlock()
+	if !ok && m.CustomFunctionPath != "" {
+		return nil, fmt.Errorf("metric %q is custom code (%s in ADK, Python); register a Go scorer under the name %q with eval.Registry.Register to compute it", m.MetricName, m.CustomFunctionPath, m.MetricName)
+	}
 	if !ok {
 		return nil, fmt.Errorf("unknown metric %q (known: %v)", m.MetricName, r.Names())
 	}
