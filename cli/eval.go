@@ -90,6 +90,7 @@ func evalCmd(ctx context.Context, env Env, args []string, p Program) error {
 	opts := eval.Options{
 		Runner:      r,
 		Metrics:     cfg.Metrics(),
+		Registry:    p.EvalMetrics,
 		Parallelism: *parallel,
 		NumRuns:     *numRuns,
 		Simulator:   cfg.UserSimulatorConfig,
