@@ -64,7 +64,7 @@ func (g *Grounding) Score(ctx context.Context, in *ScoreInput) (*Score, error) {
 		prompt := fmt.Sprintf(groundingPrompt, groundingContext(inv), answer)
 		var scores []InvocationScore
 		for range samples(in.Criterion) {
-			text, err := ask(ctx, judge, prompt)
+			text, err := ask(ctx, judge, in.Criterion, prompt)
 			if err != nil {
 				return nil, fmt.Errorf("judge: %w", err)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 )
 
@@ -28,11 +29,33 @@ func samples(c *Criterion) int {
 	return defaultSamples
 }
 
-// ask sends prompt to the judge and returns its text answer.
-func ask(ctx context.Context, judge model.LLM, prompt string) (string, error) {
+// judgeConfig reads a criterion's judge_model_config; nil when it has none.
+func judgeConfig(c *Criterion) (*genai.GenerateContentConfig, error) {
+	if c == nil || c.JudgeOptions == nil || len(c.JudgeOptions.JudgeModelConfig) == 0 || isNull(c.JudgeOptions.JudgeModelConfig) {
+		return nil, nil
+	}
+	raw, err := event.Normalize(c.JudgeOptions.JudgeModelConfig)
+	if err != nil {
+		raw = c.JudgeOptions.JudgeModelConfig
+	}
+	var cfg genai.GenerateContentConfig
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return nil, &FieldError{"judge_model_options.judge_model_config", simplify(err)}
+	}
+	return &cfg, nil
+}
+
+// ask sends prompt to the judge, with the criterion's judge model config,
+// and returns its text answer.
+func ask(ctx context.Context, judge model.LLM, c *Criterion, prompt string) (string, error) {
 	req := &model.Request{
 		Model:    judge.Name(),
 		Contents: []*genai.Content{genai.NewContentFromText(prompt, genai.RoleUser)},
+	}
+	if cfg, err := judgeConfig(c); err != nil {
+		return "", err
+	} else if cfg != nil {
+		req.Config = cfg
 	}
 	var b strings.Builder
 	for resp, err := range judge.Generate(ctx, req, false) {
@@ -130,7 +153,7 @@ func (j *JudgedMatch) Score(ctx context.Context, in *ScoreInput) (*Score, error)
 		prompt := fmt.Sprintf(matchPrompt, Text(in.Expected[i].UserContent), Text(in.Actual[i].FinalResponse), Text(in.Expected[i].FinalResponse))
 		var votes []bool
 		for range samples(in.Criterion) {
-			text, err := ask(ctx, judge, prompt)
+			text, err := ask(ctx, judge, in.Criterion, prompt)
 			if err != nil {
 				return nil, fmt.Errorf("judge: %w", err)
 			}
@@ -251,7 +274,7 @@ func (q *RubricQuality) Score(ctx context.Context, in *ScoreInput) (*Score, erro
 		votes := map[string][]bool{}
 		rationale := map[string]string{}
 		for range samples(in.Criterion) {
-			text, err := ask(ctx, judge, prompt)
+			text, err := ask(ctx, judge, in.Criterion, prompt)
 			if err != nil {
 				return nil, fmt.Errorf("judge: %w", err)
 			}

@@ -87,7 +87,7 @@ func goalOf(in *ScoreInput) string {
 func askVerdicts(ctx context.Context, judge model.LLM, c *Criterion, prompt string) (*float64, error) {
 	var votes []bool
 	for range samples(c) {
-		text, err := ask(ctx, judge, prompt)
+		text, err := ask(ctx, judge, c, prompt)
 		if err != nil {
 			return nil, fmt.Errorf("judge: %w", err)
 		}
@@ -242,7 +242,7 @@ func (c *Coherence) Score(ctx context.Context, in *ScoreInput) (*Score, error) {
 		prompt := fmt.Sprintf(coherencePrompt, Text(inv.UserContent), Text(inv.FinalResponse))
 		var ratings []InvocationScore
 		for range samples(in.Criterion) {
-			text, err := ask(ctx, judge, prompt)
+			text, err := ask(ctx, judge, in.Criterion, prompt)
 			if err != nil {
 				return nil, fmt.Errorf("judge: %w", err)
 			}

@@ -201,3 +201,30 @@ func TestSimulatorQuality(t *testing.T) {
 		t.Errorf("static case: %v %v", s, err)
 	}
 }
+
+// TestJudgeModelConfig checks that a criterion's judge_model_config (genai's
+// GenerateContentConfig, in either key style) is the config of every request
+// to the judge, and that a config that is not one is refused up front.
+func TestJudgeModelConfig(t *testing.T) {
+	var c Config
+	if err := Unmarshal([]byte(`{"criteria": {"safety_v1": {"threshold": 1, "judgeModelOptions": {"numSamples": 1, "judgeModelConfig": {"temperature": 0.25, "max_output_tokens": 300}}}}}`), &c); err != nil {
+		t.Fatal(err)
+	}
+	judge := scripted.NewSequence("judge", verdict("yes"))
+	m := c.Metrics()[0]
+	sc, err := NewRegistry().Scorer(m, &Env{Judge: judge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sc.Score(context.Background(), &ScoreInput{Actual: []*Invocation{inv("q", "a")}, Criterion: m.Criterion}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := judge.Requests()[0].Config
+	if cfg == nil || cfg.Temperature == nil || *cfg.Temperature != 0.25 || cfg.MaxOutputTokens != 300 {
+		t.Errorf("judge request config %+v", cfg)
+	}
+	bad := &Metric{MetricName: SafetyMetric, Criterion: &Criterion{Threshold: 1, JudgeOptions: &JudgeOptions{JudgeModelConfig: []byte(`{"temperature": "warm"}`)}}}
+	if _, err := NewRegistry().Scorer(bad, &Env{Judge: judge}); err == nil || !strings.Contains(err.Error(), "judge_model_config") {
+		t.Errorf("bad judge config: %v", err)
+	}
+}

@@ -166,6 +166,9 @@ func (r *Registry) Scorer(m *Metric, env *Env) (Scorer, error) {
 	if c := m.criterion(); c != nil && c.JudgeOptions != nil && c.JudgeOptions.NumSamples > MaxJudgeSamples {
 		return nil, fmt.Errorf("metric %s: num_samples %d is over the limit of %d", m.MetricName, c.JudgeOptions.NumSamples, MaxJudgeSamples)
 	}
+	if _, err := judgeConfig(m.criterion()); err != nil {
+		return nil, fmt.Errorf("metric %s: %w", m.MetricName, err)
+	}
 	s, err := f(m.criterion(), env)
 	if err != nil {
 		return nil, fmt.Errorf("metric %s: %w", m.MetricName, err)

@@ -61,7 +61,7 @@ func simulate(ctx context.Context, sc *Scenario, opts *Options, turn func(*genai
 		}
 		actual = append(actual, inv)
 		fmt.Fprintf(&transcript, "user: %s\nagent: %s\n", msg, Text(inv.FinalResponse))
-		next, err := ask(ctx, sim, fmt.Sprintf(simulatorPrompt, StopSignal, sc.ConversationPlan, transcript.String()))
+		next, err := ask(ctx, sim, nil, fmt.Sprintf(simulatorPrompt, StopSignal, sc.ConversationPlan, transcript.String()))
 		if err != nil {
 			return actual, fmt.Errorf("user simulator: %w", err)
 		}
