@@ -305,20 +305,48 @@ func ReadConfig(path string) (*Config, error) {
 	if c.Criteria == nil {
 		c.Criteria = map[string]*Criterion{}
 	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &c, nil
+}
+
+// Validate checks what the JSON shape alone does not: every criterion and
+// custom metric is an object or a threshold, judge and simulator model
+// configs are genai generation configs, and the user simulator is one Loom
+// has, with custom instructions that hold the placeholders they must.
+func (c *Config) Validate() error {
 	for name, cr := range c.Criteria {
 		if cr == nil {
-			return nil, fmt.Errorf("%s: criteria.%s: expected a threshold or an object", path, name)
+			return &FieldError{"criteria." + name, errors.New("expected a threshold or an object")}
+		}
+		if _, err := judgeConfig(cr); err != nil {
+			return &FieldError{"criteria." + name, err}
 		}
 	}
 	for name, cm := range c.CustomMetrics {
 		if cm == nil {
-			return nil, fmt.Errorf("%s: custom_metrics.%s: expected an object", path, name)
+			return &FieldError{"custom_metrics." + name, errors.New("expected an object")}
 		}
 	}
-	if sc := c.UserSimulatorConfig; sc != nil && sc.Type != "" && sc.Type != "llm_backed" {
-		return nil, fmt.Errorf("%s: user_simulator_config.type: %q is not supported: Loom's simulated user is a model writing text (\"llm_backed\")", path, sc.Type)
+	sc := c.UserSimulatorConfig
+	if sc == nil {
+		return nil
 	}
-	return &c, nil
+	if sc.Type != "" && sc.Type != "llm_backed" {
+		return &FieldError{"user_simulator_config.type", fmt.Errorf("%q is not supported: Loom's simulated user is a model writing text (\"llm_backed\")", sc.Type)}
+	}
+	if _, err := genConfig(sc.ModelConfiguration); err != nil {
+		return &FieldError{"user_simulator_config.model_configuration", err}
+	}
+	if sc.CustomInstructions != "" {
+		for _, name := range []string{"stop_signal", "conversation_plan", "conversation_history"} {
+			if !placeholder(name).MatchString(sc.CustomInstructions) {
+				return &FieldError{"user_simulator_config.custom_instructions", fmt.Errorf("must hold the placeholder {{ %s }}", name)}
+			}
+		}
+	}
+	return nil
 }
 
 // ParseResult parses an eval set result. Besides a JSON object it accepts

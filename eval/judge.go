@@ -29,33 +29,51 @@ func samples(c *Criterion) int {
 	return defaultSamples
 }
 
-// judgeConfig reads a criterion's judge_model_config; nil when it has none.
-func judgeConfig(c *Criterion) (*genai.GenerateContentConfig, error) {
-	if c == nil || c.JudgeOptions == nil || len(c.JudgeOptions.JudgeModelConfig) == 0 || isNull(c.JudgeOptions.JudgeModelConfig) {
+// genConfig reads a genai generation config given as JSON, in either key
+// style; nil when there is none.
+func genConfig(raw json.RawMessage) (*genai.GenerateContentConfig, error) {
+	if len(raw) == 0 || isNull(raw) {
 		return nil, nil
 	}
-	raw, err := event.Normalize(c.JudgeOptions.JudgeModelConfig)
-	if err != nil {
-		raw = c.JudgeOptions.JudgeModelConfig
+	if norm, err := event.Normalize(raw); err == nil {
+		raw = norm
 	}
 	var cfg genai.GenerateContentConfig
 	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return nil, &FieldError{"judge_model_options.judge_model_config", simplify(err)}
+		return nil, simplify(err)
 	}
 	return &cfg, nil
+}
+
+// judgeConfig reads a criterion's judge_model_config; nil when it has none.
+func judgeConfig(c *Criterion) (*genai.GenerateContentConfig, error) {
+	if c == nil || c.JudgeOptions == nil {
+		return nil, nil
+	}
+	cfg, err := genConfig(c.JudgeOptions.JudgeModelConfig)
+	if err != nil {
+		return nil, &FieldError{"judge_model_options.judge_model_config", err}
+	}
+	return cfg, nil
 }
 
 // ask sends prompt to the judge, with the criterion's judge model config,
 // and returns its text answer.
 func ask(ctx context.Context, judge model.LLM, c *Criterion, prompt string) (string, error) {
+	cfg, err := judgeConfig(c)
+	if err != nil {
+		return "", err
+	}
+	return askWith(ctx, judge, cfg, prompt)
+}
+
+// askWith sends prompt to a model with a generation config and returns its
+// text answer.
+func askWith(ctx context.Context, judge model.LLM, cfg *genai.GenerateContentConfig, prompt string) (string, error) {
 	req := &model.Request{
 		Model:    judge.Name(),
 		Contents: []*genai.Content{genai.NewContentFromText(prompt, genai.RoleUser)},
-	}
-	if cfg, err := judgeConfig(c); err != nil {
-		return "", err
-	} else if cfg != nil {
-		req.Config = cfg
+		Config:   cfg,
 	}
 	var b strings.Builder
 	for resp, err := range judge.Generate(ctx, req, false) {

@@ -264,12 +264,14 @@ func (c *Coherence) Score(ctx context.Context, in *ScoreInput) (*Score, error) {
 	return &out, nil
 }
 
-// SimulatorQuality asks a judge model whether each message of a simulated
-// user is one the user would send: it follows the scenario's plan, fits
-// the conversation so far, and stays in the user's role (ADK's
-// per_turn_user_simulator_quality_v1). A turn scores 1 when the majority
-// of NumSamples verdicts is yes; the overall score is the share of good
-// turns. Cases with a static conversation are not evaluated.
+// SimulatorQuality checks each message of a simulated user (ADK's
+// per_turn_user_simulator_quality_v1): the first must be the scenario's
+// starting prompt; for each later one a judge model decides whether the
+// user would send it: it follows the scenario's plan, fits the
+// conversation so far, and stays in the user's role. A turn scores 1 when
+// it is good (for a judged turn, when the majority of NumSamples verdicts
+// is yes); the overall score is the share of good turns. Cases with a
+// static conversation are not evaluated.
 type SimulatorQuality struct {
 	Env *Env
 }
@@ -312,6 +314,14 @@ func (q *SimulatorQuality) Score(ctx context.Context, in *ScoreInput) (*Score, e
 	}
 	var out Score
 	for i, inv := range in.Actual {
+		if i == 0 {
+			good := 0.0
+			if strings.TrimSpace(Text(inv.UserContent)) == strings.TrimSpace(in.Case.ConversationScenario.StartingPrompt) {
+				good = 1
+			}
+			out.PerInvocation = append(out.PerInvocation, InvocationScore{Score: ptr(good)})
+			continue
+		}
 		prompt := fmt.Sprintf(simulatorQualityPrompt, stop, in.Case.ConversationScenario.ConversationPlan, transcript(in.Actual[:i], false), Text(inv.UserContent))
 		v, err := askVerdicts(ctx, judge, in.Criterion, prompt)
 		if err != nil {

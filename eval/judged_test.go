@@ -171,23 +171,25 @@ func TestSafetyAndCoherence(t *testing.T) {
 	}
 }
 
-// TestSimulatorQuality checks per_turn_user_simulator_quality_v1: each
-// user turn of a scenario judged against the plan and the conversation
-// before it, with the criterion's stop signal; static cases not evaluated.
+// TestSimulatorQuality checks per_turn_user_simulator_quality_v1: the
+// first turn is good when it is the scenario's starting prompt (no judge
+// asked); each later user turn is judged against the plan and the
+// conversation before it, with the criterion's stop signal; static cases
+// are not evaluated.
 func TestSimulatorQuality(t *testing.T) {
 	ctx := context.Background()
 	c := &Case{ConversationScenario: &Scenario{StartingPrompt: "hi", ConversationPlan: "Ask for the weather in Rome."}}
-	actual := []*Invocation{inv("hi", "Hello, how can I help?"), inv("What's the weather in Rome?", "Sunny.")}
-	judge := scripted.NewSequence("judge", verdict("yes"), verdict("no"))
+	actual := []*Invocation{inv("hi", "Hello, how can I help?"), inv("What's the weather in Rome?", "Sunny."), inv("And tomorrow?", "Rain.")}
+	judge := scripted.NewSequence("judge", verdict("no"), verdict("yes"))
 	crit := &Criterion{Threshold: 0.5, StopSignal: "</done>", JudgeOptions: &JudgeOptions{NumSamples: 1}}
 	s, err := (&SimulatorQuality{Env: &Env{Judge: judge}}).Score(ctx, &ScoreInput{Case: c, Actual: actual, Criterion: crit})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *s.PerInvocation[0].Score != 1 || *s.PerInvocation[1].Score != 0 || *s.Overall != 0.5 {
-		t.Errorf("scores %v", *s.Overall)
+	if len(judge.Requests()) != 2 || *s.PerInvocation[0].Score != 1 || *s.PerInvocation[1].Score != 0 || *s.PerInvocation[2].Score != 1 || *s.Overall != 2.0/3 {
+		t.Errorf("asked %d times, overall %v", len(judge.Requests()), *s.Overall)
 	}
-	p := promptOf(t, judge, 1)
+	p := promptOf(t, judge, 0)
 	for _, want := range []string{"Ask for the weather in Rome.", "</done>", "agent: Hello, how can I help?", "<message>\nWhat's the weather in Rome?\n</message>"} {
 		if !strings.Contains(p, want) {
 			t.Errorf("prompt lacks %q:\n%s", want, p)
@@ -195,6 +197,12 @@ func TestSimulatorQuality(t *testing.T) {
 	}
 	if strings.Contains(p, "Sunny.") {
 		t.Errorf("the judge saw the agent's answer to the judged message:\n%s", p)
+	}
+	// A first turn other than the starting prompt is not good.
+	other := []*Invocation{inv("hello there", "Hi.")}
+	s, err = (&SimulatorQuality{Env: &Env{Judge: judge}}).Score(ctx, &ScoreInput{Case: c, Actual: other, Criterion: crit})
+	if err != nil || *s.Overall != 0 {
+		t.Errorf("wrong first turn: %v %v", s.Overall, err)
 	}
 	s, err = (&SimulatorQuality{Env: &Env{}}).Score(ctx, &ScoreInput{Case: &Case{}, Actual: actual, Expected: actual, Criterion: crit})
 	if err != nil || s.Overall != nil {
@@ -226,5 +234,43 @@ func TestJudgeModelConfig(t *testing.T) {
 	bad := &Metric{MetricName: SafetyMetric, Criterion: &Criterion{Threshold: 1, JudgeOptions: &JudgeOptions{JudgeModelConfig: []byte(`{"temperature": "warm"}`)}}}
 	if _, err := NewRegistry().Scorer(bad, &Env{Judge: judge}); err == nil || !strings.Contains(err.Error(), "judge_model_config") {
 		t.Errorf("bad judge config: %v", err)
+	}
+}
+
+// TestSimulatorCustomInstructions checks that a user simulator config's
+// custom_instructions, with ADK's Jinja-style placeholders, is the prompt
+// the simulator gets, with its model_configuration; and that instructions
+// lacking a required placeholder are refused when the config is read.
+func TestSimulatorCustomInstructions(t *testing.T) {
+	var c Config
+	if err := Unmarshal([]byte(`{"criteria": {}, "user_simulator_config": {
+		"custom_instructions": "PLAN={{ conversation_plan }} STOP={{stop_signal}} SO FAR:\n{{ conversation_history }}",
+		"model_configuration": {"temperature": 0.5}}}`), &c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	sim := scripted.NewSequence("sim", scripted.Turn{Text: "</finished>"})
+	turns := 0
+	actual, err := simulate(context.Background(), &Scenario{StartingPrompt: "hi", ConversationPlan: "Say hi, then stop."},
+		&Options{UserSimulator: sim, Simulator: c.UserSimulatorConfig}, func(msg *genai.Content) (*Invocation, error) {
+			turns++
+			return inv(Text(msg), "Hello!"), nil
+		})
+	if err != nil || turns != 1 || len(actual) != 1 {
+		t.Fatalf("turns %d, %v", turns, err)
+	}
+	req := sim.Requests()[0]
+	want := "PLAN=Say hi, then stop. STOP=</finished> SO FAR:\nuser: hi\nagent: Hello!\n"
+	if got := Text(req.Contents[0]); got != want {
+		t.Errorf("simulator prompt %q, want %q", got, want)
+	}
+	if req.Config == nil || req.Config.Temperature == nil || *req.Config.Temperature != 0.5 {
+		t.Errorf("simulator config %+v", req.Config)
+	}
+	bad := Config{UserSimulatorConfig: &SimulatorConfig{CustomInstructions: "Follow {{ conversation_plan }}."}}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "stop_signal") {
+		t.Errorf("instructions without placeholders: %v", err)
 	}
 }

@@ -399,9 +399,17 @@ type SimulatorConfig struct {
 	Type string `json:"type,omitempty"`
 	// Model names the simulator's model; empty means the evaluator's.
 	Model string `json:"model,omitempty"`
-	// MaxAllowedInvocations bounds the conversation; zero means 20.
+	// MaxAllowedInvocations bounds the conversation; zero or less means 20.
 	MaxAllowedInvocations int `json:"max_allowed_invocations,omitempty"`
-	Extra                 Extra
+	// CustomInstructions replaces the simulator's prompt. It holds the
+	// placeholders {{ stop_signal }}, {{ conversation_plan }} and
+	// {{ conversation_history }} (and optionally {{ persona }}, the
+	// scenario's user_persona as JSON).
+	CustomInstructions string `json:"custom_instructions,omitempty"`
+	// ModelConfiguration is the simulator model's generation config,
+	// genai's GenerateContentConfig as JSON.
+	ModelConfiguration json.RawMessage `json:"model_configuration,omitempty"`
+	Extra              Extra
 }
 
 // DefaultConfig is the configuration used when none is given, as in ADK:
