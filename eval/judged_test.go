@@ -274,3 +274,23 @@ func TestSimulatorCustomInstructions(t *testing.T) {
 		t.Errorf("instructions without placeholders: %v", err)
 	}
 }
+
+// TestGroundingIntermediateResponses checks that hallucinations_v1 with
+// evaluate_intermediate_nl_responses has the judge check the intermediate
+// responses too, and without it only the final response.
+func TestGroundingIntermediateResponses(t *testing.T) {
+	for _, include := range []bool{false, true} {
+		judge := scripted.NewSequence("judge", scripted.Turn{Text: `{"sentences": [{"sentence": "x", "label": "supported"}]}`})
+		crit := &Criterion{Threshold: 1, EvaluateIntermediateNLResponses: include, JudgeOptions: &JudgeOptions{NumSamples: 1}}
+		a := inv("plan a trip", "Booked the 9:00 flight.")
+		a.IntermediateData.IntermediateResponses = []IntermediateResponse{{Author: "planner", Parts: []*genai.Part{genai.NewPartFromText("The cheapest flight leaves at 9:00.")}}}
+		if _, err := (&Grounding{Env: &Env{Judge: judge}}).Score(context.Background(), &ScoreInput{Actual: []*Invocation{a}, Criterion: crit}); err != nil {
+			t.Fatal(err)
+		}
+		p := promptOf(t, judge, 0)
+		answer := p[strings.Index(p, "<answer>"):]
+		if got := strings.Contains(answer, "The cheapest flight leaves at 9:00."); got != include || !strings.Contains(answer, "Booked the 9:00 flight.") {
+			t.Errorf("include=%v: answer judged:\n%s", include, answer)
+		}
+	}
+}
