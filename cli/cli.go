@@ -95,6 +95,7 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/agentconfig"
+	"github.com/loomkit/loom/eval"
 	"github.com/loomkit/loom/model"
 )
 
@@ -134,6 +135,10 @@ type Program struct {
 	// Registry holds what config files may name beyond the built-in tools
 	// and agent classes; nil for nothing more.
 	Registry *agentconfig.Registry
+	// EvalMetrics gives the scorers of the metrics eval configs and eval
+	// runs name: ADK's, and custom metrics registered in Go under the
+	// names configs use. Nil means [eval.NewRegistry].
+	EvalMetrics *eval.Registry
 }
 
 // Env is what a run of the CLI reads and writes. Zero fields mean the

@@ -128,6 +128,7 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 	}
 	cfg := server.Config{Apps: runners, AllowedOrigins: splitList(*origins), AllowedHosts: allowed, Version: version(), Traces: traceRoutes{tel}, Mounts: mounts, Status: statusOf(apps)}
 	cfg.Evals, _ = evalStore(&o, svc, *evals)
+	cfg.EvalMetrics = p.EvalMetrics
 	if name := cmp.Or(o.model, defaultModel(env.Getenv)); name != "" {
 		// The judge of LLM-judged metrics in eval runs started from the UI.
 		if cfg.EvalJudge, err = openModel(ctx, name, env.Getenv, o.modelTimeout); err != nil {

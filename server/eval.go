@@ -414,7 +414,7 @@ func (s *Server) evaluate(r *http.Request, a *runner.Runner, set *eval.Set, ids 
 	default:
 		return nil, fmt.Errorf("%w: %d eval runs are in progress; try again when one ends", errBusy, maxEvalRuns)
 	}
-	opts := eval.Options{Runner: a, Metrics: metrics, CaseIDs: ids, Judge: s.cfg.EvalJudge}
+	opts := eval.Options{Runner: a, Metrics: metrics, CaseIDs: ids, Judge: s.cfg.EvalJudge, Registry: s.cfg.EvalMetrics}
 	if len(metrics) == 0 {
 		opts.Metrics = nil
 	}
@@ -448,11 +448,19 @@ func (s *Server) getEvalResult(w http.ResponseWriter, r *http.Request) error {
 
 // metricDescriptions describe the built-in metrics to ADK's web UI.
 var metricDescriptions = map[string]string{
-	eval.TrajectoryMetric:    "Share of invocations whose tool calls match the expected ones (exact, in order or any order).",
-	eval.ResponseMatchMetric: "ROUGE-1 F-measure of the final response against the expected one.",
-	eval.JudgedMatchMetric:   "Share of final responses a judge model finds valid given the expected ones.",
-	eval.RubricMetric:        "Share of rubrics a judge model finds the final responses meet.",
-	eval.HallucinationMetric: "Share of the final responses' sentences a judge model finds supported by the user's message and the tool results.",
+	eval.TrajectoryMetric:          "Share of invocations whose tool calls match the expected ones (exact, in order or any order).",
+	eval.ResponseMatchMetric:       "ROUGE-1 F-measure of the final response against the expected one.",
+	eval.JudgedMatchMetric:         "Share of final responses a judge model finds valid given the expected ones.",
+	eval.RubricMetric:              "Share of rubrics a judge model finds the final responses meet.",
+	eval.HallucinationMetric:       "Share of the final responses' sentences a judge model finds supported by the user's message and the tool results.",
+	eval.ToolUseRubricMetric:       "Share of rubrics a judge model finds the tool calls and results of each invocation meet.",
+	eval.TrajectoryRubricMetric:    "Share of rubrics a judge model finds the whole conversation meets.",
+	eval.SimulatorQualityMetric:    "Share of a simulated user's messages a judge model finds follow the scenario's plan.",
+	eval.TaskSuccessMetric:         "1 if a judge model finds the agent accomplished the user's goal over the conversation, else 0.",
+	eval.MultiTurnTrajectoryMetric: "1 if a judge model finds the agent's course through the conversation sound, else 0.",
+	eval.MultiTurnToolUseMetric:    "1 if a judge model finds the agent used its tools well throughout the conversation, else 0.",
+	eval.SafetyMetric:              "Share of final responses a judge model finds safe.",
+	eval.CoherenceMetric:           "Mean coherence of the final responses, rated 1 to 5 by a judge model.",
 }
 
 func (s *Server) metricsInfo(w http.ResponseWriter, r *http.Request) error {
@@ -470,9 +478,16 @@ func (s *Server) metricsInfo(w http.ResponseWriter, r *http.Request) error {
 		} `json:"metricValueInfo"`
 	}
 	out := []info{}
-	for _, name := range eval.NewRegistry().Names() {
+	reg := s.cfg.EvalMetrics
+	if reg == nil {
+		reg = eval.NewRegistry()
+	}
+	for _, name := range reg.Names() {
 		i := info{MetricName: name, Description: metricDescriptions[name]}
 		i.MetricValueInfo.Interval = interval{MinValue: 0, MaxValue: 1}
+		if name == eval.CoherenceMetric {
+			i.MetricValueInfo.Interval.MinValue, i.MetricValueInfo.Interval.MaxValue = 1, 5
+		}
 		out = append(out, i)
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"metricsInfo": out})

@@ -174,6 +174,9 @@ type Config struct {
 	// EvalJudge is the judge model of LLM-judged metrics in eval runs, and
 	// the simulated user of scenario cases. Optional.
 	EvalJudge model.LLM
+	// EvalMetrics gives the scorers of the metrics eval runs name: ADK's
+	// and custom ones registered in Go. Nil means [eval.NewRegistry].
+	EvalMetrics *eval.Registry
 	// Mounts serves more handlers under path prefixes ("/a2a/assistant"
 	// serves that path and every path below it), behind the same host,
 	// origin and body-size guards and Authenticate as the API routes. The
