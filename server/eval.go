@@ -151,6 +151,21 @@ func runAs(r *http.Request, set *eval.Set, ids []string) (*eval.Set, error) {
 	return &out, nil
 }
 
+// casesToRun returns the cases of set with the given ids (all when
+// none), leaving out ids the set lacks, which eval.Run reports.
+func casesToRun(set *eval.Set, ids []string) []*eval.Case {
+	if len(ids) == 0 {
+		return set.EvalCases
+	}
+	var out []*eval.Case
+	for _, c := range set.EvalCases {
+		if slices.Contains(ids, c.EvalID) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func (s *Server) newEvalSet(w http.ResponseWriter, r *http.Request, set *eval.Set) error {
 	if err := eval.CheckSetID(set.EvalSetID); err != nil {
 		return badRequest("%v", err)
@@ -159,6 +174,9 @@ func (s *Server) newEvalSet(w http.ResponseWriter, r *http.Request, set *eval.Se
 		if err := checkCaseUser(r, c); err != nil {
 			return err
 		}
+	}
+	if err := s.authorizeCases(r, set.EvalCases...); err != nil {
+		return err
 	}
 	if err := s.evals(r).CreateSet(r.Context(), r.PathValue("app"), set); err != nil {
 		return evalError(err)
@@ -290,6 +308,9 @@ func (s *Server) updateEvalCase(w http.ResponseWriter, r *http.Request) error {
 	if err := checkCaseUser(r, &c); err != nil {
 		return err
 	}
+	if err := s.authorizeCases(r, &c); err != nil {
+		return err
+	}
 	err = s.evals(r).UpdateSet(r.Context(), r.PathValue("app"), r.PathValue("set"), func(set *eval.Set) error {
 		for i, old := range set.EvalCases {
 			if old.EvalID == id {
@@ -374,6 +395,9 @@ func (s *Server) runEval(wrapped bool) apiFunc {
 			ids = req.EvalIDs
 		}
 		if set, err = runAs(r, set, ids); err != nil {
+			return err
+		}
+		if err := s.authorizeCases(r, casesToRun(set, ids)...); err != nil {
 			return err
 		}
 		rep, err := s.evaluate(r, a, set, ids, req.EvalMetrics)

@@ -149,6 +149,18 @@ type Config struct {
 	// no authenticated user, and a server without Authenticate sees every
 	// user's under their prefixed ids.
 	Authenticate func(*http.Request) (userID string, err error)
+	// AuthorizeAppState decides whether a request may write app-scoped
+	// state: keys starting with "app:", which every user of the app reads.
+	// It is asked, with the user the write acts for and the app: keys
+	// (sorted), wherever state from a client enters: a session's initial
+	// state and the state deltas of a history it is created with, a PATCH
+	// of its state, a run's stateDelta, and an eval case's initial state
+	// when the case is written and when it is run. An error refuses the
+	// request with 403 (its text in the detail) and nothing is written.
+	// When it is nil, app: writes are refused (403) if Authenticate is set,
+	// since one user would write what every other user reads, and allowed
+	// otherwise, as ADK allows them.
+	AuthorizeAppState func(r *http.Request, user string, keys []string) error
 	// MaxJSONDepth limits the nesting of JSON request bodies (default
 	// DefaultMaxJSONDepth; deeper bodies get 400).
 	MaxJSONDepth int
