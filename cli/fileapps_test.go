@@ -261,3 +261,26 @@ func TestUnreadableFileDoesNotReload(t *testing.T) {
 		t.Fatalf("turn after an edit = %d %q", code, got)
 	}
 }
+
+// TestDirectoryAppNames refuses, before serving, an app directory whose
+// name breaks the naming rule of apps and agents (agentconfig.CheckName):
+// one longer than any route accepts, or one that is not an identifier, in
+// a directory of apps or given itself; the error names the directory.
+func TestDirectoryAppNames(t *testing.T) {
+	long := strings.Repeat("a", 129)
+	parent := t.TempDir()
+	writeFile(t, filepath.Join(parent, "fine", "root_agent.yaml"), "name: a\ninstruction: x\n")
+	writeFile(t, filepath.Join(parent, long, "root_agent.yaml"), "name: b\ninstruction: x\n")
+	code, _, errb := runArgs(t, "api", "--port", "0", parent)
+	if code != 1 || !strings.Contains(errb, long) || !strings.Contains(errb, "bytes") {
+		t.Errorf("a sub-directory named with 129 bytes: exit %d %q, want 1 and an error naming it", code, errb)
+	}
+	for _, name := range []string{"my app", "v1.2"} {
+		dir := filepath.Join(t.TempDir(), name)
+		writeFile(t, filepath.Join(dir, "root_agent.yaml"), "name: a\ninstruction: x\n")
+		code, _, errb := runArgs(t, "api", "--port", "0", dir)
+		if code != 1 || !strings.Contains(errb, name) {
+			t.Errorf("app directory %q: exit %d %q, want 1 and an error naming it", name, code, errb)
+		}
+	}
+}
