@@ -180,9 +180,11 @@ type Config struct {
 	// Close, the client leaving) also ends a write in progress.
 	StreamWriteTimeout time.Duration
 	// Evals keeps the eval sets and results the evaluation routes serve
-	// (see server/eval.go); without it those routes answer 501. At most two
-	// eval runs go on at once; a run request beyond them gets 429.
+	// (see server/eval.go); without it those routes answer 501.
 	Evals eval.Store
+	// EvalLimits bound eval sets, runs and results, and the runs going on
+	// at once, in all and per user (see EvalLimits for the defaults).
+	EvalLimits EvalLimits
 	// EvalJudge is the judge model of LLM-judged metrics in eval runs, and
 	// the simulated user of scenario cases. Optional.
 	EvalJudge model.LLM
@@ -247,8 +249,8 @@ type Server struct {
 	mux     *http.ServeMux
 	handler http.Handler
 	runs    runTracker
-	// evalRuns holds a token per eval run in progress (maxEvalRuns).
-	evalRuns chan struct{}
+	// evalSlots counts the eval runs in progress (Config.EvalLimits).
+	evalSlots evalSlots
 }
 
 // New returns a server for cfg.
@@ -256,7 +258,7 @@ func New(cfg Config) (*Server, error) {
 	if len(cfg.Apps) == 0 {
 		return nil, errors.New("server: at least one app is required")
 	}
-	s := &Server{cfg: cfg, apps: map[string]*runner.Runner{}, log: cfg.Logger, mux: http.NewServeMux(), evalRuns: make(chan struct{}, maxEvalRuns)}
+	s := &Server{cfg: cfg, apps: map[string]*runner.Runner{}, log: cfg.Logger, mux: http.NewServeMux()}
 	for _, a := range cfg.Apps {
 		if a == nil {
 			return nil, errors.New("server: nil app runner")
@@ -287,6 +289,7 @@ func New(cfg Config) (*Server, error) {
 	if s.cfg.MaxJSONDepth <= 0 {
 		s.cfg.MaxJSONDepth = DefaultMaxJSONDepth
 	}
+	s.cfg.EvalLimits.setDefaults()
 	s.routes()
 	if err := s.mount(); err != nil {
 		return nil, err
