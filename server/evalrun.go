@@ -131,7 +131,7 @@ type evalRun struct {
 	wrapped bool // answer the newer route's shape
 }
 
-// do runs the cases, saves the result within its bound, deletes the
+// doEvalRun runs the cases, saves the result within its bound, deletes the
 // sessions the run created (unless kept) and returns the answer's body.
 // progress, if set, is called after each case run.
 func (s *Server) doEvalRun(ctx context.Context, r *http.Request, run *evalRun, progress func(done, total int)) (any, error) {
