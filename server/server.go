@@ -34,7 +34,10 @@
 // (else 421), which defeats DNS rebinding; browsers are held to
 // [Config.AllowedOrigins]. [Config.Authenticate] binds each request to a
 // user, who may reach only their own sessions (403 otherwise) and their own
-// eval sets and results (others' are not found). Bodies are
+// eval sets and results (others' are not found); app-scoped state from a
+// client is written only as [Config.AuthorizeAppState] allows (under
+// Authenticate, by default, not at all). Eval runs are bounded by
+// [Config.EvalLimits]. Bodies are
 // limited in size, nesting depth and read time, and app, user and session
 // ids to 128 bytes without control characters.
 //
