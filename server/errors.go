@@ -73,7 +73,7 @@ func artifactError(name string, err error) error {
 func status(err error) int {
 	var maxErr *http.MaxBytesError
 	switch {
-	case errors.As(err, &maxErr):
+	case errors.As(err, &maxErr), errors.Is(err, errTooLarge):
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errUnauthenticated):
 		return http.StatusUnauthorized

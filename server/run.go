@@ -81,6 +81,9 @@ func (s *Server) invoke(r *http.Request, req *runRequest, streaming bool) (ctx c
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if err := s.authorizeState(r, req.UserID, req.StateDelta); err != nil {
+		return nil, nil, nil, err
+	}
 	ctx, done, err = s.runs.start(r.Context(), sessionRef{a.AppName(), req.UserID, req.SessionID})
 	if err != nil {
 		return nil, nil, nil, err

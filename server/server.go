@@ -34,7 +34,10 @@
 // (else 421), which defeats DNS rebinding; browsers are held to
 // [Config.AllowedOrigins]. [Config.Authenticate] binds each request to a
 // user, who may reach only their own sessions (403 otherwise) and their own
-// eval sets and results (others' are not found). Bodies are
+// eval sets and results (others' are not found); app-scoped state from a
+// client is written only as [Config.AuthorizeAppState] allows (under
+// Authenticate, by default, not at all). Eval runs are bounded by
+// [Config.EvalLimits]. Bodies are
 // limited in size, nesting depth and read time, and app, user and session
 // ids to 128 bytes without control characters.
 //
@@ -149,6 +152,18 @@ type Config struct {
 	// no authenticated user, and a server without Authenticate sees every
 	// user's under their prefixed ids.
 	Authenticate func(*http.Request) (userID string, err error)
+	// AuthorizeAppState decides whether a request may write app-scoped
+	// state: keys starting with "app:", which every user of the app reads.
+	// It is asked, with the user the write acts for and the app: keys
+	// (sorted), wherever state from a client enters: a session's initial
+	// state and the state deltas of a history it is created with, a PATCH
+	// of its state, a run's stateDelta, and an eval case's initial state
+	// when the case is written and when it is run. An error refuses the
+	// request with 403 (its text in the detail) and nothing is written.
+	// When it is nil, app: writes are refused (403) if Authenticate is set,
+	// since one user would write what every other user reads, and allowed
+	// otherwise, as ADK allows them.
+	AuthorizeAppState func(r *http.Request, user string, keys []string) error
 	// MaxJSONDepth limits the nesting of JSON request bodies (default
 	// DefaultMaxJSONDepth; deeper bodies get 400).
 	MaxJSONDepth int
@@ -168,9 +183,11 @@ type Config struct {
 	// Close, the client leaving) also ends a write in progress.
 	StreamWriteTimeout time.Duration
 	// Evals keeps the eval sets and results the evaluation routes serve
-	// (see server/eval.go); without it those routes answer 501. At most two
-	// eval runs go on at once; a run request beyond them gets 429.
+	// (see server/eval.go); without it those routes answer 501.
 	Evals eval.Store
+	// EvalLimits bound eval sets, runs and results, and the runs going on
+	// at once, in all and per user (see EvalLimits for the defaults).
+	EvalLimits EvalLimits
 	// EvalJudge is the judge model of LLM-judged metrics in eval runs, and
 	// the simulated user of scenario cases. Optional.
 	EvalJudge model.LLM
@@ -238,8 +255,8 @@ type Server struct {
 	mux     *http.ServeMux
 	handler http.Handler
 	runs    runTracker
-	// evalRuns holds a token per eval run in progress (maxEvalRuns).
-	evalRuns chan struct{}
+	// evalSlots counts the eval runs in progress (Config.EvalLimits).
+	evalSlots evalSlots
 }
 
 // New returns a server for cfg.
@@ -247,7 +264,7 @@ func New(cfg Config) (*Server, error) {
 	if len(cfg.Apps) == 0 {
 		return nil, errors.New("server: at least one app is required")
 	}
-	s := &Server{cfg: cfg, apps: map[string]*runner.Runner{}, log: cfg.Logger, mux: http.NewServeMux(), evalRuns: make(chan struct{}, maxEvalRuns)}
+	s := &Server{cfg: cfg, apps: map[string]*runner.Runner{}, log: cfg.Logger, mux: http.NewServeMux()}
 	for _, a := range cfg.Apps {
 		if a == nil {
 			return nil, errors.New("server: nil app runner")
@@ -278,6 +295,7 @@ func New(cfg Config) (*Server, error) {
 	if s.cfg.MaxJSONDepth <= 0 {
 		s.cfg.MaxJSONDepth = DefaultMaxJSONDepth
 	}
+	s.cfg.EvalLimits.setDefaults()
 	s.routes()
 	if err := s.mount(); err != nil {
 		return nil, err

@@ -334,8 +334,10 @@ func (ts *Toolset) newTransport(ctx context.Context) (mcp.Transport, error) {
 		cmd.Env = append(os.Environ(), ts.cfg.Env...)
 	}
 	cmd.Dir = ts.cfg.Dir
-	cmd.Stderr = ts.cfg.Stderr
-	return recordingTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: ts.cfg.ShutdownTimeout}}, nil
+	t := &stdioTransport{stderr: &tailWriter{w: ts.cfg.Stderr}}
+	cmd.Stderr = t.stderr
+	t.Transport = recordingTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: ts.cfg.ShutdownTimeout}}
+	return t, nil
 }
 
 // headerTransport adds fixed headers to every request.
