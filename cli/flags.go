@@ -29,6 +29,9 @@ type options struct {
 	// named and no API key is set, offline models reporting the names
 	// the files give (conformance replay compares them).
 	namedOffline bool
+	// resumable makes the applications resumable (runner.Config.Resumable);
+	// Temporal turns it on.
+	resumable bool
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -37,6 +40,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.sessions, "sessions", DefaultSessions, "session storage `URL`: sqlite://FILE, postgres://..., memory://")
 	fs.StringVar(&o.artifacts, "artifacts", DefaultArtifacts, "artifact storage `URL`: file://DIR, memory://")
 	fs.StringVar(&o.memory, "memory", DefaultMemory, "memory service `URL`")
+	fs.BoolVar(&o.resumable, "resumable", false, "make the applications resumable, as ADK's ResumabilityConfig does: workflow agents record checkpoint events, so that an invocation can continue from the middle of a workflow after a pause or a crash (always on with Temporal)")
 }
 
 // newFlagSet returns a flag set that prints its usage to w.

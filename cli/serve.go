@@ -105,6 +105,9 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 		plugins = append(plugins, conformance.Replay(copts), conformance.Record(copts))
 		fmt.Fprintf(env.Stderr, "loom: ADK conformance replay and recording on, for case directories in %s\n", strings.Join(copts.Roots, ", "))
 	}
+	if tf.addr != "" {
+		o.resumable = true // Temporal's steps continue invocations from their checkpoints
+	}
 	svc, runners, err := setup(ctx, env, &o, apps, reg, plugins...)
 	if err != nil {
 		return err
@@ -218,7 +221,7 @@ func setup(ctx context.Context, env Env, o *options, apps []App, reg *agentconfi
 	runners := make([]*runner.Runner, 0, len(apps))
 	descs := make([]string, 0, len(apps))
 	for _, app := range apps {
-		r, desc, err := newRunner(app, choice, svc, plugins)
+		r, desc, err := newRunner(app, choice, svc, o.resumable, plugins)
 		if err != nil {
 			svc.close()
 			return nil, nil, err
@@ -231,9 +234,10 @@ func setup(ctx context.Context, env Env, o *options, apps []App, reg *agentconfi
 	return svc, runners, nil
 }
 
-func newRunner(app App, choice *modelChoice, svc *services, plugins []*plugin.Plugin) (*runner.Runner, string, error) {
+func newRunner(app App, choice *modelChoice, svc *services, resumable bool, plugins []*plugin.Plugin) (*runner.Runner, string, error) {
 	cfg := runner.Config{
 		AppName:   app.Name,
+		Resumable: resumable,
 		Sessions:  svc.sessions,
 		Artifacts: svc.artifacts,
 		Memory:    svc.memory,

@@ -90,6 +90,7 @@ func worker(ctx context.Context, env Env, args []string, p Program) error {
 		return err
 	}
 	defer tel.Shutdown(context.WithoutCancel(ctx))
+	o.resumable = true // each step continues the invocation from its checkpoints
 	svc, runners, err := setup(ctx, env, &o, apps, p.Registry, tel.Plugin())
 	if err != nil {
 		return err

@@ -233,7 +233,7 @@ func testAnswerRunsOnce(t *testing.T, sk storeKind, pk pauseKind, shape treeShap
 	root := shape.build(t, pk.tool(t, &runs))
 	newRunner := func() (*runner.Runner, *session.Service) {
 		svc := sk.open(t, dir)
-		r, err := runner.New(runner.Config{AppName: app, Agent: root, Sessions: svc, AutoCreateSession: true})
+		r, err := runner.New(runner.Config{AppName: app, Agent: root, Sessions: svc, AutoCreateSession: true, Resumable: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -293,7 +293,7 @@ func testAnswerRunsOnce(t *testing.T, sk storeKind, pk pauseKind, shape treeShap
 func TestT3InterimThenFinalAnswerModelView(t *testing.T) {
 	var runs atomic.Int32
 	m := scripted.NewSequence("m", scripted.Call("charge_card", nil), scripted.Text("charged")).Recording()
-	r, _, key := setup(t, llm(t, "A", m, pauseKinds[2].tool(t, &runs)), runner.Config{})
+	r, _, key := setup(t, llm(t, "A", m, pauseKinds[2].tool(t, &runs)), runner.Config{Resumable: true})
 	ctx := context.Background()
 	_, id, name := pending(t, runAll(t, r.Run(ctx, user, key.SessionID, userText("charge"), nil)))
 	runAll(t, r.Run(ctx, user, key.SessionID, pauseKinds[2].answer(id, name), nil))
@@ -341,7 +341,7 @@ func TestT3CustomAgentAnswers(t *testing.T) {
 		ev.Content = genai.NewContentFromText("other ran", genai.RoleModel)
 		yield(ev, nil)
 	})
-	r, _, key := setup(t, loop(t, "root", 2, asker, other), runner.Config{})
+	r, _, key := setup(t, loop(t, "root", 2, asker, other), runner.Config{Resumable: true})
 	ctx := context.Background()
 	_, id, name := pending(t, runAll(t, r.Run(ctx, user, key.SessionID, userText("go"), nil)))
 	evs := runAll(t, r.Run(ctx, user, key.SessionID, answer(id, name, map[string]any{"value": 42}), nil))

@@ -57,7 +57,7 @@ func TestT6ConfirmationAndLongRunningInOneTurn(t *testing.T) {
 	var runs atomic.Int32
 	both := scripted.Turn{Calls: []*genai.FunctionCall{{Name: "charge_card"}, {Name: "wait"}}}
 	m := scripted.NewSequence("m", both, scripted.Text("all done")).Recording()
-	r, _, key := setup(t, llm(t, "A", m, gatedCharge(t, &runs), waitTool(t)), runner.Config{})
+	r, _, key := setup(t, llm(t, "A", m, gatedCharge(t, &runs), waitTool(t)), runner.Config{Resumable: true})
 	ctx := context.Background()
 	ids := map[string]string{} // by function name
 	for _, ev := range runAll(t, r.Run(ctx, user, key.SessionID, userText("charge and wait"), nil)) {
@@ -94,7 +94,7 @@ func TestT6AnswersToTwoBranchesRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, svc, key := setup(t, par, runner.Config{})
+	r, svc, key := setup(t, par, runner.Config{Resumable: true})
 	ctx := context.Background()
 	ids := map[string]string{} // by author
 	for _, ev := range runAll(t, r.Run(ctx, user, key.SessionID, userText("go"), nil)) {
@@ -148,7 +148,7 @@ func TestT6ApprovalThenCredential(t *testing.T) {
 		return map[string]any{"charged": true}, nil
 	})
 	m := scripted.NewSequence("m", scripted.Call("charge_card", nil), scripted.Text("charged"))
-	r, _, key := setup(t, llm(t, "A", m, tl), runner.Config{})
+	r, _, key := setup(t, llm(t, "A", m, tl), runner.Config{Resumable: true})
 	ctx := context.Background()
 	evs := runAll(t, r.Run(ctx, user, key.SessionID, userText("charge"), nil))
 	var asks []string
@@ -201,7 +201,7 @@ func TestT6PluginStateKeepsApproval(t *testing.T) {
 func TestT5AnswerToRewoundCallRefused(t *testing.T) {
 	var runs atomic.Int32
 	m := scripted.NewSequence("m", scripted.Call("charge_card", nil), scripted.Text("charged"))
-	r, svc, key := setup(t, llm(t, "A", m, gatedCharge(t, &runs)), runner.Config{})
+	r, svc, key := setup(t, llm(t, "A", m, gatedCharge(t, &runs)), runner.Config{Resumable: true})
 	ctx := context.Background()
 	invID, id, name := pending(t, runAll(t, r.Run(ctx, user, key.SessionID, userText("charge"), nil)))
 	if _, err := r.Rewind(ctx, user, key.SessionID, invID); err != nil {
@@ -232,7 +232,7 @@ func TestT3ResumeStartsInterruptedLongRunningTool(t *testing.T) {
 				runs.Add(1)
 				return nil, nil // the ticket is opened; the client answers later
 			})
-			r, svc, key := setup(t, llm(t, "A", scripted.NewSequence("m", scripted.Call("charge_card", nil)), tl), runner.Config{})
+			r, svc, key := setup(t, llm(t, "A", scripted.NewSequence("m", scripted.Call("charge_card", nil)), tl), runner.Config{Resumable: true})
 			ctx := context.Background()
 			var invID string
 			for ev, err := range r.Run(ctx, user, key.SessionID, userText("charge"), nil) {
@@ -268,7 +268,7 @@ func TestT3ResumeRefusesAgentThatCannotResume(t *testing.T) {
 		ev.Content = genai.NewContentFromText("mail sent", genai.RoleModel)
 		yield(ev, nil)
 	})
-	r, svc, key := setup(t, root, runner.Config{})
+	r, svc, key := setup(t, root, runner.Config{Resumable: true})
 	ctx := context.Background()
 	evs := runAll(t, r.Run(ctx, user, key.SessionID, userText("send the mail"), nil))
 	n := stored(t, svc, key).Len()

@@ -29,6 +29,11 @@ import (
 // An invocation interrupted by a crash continues with [Runner.Resume], from
 // what was committed: no tool call whose response was committed runs again.
 //
+// In an application that is not resumable (Config.Resumable), workflow
+// agents write no checkpoints: an answer continues the agent that asked
+// the call, not the workflow around it (ADK's behaviour), and an
+// interrupted invocation of such agents cannot be resumed.
+//
 // However it resumes, the model calls an invocation already made count
 // against its limit (RunOptions.MaxLLMCalls): they are the invocation's
 // events that record a model call (event.Event.LLMCall), counted while the log
@@ -43,7 +48,21 @@ type resumption struct {
 	first       string // author of the invocation's first agent event
 	userContent *genai.Content
 	tree        *agent.Tree
-	llmCalls    int // model calls the invocation made (event.Event.LLMCall)
+	llmCalls    int  // model calls the invocation made (event.Event.LLMCall)
+	noCheckpts  bool // the tree needs checkpoints the application does not write
+}
+
+// withoutCheckpoints reports whether tree has agents that resume from
+// checkpoints (agent.CheckpointResumer) that the application, not
+// resumable (Config.Resumable), does not write.
+func (r *Runner) withoutCheckpoints(tree *agent.Tree) bool {
+	return !r.cfg.Resumable && agent.NeedsCheckpoints(tree.Root())
+}
+
+// errNoCheckpoints is the error of resuming an invocation in the middle of
+// agents whose checkpoints the application does not write.
+func errNoCheckpoints(id string) error {
+	return fmt.Errorf("%w: invocation %s cannot be resumed: its workflow agents record no checkpoints, as the application is not resumable (runner.Config.Resumable)", ErrInvalid, id)
 }
 
 // invocationID returns the id of the invocation to run: the resumed one, or
@@ -76,7 +95,7 @@ func (res *resumption) callBranch() string {
 // (agent.Invocation.Answers).
 func (res *resumption) start(inv *agent.Invocation) (agent.Agent, *agent.Invocation) {
 	ag := res.tree.Find(res.first)
-	if r, ok := ag.(agent.Resumer); !ok || !r.ResumesFromLog() {
+	if r, ok := ag.(agent.Resumer); !ok || !r.ResumesFromLog() || res.noCheckpts {
 		if asker := res.tree.Find(res.asker); asker != nil {
 			ag = asker
 		}
@@ -114,10 +133,12 @@ func (r *Runner) resumption(tree *agent.Tree, sess *session.Session, msg *genai.
 	if len(calls) == 0 && explicitID == "" {
 		return nil, nil // a new invocation: the common case costs nothing
 	}
-	res := &resumption{tree: tree}
+	res := &resumption{tree: tree, noCheckpts: r.withoutCheckpoints(tree)}
 	if len(calls) > 0 { // all of one invocation and one branch (agent.Pending)
 		pc := calls[len(calls)-1]
 		res.id, res.branch, res.asker = pc.InvocationID, pc.Branch, pc.Author
+	} else if res.noCheckpts {
+		return nil, errNoCheckpoints(explicitID)
 	}
 	if explicitID != "" {
 		if res.id != "" && res.id != explicitID {
@@ -223,6 +244,8 @@ func (r *Runner) Resume(ctx context.Context, userID, sessionID, invocationID str
 			}
 			if res.first == "" {
 				res.first = tree.Root().Name() // nothing ran: start afresh
+			} else if r.withoutCheckpoints(tree) {
+				return errNoCheckpoints(invocationID)
 			} else if rs, ok := tree.Find(res.first).(agent.Resumer); !ok || !rs.ResumesFromLog() {
 				if pausedOnOwnCall(sess, invocationID, res.first) {
 					return nil // it stays paused until its call is answered

@@ -311,10 +311,12 @@ func (s *Session) CreateTime() time.Time {
 }
 
 // MarshalJSON encodes the session in ADK's wire format:
-// {"id","appName","userId","state","events","lastUpdateTime"}. An event the
-// session keeps encoded is written as it is, once checked to be JSON; one
-// that is not (a damaged store) is written as the event decoding it gives,
-// which says it is unreadable.
+// {"id","appName","userId","state","events","lastUpdateTime"}, each event
+// in the wire form (event.Event.MarshalJSON). An event the session keeps
+// encoded, in the stored form, is written as its wire form
+// (event.AppendStoredAsWire) once checked to be JSON; one that is not (a
+// damaged store) is written as the event decoding it gives, which says it
+// is unreadable.
 func (s *Session) MarshalJSON() ([]byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -341,8 +343,9 @@ func (s *Session) MarshalJSON() ([]byte, error) {
 		}
 		if ev == nil {
 			if raw := s.raw[i]; json.Valid(raw) {
-				buf = append(buf, raw...)
-				continue
+				if buf, err = event.AppendStoredAsWire(buf, raw); err == nil {
+					continue
+				}
 			}
 			if d == nil {
 				d = new(event.Decoder)
@@ -653,7 +656,7 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	enc, _ := s.store.(EncodedAppender)
 	if enc != nil {
 		var err error
-		if data, err = ev.MarshalJSON(); err != nil {
+		if data, err = ev.MarshalStored(); err != nil {
 			ev.ID, ev.Timestamp, ev.Actions.StateDelta = origID, origTime, fullDelta
 			return fmt.Errorf("session: append event: %w: encode event: %w", ErrInvalid, err)
 		}

@@ -38,6 +38,11 @@ func newActivities(apps []*runner.Runner) (*activities, error) {
 		if r == nil {
 			return nil, errors.New("temporal: nil runner")
 		}
+		if !r.Resumable() {
+			// Each step resumes the invocation from the log: workflow
+			// agents need their checkpoints for it.
+			return nil, fmt.Errorf("temporal: app %q is not resumable: set runner.Config.Resumable to run it on Temporal", r.AppName())
+		}
 		if _, dup := a.apps[r.AppName()]; dup {
 			return nil, fmt.Errorf("temporal: two apps named %q", r.AppName())
 		}

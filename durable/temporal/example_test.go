@@ -29,7 +29,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	app, err := runner.New(runner.Config{AppName: "helpdesk", Agent: root, Sessions: sessions})
+	app, err := runner.New(runner.Config{AppName: "helpdesk", Agent: root, Sessions: sessions, Resumable: true})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -81,6 +81,7 @@ var cases = []testCase{
 	{"S10ClosedStore", testS10Closed},
 	{"S10DeletedSession", testS10Deleted},
 	{"E1IDsAndTimestamps", testE1IDs},
+	{"E5MarksStored", testE5MarksStored},
 	{"CreateGeneratedID", testCreateGeneratedID},
 	{"GetMissing", testGetMissing},
 	{"Delete", testDelete},
