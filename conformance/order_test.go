@@ -1,10 +1,12 @@
 package conformance_test
 
 import (
+	"bytes"
 	"context"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -104,5 +106,22 @@ func TestParallelToolCallsInCallOrder(t *testing.T) {
 	}
 	if res := serveTwoTools(t, failing(), root).Run(ctx, cs, conformance.StreamingNone); !res.Passed() {
 		t.Fatalf("replay failed: %v", res.Err)
+	}
+	// ADK records a call without arguments as "args: {}" (exit_loop in
+	// ADK's loop case): that replays too.
+	path := conformance.RecordingsPath(cs.Dir, conformance.StreamingNone)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withArgs := regexp.MustCompile(`(?m)^(\s+)tool_call:\n`).ReplaceAll(b, []byte("${1}tool_call:\n${1}  args: {}\n"))
+	if bytes.Count(withArgs, []byte("args: {}")) != 2 {
+		t.Fatalf("the rewritten recordings do not hold two empty args:\n%s", withArgs)
+	}
+	if err := os.WriteFile(path, withArgs, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := serveTwoTools(t, failing(), root).Run(ctx, cs, conformance.StreamingNone); !res.Passed() {
+		t.Fatalf("replay of calls recorded with empty args failed: %v", res.Err)
 	}
 }

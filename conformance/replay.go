@@ -449,10 +449,14 @@ func (s *replayState) tool(tc tool.Context, name string, args map[string]any) (*
 	if rec.Call.Name != name {
 		return nil, fmt.Errorf("%w: tool call %d of agent %s: want %s, got %s", ErrReplay, i, agentName, rec.Call.Name, name)
 	}
+	want := rec.Call.Args
 	if len(args) == 0 {
-		args = nil // recorded without arguments, the call's args are absent
+		args = nil // no arguments: absent or {}, recorded either way
 	}
-	if d := Diff("args", normalizeData(anyMap(rec.Call.Args)), normalizeData(anyMap(args))); len(d) > 0 {
+	if len(want) == 0 {
+		want = nil
+	}
+	if d := Diff("args", normalizeData(anyMap(want)), normalizeData(anyMap(args))); len(d) > 0 {
 		m := &Mismatch{What: fmt.Sprintf("tool call %d (%s) of agent %s", i, name, agentName), Differences: d}
 		return nil, fmt.Errorf("%w: %s", ErrReplay, m.Error())
 	}
