@@ -353,3 +353,49 @@ func TestT3CustomAgentAnswers(t *testing.T) {
 		t.Fatal("the second pass paused on the answered call")
 	}
 }
+
+// TestT7InterimResultAndResumability: a long-running tool's interim result
+// goes back to the model at once in an application that is not resumable,
+// as in ADK (the model can tell the user the request is under way), and the
+// call still waits for the client's final answer, which the model then
+// gets; a resumable application pauses at the interim result instead, as
+// ADK's resumable apps do. Either way the tool runs once (CONFORMANCE T7).
+func TestT7InterimResultAndResumability(t *testing.T) {
+	for _, resumable := range []bool{false, true} {
+		var runs atomic.Int32
+		turns := []scripted.Turn{scripted.Call("charge_card", nil), scripted.Text("submitted"), scripted.Text("charged")}
+		if resumable {
+			turns = []scripted.Turn{scripted.Call("charge_card", nil), scripted.Text("charged")}
+		}
+		m := scripted.NewSequence("m", turns...).Recording()
+		r, _, key := setup(t, llm(t, "A", m, pauseKinds[2].tool(t, &runs)), runner.Config{Resumable: resumable})
+		ctx := context.Background()
+		first := runAll(t, r.Run(ctx, user, key.SessionID, userText("charge"), nil))
+		wantFirst := 1
+		if !resumable {
+			wantFirst = 2 // the call, then the model with the interim result
+			if last := first[len(first)-1]; last.Text() != "submitted" {
+				t.Fatalf("resumable=%v: the turn ended with %q, want the model's answer to the interim result", resumable, last.Text())
+			}
+		}
+		if n := len(m.Requests()); n != wantFirst {
+			t.Fatalf("resumable=%v: the model was called %d times in the first turn, want %d", resumable, n, wantFirst)
+		}
+		_, id, name := pending(t, first)
+		evs := runAll(t, r.Run(ctx, user, key.SessionID, pauseKinds[2].answer(id, name), nil))
+		if last := evs[len(evs)-1]; last.Text() != "charged" {
+			t.Fatalf("resumable=%v: the answer ended with %q, want the model's answer to it", resumable, last.Text())
+		}
+		reqs := m.Requests()
+		if n := len(reqs); n != wantFirst+1 {
+			t.Fatalf("resumable=%v: the model was called %d times, want %d", resumable, n, wantFirst+1)
+		}
+		last := reqs[len(reqs)-1].Contents
+		if fr := last[len(last)-1].Parts[0].FunctionResponse; fr == nil || fr.Response["status"] != "done" {
+			t.Fatalf("resumable=%v: the model's last request ends with %v, want the final answer", resumable, last[len(last)-1])
+		}
+		if n := runs.Load(); n != 1 {
+			t.Fatalf("resumable=%v: the tool ran %d times, want 1", resumable, n)
+		}
+	}
+}

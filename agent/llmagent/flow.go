@@ -123,17 +123,27 @@ func (a *Agent) step(ctx context.Context, inv *agent.Invocation, files *fileCach
 	if len(calls) == 0 {
 		return a, true
 	}
-	return a.afterCalls(ctx, inv, calls, nil, tools, len(ev.LongRunningToolIDs) > 0, yield)
+	// A long-running call pauses the invocation once its tool ran: in a
+	// resumable application always, as ADK pauses there; otherwise only
+	// while its tool has given no result (afterCalls), and an interim
+	// result goes back to the model, as in ADK's loop. Either way the call
+	// stays pending until the client's answer (agent.Pending).
+	return a.afterCalls(ctx, inv, calls, nil, tools, len(ev.LongRunningToolIDs) > 0 && inv.Resumable(), yield)
 }
 
 // afterCalls runs function calls (with the confirmation answers, if any),
 // commits their responses, asks for confirmations the calls need, and
-// decides how the agent goes on.
+// decides how the agent goes on. longRunning says that a pausing call of
+// the agent waits for the client; a long-running call whose tool returned
+// nothing among calls makes it so.
 func (a *Agent) afterCalls(ctx context.Context, inv *agent.Invocation, calls []*genai.FunctionCall, answers []agent.ToolResume,
 	tools map[string]tool.Tool, longRunning bool, yield func(*event.Event, error) bool) (next agent.Agent, ok bool) {
 	resEv := a.runCalls(ctx, inv, calls, answers, tools)
 	if resEv != nil && !yield(resEv, nil) {
 		return nil, false
+	}
+	if resEv != nil && len(resEv.StartedCalls()) > 0 {
+		longRunning = true
 	}
 	if final, err := a.structuredAnswer(inv, tools, resEv); err != nil || final != nil {
 		if err != nil {

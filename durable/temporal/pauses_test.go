@@ -188,7 +188,7 @@ func supportDeskOver(svc *session.Service, plugins ...*plugin.Plugin) (*runner.R
 	if err != nil {
 		return nil, err
 	}
-	return runner.New(runner.Config{AppName: "workflow", Agent: root, Sessions: svc, Plugins: plugins})
+	return runner.New(runner.Config{AppName: "workflow", Agent: root, Sessions: svc, Plugins: plugins, Resumable: true})
 }
 
 // refund is the support desk's conversation through its approval.
@@ -245,7 +245,7 @@ func toolApp(t *testing.T, tl tool.Tool) *runner.Runner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := runner.New(runner.Config{AppName: "tools", Agent: a, Sessions: memsession.NewService()})
+	r, err := runner.New(runner.Config{AppName: "tools", Agent: a, Sessions: memsession.NewService(), Resumable: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +394,7 @@ func taskApp(t *testing.T) *runner.Runner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := runner.New(runner.Config{AppName: "tasks", Agent: coordinator, Sessions: memsession.NewService()})
+	r, err := runner.New(runner.Config{AppName: "tasks", Agent: coordinator, Sessions: memsession.NewService(), Resumable: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +446,7 @@ func remoteApp(t *testing.T, dir string) *runner.Runner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := runner.New(runner.Config{AppName: "remote", Agent: remote, Sessions: memsession.NewService()})
+	r, err := runner.New(runner.Config{AppName: "remote", Agent: remote, Sessions: memsession.NewService(), Resumable: true})
 	if err != nil {
 		t.Fatal(err)
 	}
