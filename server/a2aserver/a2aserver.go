@@ -83,7 +83,9 @@ type Config struct {
 // taken as the answer to the call of its id (ADK's own form); otherwise a
 // plain data part is the response object of each call, and text answers a
 // confirmation (yes, y, ok, approve, approved, confirm, true: approved;
-// anything else: rejected) or, for another call, is the response
+// anything else: rejected), a workflow node's input request
+// (adk_request_input) as the response {"result": text}, as Loom's other
+// clients send it, or, for another call, is the response
 // {"response": text}. A reply that answers nothing (neither text nor
 // data, or an explicit response to a call the task does not wait for) is
 // refused with invalid params and leaves the task paused.

@@ -26,6 +26,7 @@ func TestApproves(t *testing.T) {
 func TestAnswers(t *testing.T) {
 	confirm := &genai.FunctionCall{ID: "c1", Name: event.FunctionRequestConfirmation}
 	tool := &genai.FunctionCall{ID: "t1", Name: "open_ticket"}
+	input := &genai.FunctionCall{ID: "i1", Name: "adk_request_input"}
 	for _, tc := range []struct {
 		name  string
 		calls []*genai.FunctionCall
@@ -35,6 +36,7 @@ func TestAnswers(t *testing.T) {
 		{"text approves", []*genai.FunctionCall{confirm}, []a2a.Part{a2a.TextPart{Text: "yes"}}, []map[string]any{{"confirmed": true}}},
 		{"text rejects", []*genai.FunctionCall{confirm}, []a2a.Part{a2a.TextPart{Text: "no way"}}, []map[string]any{{"confirmed": false}}},
 		{"text answers a tool", []*genai.FunctionCall{tool}, []a2a.Part{a2a.TextPart{Text: "done"}}, []map[string]any{{"response": "done"}}},
+		{"text answers an input request", []*genai.FunctionCall{input}, []a2a.Part{a2a.TextPart{Text: "yes"}}, []map[string]any{{"result": "yes"}}},
 		{"data answers both", []*genai.FunctionCall{confirm, tool}, []a2a.Part{a2a.DataPart{Data: map[string]any{"confirmed": true}}}, []map[string]any{{"confirmed": true}, {"confirmed": true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
