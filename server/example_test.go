@@ -184,3 +184,33 @@ func ExampleConfig_authorizeAppState() {
 	// ada 403
 	// admin 200
 }
+
+// A handler of its own that streams events bounds each write with a
+// StreamWriter: a client that stops reading for 30 s is cut off.
+func ExampleNewStreamWriter() {
+	ticks := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := server.NewStreamWriter(r.Context(), w, server.DefaultStreamWriteTimeout)
+		defer sw.Close()
+		sw.Header().Set("Content-Type", "text/event-stream")
+		for i := range 3 {
+			if _, err := fmt.Fprintf(sw, "data: %d\n\n", i); err != nil {
+				return // the client is gone, or stalled
+			}
+			sw.Flush()
+		}
+	})
+	ts := httptest.NewServer(ticks)
+	defer ts.Close()
+	resp, err := http.Get(ts.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Print(strings.ReplaceAll(string(body), "\n\n", "\n"))
+	// Output:
+	// data: 0
+	// data: 1
+	// data: 2
+}

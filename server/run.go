@@ -148,11 +148,11 @@ func (s *Server) runSSE(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer done()
-	st := &sseStream{ctx: ctx, w: w, rc: http.NewResponseController(w), timeout: s.cfg.StreamWriteTimeout}
-	// Cancelling the invocation ends a write blocked on a client that
-	// stopped reading; without this the handler would wait in Write, and
-	// the invocation hold the session, for as long as the client stalls.
-	st.stopCancel = context.AfterFunc(ctx, st.cancel)
+	// The writer's deadline, moved to now when the invocation is
+	// cancelled, ends a write blocked on a client that stopped reading;
+	// without it the handler would wait in Write, and the invocation hold
+	// the session, for as long as the client stalls.
+	st := &sseStream{sw: NewStreamWriter(ctx, w, s.cfg.StreamWriteTimeout)}
 	defer st.close()
 	for ev, err := range events {
 		if err != nil {
@@ -176,18 +176,15 @@ func (s *Server) runSSE(w http.ResponseWriter, r *http.Request) error {
 // sseStream writes server-sent event frames, sending the response header
 // with the first one so that errors before it get a normal JSON response.
 //
-// Every write to the connection (a frame's Write, a flush) gets a write
-// deadline timeout from its start, so a client that stops reading is cut
-// off instead of blocking the handler, and the invocation with it, for
-// good; cancelling the invocation moves the deadline to now.
+// Every write to the connection (a frame's Write, a flush) goes through a
+// StreamWriter: it gets a write deadline of the server's
+// StreamWriteTimeout, so a client that stops reading is cut off instead
+// of blocking the handler, and the invocation with it, for good; and
+// cancelling the invocation moves the deadline to now.
 type sseStream struct {
-	ctx        context.Context // the invocation's
-	w          http.ResponseWriter
-	rc         *http.ResponseController
-	timeout    time.Duration // per write; not positive: none
-	stopCancel func() bool   // unregisters cancel
-	started    bool
-	buf        []byte
+	sw      *StreamWriter
+	started bool
+	buf     []byte
 
 	// mu orders writes and the delayed flush; the fields below are its.
 	mu      sync.Mutex
@@ -195,48 +192,6 @@ type sseStream struct {
 	pending bool        // written, not yet flushed
 	flusher *time.Timer // flushes what is pending flushDelay after it was written
 	closed  bool
-
-	// dl guards the write deadline, which cancel sets while a write may
-	// hold mu; the fields below are its.
-	dl        sync.Mutex
-	cancelled bool // the invocation's context is done
-	ended     bool // the handler is done with the connection
-}
-
-// cancelWriteTimeout bounds the writes of a stream whose invocation was
-// cancelled: the frame that reports the cancellation, and what is left to
-// flush.
-const cancelWriteTimeout = time.Second
-
-// cancel runs when the invocation's context is done: a write in progress
-// fails at once, and later writes get cancelWriteTimeout at most. A write
-// that started once the context was done (the frame that reports the
-// cancellation, say) has its deadline already (arm), and keeps it: cancel
-// runs in a goroutine of its own, maybe after that write began.
-func (st *sseStream) cancel() {
-	st.dl.Lock()
-	defer st.dl.Unlock()
-	if st.ended || st.cancelled {
-		return
-	}
-	st.cancelled = true
-	_ = st.rc.SetWriteDeadline(time.Now())
-}
-
-// arm sets the deadline of the write about to start.
-func (st *sseStream) arm() {
-	st.dl.Lock()
-	defer st.dl.Unlock()
-	if st.ctx.Err() != nil {
-		st.cancelled = true
-	}
-	d := st.timeout
-	if st.cancelled && (d <= 0 || d > cancelWriteTimeout) {
-		d = cancelWriteTimeout
-	}
-	if d > 0 {
-		_ = st.rc.SetWriteDeadline(time.Now().Add(d)) // http.ErrNotSupported: nothing to bound
-	}
 }
 
 // flushDelay is how long a written frame may wait in the response buffer
@@ -251,11 +206,11 @@ func (st *sseStream) start() {
 		return
 	}
 	st.started = true
-	h := st.w.Header()
+	h := st.sw.Header()
 	for _, kv := range sseHeaders {
 		h[kv.key] = kv.value
 	}
-	st.w.WriteHeader(http.StatusOK)
+	st.sw.WriteHeader(http.StatusOK)
 }
 
 // sseHeaders are the headers of an event stream, in canonical form. Every
@@ -280,8 +235,7 @@ func (st *sseStream) write(frame []byte) bool {
 	if st.broken {
 		return false
 	}
-	st.arm()
-	if _, err := st.w.Write(frame); err != nil {
+	if _, err := st.sw.Write(frame); err != nil {
 		st.broken = true
 		return false
 	}
@@ -304,37 +258,29 @@ func (st *sseStream) flush() {
 		return
 	}
 	st.pending = false
-	st.arm()
-	if err := st.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+	if err := st.sw.FlushError(); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		st.broken = true
 	}
 }
 
 // close ends the delayed flushes and sends what is left, within the write
 // deadline, before the handler returns. Then, unless the client is gone,
-// it lifts the deadline: the connection may serve more requests (or the
-// JSON error of a stream that never started).
+// the writer lifts the deadline: the connection may serve more requests
+// (or the JSON error of a stream that never started).
 func (st *sseStream) close() {
-	st.stopCancel()
 	st.mu.Lock()
-	defer st.mu.Unlock()
 	st.closed = true
 	if st.flusher != nil {
 		st.flusher.Stop()
 	}
 	if st.started && st.pending && !st.broken {
 		st.pending = false
-		st.arm()
-		if err := st.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		if err := st.sw.FlushError(); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			st.broken = true
 		}
 	}
-	st.dl.Lock()
-	defer st.dl.Unlock()
-	st.ended = true
-	if !st.broken {
-		_ = st.rc.SetWriteDeadline(time.Time{})
-	}
+	st.mu.Unlock()
+	st.sw.Close()
 }
 
 // frame writes "data: <json>\n\n" for v.

@@ -625,12 +625,22 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	if err != nil {
 		return fmt.Errorf("session: append event %s: %w", ev.ID, err)
 	}
-	if err := checkEvent(ev); err != nil {
+	foreign, err := checkEvent(ev)
+	if err != nil {
 		return fmt.Errorf("session: append event: %w", err)
 	}
 	// Fill in the committed form in place (no copy of the event on this
 	// hot path) and put the caller's values back if the store fails.
 	origID, origTime, fullDelta := ev.ID, ev.Timestamp, ev.Actions.StateDelta
+	var orig *event.Event // the caller's event, when its free-form values change
+	if foreign {
+		orig = new(event.Event)
+		*orig = *ev
+		if err := eventJSONForm(ev); err != nil {
+			*ev = *orig
+			return fmt.Errorf("session: append event %s: %w: %w", ev.ID, ErrInvalid, err)
+		}
+	}
 	if ev.ID == "" {
 		ev.ID = s.newID()
 	}
@@ -658,6 +668,9 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 		var err error
 		if data, err = ev.MarshalStored(); err != nil {
 			ev.ID, ev.Timestamp, ev.Actions.StateDelta = origID, origTime, fullDelta
+			if orig != nil {
+				*ev = *orig
+			}
 			return fmt.Errorf("session: append event: %w: encode event: %w", ErrInvalid, err)
 		}
 	}
@@ -689,6 +702,9 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	if err != nil {
 		id := ev.ID
 		ev.ID, ev.Timestamp, ev.Actions.StateDelta = origID, origTime, fullDelta
+		if orig != nil {
+			*ev = *orig
+		}
 		return fmt.Errorf("session: append event %s: %w", id, err)
 	}
 	size := eventSize(ev)

@@ -94,6 +94,7 @@ var cases = []testCase{
 	{"OddKeys", testOddKeys},
 	{"StateValues", testStateValues},
 	{"StateJSONForm", testStateJSONForm},
+	{"EventJSONForm", testEventJSONForm},
 	{"V1InvalidValues", testV1InvalidValues},
 	{"V1LimitValues", testV1LimitValues},
 	{"V2InvalidEvents", testV2InvalidEvents},
