@@ -28,9 +28,9 @@ var ErrReplay = errors.New("conformance: replay mismatch")
 // Options restrict the case directories the plugins read and write.
 type Options struct {
 	// Roots are the directories case directories must lie in; a request
-	// naming another directory fails. Relative directories of requests
-	// are taken relative to the first root. Empty: the current
-	// directory.
+	// naming another directory fails. A relative directory in a request
+	// is relative to the working directory, as ADK's servers read it.
+	// Empty: the working directory.
 	Roots []string
 }
 
@@ -93,9 +93,6 @@ func (o *Options) resolve(dir string) (string, error) {
 	roots := o.Roots
 	if len(roots) == 0 {
 		roots = []string{"."}
-	}
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(roots[0], dir)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
