@@ -56,3 +56,17 @@ func TestFullCardURL(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamOfOneFinishedTask: a stream whose only event is the finished
+// task (a server may answer so) yields the task's artifacts.
+func TestStreamOfOneFinishedTask(t *testing.T) {
+	base := fakeServer(t, true, func(w http.ResponseWriter, id string) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"jsonrpc":"2.0","id":`+id+`,"result":{"kind":"task","id":"t1","contextId":"c1","status":{"state":"completed"},"artifacts":[{"artifactId":"a","parts":[{"kind":"text","text":"all done"}]}]}}`+"\n\n")
+	})
+	r := newRunner(t, newRemote(t, "fake", base))
+	evs, _ := turn(t, r, "s", user("hello"))
+	if len(evs) != 1 || evs[0].ErrorCode != "" || text(evs) != "all done\n" {
+		t.Errorf("events %+v (text %q), want the task's artifact", evs, text(evs))
+	}
+}

@@ -318,6 +318,7 @@ type stream struct {
 
 	streaming bool
 	snapshot  *a2a.Task // the last task snapshot of a stream
+	news      bool      // an update came after the snapshot
 	ended     bool      // a final state was handled
 }
 
@@ -365,7 +366,7 @@ func (s *stream) handle(ev a2a.Event) bool {
 			// A stream starts with a snapshot of the task, whose status
 			// may still be the one a reply answers: it counts only if
 			// the stream ends without news (see end).
-			s.snapshot = v
+			s.snapshot, s.news = v, false
 			return true
 		}
 		for _, art := range v.Artifacts {
@@ -375,10 +376,10 @@ func (s *stream) handle(ev a2a.Event) bool {
 		}
 		return s.status(v.Status, v.Status.State.Terminal() || v.Status.State == a2a.TaskStateInputRequired || v.Status.State == a2a.TaskStateAuthRequired)
 	case *a2a.TaskStatusUpdateEvent:
-		s.ids = ids{task: string(v.TaskID), context: v.ContextID}
+		s.ids, s.news = ids{task: string(v.TaskID), context: v.ContextID}, true
 		return s.status(v.Status, v.Final)
 	case *a2a.TaskArtifactUpdateEvent:
-		s.ids = ids{task: string(v.TaskID), context: v.ContextID}
+		s.ids, s.news = ids{task: string(v.TaskID), context: v.ContextID}, true
 		if v.Artifact == nil {
 			return true
 		}
@@ -478,6 +479,16 @@ func (s *stream) fail(err error) {
 func (s *stream) end() {
 	if !s.ended && s.snapshot != nil {
 		if st := s.snapshot.Status.State; st.Terminal() || st == a2a.TaskStateInputRequired || st == a2a.TaskStateAuthRequired {
+			// A stream of the finished task alone: its artifacts are the
+			// answer, as in a reply to message/send.
+			for _, art := range s.snapshot.Artifacts {
+				if s.news {
+					break
+				}
+				if !s.emit(art.Parts, false) {
+					return
+				}
+			}
 			s.status(s.snapshot.Status, true)
 		}
 	}
