@@ -62,7 +62,7 @@ func TestPathTemplateWithQuery(t *testing.T) {
 // load here too, each guess reported as a warning: schema types outside
 // JSON Schema's seven ("Any", "Unknown") are dropped, known ones in another
 // case are lower-cased, type lists keep their valid entries, and a missing
-// info (or its title or version) is filled in. OpenAPI 3.1 keeps lists of
+// info (or its title or version) is filled in, and so are missing paths. OpenAPI 3.1 keeps lists of
 // types; 3.0, which has none, reads a list as nullable and anyOf.
 func TestSanitisedSpecs(t *testing.T) {
 	quiet := slog.New(slog.DiscardHandler)
@@ -152,6 +152,14 @@ components:
 	}
 	if w := clean.Warnings(); len(w) != 0 {
 		t.Errorf("warnings for a clean document: %q", w)
+	}
+	// A document without paths has no operations.
+	empty, err := openapitool.New(context.Background(), openapitool.Config{Spec: []byte(`{"openapi": "3.0.0", "info": {"title": "Integration"}}`), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(empty.Warnings(), "\n"); len(names(t, empty)) != 0 || !strings.Contains(w, "paths is missing") || !strings.Contains(w, "info.version") {
+		t.Errorf("no paths: tools %v, warnings %q", names(t, empty), w)
 	}
 	// Still refused: what ADK cannot use either.
 	if _, err := openapitool.New(context.Background(), openapitool.Config{Spec: []byte("openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths: []\n")}); err == nil {

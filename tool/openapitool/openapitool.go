@@ -49,7 +49,7 @@
 // lower-cased, a type that is not one of JSON Schema's seven ("Any",
 // "Unknown") is dropped, leaving the schema untyped, and a list of types
 // keeps its valid entries; a missing info, info.title or info.version is
-// filled in. A path template may carry a query string
+// filled in, and a document without paths has no operations. A path template may carry a query string
 // ("/get?petId={petId}"): it is sent with the request, its placeholders
 // filled from path parameters.
 //

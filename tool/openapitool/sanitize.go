@@ -61,6 +61,10 @@ func sanitize(data []byte) ([]byte, []string) {
 			s.warn(fmt.Sprintf("info.version is missing: the document's version is %q", unknownVersion))
 		}
 	}
+	if _, present := root["paths"]; !present {
+		root["paths"] = map[string]any{}
+		s.warn("paths is missing: the document has no operations")
+	}
 	s.walk(root, "#", false)
 	if len(s.warnings) == 0 {
 		return data, nil
