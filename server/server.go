@@ -26,7 +26,11 @@
 // named by the user_id query parameter (or bound by [Config.Authenticate]),
 // in the {app} of the path or the app_name parameter. Without a user the
 // session route answers an empty list and the event route 404, as it does
-// for an event of another user's session.
+// for an event of another user's session; except in the development
+// setting (no Config.Authenticate, only loopback names in
+// Config.AllowedHosts, a client on a loopback address), where a request
+// naming no user, as ADK's web UI sends them, reads the traces of any
+// user.
 //
 // # Exposure
 //
