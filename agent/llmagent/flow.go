@@ -70,11 +70,16 @@ func (a *Agent) step(ctx context.Context, inv *agent.Invocation, files *fileCach
 		yield(nil, err)
 		return nil, false
 	}
-	resp, called, ok := a.callModel(ctx, inv, cc, req, yield)
+	// One id for the model call, as in ADK: its partial events and the
+	// complete event that ends it share it, so clients can tell the chunks
+	// of one response from the next.
+	callEventID := event.NewID()
+	resp, called, ok := a.callModel(ctx, inv, cc, req, callEventID, yield)
 	if !ok {
 		return nil, false
 	}
 	ev := inv.NewEvent()
+	ev.ID = callEventID
 	ev.Response = *resp
 	ev.Partial = false
 	if called {
@@ -179,7 +184,8 @@ func (a *Agent) afterCalls(ctx context.Context, inv *agent.Invocation, calls []*
 // events through yield) and the after-model callbacks, and returns the
 // complete response. called reports that the model was called (counted by
 // CountLLMCall): false when a before-model callback answered instead.
-func (a *Agent) callModel(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, req *model.Request,
+// Partial events get the id eventID.
+func (a *Agent) callModel(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, req *model.Request, eventID string,
 	yield func(*event.Event, error) bool) (resp *model.Response, called, ok bool) {
 	if a.callbacksMayEdit(inv) {
 		req.Contents = cloneContents(req.Contents)
@@ -199,7 +205,7 @@ func (a *Agent) callModel(ctx context.Context, inv *agent.Invocation, cc *agent.
 		yield(nil, err)
 		return nil, false, false
 	}
-	resp, ok = a.generate(ctx, inv, cc, req, yield)
+	resp, ok = a.generate(ctx, inv, cc, req, eventID, yield)
 	return resp, true, ok
 }
 
@@ -222,9 +228,10 @@ func cloneContents(contents []*genai.Content) []*genai.Content {
 	return out
 }
 
-// generate calls the model, streaming partial events through yield, and
-// runs the model-error or after-model callbacks on what it returned.
-func (a *Agent) generate(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, req *model.Request,
+// generate calls the model, streaming partial events (with the id
+// eventID) through yield, and runs the model-error or after-model
+// callbacks on what it returned.
+func (a *Agent) generate(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, req *model.Request, eventID string,
 	yield func(*event.Event, error) bool) (*model.Response, bool) {
 	// The loop body sets only st and leaves by break: every variable it
 	// captured or returned from would take an allocation of its own.
@@ -251,6 +258,7 @@ func (a *Agent) generate(ctx context.Context, inv *agent.Invocation, cc *agent.C
 			}
 			st.agg.add(resp)
 			pe := inv.NewEvent()
+			pe.ID = eventID
 			pe.Response = *resp
 			if _, ok := a.cfg.Planner.(PlanReActPlanner); ok {
 				if st.plan == nil {
