@@ -475,11 +475,18 @@ func answerAt(answers []agent.ToolResume, i int) agent.ToolResume {
 // rejected.
 const RejectedMessage = "This tool call is rejected."
 
+// PendingConfirmationMessage is the error that answers a call while it
+// waits for a person's approval, as ADK answers it. Once the call has run
+// (or been rejected), the model sees only that final response.
+const PendingConfirmationMessage = "This tool call requires confirmation, please approve or reject."
+
 // runCall runs one function call with its callbacks. Unknown tools, tool
 // errors and panics become error responses the model can read. A call that
-// needs a confirmation or credential it does not have produces no response:
-// it records the request in the actions instead. resume carries the client's
-// answer when the call runs again after such a request.
+// needs a confirmation it does not have records the request in the actions
+// and is answered, for now, by PendingConfirmationMessage (or by the result
+// of a tool that asked from inside Run), as in ADK; one that needs a
+// credential records the request and produces no response. resume carries
+// the client's answer when the call runs again after such a request.
 func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.FunctionCall, resume agent.ToolResume, tools map[string]tool.Tool) callResult {
 	tc := agent.NewResumedToolContext(inv, fc.ID, resume)
 	answer := resume.Confirmation
@@ -510,7 +517,7 @@ func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.Fu
 		if c, ok := t.(tool.Confirmable); ok {
 			if required, hint := c.ConfirmationRequired(ctx, args); required {
 				tc.RequestConfirmation(hint, nil)
-				return pending() // fails closed: the tool does not run
+				return respond(map[string]any{"error": PendingConfirmationMessage}) // fails closed: the tool does not run
 			}
 		}
 	}
@@ -524,8 +531,16 @@ func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.Fu
 		}
 	}
 	res, err := safeRun(ctx, t, tc, args)
-	if (answer == nil && tc.ConfirmationRequested()) || (resume.Credential == nil && tc.CredentialRequested()) {
-		return pending() // the tool asked the client for approval or credentials: its result waits
+	if answer == nil && tc.ConfirmationRequested() {
+		// The tool asked for approval: what it returned is the interim
+		// response; it runs again once approved.
+		if err != nil || res == nil {
+			res = map[string]any{"error": PendingConfirmationMessage}
+		}
+		return respond(res)
+	}
+	if resume.Credential == nil && tc.CredentialRequested() {
+		return pending() // the tool asked the client for credentials: its result waits
 	}
 	if err != nil {
 		for _, cb := range chain(inv.Callbacks().OnToolError, a.cfg.OnToolError) {
