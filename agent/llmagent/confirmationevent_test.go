@@ -10,7 +10,6 @@ import (
 	"github.com/loomkit/loom/tool/functiontool"
 )
 
-
 func requested[V any](m map[string]V, id string) bool { _, ok := m[id]; return ok }
 
 // TestT2ConfirmationPendingResponse: as in ADK, a call waiting for approval
