@@ -95,7 +95,7 @@ func (s *Server) builderRead(w http.ResponseWriter, r *http.Request) error {
 // builderSave serves POST /dev/apps/{app}/builder/save: a multipart form
 // of "files" (each named "APP/PATH" or "PATH"), written to the app's draft
 // (tmp=true) or to the app. Writing changes files on the server's disk:
-// it is allowed only in the development setting (see devTraces), and a
+// it is allowed only in the development setting (see devSetting), and a
 // file holding an "args" key anywhere, which can make the app run code, is
 // refused as ADK refuses it.
 func (s *Server) builderSave(w http.ResponseWriter, r *http.Request) error {
@@ -189,7 +189,7 @@ func (s *Server) builderWriter(r *http.Request) (string, error) {
 	if s.cfg.AppFiles == nil {
 		return "", &detailError{detail: "this server has no app files to edit", err: errNotFound}
 	}
-	if !s.devTraces(r) {
+	if !s.devSetting(r) {
 		return "", &detailError{detail: "the agent builder writes files only on a development server (no authentication, loopback hosts and clients)", err: errForbidden}
 	}
 	return app, nil

@@ -30,7 +30,7 @@ type TraceQuery struct {
 	SessionID string
 	// AnyUser asks for the session or event of any user. The server sets
 	// it only for a request that names no user in the development setting
-	// (see Server.devTraces), which is what ADK's web UI sends.
+	// (see Server.devSetting), which is what ADK's web UI sends.
 	AnyUser bool
 }
 
@@ -76,19 +76,19 @@ func (s *Server) traceQuery(r *http.Request) (q TraceQuery, ok bool, err error) 
 	if err := checkID("user id", q.UserID); err != nil {
 		return q, false, err
 	}
-	if q.UserID == "" && s.devTraces(r) {
+	if q.UserID == "" && s.devSetting(r) {
 		q.AnyUser = true
 	}
 	return q, q.UserID != "" || q.AnyUser, nil
 }
 
-// devTraces reports whether r comes in the development setting, where one
+// devSetting reports whether r comes in the development setting, where one
 // person runs the server on their machine and ADK's web UI reads traces
 // without naming a user: no Config.Authenticate, no Config.AllowedHosts
 // but loopback names (so the Host header names the loopback interface)
 // and a client on a loopback address. A server reached from elsewhere, or
 // with users, keeps every trace to its owner.
-func (s *Server) devTraces(r *http.Request) bool {
+func (s *Server) devSetting(r *http.Request) bool {
 	if s.cfg.Authenticate != nil {
 		return false
 	}
