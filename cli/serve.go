@@ -129,7 +129,7 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 			return err
 		}
 	}
-	cfg := server.Config{Apps: runners, AllowedOrigins: splitList(*origins), AllowedHosts: allowed, Version: version(), Traces: traceRoutes{tel}, Mounts: mounts, Status: statusOf(apps)}
+	cfg := server.Config{Apps: runners, AllowedOrigins: splitList(*origins), AllowedHosts: allowed, Version: version(), Traces: traceRoutes{tel}, Mounts: mounts, Status: statusOf(apps), AppFiles: appFilesOf(apps)}
 	cfg.Evals, _ = evalStore(&o, svc, *evals)
 	cfg.EvalMetrics = p.EvalMetrics
 	if name := cmp.Or(o.model, defaultModel(env.Getenv)); name != "" {

@@ -26,7 +26,11 @@
 // named by the user_id query parameter (or bound by [Config.Authenticate]),
 // in the {app} of the path or the app_name parameter. Without a user the
 // session route answers an empty list and the event route 404, as it does
-// for an event of another user's session.
+// for an event of another user's session; except in the development
+// setting (no Config.Authenticate, only loopback names in
+// Config.AllowedHosts, a client on a loopback address), where a request
+// naming no user, as ADK's web UI sends them, reads the traces of any
+// user.
 //
 // # Exposure
 //
@@ -205,6 +209,11 @@ type Config struct {
 	// server runs (runner.Config.Refresh). GET /list-apps?detailed=true
 	// and app-info show it as the fields "source" and "loadError".
 	Status func(app string) AppStatus
+	// AppFiles, when set, gives ADK's agent builder the YAML files of apps
+	// defined by files (see AppFiles): they can be read, and written in
+	// the development setting only. Without it the builder reads empty
+	// files and cannot save.
+	AppFiles AppFiles
 	// Invoker, when set, runs the invocations of the run routes instead
 	// of the apps' runners in this process (durable/temporal.Client runs
 	// them on Temporal workers), and the cancel route cancels them through
@@ -382,6 +391,9 @@ func (s *Server) routes() {
 
 	s.handle("GET /dev/apps/{app}/build_graph", s.buildGraph)
 	s.handle("GET /dev/apps/{app}/build_graph_image", s.buildGraphImage)
+	s.handle("GET /dev/apps/{app}/builder", s.builderRead)
+	s.handle("POST /dev/apps/{app}/builder/save", s.builderSave)
+	s.handle("POST /dev/apps/{app}/builder/cancel", s.builderCancel)
 	s.handle("GET /dev/apps/{app}/debug/trace/session/{sid}", s.traceSession)
 	s.handle("GET /dev/apps/{app}/debug/trace/{eventID}", s.traceEvent)
 	s.handle("GET /debug/trace/session/{sid}", s.traceSession)

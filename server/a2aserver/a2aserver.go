@@ -47,6 +47,21 @@ import (
 // CardPath is the agent card's path below the handler's base path.
 const CardPath = a2asrv.WellKnownAgentCardPath
 
+// LegacyCardPath is the card's path before version 0.3 of the protocol,
+// which a2a-python clients and ADK's samples still fetch; the handler
+// serves the same card there.
+const LegacyCardPath = "/.well-known/agent.json"
+
+// cardPath returns the card path r.URL.Path ends with, if any.
+func cardPath(r *http.Request) (string, bool) {
+	for _, p := range []string{CardPath, LegacyCardPath} {
+		if strings.HasSuffix(r.URL.Path, p) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
 // Defaults of the Config bounds.
 const (
 	DefaultMaxTasks           = 10000
@@ -94,7 +109,7 @@ type Config struct {
 }
 
 // Handler is an http.Handler serving one application over A2A. It serves
-// GET CardPath and JSON-RPC on POST to any other path; mount it under a
+// GET CardPath (and LegacyCardPath) and JSON-RPC on POST to any other path; mount it under a
 // prefix with http.StripPrefix. It is safe for concurrent use.
 //
 // The reply to an input-required task answers every pausing call of the
@@ -158,13 +173,13 @@ func New(cfg Config) (*Handler, error) {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasSuffix(r.URL.Path, CardPath) {
+	if card, ok := cardPath(r); ok {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		a2asrv.NewStaticAgentCardHandler(h.Card(h.publicURL(r))).ServeHTTP(w, r)
+		a2asrv.NewStaticAgentCardHandler(h.Card(h.publicURL(r, card))).ServeHTTP(w, r)
 		return
 	}
 	if r.Method != http.MethodPost {
@@ -185,8 +200,9 @@ func (h *Handler) Close() error {
 	return nil
 }
 
-// publicURL is the JSON-RPC URL to publish for a card request r.
-func (h *Handler) publicURL(r *http.Request) string {
+// publicURL is the JSON-RPC URL to publish for a request r of the card at
+// cardPath.
+func (h *Handler) publicURL(r *http.Request, cardPath string) string {
 	if h.cfg.URL != "" {
 		return h.cfg.URL
 	}
@@ -198,7 +214,7 @@ func (h *Handler) publicURL(r *http.Request) string {
 	if r.RequestURI != "" && strings.HasPrefix(r.RequestURI, "/") {
 		path, _, _ = strings.Cut(r.RequestURI, "?") // the path before any StripPrefix
 	}
-	path = strings.TrimSuffix(path, CardPath)
+	path = strings.TrimSuffix(path, cardPath)
 	if path == "" {
 		path = "/"
 	}
