@@ -25,9 +25,11 @@ type options struct {
 	sessions     string
 	artifacts    string
 	memory       string
-	// namedOffline gives the agents of config files, when no model is
-	// named and no API key is set, offline models reporting the names
-	// the files give (conformance replay compares them).
+	// namedOffline is set when the server honours the conformance
+	// protocol: the agents of config files get, when no model is named
+	// and no API key is set, offline models reporting the names the files
+	// give (conformance replay compares them), and every model is wrapped
+	// for replay.
 	namedOffline bool
 	// resumable makes the applications resumable (runner.Config.Resumable);
 	// Temporal turns it on.

@@ -221,7 +221,7 @@ func setup(ctx context.Context, env Env, o *options, apps []App, reg *agentconfi
 	runners := make([]*runner.Runner, 0, len(apps))
 	descs := make([]string, 0, len(apps))
 	for _, app := range apps {
-		r, desc, err := newRunner(app, choice, svc, o.resumable, plugins)
+		r, desc, err := newRunner(app, choice, o, svc, plugins)
 		if err != nil {
 			svc.close()
 			return nil, nil, err
@@ -234,10 +234,10 @@ func setup(ctx context.Context, env Env, o *options, apps []App, reg *agentconfi
 	return svc, runners, nil
 }
 
-func newRunner(app App, choice *modelChoice, svc *services, resumable bool, plugins []*plugin.Plugin) (*runner.Runner, string, error) {
+func newRunner(app App, choice *modelChoice, o *options, svc *services, plugins []*plugin.Plugin) (*runner.Runner, string, error) {
 	cfg := runner.Config{
 		AppName:   app.Name,
-		Resumable: resumable,
+		Resumable: o.resumable,
 		Sessions:  svc.sessions,
 		Artifacts: svc.artifacts,
 		Memory:    svc.memory,
@@ -252,7 +252,7 @@ func newRunner(app App, choice *modelChoice, svc *services, resumable bool, plug
 		desc = "from " + filepath.Join(f.dir, agentconfig.RootFile) + ", " + choice.fileDesc()
 	} else {
 		var err error
-		if cfg.Agent, desc, err = choice.build(app); err != nil {
+		if cfg.Agent, desc, err = choice.build(app, o); err != nil {
 			return nil, "", err
 		}
 	}

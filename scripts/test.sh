@@ -31,6 +31,9 @@ fi
 LOOM_MCP_EVERYTHING=$(scripts/mcp-server.sh)
 export LOOM_MCP_EVERYTHING
 echo "test.sh: MCP server at $LOOM_MCP_EVERYTHING" >&2
+# The older release ADK's conformance case tool/mcp_001 was recorded against.
+LOOM_MCP_EVERYTHING_ADK=$(scripts/mcp-server.sh adk)
+export LOOM_MCP_EVERYTHING_ADK
 
 # The A2A JavaScript SDK (from the npm registry) for the A2A server and
 # remote agent tests, which run its client and a scripted server with node.
