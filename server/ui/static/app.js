@@ -202,6 +202,7 @@ function handlers() {
     responded: (id) => responded.has(id),
     confirm: (fc, ok) => send({ role: 'user', parts: [{ functionResponse: { id: fc.id, name: CONFIRMATION, response: { confirmed: ok } } }] }),
     retry: (content) => send(content, draftOf(content)),
+    retryTurn: (id, content) => send(content, null, id),
     inputCard,
     input: (fc, response) => send({ role: 'user', parts: [{ functionResponse: { id: fc.id, name: INPUT, response } }] }),
   };
@@ -214,10 +215,30 @@ function renderAll() {
   for (const ev of [...ui.events, ...ui.transient]) nodes.push(...chatItems(ev, h));
   if (nodes.length === 0) nodes.push(welcome());
   box.replaceChildren(...nodes);
-  $('timeline').replaceChildren(...[...ui.events, ...ui.transient].map((ev, i) => timelineItem(ev, i)));
-  $('event-count').textContent = String(ui.events.length);
+  $('timeline').replaceChildren(...[...ui.events, ...ui.transient.filter((ev) => ev.error)].map((ev, i) => timelineItem(ev, i)));
+  renumberTimeline();
   graph.update(ui.events);
   scrollDown(true);
+}
+
+// renumberTimeline numbers the events the timeline shows, 1 to n, and
+// shows n as the tab's count: hidden checkpoints take no number, and the
+// error notices of the last run (which are not events) none either.
+function renumberTimeline() {
+  const show = $('show-bookkeeping').checked;
+  let n = 0;
+  for (const li of $('timeline').children) {
+    const idx = li.querySelector('.idx');
+    if (!idx) continue;
+    if (li.classList.contains('kind-error') && !li.dataset.id) {
+      idx.textContent = '!';
+    } else if (!show && li.classList.contains('bookkeeping')) {
+      idx.textContent = '';
+    } else {
+      idx.textContent = String(++n);
+    }
+  }
+  $('event-count').textContent = String(n);
 }
 
 function welcome() {
@@ -238,12 +259,13 @@ function appendEvent(ev) {
   if (merged) {
     const old = timeline.querySelector(`li.ev[data-id="${CSS.escape(ev.id)}"]`);
     if (old) old.replaceWith(timelineItem(ui.events[index], index));
+    renumberTimeline();
     return;
   }
   document.querySelector('#messages .welcome')?.remove();
   $('messages').append(...chatItems(ev, handlers()));
   timeline.append(timelineItem(ev, timeline.children.length));
-  $('event-count').textContent = String(ui.events.length);
+  renumberTimeline();
   graph.update(ui.events);
   scrollDown();
 }
@@ -278,22 +300,60 @@ function draftOf(content) {
   return ps.length === 1 && typeof ps[0].text === 'string' ? ps[0].text : null;
 }
 
+function describe(err) {
+  return err instanceof ApiError ? `${err.status}: ${err.message}` : (err && err.message) || String(err);
+}
+
 // notSent reports a message the server never received: the text stays in
 // the input (or is put back), and the error offers to retry.
 function notSent(content, draft, err) {
   const box = $('message');
   if (draft !== null && box.value.trim() === '') box.value = draft;
-  const why = err instanceof ApiError ? `${err.status}: ${err.message}` : (err && err.message) || String(err);
-  const notice = { error: `Message not sent (${why}). It is still in the input box.`, retry: content, timestamp: Date.now() / 1000 };
+  const notice = { error: `Message not sent (${describe(err)}). It is still in the input box.`, retry: content, timestamp: Date.now() / 1000 };
   ui.transient = [notice];
   renderAll();
   setStatus(err instanceof ApiError ? 'Not sent: the server refused the message' : 'Not sent: the server cannot be reached', 'error');
 }
 
+// storedMessage asks the server whether the run that failed before its
+// stream started stored the user's message: it returns the id of a user
+// event that the session gained since known (the ids it held before the
+// send), or '' if there is none or the server cannot tell.
+async function storedMessage(known) {
+  try {
+    const sess = await ui.client.getSession(ui.app, ui.user, ui.sid);
+    const fresh = (sess.events || []).filter((ev) => ev.author === 'user' && ev.id && !known.has(ev.id));
+    return fresh.length ? fresh[fresh.length - 1].id : '';
+  } catch {
+    return '';
+  }
+}
+
+// latestUserMessage returns the id of the session's latest user event.
+function latestUserMessage() {
+  for (let i = ui.events.length - 1; i >= 0; i--) {
+    if (ui.events[i].author === 'user' && ui.events[i].id) return ui.events[i].id;
+  }
+  return '';
+}
+
+// showThinking shows (or removes) the indicator of a run that has not
+// produced anything yet.
+function showThinking(on) {
+  document.querySelector('#messages .thinking')?.remove();
+  if (!on) return;
+  document.querySelector('#messages .welcome')?.remove();
+  $('messages').append(el('div', { class: 'msg agent thinking', role: 'status', 'aria-label': 'The agent is thinking' },
+    el('div', { class: 'bubble' }, el('span', { class: 'dot' }), el('span', { class: 'dot' }), el('span', { class: 'dot' }))));
+  scrollDown();
+}
+
 // send runs content. draft is the typed text it came from: it stays in the
 // input until the server has taken the message, so nothing typed is lost
-// when the server cannot be reached.
-async function send(content, draft = null) {
+// when the server cannot be reached. retryOf, when set, is the id of the
+// stored user event whose turn runs again: the server does not store the
+// message a second time (Loom's loomRetryOf field).
+async function send(content, draft = null, retryOf = '') {
   if (ui.running || !ui.app) return;
   try {
     if (!ui.sid) {
@@ -309,9 +369,13 @@ async function send(content, draft = null) {
     notSent(content, draft, err);
     return;
   }
+  const known = new Set(ui.events.map((ev) => ev.id).filter(Boolean));
   ui.transient = [];
-  const local = { author: 'user', content, timestamp: Date.now() / 1000, local: true };
-  appendEvent(local);
+  if (retryOf) {
+    renderAll();
+  } else {
+    appendEvent({ author: 'user', content, timestamp: Date.now() / 1000, local: true });
+  }
   const taken = () => {
     if (draft !== null && $('message').value === draft) $('message').value = '';
     draft = null;
@@ -319,23 +383,24 @@ async function send(content, draft = null) {
   const controller = new AbortController();
   ui.running = controller;
   setRunning(true);
+  showThinking(true);
   const request = {
     appName: ui.app, userId: ui.user, sessionId: ui.sid, newMessage: content, streaming: $('streaming').checked,
   };
-  let failed = false;
+  if (retryOf) request.loomRetryOf = retryOf;
+  let failure = null; // why the turn failed, if it did
+  let stopped = false;
   let received = false;
-  let lost = null; // the error by which the message never reached the server
+  let lost = null; // the error answered before the stream started
   try {
     for await (const frame of ui.client.run(request, controller.signal)) {
       if (!received) {
         received = true;
         taken();
       }
+      showThinking(false);
       if (frame.error && !frame.author) {
-        failed = true;
-        ui.transient.push({ error: frame.error, timestamp: Date.now() / 1000 });
-        $('messages').append(...chatItems({ error: frame.error }, handlers()));
-        setStatus(frame.error, 'error');
+        failure = frame.error;
       } else if (frame.partial) {
         appendPartial(frame);
       } else {
@@ -343,31 +408,55 @@ async function send(content, draft = null) {
       }
     }
   } catch (err) {
-    failed = true;
-    if (err.name === 'AbortError') {
-      ui.transient.push({ error: 'Stopped.', timestamp: Date.now() / 1000 });
+    if (err.name === 'AbortError' || controller.signal.aborted) {
+      stopped = true;
     } else if (!received) {
       lost = err;
     } else {
-      ui.transient.push({ error: err.message || String(err), timestamp: Date.now() / 1000 });
-      report(err);
+      console.error(err);
+      failure = describe(err);
     }
   } finally {
+    showThinking(false);
     ui.running = null;
     setRunning(false);
   }
-  if (lost) {
-    // Nothing was stored: take the message back out of the chat.
-    const i = ui.events.indexOf(local);
-    if (i >= 0) ui.events.splice(i, 1);
-    console.error(lost);
-    notSent(content, draft, lost);
+  if (stopped) {
+    // What streamed stays, marked as stopped: it was never stored.
+    for (const [author, live] of ui.live) {
+      ui.transient.push({ author, content: { role: 'model', parts: [{ text: live.bubble.textContent }] }, stopped: true, timestamp: Date.now() / 1000 });
+    }
+    if (ui.live.size === 0) ui.transient.push({ note: 'Stopped.', stopped: true, timestamp: Date.now() / 1000 });
+    taken();
+    await refresh();
+    setStatus('Stopped', '');
     return;
   }
-  if (!failed) {
+  if (lost) {
+    // An error before the stream: the server may still have stored the
+    // message (a model that fails on its first call). Ask it.
+    const stored = retryOf || (lost instanceof ApiError ? await storedMessage(known) : '');
+    if (!stored) {
+      // Nothing was stored: take the message back out of the chat.
+      const i = ui.events.findIndex((ev) => ev.local);
+      if (i >= 0) ui.events.splice(i, 1);
+      console.error(lost);
+      notSent(content, draft, lost);
+      return;
+    }
     taken();
-    setStatus('Ready', 'ok');
+    failure = describe(lost);
   }
+  if (failure) {
+    await refresh();
+    const id = retryOf || latestUserMessage();
+    ui.transient.push({ error: failure, retryOf: id, retryContent: content, timestamp: Date.now() / 1000 });
+    renderAll();
+    setStatus(`The turn failed: ${failure}`, 'error');
+    return;
+  }
+  taken();
+  setStatus('Ready', 'ok');
   await refresh();
 }
 
@@ -600,7 +689,12 @@ function wire() {
       $('composer').requestSubmit();
     }
   });
-  $('stop').addEventListener('click', () => ui.running && ui.running.abort());
+  $('stop').addEventListener('click', () => {
+    if (!ui.running) return;
+    // Stop the invocation on the server too, not only this stream.
+    ui.client.cancelRuns(ui.app, ui.user, ui.sid).catch((err) => console.error(err));
+    ui.running.abort();
+  });
   for (const tab of document.querySelectorAll('.tab')) {
     tab.addEventListener('click', () => {
       for (const t of document.querySelectorAll('.tab')) {
@@ -614,7 +708,10 @@ function wire() {
     });
   }
   const bookkeeping = $('show-bookkeeping');
-  const showBookkeeping = () => $('timeline').classList.toggle('show-bookkeeping', bookkeeping.checked);
+  const showBookkeeping = () => {
+    $('timeline').classList.toggle('show-bookkeeping', bookkeeping.checked);
+    renumberTimeline();
+  };
   bookkeeping.addEventListener('change', showBookkeeping);
   showBookkeeping();
   // toggle does not bubble: listen in the capture phase.
