@@ -23,6 +23,7 @@ const ui = {
   live: new Map(), // author → {node, bubble} of the streaming answer
   running: null, // AbortController of the run in flight
   span: '', // id of the span whose details are shown
+  showEmpty: false, // list the sessions that have no event
 };
 
 // ---------- status ----------
@@ -60,8 +61,12 @@ async function loadApps() {
 
 function showAppDescription() {
   const app = ui.apps.find((a) => a.name === ui.app);
-  $('app-description').textContent = (app && app.description) || '';
-  $('app-description').title = (app && app.source) || '';
+  const desc = $('app-description');
+  desc.textContent = (app && app.description) || '';
+  // A long description is cut to one line: its title and a click show it whole.
+  desc.title = [desc.textContent, app && app.source ? `(${app.source})` : ''].filter(Boolean).join('\n');
+  desc.classList.remove('expanded');
+  desc.setAttribute('aria-expanded', 'false');
   const err = $('app-load-error');
   err.textContent = app && app.loadError ? `${app.loadError} (the previous version keeps serving)` : '';
   err.hidden = !err.textContent;
@@ -87,31 +92,109 @@ async function loadSessions() {
   const list = await ui.client.listSessions(ui.app, ui.user);
   ui.sessions = (Array.isArray(list) ? list : []).sort((a, b) => (b.lastUpdateTime || 0) - (a.lastUpdateTime || 0));
   renderSessions();
+  describeSessions().catch((err) => console.error(err));
+}
+
+// Sessions are listed without their events (as ADK lists them), so the
+// list learns what each session is about by reading it once: its first
+// message labels it, and a session with no event yet is empty. What it
+// learns is kept per session and update time (labels in localStorage).
+const sessionInfo = new Map(); // key → {at, label, empty}
+const LABELS = 'loom.sessionLabels';
+const MAX_DESCRIBED = 40; // sessions read per listing, most recent first
+
+function infoKey(sid) { return `${ui.app}\u0000${ui.user}\u0000${sid}`; }
+
+function storedLabels() {
+  try { return JSON.parse(localStorage.getItem(LABELS) || '{}') || {}; } catch { return {}; }
+}
+
+// learnSession records what a session holds: its label (its first text of
+// the user, clipped) or that it is empty.
+function learnSession(sess) {
+  const events = sess.events || [];
+  let label = '';
+  for (const ev of events) {
+    if (ev.author !== 'user') continue;
+    const text = parts(ev).filter((p) => typeof p.text === 'string').map((p) => p.text).join(' ').trim();
+    if (text) { label = text.replace(/\s+/g, ' ').slice(0, 80); break; }
+  }
+  const key = infoKey(sess.id);
+  sessionInfo.set(key, { at: sess.lastUpdateTime || 0, label, empty: events.length === 0 });
+  if (label) {
+    const all = storedLabels();
+    if (all[key] !== label) {
+      all[key] = label;
+      const keys = Object.keys(all);
+      for (const k of keys.slice(0, Math.max(0, keys.length - 500))) delete all[k]; // keep the newest 500
+      try { localStorage.setItem(LABELS, JSON.stringify(all)); } catch { /* full: labels are a convenience */ }
+    }
+  }
+}
+
+// describeSessions reads the listed sessions the list knows nothing of yet.
+async function describeSessions() {
+  const app = ui.app;
+  const user = ui.user;
+  const labels = storedLabels();
+  let changed = false;
+  let read = 0;
+  for (const s of ui.sessions) {
+    const key = infoKey(s.id);
+    const known = sessionInfo.get(key);
+    if (known && (known.label || known.at === (s.lastUpdateTime || 0))) continue;
+    if (labels[key]) {
+      sessionInfo.set(key, { at: s.lastUpdateTime || 0, label: labels[key], empty: false });
+      changed = true;
+      continue;
+    }
+    if (read++ >= MAX_DESCRIBED) break;
+    try {
+      learnSession(await ui.client.getSession(app, user, s.id));
+      changed = true;
+    } catch { /* deleted meanwhile */ }
+    if (app !== ui.app || user !== ui.user) return;
+  }
+  if (changed) renderSessions();
 }
 
 function renderSessions() {
   const list = $('session-list');
-  list.replaceChildren(...ui.sessions.map((s) => {
+  const empty = ui.sessions.filter((s) => s.id !== ui.sid && (sessionInfo.get(infoKey(s.id)) || {}).empty);
+  const shown = ui.showEmpty ? ui.sessions : ui.sessions.filter((s) => !empty.includes(s));
+  const items = shown.map((s) => {
+    const info = sessionInfo.get(infoKey(s.id)) || {};
+    const name = info.label || (info.empty ? 'Empty session' : `Session ${s.id.slice(0, 8)}`);
     const del = el('button', {
-      class: 'icon-btn', type: 'button', title: 'Delete session', 'aria-label': `Delete session ${s.id}`, text: '×',
+      class: 'icon-btn', type: 'button', title: 'Delete session', 'aria-label': `Delete session ${name}`, text: '×',
       onclick: (e) => { e.stopPropagation(); deleteSession(s.id); },
     });
     return el('li', {
-      class: s.id === ui.sid ? 'session active' : 'session', dataset: { id: s.id }, tabindex: 0,
+      class: `${s.id === ui.sid ? 'session active' : 'session'}${info.empty ? ' empty-session' : ''}`, dataset: { id: s.id }, tabindex: 0,
+      title: s.id,
       onclick: () => selectSession(s.id),
       onkeydown: (e) => { if (e.key === 'Enter') selectSession(s.id); },
     },
     el('div', { class: 'session-main' },
-      el('span', { class: 'mono session-id', text: s.id, title: s.id }),
-      el('span', { class: 'muted small', text: relativeTime(s.lastUpdateTime) })),
+      el('span', { class: `session-label${info.label ? '' : ' muted'}`, text: name }),
+      el('span', { class: 'muted small' }, relativeTime(s.lastUpdateTime), ' · ', el('span', { class: 'mono session-id', text: s.id.slice(0, 8) }))),
     del);
-  }));
+  });
+  if (empty.length) {
+    items.push(el('li', { class: 'session-toggle' }, el('button', {
+      class: 'btn small link', type: 'button', id: 'toggle-empty',
+      text: ui.showEmpty ? 'Hide empty sessions' : `Show ${empty.length} empty session${empty.length > 1 ? 's' : ''}`,
+      onclick: () => { ui.showEmpty = !ui.showEmpty; renderSessions(); },
+    })));
+  }
+  list.replaceChildren(...items);
   $('no-sessions').hidden = ui.sessions.length > 0;
 }
 
 async function selectSession(sid) {
   if (ui.running) return;
   const sess = await ui.client.getSession(ui.app, ui.user, sid);
+  learnSession(sess);
   ui.sid = sess.id;
   ui.transient = [];
   setEvents(sess.events || []);
@@ -123,6 +206,12 @@ async function selectSession(sid) {
 }
 
 async function newSession() {
+  if (ui.running) return;
+  if (ui.sid && ui.events.length === 0) {
+    // The session shown is still empty: use it rather than add another.
+    $('message').focus();
+    return;
+  }
   const sess = await ui.client.createSession(ui.app, ui.user);
   await loadSessions();
   await selectSession(sess.id);
@@ -130,7 +219,8 @@ async function newSession() {
 }
 
 async function deleteSession(sid) {
-  if (!window.confirm(`Delete session ${sid}?`)) return;
+  const info = sessionInfo.get(infoKey(sid)) || {};
+  if (!window.confirm(`Delete session ${info.label ? `"${info.label}" (${sid})` : sid}?`)) return;
   await ui.client.deleteSession(ui.app, ui.user, sid);
   if (sid === ui.sid) clearSession();
   await loadSessions();
@@ -203,6 +293,7 @@ function handlers() {
     confirm: (fc, ok) => send({ role: 'user', parts: [{ functionResponse: { id: fc.id, name: CONFIRMATION, response: { confirmed: ok } } }] }),
     retry: (content) => send(content, draftOf(content)),
     retryTurn: (id, content) => send(content, null, id),
+    userSaid: (text) => ui.events.some((ev) => ev.author === 'user' && (ev.content || {}).role !== 'model' && parts(ev).some((p) => p.text === text)),
     inputCard,
     input: (fc, response) => send({ role: 'user', parts: [{ functionResponse: { id: fc.id, name: INPUT, response } }] }),
   };
@@ -213,6 +304,13 @@ function renderAll() {
   const h = handlers();
   const nodes = [];
   for (const ev of [...ui.events, ...ui.transient]) nodes.push(...chatItems(ev, h));
+  const last = ui.events[ui.events.length - 1];
+  if (!ui.running && ui.transient.length === 0 && last && last.author === 'user' && last.id && parts(last).some((p) => typeof p.text === 'string')) {
+    // A message whose turn stored nothing (it failed, or was stopped
+    // before any answer): say so, and offer to run it again.
+    nodes.push(el('div', { class: 'note unanswered' }, 'This message has no answer. ',
+      el('button', { class: 'btn small retry', type: 'button', text: 'Retry', onclick: () => h.retryTurn(last.id, last.content) })));
+  }
   if (nodes.length === 0) nodes.push(welcome());
   box.replaceChildren(...nodes);
   $('timeline').replaceChildren(...[...ui.events, ...ui.transient.filter((ev) => ev.error)].map((ev, i) => timelineItem(ev, i)));
@@ -466,6 +564,7 @@ async function refresh() {
   if (!ui.sid) return;
   try {
     const sess = await ui.client.getSession(ui.app, ui.user, ui.sid);
+    learnSession(sess);
     const transient = ui.transient;
     setEvents(sess.events || []);
     ui.transient = transient;
@@ -673,6 +772,10 @@ function wire() {
     localStorage.setItem('loom.user', ui.user);
     clearSession();
     await loadSessions().catch(report);
+  });
+  $('app-description').addEventListener('click', (e) => {
+    const on = e.currentTarget.classList.toggle('expanded');
+    e.currentTarget.setAttribute('aria-expanded', String(on));
   });
   $('new-session').addEventListener('click', () => newSession().catch(report));
   $('composer').addEventListener('submit', (e) => {

@@ -228,6 +228,17 @@ export function chatItems(ev, handlers) {
     }
     return out;
   }
+  if (ev.content && ev.content.role === 'user' && textOf(ev)) {
+    // The input a workflow hands to a node (ADK records it under the
+    // workflow's name): not something the agent said. The user's own
+    // message is not echoed back; other input shows as a note.
+    const text = textOf(ev);
+    if (!(handlers.userSaid && handlers.userSaid(text))) {
+      const node = ((ev.nodeInfo && ev.nodeInfo.path) || '').split('/').pop().replace(/@\d+$/, '');
+      out.push(el('div', { class: 'note node-input' }, authorBadge(author), ` passed to ${node || 'a node'}: ${clip(text, 200)}`));
+    }
+    return out;
+  }
   const thought = thoughtOf(ev);
   if (thought) out.push(el('details', { class: 'thought' }, el('summary', { text: `${author} is thinking…` }), el('p', { text: thought })));
   const text = textOf(ev);
