@@ -14,6 +14,7 @@ import (
 
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session"
 )
 
 // runRequest is ADK's RunAgentRequest.
@@ -27,6 +28,11 @@ type runRequest struct {
 	// InvocationID, when set, resumes that invocation of the session
 	// (runner.RunOptions.InvocationID).
 	InvocationID string
+	// RetryOf is Loom's own field loomRetryOf, which ADK clients never
+	// send: the id of a user event the session already stores whose turn
+	// failed. The run then runs that turn again (runner.Runner.Resume)
+	// instead of storing NewMessage as a new message.
+	RetryOf string
 }
 
 func decodeRunRequest(r *http.Request) (*runRequest, error) {
@@ -38,7 +44,7 @@ func decodeRunRequest(r *http.Request) (*runRequest, error) {
 	for _, m := range []struct {
 		key string
 		dst *string
-	}{{"appName", &req.AppName}, {"userId", &req.UserID}, {"sessionId", &req.SessionID}, {"invocationId", &req.InvocationID}} {
+	}{{"appName", &req.AppName}, {"userId", &req.UserID}, {"sessionId", &req.SessionID}, {"invocationId", &req.InvocationID}, {"loomRetryOf", &req.RetryOf}} {
 		if *m.dst, err = f.string(m.key); err != nil {
 			return nil, err
 		}
@@ -89,10 +95,53 @@ func (s *Server) invoke(r *http.Request, req *runRequest, streaming bool) (ctx c
 		return nil, nil, nil, err
 	}
 	opts := &runner.RunOptions{Streaming: streaming, StateDelta: req.StateDelta, InvocationID: req.InvocationID}
+	if req.RetryOf != "" {
+		id, err := s.retryInvocation(r.Context(), a, req)
+		if err != nil {
+			done()
+			return nil, nil, nil, err
+		}
+		return ctx, a.Resume(ctx, req.UserID, req.SessionID, id, opts), done, nil
+	}
 	if s.cfg.Invoker != nil {
 		return ctx, s.cfg.Invoker.Run(ctx, a, req.UserID, req.SessionID, req.NewMessage, opts), done, nil
 	}
 	return ctx, a.Run(ctx, req.UserID, req.SessionID, req.NewMessage, opts), done, nil
+}
+
+// retryInvocation checks a retry (runRequest.RetryOf) against the session
+// and returns the invocation to run again: the event must be a message of
+// the user that the session stores, with no message of the user after it,
+// and the request must not also ask for a state change or another
+// invocation. A message that was never stored is sent without loomRetryOf.
+func (s *Server) retryInvocation(ctx context.Context, a *runner.Runner, req *runRequest) (string, error) {
+	if s.cfg.Invoker != nil {
+		return "", unprocessable("loomRetryOf is not supported by this server's invoker: send the message again without it")
+	}
+	if req.InvocationID != "" || len(req.StateDelta) > 0 {
+		return "", unprocessable("loomRetryOf cannot be combined with invocationId or stateDelta")
+	}
+	sess, err := a.Sessions().Get(ctx, session.Key{AppName: a.AppName(), UserID: req.UserID, SessionID: req.SessionID}, nil)
+	if err != nil {
+		return "", sessionError(req.SessionID, err)
+	}
+	events := sess.Events()
+	found := -1
+	for i, ev := range events {
+		if ev.ID == req.RetryOf {
+			found = i
+			break
+		}
+	}
+	if found < 0 || events[found].Author != event.AuthorUser {
+		return "", &detailError{detail: "No message of the user with id " + req.RetryOf + " in session " + req.SessionID, err: errNotFound}
+	}
+	for _, ev := range events[found+1:] {
+		if ev.Author == event.AuthorUser {
+			return "", &detailError{detail: "Message " + req.RetryOf + " is not the latest message of session " + req.SessionID + ": send a new message instead", err: errConflict}
+		}
+	}
+	return events[found].InvocationID, nil
 }
 
 // runError gives an invocation's error the detail its client should see.
