@@ -13,6 +13,11 @@
 // the limit the plugin steps aside and the error takes its ordinary path
 // (an error response, CONFORMANCE R8), or, with AnswerWhenExceeded, the
 // model is told not to call the tool again.
+//
+// For malformed model answers, WrapModel wraps a model so that an answer
+// the provider reports as a malformed function call, or one that does not
+// parse or match the request's response schema, is sent back to the model
+// with the problem, a bounded number of times.
 package reflectretry
 
 import (
