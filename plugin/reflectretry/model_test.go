@@ -63,7 +63,9 @@ func TestT13MalformedFunctionCall(t *testing.T) {
 func TestT13OutputSchema(t *testing.T) {
 	schema := &jsonschema.Schema{Type: "object", Required: []string{"city"}, Properties: map[string]*jsonschema.Schema{"city": {Type: "string"}}}
 	answers := []string{"Paris, I think", `{"town":"Paris"}`, `{"city":"Paris"}`}
-	newModel := func() *scripted.Model { return scripted.NewSequence("m", scripted.Text(answers[0]), scripted.Text(answers[1]), scripted.Text(answers[2])) }
+	newModel := func() *scripted.Model {
+		return scripted.NewSequence("m", scripted.Text(answers[0]), scripted.Text(answers[1]), scripted.Text(answers[2]))
+	}
 	m := newModel()
 	got, err := runAgent(t, llmagent.Config{Name: "a", Model: reflectretry.WrapModel(m, reflectretry.ModelConfig{}), OutputSchema: schema, OutputKey: "out"})
 	if err != nil || got != `{"city":"Paris"}` {
