@@ -60,3 +60,30 @@ func TestR12MaxLLMCallsFromEnvironment(t *testing.T) {
 		t.Errorf("after changing the value to 1: %d calls allowed", got)
 	}
 }
+
+// BenchmarkNewInvocationLimit is the cost of starting an invocation whose
+// limit comes from the run config (Configured), from the default with
+// ADK_MAX_LLM_CALLS unset (Unset) and from the variable (FromEnvironment).
+func BenchmarkNewInvocationLimit(b *testing.B) {
+	for _, c := range []struct {
+		name       string
+		env        string
+		set        bool
+		configured int
+	}{{name: "Configured", configured: 100}, {name: "Unset"}, {name: "FromEnvironment", env: "40", set: true}} {
+		b.Run(c.name, func(b *testing.B) {
+			if c.set {
+				b.Setenv(agent.MaxLLMCallsEnv, c.env)
+			} else {
+				b.Setenv(agent.MaxLLMCallsEnv, "")
+			}
+			cfg := agent.InvocationConfig{ID: "i", RunConfig: agent.RunConfig{MaxLLMCalls: c.configured}}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := agent.NewInvocation(cfg).CountLLMCall(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
