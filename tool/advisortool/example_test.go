@@ -2,6 +2,7 @@ package advisortool_test
 
 import (
 	"fmt"
+	"log"
 
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/model/scripted"
@@ -12,22 +13,22 @@ import (
 // An agent on a small model that may consult a larger one twice per turn
 // and ten times per conversation.
 func Example() {
+	big := scripted.NewSequence("big-model", scripted.Text("Take the train."))
+	small := scripted.NewSequence("small-model", scripted.Text("ok"))
+
 	advisor, err := advisortool.New(advisortool.Config{
-		Model:         scripted.NewSequence("big-model", scripted.Text("Take the train.")),
+		Model:         big,
 		MaxPerTurn:    2,
 		MaxPerSession: 10,
 	})
 	if err != nil {
-		panic(err)
+		log.Fatal(err)
 	}
-	agent, err := llmagent.New(llmagent.Config{
-		Name:  "planner",
-		Model: scripted.NewSequence("small-model", scripted.Text("ok")),
-		Tools: []tool.Tool{advisor},
-	})
+	a, err := llmagent.New(llmagent.Config{Name: "planner", Model: small, Tools: []tool.Tool{advisor}})
 	if err != nil {
-		panic(err)
+		log.Fatal(err)
 	}
-	fmt.Println(agent.Name(), "may call", advisor.Name())
+
+	fmt.Println(a.Name(), "may call", advisor.Name())
 	// Output: planner may call consult_advisor
 }
