@@ -135,16 +135,23 @@ func (t *Tool) Declaration() *genai.FunctionDeclaration {
 // used returns how many of the first max consultation keys under prefix
 // are set: consultation n is recorded under prefix + n, one key each, so
 // that the records of calls that run at once and commit in one event add up
-// instead of overwriting one another.
+// instead of overwriting one another. The keys are set in order from 1, so
+// a binary search finds the last.
 func used(st StateReader, prefix string, max int) int {
-	n := 0
-	for n < max {
-		if v, ok := st.Get(prefix + strconv.Itoa(n+1)); !ok || v == nil {
-			break
-		}
-		n++
+	set := func(n int) bool {
+		v, ok := st.Get(prefix + strconv.Itoa(n))
+		return ok && v != nil
 	}
-	return n
+	lo, hi := 0, max
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if set(mid) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
 }
 
 // turnPrefix and sessionPrefix prefix the keys recording a turn's and a

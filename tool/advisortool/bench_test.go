@@ -18,7 +18,8 @@ import (
 
 // BenchmarkInvocation is one invocation of an agent that has the advisor
 // tool: it answers at once (Unused), or consults the advisor once first
-// (Consulted), each consultation checked against both budgets.
+// (Consulted), each consultation checked against both budgets (the
+// defaults; ten invocations per session).
 func BenchmarkInvocation(b *testing.B) {
 	for _, consult := range []bool{false, true} {
 		name := "Unused"
@@ -28,7 +29,7 @@ func BenchmarkInvocation(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			at, err := advisortool.New(advisortool.Config{Model: scripted.New("adv", func(context.Context, *model.Request) (scripted.Turn, error) {
 				return scripted.Text("advice"), nil
-			}), MaxPerTurn: 2, MaxPerSession: 1 << 20})
+			}), MaxPerTurn: 2})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -52,7 +53,7 @@ func BenchmarkInvocation(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
-				evs, err := r.RunSync(context.Background(), "u", fmt.Sprint("s", i/20), msg, nil)
+				evs, err := r.RunSync(context.Background(), "u", fmt.Sprint("s", i/10), msg, nil)
 				if err != nil || evs[len(evs)-1].Text() != "done" {
 					b.Fatal(err)
 				}
