@@ -18,7 +18,8 @@ import (
 var ErrLLMCallLimit = errors.New("agent: maximum number of LLM calls per invocation exceeded")
 
 // DefaultMaxLLMCalls is the per-invocation model call limit used when
-// RunConfig.MaxLLMCalls is zero.
+// RunConfig.MaxLLMCalls is zero and the environment sets none (see
+// MaxLLMCallsEnv).
 const DefaultMaxLLMCalls = 500
 
 // RunConfig holds the per-run settings of an invocation.
@@ -28,7 +29,8 @@ type RunConfig struct {
 	Streaming bool
 	// MaxLLMCalls limits model calls per invocation, counted across every
 	// run that resumes it (see InvocationConfig.LLMCalls): zero means
-	// DefaultMaxLLMCalls, a negative value means no limit.
+	// the limit of the environment (ResolveMaxLLMCalls), a negative value
+	// means no limit.
 	MaxLLMCalls int
 }
 
@@ -86,6 +88,7 @@ type shared struct {
 	cfg      InvocationConfig
 	ended    atomic.Bool
 	llmCalls atomic.Int64
+	limit    int64    // resolved RunConfig.MaxLLMCalls; <= 0: none
 	answers  []Answer // set before the agents run (pending.go)
 }
 
@@ -103,7 +106,7 @@ func NewInvocation(cfg InvocationConfig) *Invocation {
 	b := &struct {
 		inv Invocation
 		sh  shared
-	}{sh: shared{cfg: cfg}}
+	}{sh: shared{cfg: cfg, limit: int64(ResolveMaxLLMCalls(cfg.RunConfig.MaxLLMCalls))}}
 	b.sh.llmCalls.Store(int64(cfg.LLMCalls))
 	b.inv = Invocation{agent: root, shared: &b.sh}
 	return &b.inv
@@ -184,10 +187,7 @@ func (inv *Invocation) Ended() bool {
 // resumed count too.
 func (inv *Invocation) CountLLMCall() error {
 	n := inv.shared.llmCalls.Add(1)
-	limit := int64(inv.shared.cfg.RunConfig.MaxLLMCalls)
-	if limit == 0 {
-		limit = DefaultMaxLLMCalls
-	}
+	limit := inv.shared.limit
 	if limit > 0 && n > limit {
 		return fmt.Errorf("%w (limit %d)", ErrLLMCallLimit, limit)
 	}

@@ -393,7 +393,7 @@ func write(t *testing.T, dir, name, text string) {
 // TestSchemaIsValid checks that the published schema resolves and accepts
 // the test apps' root files.
 func TestSchemaIsValid(t *testing.T) {
-	for _, def := range []string{"LlmAgentConfig", "BaseAgentConfig", "LoopAgentConfig", "McpToolsetArgs", "AgentToolArgs"} {
+	for _, def := range []string{"LlmAgentConfig", "BaseAgentConfig", "LoopAgentConfig", "McpToolsetArgs", "AgentToolArgs", "AdvisorToolArgs"} {
 		if _, err := agentconfig.Def(def).Resolve(nil); err != nil {
 			t.Errorf("%s: %v", def, err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/agent/workflowagent"
 	"github.com/loomkit/loom/tool"
+	"github.com/loomkit/loom/tool/advisortool"
 	"github.com/loomkit/loom/tool/agenttool"
 	"github.com/loomkit/loom/tool/builtintool"
 	"github.com/loomkit/loom/tool/exampletool"
@@ -50,6 +51,7 @@ func init() {
 			"McpToolset":              {Args: Def("McpToolsetArgs"), New: newMCP},
 			"AgentTool":               {Args: Def("AgentToolArgs"), New: newAgentTool},
 			"ExampleTool":             {Args: Def("ExampleToolArgs"), New: newExampleTool},
+			"AdvisorTool":             {Args: Def("AdvisorToolArgs"), New: newAdvisorTool},
 			"VertexAiSearchTool":      {Args: Def("VertexAiSearchToolArgs"), New: newVertexAISearch},
 			"LongRunningFunctionTool": {Args: Def("LongRunningFunctionToolArgs"), New: newLongRunning},
 		}
@@ -318,6 +320,34 @@ func newAgentTool(t *ToolSpec) (tool.Tool, tool.Toolset, error) {
 // newExampleTool builds ADK's ExampleTool from its examples, each an
 // input content and a list of output contents written as in ADK's files
 // (snake_case or camelCase keys).
+// newAdvisorTool builds tool/advisortool from its args: the advisor's
+// model (and fallbacks) opened through Options.Model, the budgets, and
+// optionally the function name, description and instruction.
+func newAdvisorTool(t *ToolSpec) (tool.Tool, tool.Toolset, error) {
+	var args struct {
+		Model         string   `yaml:"model"`
+		Fallbacks     []string `yaml:"fallback_models"`
+		Name          string   `yaml:"name"`
+		Description   string   `yaml:"description"`
+		Instruction   string   `yaml:"instruction"`
+		MaxPerTurn    int      `yaml:"max_per_turn"`
+		MaxPerSession int      `yaml:"max_per_session"`
+	}
+	if err := t.Decode(&args); err != nil {
+		return nil, nil, err
+	}
+	m, err := t.spec.l.chain(t.args, "model", args.Model, args.Fallbacks)
+	if err != nil {
+		return nil, nil, err
+	}
+	at, err := advisortool.New(advisortool.Config{Model: m, Name: args.Name, Description: args.Description,
+		Instruction: args.Instruction, MaxPerTurn: args.MaxPerTurn, MaxPerSession: args.MaxPerSession})
+	if err != nil {
+		return nil, nil, t.Errorf("model", "%v", err)
+	}
+	return at, nil, nil
+}
+
 func newExampleTool(t *ToolSpec) (tool.Tool, tool.Toolset, error) {
 	n, _ := t.args.get("examples")
 	v, err := n.value()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/fallback"
 	"github.com/loomkit/loom/tool"
 )
 
@@ -52,16 +53,45 @@ func (s *Spec) Errorf(key, format string, args ...any) error {
 }
 
 // Model returns the model of the agent: the one its model key names, or
-// its nearest ancestor's, through Options.Model.
+// its nearest ancestor's, through Options.Model. When the agent lists
+// fallback_models (a Loom key), it is a model/fallback chain of that model
+// and those, in order.
 func (s *Spec) Model() (model.LLM, error) {
-	if s.l.opts.Model == nil {
-		return nil, s.Errorf("model", "no model resolver: the program loading this config gives none")
+	var fallbacks []string
+	if _, err := s.Decode("fallback_models", &fallbacks); err != nil {
+		return nil, err
 	}
-	m, err := s.l.opts.Model(s.model)
+	return s.l.chain(s.n, "model", s.model, fallbacks)
+}
+
+// chain opens a model and its fallbacks through Options.Model; errors are
+// located at key of n (fallback_models for a fallback's).
+func (l *loader) chain(n node, key, name string, fallbacks []string) (model.LLM, error) {
+	at := func(k, format string, args ...any) error {
+		if c, ok := n.get(k); ok {
+			return c.errorf(format, args...)
+		}
+		return n.errorf(format, args...)
+	}
+	if l.opts.Model == nil {
+		return nil, at(key, "no model resolver: the program loading this config gives none")
+	}
+	m, err := l.opts.Model(name)
 	if err != nil {
-		return nil, s.Errorf("model", "%v", err)
+		return nil, at(key, "%v", err)
 	}
-	return m, nil
+	if len(fallbacks) == 0 {
+		return m, nil
+	}
+	models := []model.LLM{m}
+	for _, f := range fallbacks {
+		fm, err := l.opts.Model(f)
+		if err != nil {
+			return nil, at("fallback_models", "%s: %v", f, err)
+		}
+		models = append(models, fm)
+	}
+	return fallback.New(models)
 }
 
 // SubAgents builds the agents of sub_agents.

@@ -177,9 +177,9 @@ func (a *Agent) afterCalls(ctx context.Context, inv *agent.Invocation, calls []*
 		return a, true
 	}
 	if target := resEv.Actions.TransferToAgent; target != "" {
-		t := inv.Tree().Find(target)
-		if t == nil {
-			yield(nil, fmt.Errorf("llmagent: %s: transfer to unknown agent %q", a.Name(), target))
+		t, err := a.transferTarget(inv, target)
+		if err != nil {
+			yield(nil, err)
 			return nil, false
 		}
 		return t, true

@@ -77,6 +77,12 @@ type Config struct {
 	// DisallowTransferToParent and DisallowTransferToPeers restrict transfer.
 	DisallowTransferToParent bool
 	DisallowTransferToPeers  bool
+	// DeclareTransferReason adds an optional transfer_reason string to the
+	// declaration of transfer_to_agent, so that the model is asked why it
+	// hands the conversation over. The transfer function accepts the
+	// argument either way; it is off by default because ADK's declaration
+	// has only agent_name, which recorded conversations pin.
+	DeclareTransferReason bool
 	// OutputKey, if set, stores the agent's final text (or, with an output
 	// schema, the parsed JSON value) in this state key.
 	OutputKey string

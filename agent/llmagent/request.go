@@ -38,7 +38,7 @@ func (a *Agent) resolveTools(ctx context.Context, inv *agent.Invocation) (map[st
 		order, rest = append(order, SetModelResponseName), rest[1:]
 	}
 	if len(targets) > 0 {
-		tools[transferToolName] = transferTool{targets: targets}
+		tools[transferToolName] = transferTool{targets: targets, reason: a.cfg.DeclareTransferReason}
 		order = append(order, transferToolName)
 	}
 	order = append(order, rest...)

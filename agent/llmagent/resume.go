@@ -173,7 +173,7 @@ func (a *Agent) afterResponses(inv *agent.Invocation, after []*event.Event) (age
 			continue
 		}
 		if target := e.Actions.TransferToAgent; target != "" {
-			if t := inv.Tree().Find(target); t != nil {
+			if t, err := a.transferTarget(inv, target); err == nil {
 				return t, true
 			}
 		}

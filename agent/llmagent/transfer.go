@@ -41,6 +41,23 @@ func (a *Agent) transferTargets(inv *agent.Invocation) []agent.Agent {
 	return targets
 }
 
+// transferTarget returns the agent a transfer recorded in an event's
+// actions hands the conversation to. Whoever set the action (the transfer
+// function, another tool, a callback), only this agent's targets are
+// allowed: a transfer elsewhere is an error, as is an unknown name.
+func (a *Agent) transferTarget(inv *agent.Invocation, name string) (agent.Agent, error) {
+	targets := a.transferTargets(inv)
+	for _, t := range targets {
+		if t.Name() == name {
+			return t, nil
+		}
+	}
+	if inv.Tree().Find(name) == nil {
+		return nil, fmt.Errorf("llmagent: %s: transfer to unknown agent %q", a.Name(), name)
+	}
+	return nil, fmt.Errorf("llmagent: %s: transfer to agent %q, which is not one of its transfer targets (%s)", a.Name(), name, targetNames(targets))
+}
+
 // transferInstruction is ADK's text telling the model whom it may hand the
 // conversation to: each target's name and description in target order, the
 // rule for when to call the transfer tool, the sorted list of valid names
@@ -87,7 +104,19 @@ func identityInstruction(a *Agent) string {
 // transferTool hands the conversation to another agent. It records the
 // transfer in the response event's actions; the LLM agent then runs the
 // target in the same invocation.
-type transferTool struct{ targets []agent.Agent }
+type transferTool struct {
+	targets []agent.Agent
+	// reason declares the optional transfer_reason argument.
+	reason bool
+}
+
+// transferReasonArg is the optional argument that says why the model hands
+// the conversation over. It stays in the function call, so the agent that
+// takes over reads it in its history.
+const transferReasonArg = "transfer_reason"
+
+// transferReasonDescription describes transferReasonArg to the model.
+const transferReasonDescription = "why the conversation is handed to that agent, in a short sentence for it to read."
 
 func (transferTool) Name() string { return transferToolName }
 
@@ -110,18 +139,22 @@ func (transferTool) Description() string { return transferDescription }
 
 // Declaration is ADK's declaration of the transfer function: one required
 // agent_name string limited to the targets' names (in target order), and
-// no result.
+// no result; with reason set, also an optional transfer_reason string.
 func (t transferTool) Declaration() *genai.FunctionDeclaration {
 	names := make([]string, len(t.targets))
 	for i, a := range t.targets {
 		names[i] = a.Name()
+	}
+	props := map[string]*genai.Schema{"agent_name": {Type: genai.TypeString, Enum: names}}
+	if t.reason {
+		props[transferReasonArg] = &genai.Schema{Type: genai.TypeString, Description: transferReasonDescription}
 	}
 	return &genai.FunctionDeclaration{
 		Name:        transferToolName,
 		Description: transferDescription,
 		Parameters: &genai.Schema{
 			Type:       genai.TypeObject,
-			Properties: map[string]*genai.Schema{"agent_name": {Type: genai.TypeString, Enum: names}},
+			Properties: props,
 			Required:   []string{"agent_name"},
 		},
 		Response: &genai.Schema{Type: genai.TypeNULL},
@@ -130,6 +163,11 @@ func (t transferTool) Declaration() *genai.FunctionDeclaration {
 
 func (t transferTool) Run(_ context.Context, tc tool.Context, args map[string]any) (map[string]any, error) {
 	name, _ := args["agent_name"].(string)
+	if r, ok := args[transferReasonArg]; ok && r != nil {
+		if _, isString := r.(string); !isString {
+			return nil, fmt.Errorf("%s: %s must be a string, got %T", transferToolName, transferReasonArg, r)
+		}
+	}
 	for _, a := range t.targets {
 		if a.Name() == name {
 			tc.Actions().TransferToAgent = name

@@ -17,6 +17,7 @@ var layer = map[string]int{
 	"model":             0,
 	"event":             0,
 	"model/retry":       0,
+	"model/fallback":    0, // wraps any model.LLM; agent configs (2) build chains
 	"internal":          1,
 	"session":           1,
 	"artifact":          1,

@@ -365,6 +365,7 @@ func (t *Telemetry) afterModel(ctx context.Context, cc *agent.CallbackContext, r
 		attrs = append(attrs, attribute.String(keyLLMResponse, t.payload(resp)))
 	}
 	c.span.SetAttributes(attrs...)
+	fallbackAttrs(c.span, resp)
 	if resp.ErrorCode != "" && !c.failed {
 		c.span.SetStatus(codes.Error, resp.ErrorCode+": "+resp.ErrorMessage)
 		c.span.SetAttributes(attribute.String(keyErrorType, resp.ErrorCode))
