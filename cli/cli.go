@@ -86,8 +86,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/loomkit/loom/agent"
@@ -136,6 +138,9 @@ type Program struct {
 // Env is what a run of the CLI reads and writes. Zero fields mean the
 // process's own: os.Stdin, os.Stdout, os.Stderr, os.Getenv.
 type Env struct {
+	// Name is the program's name in its help and messages; default
+	// "loom". Main sets it to the name the program was started by.
+	Name           string
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Getenv         func(key string) string
@@ -145,6 +150,9 @@ type Env struct {
 }
 
 func (e *Env) fill() {
+	if e.Name == "" {
+		e.Name = "loom"
+	}
 	if e.Stdin == nil {
 		e.Stdin = os.Stdin
 	}
@@ -165,7 +173,9 @@ var errUsage = errors.New("usage")
 
 // Main runs the command line of os.Args with apps, stopping gracefully on
 // SIGINT or SIGTERM, and returns the process exit code: 0 on success, 1 on
-// failure, 2 for a bad command line.
+// failure, 2 for a bad command line, and for "run" stopped by a signal
+// 128 plus the signal's number (130 for Ctrl-C). Help and messages name
+// the program as it was started (os.Args[0]).
 func Main(apps ...App) int {
 	return Program{Apps: apps}.Main()
 }
@@ -173,9 +183,52 @@ func Main(apps ...App) int {
 // Main runs the command line of os.Args, like the function Main, with the
 // program's applications and registry.
 func (p Program) Main() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return p.Run(ctx, os.Args[1:], Env{})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case s := <-sigs:
+			// A second signal gets the default treatment: it ends a
+			// shutdown that hangs.
+			signal.Stop(sigs)
+			cancel(signalError{s})
+		case <-ctx.Done():
+		}
+	}()
+	name := "loom"
+	if len(os.Args) > 0 && os.Args[0] != "" {
+		name = filepath.Base(os.Args[0])
+	}
+	return p.Run(ctx, os.Args[1:], Env{Name: name})
+}
+
+// signalError is the cause of Main's context when a signal stopped it.
+type signalError struct{ sig os.Signal }
+
+func (e signalError) Error() string { return "stopped by " + e.sig.String() }
+
+// interruptedError ends a command that its context or the user (Ctrl-C)
+// stopped; the exit code is 128 plus the signal's number.
+type interruptedError struct{ sig syscall.Signal }
+
+func (e interruptedError) Error() string { return "interrupted" }
+
+// interrupted returns the error that ends a command whose context is done
+// (or whose user pressed Ctrl-C at a prompt, ctx nil): the signal that
+// Main received, SIGINT otherwise.
+func interrupted(ctx context.Context) error {
+	if ctx != nil {
+		var se signalError
+		if errors.As(context.Cause(ctx), &se) {
+			if s, ok := se.sig.(syscall.Signal); ok {
+				return interruptedError{s}
+			}
+		}
+	}
+	return interruptedError{syscall.SIGINT}
 }
 
 // Run runs the command line args (without the program name) with apps and
@@ -190,7 +243,7 @@ func Run(ctx context.Context, args []string, env Env, apps ...App) int {
 func (p Program) Run(ctx context.Context, args []string, env Env) int {
 	env.fill()
 	if len(args) == 0 {
-		usage(env.Stderr)
+		usage(env.Stderr, env.Name)
 		return 2
 	}
 	var err error
@@ -210,14 +263,21 @@ func (p Program) Run(ctx context.Context, args []string, env Env) int {
 	case "conformance":
 		err = conformanceCmd(ctx, env, rest, p)
 	case "version", "--version", "-version":
-		fmt.Fprintf(env.Stdout, "loom %s (%s %s/%s)\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		fmt.Fprintf(env.Stdout, "%s %s (%s %s/%s)\n", env.Name, version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	case "completion":
+		err = completion(env, rest, p)
+	case completeCommand:
+		complete(env, rest, p)
 	case "help", "-h", "-help", "--help":
-		usage(env.Stdout)
+		if len(rest) > 0 && rest[0] != "help" && rest[0] != "-h" && rest[0] != "-help" && rest[0] != "--help" {
+			return p.Run(ctx, append([]string{rest[0], "-h"}, rest[1:]...), env)
+		}
+		usage(env.Stdout, env.Name)
 	default:
-		fmt.Fprintf(env.Stderr, "loom: unknown command %q\n\n", cmd)
-		usage(env.Stderr)
+		fmt.Fprintf(env.Stderr, "%s: unknown command %q\nRun \"%s help\" for the commands.\n", env.Name, cmd, env.Name)
 		return 2
 	}
+	var ie interruptedError
 	switch {
 	case err == nil:
 		return 0
@@ -225,16 +285,16 @@ func (p Program) Run(ctx context.Context, args []string, env Env) int {
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
+	case errors.As(err, &ie):
+		return 128 + int(ie.sig)
 	default:
-		fmt.Fprintf(env.Stderr, "loom: %v\n", err)
+		fmt.Fprintf(env.Stderr, "%s: %v\n", env.Name, err)
 		return 1
 	}
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, `Loom: build, run and serve ADK agents.
-
-Usage:
+func usage(w io.Writer, name string) {
+	text := `Usage:
   loom web [flags] [DIR]    serve the HTTP API and the dev web UI
   loom api [flags] [DIR]    serve the HTTP API only
   loom run [flags] APP      chat with an application (APP may be DIR/APP)
@@ -247,10 +307,16 @@ Usage:
                             record ADK conformance cases
   loom worker --temporal HOST:PORT
                             run invocations started on Temporal
+  loom completion bash|zsh|fish
+                            print a shell completion script
   loom version              print the version
 
-Run "loom COMMAND -h" for the flags of a command.
-`)
+Run "loom help COMMAND" or "loom COMMAND -h" for the flags of a command.
+`
+	if name == "loom" {
+		text = "Loom: build, run and serve ADK agents.\n\n" + text
+	}
+	fmt.Fprint(w, strings.ReplaceAll(strings.ReplaceAll(text, "  loom ", "  "+name+" "), `"loom `, `"`+name+" "))
 }
 
 // version returns Version, or the main module's version, or "dev".
