@@ -95,7 +95,7 @@ func (r *termReader) readLine(ctx context.Context, prompt string) (string, error
 		<-r.reading
 		return "", err
 	}
-	if w, h, err := term.GetSize(fd); err == nil {
+	if w, h, err := term.GetSize(fd); err == nil && w > 0 && h > 0 {
 		_ = r.t.SetSize(w, h)
 	}
 	r.t.SetPrompt(prompt)
