@@ -19,6 +19,9 @@
 //	       test: run ADK conformance cases in replay mode against Loom (in
 //	       process) or any server (--url); record: record cases
 //	       (package conformance)
+//	completion
+//	       print a completion script for bash, zsh or fish
+//	help   the commands, or with a command's name its flags
 //	version
 //
 // web and api take --host (default 127.0.0.1), --port (default 8000),
@@ -29,7 +32,15 @@
 // [A2APath], package server/a2aserver). run takes the application's name,
 // --session to continue a session (its earlier conversation is shown
 // first), --user and --no-stream, before or after the name; it does not
-// take --host, --port or --allow-origins.
+// take --host, --port or --allow-origins. In a terminal run edits lines
+// with history (golang.org/x/term), shows a thinking state and colours its
+// output unless NO_COLOR is set. It exits with status 0 at the end of
+// input, 1 when input ends while an approval is pending or (input not
+// being a terminal) when a turn fails, and 130 on Ctrl-C.
+//
+// "help COMMAND" and "COMMAND -h" print the command's flags on standard
+// output; a command line that does not parse is said in one line on
+// standard error, with status 2.
 //
 // eval takes the application's name and eval set files, and --config,
 // --print-details, --num-runs, --parallel, --judge-model and --evals; it
