@@ -209,6 +209,8 @@ func TestComplete(t *testing.T) {
 		{[]string{""}, "web\napi\nrun\neval\ncreate\nworker\nconformance\ncompletion\nhelp\nversion\n"},
 		{[]string{"run", "--no"}, "--no-stream\n"},
 		{[]string{"run", "as"}, "assistant\n"},
+		{[]string{"run", "--user", "ada", "as"}, "assistant\n"},
+		{[]string{"eval", "assistant", "as"}, ""},
 		{[]string{"run", "--sessions", ""}, ""},
 		{[]string{"help", "cr"}, "create\n"},
 		{[]string{"completion", "z"}, "zsh\n"},

@@ -123,7 +123,8 @@ func complete(env Env, words []string, p Program) {
 		say(names...)
 		return
 	}
-	if cmd == "run" || cmd == "eval" {
+	if (cmd == "run" || cmd == "eval") && positionals(words[1:len(words)-1], flags) == 0 {
+		// The application comes first; eval set files follow.
 		apps := make([]string, len(p.Apps))
 		for i, a := range p.Apps {
 			apps[i] = a.Name
@@ -149,4 +150,23 @@ func commandFlags(p Program, path []string) map[string]bool {
 		}
 	}
 	return flags
+}
+
+// positionals counts the words that are neither flags nor flag values.
+func positionals(words []string, flags map[string]bool) int {
+	n := 0
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		switch {
+		case w == "--":
+			return n + len(words) - i - 1
+		case strings.HasPrefix(w, "-") && len(w) > 1:
+			if !strings.Contains(w, "=") && flags[strings.TrimLeft(w, "-")] {
+				i++ // its value
+			}
+		default:
+			n++
+		}
+	}
+	return n
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -201,7 +200,7 @@ func TestTerminalCtrlC(t *testing.T) {
 // a command, a flag and an application.
 func TestCompletionBash(t *testing.T) {
 	bin := loomBinary(t)
-	if _, err := exec.LookPath("bash"); err != nil || runtime.GOOS == "windows" {
+	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}
 	script := `source <(loom completion bash)
