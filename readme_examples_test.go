@@ -371,7 +371,7 @@ func Example_resume() {
 		}}))
 	}
 	seq := must(workflowagent.NewSequential(workflowagent.Config{Name: "seq", SubAgents: []agent.Agent{step("first", false), step("second", true)}}))
-	r := must(runner.New(runner.Config{AppName: "app", Agent: seq, Sessions: memsession.NewService(), AutoCreateSession: true}))
+	r := must(runner.New(runner.Config{AppName: "app", Agent: seq, Sessions: memsession.NewService(), AutoCreateSession: true, Resumable: true}))
 	var invocationID string
 	for ev, err := range r.Run(ctx, "alice", "s1", genai.NewContentFromText("go", genai.RoleUser), nil) {
 		if err != nil {

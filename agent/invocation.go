@@ -47,6 +47,11 @@ type InvocationConfig struct {
 	// the session log (the invocation's events for which IsLLMCall holds),
 	// so that they count against RunConfig.MaxLLMCalls.
 	LLMCalls int
+	// Resumable says the application is resumable: agents that orchestrate
+	// others (the workflow agents) record their checkpoints, so that an
+	// interrupted invocation can continue from the middle (see resume.go).
+	// False, ADK's default, writes no checkpoint event.
+	Resumable bool
 	// Callbacks are global callbacks (from plugins) applied before the
 	// agents' own.
 	Callbacks Callbacks

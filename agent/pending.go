@@ -20,10 +20,17 @@ import (
 //
 // A call pauses its invocation when an agent's event lists its id in
 // LongRunningToolIDs: a long-running tool call, or one of the runtime's own
-// requests to the client (adk_request_confirmation, adk_request_credential).
+// requests to the client (adk_request_confirmation, adk_request_credential,
+// and adk_request_input, a graph workflow node's request for input).
 // Events authored by the user never pause anything, and neither do events
 // imported from a client-supplied history (event.Event.Imported): they are
 // data, so the calls they hold wait for no answer.
+//
+// An invocation stops where it pauses: the agent that made the call ends
+// the invocation once the call is committed, and an agent resumed while
+// its call still waits ([Waiting]) stays paused without asking again (see
+// [Asked]). The runner, in process or on a durable engine, runs the agents
+// until they stop; nothing else decides that an invocation paused.
 //
 // # Answers
 //
@@ -63,7 +70,13 @@ const (
 	PauseConfirmation
 	// PauseCredential is a request for credentials a tool needs.
 	PauseCredential
+	// PauseInput is a graph workflow node's request for input from the
+	// user (event.FunctionRequestInput).
+	PauseInput
 )
+
+// lastKind is the last PauseKind.
+const lastKind = PauseInput
 
 // PendingCall is a function call that pauses its invocation.
 type PendingCall struct {
@@ -98,6 +111,8 @@ func pauseKind(ev *event.Event, fc *genai.FunctionCall) PauseKind {
 		return PauseConfirmation
 	case event.FunctionRequestCredential:
 		return PauseCredential
+	case event.FunctionRequestInput:
+		return PauseInput
 	}
 	return PauseTool
 }
@@ -204,6 +219,23 @@ func Waiting(after []*event.Event, k PauseKind, id string) bool {
 	return true
 }
 
+// Asked reports whether evs (events of one invocation, oldest first) hold
+// the pausing call id, and whether that call still waits for the client
+// (see Waiting). An agent resumed before the answer that would make the
+// call again, with the same id, stays paused instead: the call is made
+// once, however often the invocation resumes.
+func Asked(evs []*event.Event, id string) (asked, waiting bool) {
+	for i, ev := range evs {
+		calls, kinds := PausingCalls(ev)
+		for j, fc := range calls {
+			if fc.ID == id {
+				return true, Waiting(evs[i+1:], kinds[j], id)
+			}
+		}
+	}
+	return false, false
+}
+
 // StillWaiting reports whether a pausing call that author made on branch,
 // among evs (events of one invocation, oldest first), still waits for the
 // client (see Waiting). An agent that made several pausing calls, in one
@@ -288,7 +320,7 @@ func (r *laterResponses) add(ev *event.Event) {
 		if *r == nil {
 			*r = laterResponses{}
 		}
-		for k := PauseTool; k <= PauseCredential; k++ {
+		for k := PauseTool; k <= lastKind; k++ {
 			if completes(k, ev) {
 				(*r)[fr.ID] |= 1 << k
 			}

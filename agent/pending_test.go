@@ -208,3 +208,28 @@ func TestT6PendingCallsOfOneBranch(t *testing.T) {
 		}
 	}
 }
+
+// TestT3AskedInputWaits: a workflow node's adk_request_input call pauses
+// as a request for input (agent.PauseInput); Asked finds it, waiting until
+// the user's answer and not after, and does not find a call the events do
+// not hold.
+func TestT3AskedInputWaits(t *testing.T) {
+	call := event.New("e-1", "approve")
+	call.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{ID: "in-1", Name: event.FunctionRequestInput}}}}
+	call.LongRunningToolIDs = []string{"in-1"}
+	if _, kinds := agent.PausingCalls(call); len(kinds) != 1 || kinds[0] != agent.PauseInput {
+		t.Fatalf("kinds %v, want [PauseInput]", kinds)
+	}
+	evs := []*event.Event{event.NewUserText("e-1", "refund"), call, event.NewModelText("e-1", "other", "meanwhile")}
+	if asked, waiting := agent.Asked(evs, "in-1"); !asked || !waiting {
+		t.Fatalf("before the answer: asked %v, waiting %v; want true, true", asked, waiting)
+	}
+	if asked, _ := agent.Asked(evs, "in-2"); asked {
+		t.Fatal("a call the events do not hold was found")
+	}
+	ans := event.New("e-1", event.AuthorUser)
+	ans.Content = &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{ID: "in-1", Name: event.FunctionRequestInput, Response: map[string]any{"ok": true}}}}}
+	if asked, waiting := agent.Asked(append(evs, ans), "in-1"); !asked || waiting {
+		t.Fatalf("after the answer: asked %v, waiting %v; want true, false", asked, waiting)
+	}
+}

@@ -14,11 +14,13 @@ import (
 //
 // An agent that orchestrates others records where it is with checkpoint
 // events: events without content whose actions carry AgentState (its
-// position) or EndOfAgent (it has finished). The rule is: a workflow agent
-// always records its own checkpoints and its end, and it records the end of
-// each sub-agent that finishes (so an LLM agent gets an end-of-agent event
-// only when it runs under a workflow). An agent run on its own, such as a
-// lone LLM agent, emits no checkpoint at all.
+// position) or EndOfAgent (it has finished). The rule, ADK's, is: in a
+// resumable application ([Invocation.Resumable]) a workflow agent records
+// its own checkpoints and its end, and the end of each sub-agent that
+// finishes (so an LLM agent gets an end-of-agent event only when it runs
+// under a workflow); in an application that is not resumable it records
+// none, and cannot continue from the middle ([CheckpointResumer]). An agent
+// run on its own, such as a lone LLM agent, emits no checkpoint at all.
 //
 // # Resume mode
 //
@@ -42,6 +44,36 @@ type Resumer interface {
 	Agent
 	// ResumesFromLog reports whether the agent resumes from the log.
 	ResumesFromLog() bool
+}
+
+// CheckpointResumer is implemented by agents that continue an invocation
+// from their checkpoints (the sequential, parallel and loop agents of
+// package agent/workflowagent), which they record only in a resumable
+// application. In an application that is not resumable, the runner never
+// runs such an agent in resume mode: a paused invocation continues at the
+// agent that asked the answered call, as in ADK, and an interrupted one
+// cannot be resumed.
+type CheckpointResumer interface {
+	Resumer
+	// ResumesFromCheckpoints reports whether the agent needs its
+	// checkpoints to resume.
+	ResumesFromCheckpoints() bool
+}
+
+// NeedsCheckpoints reports whether a, or an agent below it, resumes from
+// checkpoints (CheckpointResumer).
+func NeedsCheckpoints(a Agent) bool {
+	if c, ok := a.(CheckpointResumer); ok && c.ResumesFromCheckpoints() {
+		return true
+	}
+	if p, ok := a.(Parent); ok {
+		for _, sub := range p.SubAgents() {
+			if NeedsCheckpoints(sub) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // endScope is the end flag of one parallel branch, linked to the enclosing
@@ -87,6 +119,11 @@ func (inv *Invocation) ForBranch(a Agent, branch string) *Invocation {
 	c.agent, c.branch = a, branch
 	return c
 }
+
+// Resumable reports whether the application is resumable
+// (InvocationConfig.Resumable): only then do agents that orchestrate others
+// record checkpoints.
+func (inv *Invocation) Resumable() bool { return inv.shared.cfg.Resumable }
 
 // Resuming reports whether the agent continues a paused or interrupted
 // invocation from the session log rather than starting afresh.

@@ -267,11 +267,11 @@ func BenchmarkS5Floor(b *testing.B) {
 // sends it: the function call, its response and the final text, each a
 // data frame, and the end comment.
 var s5FloorFrames = []byte("data: " +
-	`{"content":{"parts":[{"functionCall":{"id":"adk-a47e05dd-0ff9-414a-b799-e5a621f40237","args":{"a":1,"b":2},"name":"add"}}],"role":"model"},"customMetadata":{"llmCall":true},"finishReason":"STOP","turnComplete":true,"invocationId":"e-791e4026-881b-4f93-9a6c-afbecd09e869","author":"calculator","actions":{"stateDelta":{},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{}},"id":"23a018d0-a6f6-48c5-98ff-174a0c023cf8","timestamp":1795467528.579623}` +
+	`{"content":{"parts":[{"functionCall":{"id":"adk-a47e05dd-0ff9-414a-b799-e5a621f40237","args":{"a":1,"b":2},"name":"add"}}],"role":"model"},"finishReason":"STOP","turnComplete":true,"invocationId":"e-791e4026-881b-4f93-9a6c-afbecd09e869","author":"calculator","actions":{"stateDelta":{},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{}},"id":"23a018d0-a6f6-48c5-98ff-174a0c023cf8","timestamp":1795467528.579623}` +
 	"\n\ndata: " +
 	`{"content":{"parts":[{"functionResponse":{"id":"adk-a47e05dd-0ff9-414a-b799-e5a621f40237","name":"add","response":{"result":3}}}],"role":"user"},"invocationId":"e-791e4026-881b-4f93-9a6c-afbecd09e869","author":"calculator","actions":{"stateDelta":{},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{}},"id":"b651f63f-9f43-4001-a8b1-bec341372d5f","timestamp":1795467528.579718}` +
 	"\n\ndata: " +
-	`{"content":{"parts":[{"text":"3"}],"role":"model"},"customMetadata":{"llmCall":true},"finishReason":"STOP","turnComplete":true,"invocationId":"e-791e4026-881b-4f93-9a6c-afbecd09e869","author":"calculator","actions":{"stateDelta":{},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{}},"id":"6b14ac04-4285-4ad3-a2fc-03087e51bf84","timestamp":1795467528.579761}` +
+	`{"content":{"parts":[{"text":"3"}],"role":"model"},"finishReason":"STOP","turnComplete":true,"invocationId":"e-791e4026-881b-4f93-9a6c-afbecd09e869","author":"calculator","actions":{"stateDelta":{},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{}},"id":"6b14ac04-4285-4ad3-a2fc-03087e51bf84","timestamp":1795467528.579761}` +
 	"\n\n: done\n\n")
 
 // s5FloorHandler serves the floor's two routes: a session create answers

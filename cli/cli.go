@@ -65,7 +65,10 @@
 // of that Temporal server instead of running it in process; "loom worker
 // --temporal HOST:PORT", with the same applications and the same session
 // storage, runs them (package durable/temporal). Both take
-// --temporal-namespace and --temporal-task-queue.
+// --temporal-namespace and --temporal-task-queue; web and api also take
+// --temporal-workflow-prefix, which starts the ids of the session
+// workflows, so that deployments with session stores of their own can
+// share a namespace.
 //
 // # Models and storage
 //
@@ -105,6 +108,7 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/agentconfig"
+	"github.com/loomkit/loom/eval"
 	"github.com/loomkit/loom/model"
 )
 
@@ -144,6 +148,10 @@ type Program struct {
 	// Registry holds what config files may name beyond the built-in tools
 	// and agent classes; nil for nothing more.
 	Registry *agentconfig.Registry
+	// EvalMetrics gives the scorers of the metrics eval configs and eval
+	// runs name: ADK's, and custom metrics registered in Go under the
+	// names configs use. Nil means [eval.NewRegistry].
+	EvalMetrics *eval.Registry
 }
 
 // Env is what a run of the CLI reads and writes. Zero fields mean the

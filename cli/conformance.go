@@ -189,11 +189,16 @@ func startConformanceServer(ctx context.Context, env Env, p Program, o *options,
 
 // mcpEverythingShim lets the suite's MCP agent, which starts
 // "npx -y @modelcontextprotocol/server-everything", find the server that
-// scripts/mcp-server.sh installed (LOOM_MCP_EVERYTHING) without
-// downloading it: an npx earlier in PATH runs that executable for that
-// package and the real npx for anything else. restore undoes it.
+// scripts/mcp-server.sh installed without downloading it: the release ADK's
+// recording was made against (LOOM_MCP_EVERYTHING_ADK, from
+// "scripts/mcp-server.sh adk") when set, else LOOM_MCP_EVERYTHING. An npx
+// earlier in PATH runs that executable for that package and the real npx
+// for anything else. restore undoes it.
 func mcpEverythingShim(env Env) (restore func(), err error) {
-	bin := env.Getenv("LOOM_MCP_EVERYTHING")
+	bin := env.Getenv("LOOM_MCP_EVERYTHING_ADK")
+	if bin == "" {
+		bin = env.Getenv("LOOM_MCP_EVERYTHING")
+	}
 	if bin == "" {
 		return func() {}, nil
 	}

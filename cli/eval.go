@@ -26,13 +26,13 @@ var errEvalFailed = errors.New("eval: some cases did not pass")
 
 // evalCmd runs "loom eval".
 func evalCmd(ctx context.Context, env Env, args []string, p Program) error {
-	fs := newFlagSet("eval", "eval [flags] APP EVALSET... [flags]\n\nRuns the eval sets (ADK *.evalset.json or *.test.json files; FILE:ID1,ID2 runs only those cases) against APP, prints a table of each case's metric scores and saves the result as ADK eval-result JSON under --evals (in the session database when --sessions names one other than the default). Exits with status 1 when a case misses a threshold. Sessions and artifacts default to memory:// here.", env)
+	fs := newFlagSet("eval", "eval [flags] APP EVALSET... [flags]\n\nRuns the eval sets (ADK eval set files in every form adk eval reads: *.evalset.json, *.test.json, the old lists of cases or of turns; FILE:ID1,ID2 runs only those cases) against APP, prints a table of each case's metric scores and saves the result as ADK eval-result JSON under --evals (in the session database when --sessions names one other than the default). Exits with status 1 when a case misses a threshold. Sessions and artifacts default to memory:// here.", env)
 	var o options
 	o.register(fs)
 	// An eval's sessions and artifacts are its own: in memory unless named.
 	fs.Lookup("sessions").DefValue, fs.Lookup("artifacts").DefValue = "memory://", "memory://"
 	o.sessions, o.artifacts = "memory://", "memory://"
-	config := fs.String("config", "", "test_config.json `file` with the criteria (default: tool_trajectory_avg_score 1.0, response_match_score 0.8, or a test_config.json beside the first eval set)")
+	config := fs.String("config", "", "test_config.json or eval_config.json `file` with the criteria (default: tool_trajectory_avg_score 1.0, response_match_score 0.8, or a test_config.json beside the first eval set)")
 	details := fs.Bool("print-details", false, "print each invocation's expected and actual response and tool calls")
 	numRuns := fs.Int("num-runs", 1, "run each case `n` times; scores are averaged")
 	parallel := fs.Int("parallel", 4, "run at most `n` cases at once")
@@ -97,6 +97,7 @@ func evalCmd(ctx context.Context, env Env, args []string, p Program) error {
 	opts := eval.Options{
 		Runner:      r,
 		Metrics:     cfg.Metrics(),
+		Registry:    p.EvalMetrics,
 		Parallelism: *parallel,
 		NumRuns:     *numRuns,
 		Simulator:   cfg.UserSimulatorConfig,

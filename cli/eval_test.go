@@ -1,11 +1,13 @@
 package cli_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/loomkit/loom/cli"
 	"github.com/loomkit/loom/eval"
 	"github.com/loomkit/loom/session/sqlsession"
 )
@@ -105,4 +107,81 @@ func TestEvalResultsInSessionDatabase(t *testing.T) {
 	if err != nil || len(ids) != 1 {
 		t.Errorf("results in the database: %v %v", ids, err)
 	}
+}
+
+// adkLegacySet is ADK's older eval set form, a list of cases, for the
+// assistant's offline model.
+const adkLegacySet = `[
+  {
+    "name": "paris_weather",
+    "data": [
+      {
+        "query": "What's the weather in Paris?",
+        "expected_tool_use": [{"tool_name": "get_weather", "tool_input": {"city": "Paris"}}],
+        "expected_intermediate_agent_responses": [],
+        "reference": "It is 8°C and rainy in Paris."
+      }
+    ],
+    "initial_session": {"state": {}, "app_name": "assistant", "user_id": "test_user"}
+  }
+]`
+
+// TestEvalADKFileForms checks that loom eval runs the eval files ADK's adk
+// eval runs: an eval set object in a *.test.json file, and the older list
+// of cases; and that a config's custom metric runs with the Go scorer a
+// program registers under its name, and without one fails saying so.
+func TestEvalADKFileForms(t *testing.T) {
+	dir := t.TempDir()
+	evals := filepath.Join(dir, "evals")
+	set, err := os.ReadFile("../examples/assistant/assistant.evalset.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTest := filepath.Join(dir, "fixture", "assistant.test.json")
+	os.MkdirAll(filepath.Dir(inTest), 0o755)
+	os.WriteFile(inTest, set, 0o644)
+	if code, out, errOut := run(t, "", "eval", "--evals", evals, "assistant", inTest); code != 0 || !strings.Contains(out, "1 of 1 cases passed") {
+		t.Errorf("set object in a .test.json file: exit %d\n%s\n%s", code, out, errOut)
+	}
+	legacy := filepath.Join(dir, "legacy.evalset.json")
+	os.WriteFile(legacy, []byte(adkLegacySet), 0o644)
+	code, out, errOut := run(t, "", "eval", "--evals", evals, "assistant", legacy)
+	if code != 0 || !strings.Contains(out, "paris_weather") || !strings.Contains(out, "1 of 1 cases passed") {
+		t.Errorf("list of cases: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	cfg := filepath.Join(dir, "eval_config.json")
+	os.WriteFile(cfg, []byte(`{"criteria": {"tool_trajectory_avg_score": 1.0, "mentions_city": {"threshold": 1}},
+		"custom_metrics": {"mentions_city": {"code_config": {"name": "assistant.metrics.mentions_city"}}}}`), 0o644)
+	code, _, errOut = run(t, "", "eval", "--evals", evals, "--config", cfg, "assistant", legacy)
+	if code != 1 || !strings.Contains(errOut, "assistant.metrics.mentions_city") || !strings.Contains(errOut, "Register") {
+		t.Errorf("unregistered custom metric: exit %d: %s", code, errOut)
+	}
+	reg := eval.NewRegistry()
+	reg.Register("mentions_city", func(*eval.Criterion, *eval.Env) (eval.Scorer, error) { return mentionsParis{}, nil })
+	var o, e strings.Builder
+	p := cli.Program{Apps: []cli.App{assistantApp}, EvalMetrics: reg}
+	code = p.Run(context.Background(), []string{"eval", "--evals", evals, "--config", cfg, "assistant", legacy}, cli.Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getenv: noEnv})
+	if code != 0 || !strings.Contains(o.String(), "mentions_city") || !strings.Contains(o.String(), "1 of 1 cases passed") {
+		t.Errorf("registered custom metric: exit %d\n%s\n%s", code, o.String(), e.String())
+	}
+}
+
+// mentionsParis scores 1 for each final response naming Paris.
+type mentionsParis struct{}
+
+func (mentionsParis) Score(_ context.Context, in *eval.ScoreInput) (*eval.Score, error) {
+	var out eval.Score
+	total := 0.0
+	for _, a := range in.Actual {
+		s := 0.0
+		if strings.Contains(eval.Text(a.FinalResponse), "Paris") {
+			s = 1
+		}
+		total += s
+		out.PerInvocation = append(out.PerInvocation, eval.InvocationScore{Score: &s})
+	}
+	overall := total / float64(len(in.Actual))
+	out.Overall = &overall
+	return &out, nil
 }

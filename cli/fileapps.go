@@ -58,6 +58,9 @@ func findFileApps(dir string) ([]*fileApp, error) {
 		return nil, err
 	}
 	if isApp(abs) {
+		if err := checkAppDir(abs); err != nil {
+			return nil, err
+		}
 		return []*fileApp{newFileApp(filepath.Base(abs), abs)}, nil
 	}
 	entries, err := os.ReadDir(abs)
@@ -68,6 +71,9 @@ func findFileApps(dir string) ([]*fileApp, error) {
 	for _, e := range entries {
 		p := filepath.Join(abs, e.Name())
 		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") && isApp(p) {
+			if err := checkAppDir(p); err != nil {
+				return nil, err
+			}
 			apps = append(apps, newFileApp(e.Name(), p))
 		}
 	}
@@ -75,6 +81,16 @@ func findFileApps(dir string) ([]*fileApp, error) {
 		return nil, fmt.Errorf("no application in %s: an application is a directory holding %s", dir, agentconfig.RootFile)
 	}
 	return apps, nil
+}
+
+// checkAppDir refuses an app directory whose name cannot name an app: the
+// app would be listed while every route naming it fails. The rule is that
+// of agent names (agentconfig.CheckName).
+func checkAppDir(dir string) error {
+	if err := agentconfig.CheckName(filepath.Base(dir)); err != nil {
+		return fmt.Errorf("app directory %s: %w", dir, err)
+	}
+	return nil
 }
 
 func isApp(dir string) bool {

@@ -25,10 +25,15 @@ type options struct {
 	sessions     string
 	artifacts    string
 	memory       string
-	// namedOffline gives the agents of config files, when no model is
-	// named and no API key is set, offline models reporting the names
-	// the files give (conformance replay compares them).
+	// namedOffline is set when the server honours the conformance
+	// protocol: the agents of config files get, when no model is named
+	// and no API key is set, offline models reporting the names the files
+	// give (conformance replay compares them), and every model is wrapped
+	// for replay.
 	namedOffline bool
+	// resumable makes the applications resumable (runner.Config.Resumable);
+	// Temporal turns it on.
+	resumable bool
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -37,6 +42,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.sessions, "sessions", DefaultSessions, "session storage `URL`: sqlite://FILE, postgres://..., memory://")
 	fs.StringVar(&o.artifacts, "artifacts", DefaultArtifacts, "artifact storage `URL`: file://DIR, memory://")
 	fs.StringVar(&o.memory, "memory", DefaultMemory, "memory service `URL`")
+	fs.BoolVar(&o.resumable, "resumable", false, "make the applications resumable, as ADK's ResumabilityConfig does: workflow agents record checkpoint events, so that an invocation can continue from the middle of a workflow after a pause or a crash (always on with Temporal)")
 }
 
 // newFlagSet returns the flag set of the command cmd ("run", "conformance

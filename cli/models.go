@@ -55,8 +55,11 @@ func openModel(ctx context.Context, name string, getenv func(string) string, tim
 	return provider.Open(ctx, name, &provider.Options{Getenv: getenv, Retry: &retry.Policy{Timeout: timeout}})
 }
 
-// build returns the root agent of app under the model choice.
-func (c *modelChoice) build(app App) (agent.Agent, string, error) {
+// build returns the root agent of app under the model choice. A server
+// honouring the conformance protocol wraps the model for replay, as it
+// wraps those of config-file agents, so that a replayed invocation's
+// model turns are answered, and checked, by the same rule.
+func (c *modelChoice) build(app App, o *options) (agent.Agent, string, error) {
 	if app.Agent != nil {
 		return app.Agent, "its own model", nil
 	}
@@ -71,7 +74,7 @@ func (c *modelChoice) build(app App) (agent.Agent, string, error) {
 		llm = app.Offline()
 		desc = llm.Name()
 	}
-	ag, err := app.New(llm)
+	ag, err := app.New(c.swap(o, llm))
 	if err != nil {
 		return nil, "", fmt.Errorf("app %s: %w", app.Name, err)
 	}

@@ -53,7 +53,7 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 	evals := fs.String("evals", DefaultEvals, "`directory` of the eval sets and results the evaluation routes serve (results go to the session database when --sessions names one other than the default)")
 	withA2A := fs.Bool("a2a", false, "also serve every application over the Agent2Agent (A2A) protocol, at /a2a/APP (agent card at /a2a/APP"+a2aserver.CardPath+")")
 	var tf temporalFlags
-	tf.register(fs, "start invocations there, as workflows that loom worker runs, instead of in this process")
+	tf.registerClient(fs, "start invocations there, as workflows that loom worker runs, instead of in this process")
 	conf := fs.Bool("conformance", false, "honour ADK's conformance protocol: a run whose state delta holds _adk_replay_config answers model and tool calls from recordings, one holding _adk_recordings_config records them (it swaps models: for test servers only)")
 	confRoots := fs.String("conformance-root", ".", "comma-separated `directories` the case directories of --conformance requests must lie in")
 	hosts := fs.String("allowed-hosts", "", "comma-separated `hosts` (name or name:port) accepted in the Host header besides localhost, 127.0.0.1 and [::1], and the --host address; \"*\" for any")
@@ -105,6 +105,9 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 		plugins = append(plugins, conformance.Replay(copts), conformance.Record(copts))
 		fmt.Fprintf(env.Stderr, "loom: ADK conformance replay and recording on, for case directories in %s\n", strings.Join(copts.Roots, ", "))
 	}
+	if tf.addr != "" {
+		o.resumable = true // Temporal's steps continue invocations from their checkpoints
+	}
 	svc, runners, err := setup(ctx, env, &o, apps, reg, plugins...)
 	if err != nil {
 		return err
@@ -126,8 +129,9 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 			return err
 		}
 	}
-	cfg := server.Config{Apps: runners, AllowedOrigins: splitList(*origins), AllowedHosts: allowed, Version: version(), Traces: traceRoutes{tel}, Mounts: mounts, Status: statusOf(apps)}
+	cfg := server.Config{Apps: runners, AllowedOrigins: splitList(*origins), AllowedHosts: allowed, Version: version(), Traces: traceRoutes{tel}, Mounts: mounts, Status: statusOf(apps), AppFiles: appFilesOf(apps)}
 	cfg.Evals, _ = evalStore(&o, svc, *evals)
+	cfg.EvalMetrics = p.EvalMetrics
 	if name := cmp.Or(o.model, defaultModel(env.Getenv)); name != "" {
 		// The judge of LLM-judged metrics in eval runs started from the UI.
 		if cfg.EvalJudge, err = openModel(ctx, name, env.Getenv, o.modelTimeout); err != nil {
@@ -143,10 +147,10 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 			return err
 		}
 		defer c.Close()
-		if cfg.Invoker, err = temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: tf.queue}); err != nil {
+		if cfg.Invoker, err = temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: tf.queue, WorkflowIDPrefix: tf.prefix}); err != nil {
 			return err
 		}
-		fmt.Fprintf(env.Stderr, "loom: invocations run on Temporal %s, task queue %s\n", tf.addr, tf.queue)
+		fmt.Fprintf(env.Stderr, "loom: invocations run on Temporal %s, task queue %s, workflow ids %s/...\n", tf.addr, tf.queue, tf.prefix)
 	}
 	api, err := server.New(cfg)
 	if err != nil {
@@ -217,7 +221,7 @@ func setup(ctx context.Context, env Env, o *options, apps []App, reg *agentconfi
 	runners := make([]*runner.Runner, 0, len(apps))
 	descs := make([]string, 0, len(apps))
 	for _, app := range apps {
-		r, desc, err := newRunner(app, choice, svc, plugins)
+		r, desc, err := newRunner(app, choice, o, svc, plugins)
 		if err != nil {
 			svc.close()
 			return nil, nil, err
@@ -230,9 +234,10 @@ func setup(ctx context.Context, env Env, o *options, apps []App, reg *agentconfi
 	return svc, runners, nil
 }
 
-func newRunner(app App, choice *modelChoice, svc *services, plugins []*plugin.Plugin) (*runner.Runner, string, error) {
+func newRunner(app App, choice *modelChoice, o *options, svc *services, plugins []*plugin.Plugin) (*runner.Runner, string, error) {
 	cfg := runner.Config{
 		AppName:   app.Name,
+		Resumable: o.resumable,
 		Sessions:  svc.sessions,
 		Artifacts: svc.artifacts,
 		Memory:    svc.memory,
@@ -247,7 +252,7 @@ func newRunner(app App, choice *modelChoice, svc *services, plugins []*plugin.Pl
 		desc = "from " + filepath.Join(f.dir, agentconfig.RootFile) + ", " + choice.fileDesc()
 	} else {
 		var err error
-		if cfg.Agent, desc, err = choice.build(app); err != nil {
+		if cfg.Agent, desc, err = choice.build(app, o); err != nil {
 			return nil, "", err
 		}
 	}

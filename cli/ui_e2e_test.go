@@ -114,7 +114,9 @@ func startWeb(t *testing.T, dir string, apps ...cli.App) string {
 	urls := make(chan string, 1)
 	done := make(chan int, 1)
 	var stderr syncBuffer
-	args := []string{"web", "--host", "127.0.0.1", "--port", "0",
+	// Resumable, so that workflow agents write the checkpoints the UI
+	// labels (and hides by default).
+	args := []string{"web", "--resumable", "--host", "127.0.0.1", "--port", "0",
 		"--sessions", "sqlite://" + filepath.Join(dir, "sessions.db"),
 		"--artifacts", "file://" + filepath.Join(dir, "artifacts"),
 		"--evals", filepath.Join(dir, "evals")}

@@ -20,12 +20,21 @@ type temporalFlags struct {
 	addr      string
 	namespace string
 	queue     string
+	prefix    string // of the workflow ids (servers only)
 }
 
 func (t *temporalFlags) register(fs *flag.FlagSet, what string) {
 	fs.StringVar(&t.addr, "temporal", "", "`host:port` of a Temporal server: "+what)
 	fs.StringVar(&t.namespace, "temporal-namespace", "default", "Temporal `namespace`")
 	fs.StringVar(&t.queue, "temporal-task-queue", temporal.DefaultTaskQueue, "Temporal task `queue` of the workers")
+}
+
+// registerClient registers, besides the flags of register, those of a
+// process that starts workflows.
+func (t *temporalFlags) registerClient(fs *flag.FlagSet, what string) {
+	t.register(fs, what)
+	fs.StringVar(&t.prefix, "temporal-workflow-prefix", temporal.DefaultWorkflowIDPrefix,
+		"`prefix` of the session workflows' ids: deployments that share a Temporal namespace but not their session store each need their own")
 }
 
 // dial connects to the Temporal server; its SDK logs warnings and errors
@@ -81,6 +90,7 @@ func worker(ctx context.Context, env Env, args []string, p Program) error {
 		return err
 	}
 	defer tel.Shutdown(context.WithoutCancel(ctx))
+	o.resumable = true // each step continues the invocation from its checkpoints
 	svc, runners, err := setup(ctx, env, &o, apps, p.Registry, tel.Plugin())
 	if err != nil {
 		return err

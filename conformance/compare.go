@@ -96,6 +96,7 @@ func comparableEvent(v any) any {
 			delete(pm, "thought_signature")
 			for _, k := range []string{"function_call", "function_response"} {
 				if f, ok := pm[k].(map[string]any); ok {
+					dropCallIDs(f)
 					delete(f, "id")
 				}
 			}
@@ -115,6 +116,26 @@ func comparableEvent(v any) any {
 		}
 	}
 	return ev
+}
+
+// dropCallIDs removes from a function call's arguments the function call
+// ids they repeat, which differ from run to run as the ids do: the id of
+// the call a confirmation or credential request is about
+// (originalFunctionCall.id), and an input request's interrupt_id, which
+// is its own call id.
+func dropCallIDs(f map[string]any) {
+	args, ok := f["args"].(map[string]any)
+	if !ok {
+		return
+	}
+	for _, k := range []string{"originalFunctionCall", "original_function_call"} {
+		if orig, ok := args[k].(map[string]any); ok {
+			delete(orig, "id")
+		}
+	}
+	if id, ok := f["id"].(string); ok && id != "" && args["interrupt_id"] == id {
+		delete(args, "interrupt_id")
+	}
 }
 
 func comparableSession(v any) any {

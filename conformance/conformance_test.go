@@ -157,3 +157,27 @@ func TestReplayOutsideRoots(t *testing.T) {
 		t.Fatalf("Run = %v, want an error about the directory", res.Err)
 	}
 }
+
+// TestRelativeCaseDirectory: a case named by a path relative to the
+// working directory, as ADK's runner names it, is read from there when it
+// lies in an allowed directory, even one named differently.
+func TestRelativeCaseDirectory(t *testing.T) {
+	ctx := context.Background()
+	parent := t.TempDir()
+	t.Chdir(parent)
+	if err := os.MkdirAll(filepath.Join("suite", "tests", "core", "lookup_001"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cs := writeSpec(t, filepath.Join("suite", "tests", "core", "lookup_001"))
+	cs.Dir = filepath.Join("suite", "tests", "core", "lookup_001") // as ADK's runner sends it
+	live := scripted.NewSequence("scripted-1", scripted.Call("lookup", map[string]any{"q": "loom"}), scripted.Text("A loom weaves."))
+	if err := serve(t, live, "suite").Record(ctx, cs, conformance.StreamingNone); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conformance.LoadRecordings(cs.Dir, conformance.StreamingNone); err != nil {
+		t.Fatalf("the recordings are not in the case directory: %v", err)
+	}
+	if res := serve(t, failing(), "./suite/").Run(ctx, cs, conformance.StreamingNone); !res.Passed() {
+		t.Fatalf("replay of a relative case directory: %v", res.Err)
+	}
+}

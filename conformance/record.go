@@ -24,6 +24,7 @@ type recordState struct {
 	order   []*Recording
 	llm     map[string]*Recording // pending model call, by agent
 	pending map[string]*Recording // pending tool call, by call id
+	slots   map[string]int        // first place in order of a response's tool calls, by event id
 }
 
 // Record returns the recording plugin: for an invocation whose state
@@ -54,7 +55,7 @@ func Record(o *Options) *plugin.Plugin {
 			return nil, err
 		}
 		mu.Lock()
-		states[cc.InvocationID()] = &recordState{cfg: cfg, dir: dir, llm: map[string]*Recording{}, pending: map[string]*Recording{}}
+		states[cc.InvocationID()] = &recordState{cfg: cfg, dir: dir, llm: map[string]*Recording{}, pending: map[string]*Recording{}, slots: map[string]int{}}
 		mu.Unlock()
 		return nil, nil
 	}
@@ -70,7 +71,6 @@ func Record(o *Options) *plugin.Plugin {
 		r := &Recording{UserMessageIndex: st.cfg.index, AgentName: cc.AgentName(), LLM: &LLMRecording{Request: tree}}
 		st.mu.Lock()
 		st.llm[cc.AgentName()] = r
-		st.order = append(st.order, r)
 		st.mu.Unlock()
 		return nil, nil
 	}}
@@ -87,7 +87,10 @@ func Record(o *Options) *plugin.Plugin {
 		if r := st.llm[cc.AgentName()]; r != nil {
 			r.LLM.Responses = append(r.LLM.Responses, tree)
 			if !resp.Partial {
+				// In the order the complete responses came, which is the
+				// order their events are committed, and the replay's.
 				delete(st.llm, cc.AgentName())
+				st.order = append(st.order, r)
 			}
 		}
 		st.mu.Unlock()
@@ -100,9 +103,22 @@ func Record(o *Options) *plugin.Plugin {
 		}
 		r := &Recording{UserMessageIndex: st.cfg.index, AgentName: tc.AgentName(),
 			Tool: &ToolRecording{Call: &genai.FunctionCall{ID: tc.FunctionCallID(), Name: t.Name(), Args: args}}}
+		evID, pos, n, placed := callPlace(tc)
 		st.mu.Lock()
 		st.pending[tc.FunctionCallID()] = r
-		st.order = append(st.order, r)
+		if placed {
+			// In call order (see callPlace); places of calls that never
+			// reach the tool stay empty.
+			base, ok := st.slots[evID]
+			if !ok {
+				base = len(st.order)
+				st.slots[evID] = base
+				st.order = append(st.order, make([]*Recording, n)...)
+			}
+			st.order[base+pos] = r
+		} else {
+			st.order = append(st.order, r)
+		}
 		st.mu.Unlock()
 		return nil, nil
 	}}
@@ -149,6 +165,7 @@ func (s *recordState) save() error {
 	}
 	for _, r := range s.order {
 		switch {
+		case r == nil:
 		case r.LLM != nil && len(r.LLM.Responses) > 0, r.Tool != nil && r.Tool.Response != nil:
 			all.Recordings = append(all.Recordings, *r)
 		}

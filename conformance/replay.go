@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/plugin"
 	"github.com/loomkit/loom/tool"
@@ -26,9 +28,9 @@ var ErrReplay = errors.New("conformance: replay mismatch")
 // Options restrict the case directories the plugins read and write.
 type Options struct {
 	// Roots are the directories case directories must lie in; a request
-	// naming another directory fails. Relative directories of requests
-	// are taken relative to the first root. Empty: the current
-	// directory.
+	// naming another directory fails. A relative directory in a request
+	// is relative to the working directory, as ADK's servers read it.
+	// Empty: the working directory.
 	Roots []string
 }
 
@@ -92,9 +94,6 @@ func (o *Options) resolve(dir string) (string, error) {
 	if len(roots) == 0 {
 		roots = []string{"."}
 	}
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(roots[0], dir)
-	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
@@ -124,6 +123,83 @@ type replayState struct {
 	recs  *Recordings
 	llm   map[string]int // next model recording, by agent
 	tools map[string]int // next tool recording, by agent
+	calls map[string]int // first tool recording of a response's calls, by event id
+
+	// Model answers go out in the order of the recordings, which is the
+	// order ADK committed them: an agent running beside others (a
+	// Parallel branch) waits until the events of the answers recorded
+	// before its own are committed. answered and committed count, by
+	// agent, the answers given and the model events committed after them.
+	turn      *sync.Cond // on mu
+	answered  map[string]int
+	committed map[string]int
+	late      bool // a wait timed out: the run departs from the recordings, nobody waits any more
+}
+
+// inTurnWait bounds the wait for earlier recordings: a run that departs
+// from them does not hang, it fails on its own mismatch.
+const inTurnWait = 5 * time.Second
+
+// waitTurn waits until the model events of the recordings before the
+// i-th model recording of agentName at this user message are committed,
+// then counts its answer as given.
+func (s *replayState) waitTurn(agentName string, i int) {
+	var before []struct {
+		agent string
+		n     int
+	}
+	seen := map[string]int{}
+	for _, r := range s.recs.Recordings {
+		if r.UserMessageIndex != s.cfg.index || r.LLM == nil {
+			continue
+		}
+		n := seen[r.AgentName]
+		seen[r.AgentName] = n + 1
+		if r.AgentName == agentName {
+			if n == i {
+				break
+			}
+			continue
+		}
+		before = append(before, struct {
+			agent string
+			n     int
+		}{r.AgentName, n})
+	}
+	timer := time.AfterFunc(inTurnWait, func() {
+		s.mu.Lock()
+		s.late = true
+		s.turn.Broadcast()
+		s.mu.Unlock()
+	})
+	defer timer.Stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.late {
+		ready := true
+		for _, b := range before {
+			if s.committed[b.agent] <= b.n {
+				ready = false
+				break
+			}
+		}
+		if ready {
+			break
+		}
+		s.turn.Wait()
+	}
+	s.answered[agentName]++
+}
+
+// committedEvent counts a committed event of an agent whose model answer
+// was given and whose event is not yet counted.
+func (s *replayState) committedEvent(author string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.answered[author] > s.committed[author] {
+		s.committed[author]++
+		s.turn.Broadcast()
+	}
 }
 
 // Replay returns the replay plugin: for an invocation whose state holds
@@ -157,8 +233,17 @@ func Replay(o *Options) *plugin.Plugin {
 			return nil, err
 		}
 		mu.Lock()
-		states[cc.InvocationID()] = &replayState{cfg: cfg, recs: recs, llm: map[string]int{}, tools: map[string]int{}}
+		st := &replayState{cfg: cfg, recs: recs, llm: map[string]int{}, tools: map[string]int{}, calls: map[string]int{},
+			answered: map[string]int{}, committed: map[string]int{}}
+		st.turn = sync.NewCond(&st.mu)
+		states[cc.InvocationID()] = st
 		mu.Unlock()
+		return nil, nil
+	}
+	p.OnEvent = func(_ context.Context, inv *agent.Invocation, ev *event.Event) (*event.Event, error) {
+		if st := get(inv.ID()); st != nil && !ev.Partial {
+			st.committedEvent(ev.Author)
+		}
 		return nil, nil
 	}
 	p.AfterRun = func(_ context.Context, inv *agent.Invocation) {
@@ -198,7 +283,7 @@ func Replay(o *Options) *plugin.Plugin {
 		if st == nil {
 			return nil, nil
 		}
-		rec, err := st.tool(tc.AgentName(), t.Name(), args)
+		rec, err := st.tool(tc, t.Name(), args)
 		if err != nil {
 			return nil, err
 		}
@@ -316,17 +401,32 @@ func (s *replayState) model(agentName string, req *model.Request) ([]*model.Resp
 	if err != nil {
 		return nil, err
 	}
+	s.waitTurn(agentName, i)
 	if len(resps) == 0 {
 		return nil, fmt.Errorf("%w: model request %d of agent %s has no recorded response", ErrReplay, i, agentName)
 	}
 	return resps, nil
 }
 
-// tool returns the next tool recording of agentName, checking the call.
-func (s *replayState) tool(agentName, name string, args map[string]any) (*ToolRecording, error) {
+// tool returns the tool recording of the call tc answers, checking the
+// call: the agent's next one, in call order among the calls of one model
+// response (see callPlace).
+func (s *replayState) tool(tc tool.Context, name string, args map[string]any) (*ToolRecording, error) {
+	agentName := tc.AgentName()
+	evID, pos, size, placed := callPlace(tc)
 	s.mu.Lock()
 	i := s.tools[agentName]
-	s.tools[agentName] = i + 1
+	if placed {
+		base, ok := s.calls[evID]
+		if !ok {
+			base = i
+			s.calls[evID] = base
+			s.tools[agentName] = base + size
+		}
+		i = base + pos
+	} else {
+		s.tools[agentName] = i + 1
+	}
 	s.mu.Unlock()
 	var rec *ToolRecording
 	n := 0
@@ -346,7 +446,14 @@ func (s *replayState) tool(agentName, name string, args map[string]any) (*ToolRe
 	if rec.Call.Name != name {
 		return nil, fmt.Errorf("%w: tool call %d of agent %s: want %s, got %s", ErrReplay, i, agentName, rec.Call.Name, name)
 	}
-	if d := Diff("args", normalizeData(anyMap(rec.Call.Args)), normalizeData(anyMap(args))); len(d) > 0 {
+	want := rec.Call.Args
+	if len(args) == 0 {
+		args = nil // no arguments: absent or {}, recorded either way
+	}
+	if len(want) == 0 {
+		want = nil
+	}
+	if d := Diff("args", normalizeData(anyMap(want)), normalizeData(anyMap(args))); len(d) > 0 {
 		m := &Mismatch{What: fmt.Sprintf("tool call %d (%s) of agent %s", i, name, agentName), Differences: d}
 		return nil, fmt.Errorf("%w: %s", ErrReplay, m.Error())
 	}

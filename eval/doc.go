@@ -3,10 +3,13 @@
 //
 // # Files
 //
-// [ReadSetFile] reads an *.evalset.json file ([Set]: cases with a static
-// conversation or a scenario for a simulated user, and the session they
-// start from) or an older *.test.json file; [ReadConfig] reads a
-// test_config.json ([Config]: criteria by metric name);
+// [ReadSetFile] reads an eval set file in every form ADK reads, told apart
+// by content whatever the file's name: an eval set object ([Set]: cases
+// with a static conversation or a scenario for a simulated user, and the
+// session they start from), ADK's older list of cases, or the old
+// *.test.json list of turns; [ReadConfig] reads a test_config.json or
+// eval_config.json ([Config]: criteria by metric name, custom metrics, the
+// user simulator's config);
 // [ReadResultFile] and [WriteResultFile] read and write
 // *.evalset_result.json files ([SetResult]). Keys may be snake_case or
 // camelCase; members Loom does not know are kept in each type's Extra and
@@ -20,9 +23,18 @@
 // [Registry]. The built-in ones are ADK's: tool trajectory
 // ([TrajectoryMetric], exact, in-order or any-order matching), ROUGE-1
 // response match ([ResponseMatchMetric], tokenized and stemmed as ADK does
-// so scores agree), and three judged by a model: final-response match
+// so scores agree), and those judged by a model: final-response match
 // ([JudgedMatchMetric], majority of several verdicts), rubric-based quality
-// ([RubricMetric]) and groundedness ([HallucinationMetric]).
+// of final responses, tool use and whole conversations ([RubricMetric],
+// [ToolUseRubricMetric], [TrajectoryRubricMetric]), groundedness
+// ([HallucinationMetric]), the simulated user's fidelity
+// ([SimulatorQualityMetric]), and the metrics ADK computes with Vertex AI's
+// evaluation service, which Loom computes with the configured judge
+// instead: task success, trajectory and tool use over a conversation
+// ([TaskSuccessMetric], [MultiTurnTrajectoryMetric],
+// [MultiTurnToolUseMetric]), safety ([SafetyMetric]) and coherence
+// ([CoherenceMetric]). A config's custom metric, Python code in ADK, is
+// computed by the scorer registered under its name.
 //
 // # Runs
 //

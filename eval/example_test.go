@@ -95,3 +95,41 @@ func ExampleRegistry_Register() {
 	fmt.Println(*score.Overall)
 	// Output: 1
 }
+
+// ADK's older eval set form, a list of cases, read like any other.
+func ExampleReadSetFile() {
+	set, err := eval.ReadSetFile("testdata/adk/shopping.evalset.json")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, c := range set.EvalCases {
+		fmt.Println(c.EvalID, len(c.Conversation), eval.Text(c.Conversation[0].UserContent))
+	}
+	// Output:
+	// find_mugs 2 Show me blue mugs.
+	// no_session 1 Who are you?
+}
+
+// An eval config's custom metric runs with the Go scorer registered under
+// its name.
+func ExampleReadConfig() {
+	cfg, err := eval.ReadConfig("testdata/adk/eval_config.json")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	reg := eval.NewRegistry()
+	for _, m := range cfg.Metrics() {
+		if m.CustomFunctionPath != "" {
+			_, err := reg.Scorer(m, nil)
+			fmt.Println(err != nil)
+			reg.Register(m.MetricName, func(*eval.Criterion, *eval.Env) (eval.Scorer, error) { return shortAnswers{}, nil })
+			_, err = reg.Scorer(m, nil)
+			fmt.Println(m.MetricName, m.CustomFunctionPath, err)
+		}
+	}
+	// Output:
+	// true
+	// order_total_ok shop.metrics.order_total_ok <nil>
+}

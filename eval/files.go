@@ -21,25 +21,28 @@ const (
 	ResultFileSuffix = ".evalset_result.json"
 )
 
-// ReadSetFile reads an eval set file: ADK's *.evalset.json form, or the
-// older *.test.json form (a list of turns with query, expected_tool_use and
-// reference), which becomes a set of one case named after the file. An
-// initial.session.json beside an old-form file gives its initial state.
+// ReadSetFile reads an eval set file in any of the forms ADK reads,
+// whatever the file is named, told apart by content as ADK tells them:
+//   - an eval set object (ADK's *.evalset.json form, which ADK's own
+//     *.test.json fixtures hold too);
+//   - ADK's older list of cases, [{name, data, initial_session}], each data a
+//     list of turns;
+//   - the old *.test.json list of turns (query, expected_tool_use,
+//     reference), which becomes a set of one case named after the file, with
+//     the initial state of an initial.session.json beside it.
+//
 // Errors name the file and, where it applies, the case and field.
 func ReadSetFile(path string) (*Set, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	trimmed := bytes.TrimSpace(data)
-	if strings.HasSuffix(path, TestFileSuffix) || bytes.HasPrefix(trimmed, []byte("[")) {
-		s, err := parseTestFile(path, data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		return s, nil
+	var s *Set
+	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("[")) {
+		s, err = parseOldForms(path, data)
+	} else {
+		s, err = ParseSet(data)
 	}
-	s, err := ParseSet(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -103,11 +106,11 @@ func WriteSetFile(path string, s *Set) error {
 	return writeFileAtomic(path, indent(data))
 }
 
-// oldTurn is one entry of a *.test.json file.
+// oldTurn is one turn of the old forms.
 type oldTurn struct {
-	Query           string `json:"query"`
+	Query           *string `json:"query"`
 	ExpectedToolUse []struct {
-		ToolName  string         `json:"tool_name"`
+		ToolName  *string        `json:"tool_name"`
 		ToolInput map[string]any `json:"tool_input"`
 	} `json:"expected_tool_use"`
 	ExpectedIntermediateAgentResponses []struct {
@@ -117,33 +120,125 @@ type oldTurn struct {
 	Reference string `json:"reference"`
 }
 
-func parseTestFile(path string, data []byte) (*Set, error) {
+// oldCase is one case of ADK's older list of cases.
+type oldCase struct {
+	Name           *string           `json:"name"`
+	Data           []json.RawMessage `json:"data"`
+	InitialSession *oldSession       `json:"initial_session"`
+}
+
+// oldSession is the initial session of the old forms.
+type oldSession struct {
+	State   map[string]any `json:"state"`
+	AppName string         `json:"app_name"`
+	UserID  string         `json:"user_id"`
+}
+
+// setName is the id a set read from an old-form file gets: the file name
+// without its suffix.
+func setName(path string) string {
+	name := filepath.Base(path)
+	for _, suffix := range []string{SetFileSuffix, TestFileSuffix, ".json"} {
+		if strings.HasSuffix(name, suffix) {
+			return strings.TrimSuffix(name, suffix)
+		}
+	}
+	return name
+}
+
+// parseOldForms reads a JSON list: ADK's list of cases when its first
+// entry has a name or data member, else a list of turns.
+func parseOldForms(path string, data []byte) (*Set, error) {
 	var raws []json.RawMessage
 	if err := json.Unmarshal(data, &raws); err != nil {
-		return nil, errors.New("an old-form test file must be a list of turns")
+		return nil, fmt.Errorf("an old-form eval file must be a list of turns or of cases: %w", simplify(err))
 	}
-	name := strings.TrimSuffix(filepath.Base(path), TestFileSuffix)
-	name = strings.TrimSuffix(name, ".json")
+	name := setName(path)
+	if len(raws) > 0 {
+		var probe map[string]json.RawMessage
+		if json.Unmarshal(raws[0], &probe) == nil {
+			_, hasName := probe["name"]
+			_, hasData := probe["data"]
+			if hasName || hasData {
+				s, err := parseCaseList(name, raws)
+				if err != nil {
+					return nil, err
+				}
+				return s, s.Validate()
+			}
+		}
+	}
+	c, err := parseTurns(name, "", raws)
+	if err != nil {
+		return nil, err
+	}
+	if b, err := os.ReadFile(filepath.Join(filepath.Dir(path), "initial.session.json")); err == nil {
+		var init oldSession
+		if err := json.Unmarshal(b, &init); err != nil {
+			return nil, fmt.Errorf("initial.session.json: %w", simplify(err))
+		}
+		c.SessionInput = &SessionInput{AppName: init.AppName, UserID: init.UserID, State: init.State}
+	}
+	return &Set{EvalSetID: name, EvalCases: []*Case{c}, CreationTimestamp: event.ToSeconds(time.Now())}, nil
+}
+
+// parseCaseList reads ADK's older list of cases, [{name, data,
+// initial_session}], as ADK converts it: each entry a case, an empty
+// initial session none.
+func parseCaseList(name string, raws []json.RawMessage) (*Set, error) {
+	now := event.ToSeconds(time.Now())
+	s := &Set{EvalSetID: name, Name: name, EvalCases: []*Case{}, CreationTimestamp: now}
+	for i, raw := range raws {
+		where := fmt.Sprintf("[%d]", i)
+		var oc oldCase
+		if err := json.Unmarshal(raw, &oc); err != nil {
+			return nil, &FieldError{where, simplify(err)}
+		}
+		if oc.Name == nil {
+			return nil, &FieldError{where + ".name", errors.New("missing")}
+		}
+		if oc.Data == nil {
+			return nil, &FieldError{where + ".data", errors.New("missing")}
+		}
+		c, err := parseTurns(*oc.Name, where+".data", oc.Data)
+		if err != nil {
+			return nil, err
+		}
+		c.CreationTimestamp = now
+		if in := oc.InitialSession; in != nil && (in.State != nil || in.AppName != "" || in.UserID != "") {
+			c.SessionInput = &SessionInput{AppName: in.AppName, UserID: in.UserID, State: in.State}
+		}
+		s.EvalCases = append(s.EvalCases, c)
+	}
+	return s, nil
+}
+
+// parseTurns reads a list of old-form turns as the conversation of a case
+// named name; where locates the list in errors.
+func parseTurns(name, where string, raws []json.RawMessage) (*Case, error) {
 	c := &Case{EvalID: name, Conversation: []*Invocation{}}
 	for i, raw := range raws {
+		at := fmt.Sprintf("%s[%d]", where, i)
 		var t oldTurn
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		if err := dec.Decode(&t); err != nil {
-			return nil, &FieldError{fmt.Sprintf("[%d]", i), simplify(err)}
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return nil, &FieldError{at, simplify(err)}
 		}
-		if t.Query == "" {
-			return nil, &FieldError{fmt.Sprintf("[%d].query", i), errors.New("missing")}
+		if t.Query == nil {
+			return nil, &FieldError{at + ".query", errors.New("missing")}
 		}
 		inv := &Invocation{
 			InvocationID:  fmt.Sprintf("%s-%d", name, i),
-			UserContent:   genai.NewContentFromText(t.Query, genai.RoleUser),
+			UserContent:   genai.NewContentFromText(*t.Query, genai.RoleUser),
 			FinalResponse: genai.NewContentFromText(t.Reference, genai.RoleModel),
 			IntermediateData: &IntermediateData{
 				ToolUses: []*genai.FunctionCall{},
 			},
 		}
-		for _, u := range t.ExpectedToolUse {
-			inv.IntermediateData.ToolUses = append(inv.IntermediateData.ToolUses, &genai.FunctionCall{Name: u.ToolName, Args: u.ToolInput})
+		for j, u := range t.ExpectedToolUse {
+			if u.ToolName == nil {
+				return nil, &FieldError{fmt.Sprintf("%s.expected_tool_use[%d].tool_name", at, j), errors.New("missing")}
+			}
+			inv.IntermediateData.ToolUses = append(inv.IntermediateData.ToolUses, &genai.FunctionCall{Name: *u.ToolName, Args: u.ToolInput})
 		}
 		for _, r := range t.ExpectedIntermediateAgentResponses {
 			inv.IntermediateData.IntermediateResponses = append(inv.IntermediateData.IntermediateResponses,
@@ -151,18 +246,7 @@ func parseTestFile(path string, data []byte) (*Set, error) {
 		}
 		c.Conversation = append(c.Conversation, inv)
 	}
-	if b, err := os.ReadFile(filepath.Join(filepath.Dir(path), "initial.session.json")); err == nil {
-		var init struct {
-			State   map[string]any `json:"state"`
-			AppName string         `json:"app_name"`
-			UserID  string         `json:"user_id"`
-		}
-		if err := json.Unmarshal(b, &init); err != nil {
-			return nil, fmt.Errorf("initial.session.json: %w", simplify(err))
-		}
-		c.SessionInput = &SessionInput{AppName: init.AppName, UserID: init.UserID, State: init.State}
-	}
-	return &Set{EvalSetID: name, EvalCases: []*Case{c}, CreationTimestamp: event.ToSeconds(time.Now())}, nil
+	return c, nil
 }
 
 // WriteTestFile writes a set of one static case in the old *.test.json
@@ -206,7 +290,9 @@ func WriteTestFile(path string, s *Set) error {
 	return writeFileAtomic(path, append(data, '\n'))
 }
 
-// ReadConfig reads a test_config.json.
+// ReadConfig reads a test_config.json or eval_config.json, in any form ADK
+// reads: criteria as thresholds or as objects, custom metrics, a user
+// simulator config. Missing criteria are none, as in ADK.
 func ReadConfig(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -217,14 +303,50 @@ func ReadConfig(path string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if c.Criteria == nil {
-		return nil, fmt.Errorf("%s: criteria: missing", path)
+		c.Criteria = map[string]*Criterion{}
 	}
-	for name, cr := range c.Criteria {
-		if cr == nil {
-			return nil, fmt.Errorf("%s: criteria.%s: expected a threshold or an object", path, name)
-		}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &c, nil
+}
+
+// Validate checks what the JSON shape alone does not: every criterion and
+// custom metric is an object or a threshold, judge and simulator model
+// configs are genai generation configs, and the user simulator is one Loom
+// has, with custom instructions that hold the placeholders they must.
+func (c *Config) Validate() error {
+	for name, cr := range c.Criteria {
+		if cr == nil {
+			return &FieldError{"criteria." + name, errors.New("expected a threshold or an object")}
+		}
+		if _, err := judgeConfig(cr); err != nil {
+			return &FieldError{"criteria." + name, err}
+		}
+	}
+	for name, cm := range c.CustomMetrics {
+		if cm == nil {
+			return &FieldError{"custom_metrics." + name, errors.New("expected an object")}
+		}
+	}
+	sc := c.UserSimulatorConfig
+	if sc == nil {
+		return nil
+	}
+	if sc.Type != "" && sc.Type != "llm_backed" {
+		return &FieldError{"user_simulator_config.type", fmt.Errorf("%q is not supported: Loom's simulated user is a model writing text (\"llm_backed\")", sc.Type)}
+	}
+	if _, err := genConfig(sc.ModelConfiguration); err != nil {
+		return &FieldError{"user_simulator_config.model_configuration", err}
+	}
+	if sc.CustomInstructions != "" {
+		for _, name := range []string{"stop_signal", "conversation_plan", "conversation_history"} {
+			if !placeholder(name).MatchString(sc.CustomInstructions) {
+				return &FieldError{"user_simulator_config.custom_instructions", fmt.Errorf("must hold the placeholder {{ %s }}", name)}
+			}
+		}
+	}
+	return nil
 }
 
 // ParseResult parses an eval set result. Besides a JSON object it accepts

@@ -20,7 +20,9 @@ const HallucinationMetric = "hallucinations_v1"
 // the share of supported sentences among the labelled others (1 when every
 // sentence is not_applicable). An invocation scores the mean over its
 // NumSamples samples, and the overall score is the mean over invocations.
-// It needs no expected invocations, so it also scores scenario cases.
+// It needs no expected invocations, so it also scores scenario cases. With
+// the criterion's EvaluateIntermediateNLResponses the intermediate
+// responses are judged with the final one rather than given as context.
 type Grounding struct {
 	Env *Env
 }
@@ -57,14 +59,24 @@ func (g *Grounding) Score(ctx context.Context, in *ScoreInput) (*Score, error) {
 	var out Score
 	for _, inv := range in.Actual {
 		answer := Text(inv.FinalResponse)
+		judgeIntermediate := in.Criterion != nil && in.Criterion.EvaluateIntermediateNLResponses
+		if judgeIntermediate && inv.IntermediateData != nil {
+			var b strings.Builder
+			for _, r := range inv.IntermediateData.IntermediateResponses {
+				if t := Text(&genai.Content{Parts: r.Parts}); t != "" {
+					b.WriteString(t + "\n")
+				}
+			}
+			answer = b.String() + answer
+		}
 		if strings.TrimSpace(answer) == "" {
 			out.PerInvocation = append(out.PerInvocation, InvocationScore{})
 			continue
 		}
-		prompt := fmt.Sprintf(groundingPrompt, groundingContext(inv), answer)
+		prompt := fmt.Sprintf(groundingPrompt, groundingContext(inv, !judgeIntermediate), answer)
 		var scores []InvocationScore
 		for range samples(in.Criterion) {
-			text, err := ask(ctx, judge, prompt)
+			text, err := ask(ctx, judge, in.Criterion, prompt)
 			if err != nil {
 				return nil, fmt.Errorf("judge: %w", err)
 			}
@@ -98,8 +110,10 @@ func (g *Grounding) Score(ctx context.Context, in *ScoreInput) (*Score, error) {
 	return &out, nil
 }
 
-// groundingContext writes what an agent had when it answered.
-func groundingContext(inv *Invocation) string {
+// groundingContext writes what an agent had when it answered; the
+// intermediate responses too when responses is set (when they are not
+// judged themselves).
+func groundingContext(inv *Invocation, responses bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "user: %s\n", Text(inv.UserContent))
 	if d := inv.IntermediateData; d != nil {
@@ -123,7 +137,9 @@ func groundingContext(inv *Invocation) string {
 			}
 		}
 		for _, r := range d.IntermediateResponses {
-			fmt.Fprintf(&b, "%s: %s\n", r.Author, Text(&genai.Content{Parts: r.Parts}))
+			if responses {
+				fmt.Fprintf(&b, "%s: %s\n", r.Author, Text(&genai.Content{Parts: r.Parts}))
+			}
 		}
 	}
 	return b.String()

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 )
 
@@ -28,11 +29,51 @@ func samples(c *Criterion) int {
 	return defaultSamples
 }
 
-// ask sends prompt to the judge and returns its text answer.
-func ask(ctx context.Context, judge model.LLM, prompt string) (string, error) {
+// genConfig reads a genai generation config given as JSON, in either key
+// style; nil when there is none.
+func genConfig(raw json.RawMessage) (*genai.GenerateContentConfig, error) {
+	if len(raw) == 0 || isNull(raw) {
+		return nil, nil
+	}
+	if norm, err := event.Normalize(raw); err == nil {
+		raw = norm
+	}
+	var cfg genai.GenerateContentConfig
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return nil, simplify(err)
+	}
+	return &cfg, nil
+}
+
+// judgeConfig reads a criterion's judge_model_config; nil when it has none.
+func judgeConfig(c *Criterion) (*genai.GenerateContentConfig, error) {
+	if c == nil || c.JudgeOptions == nil {
+		return nil, nil
+	}
+	cfg, err := genConfig(c.JudgeOptions.JudgeModelConfig)
+	if err != nil {
+		return nil, &FieldError{"judge_model_options.judge_model_config", err}
+	}
+	return cfg, nil
+}
+
+// ask sends prompt to the judge, with the criterion's judge model config,
+// and returns its text answer.
+func ask(ctx context.Context, judge model.LLM, c *Criterion, prompt string) (string, error) {
+	cfg, err := judgeConfig(c)
+	if err != nil {
+		return "", err
+	}
+	return askWith(ctx, judge, cfg, prompt)
+}
+
+// askWith sends prompt to a model with a generation config and returns its
+// text answer.
+func askWith(ctx context.Context, judge model.LLM, cfg *genai.GenerateContentConfig, prompt string) (string, error) {
 	req := &model.Request{
 		Model:    judge.Name(),
 		Contents: []*genai.Content{genai.NewContentFromText(prompt, genai.RoleUser)},
+		Config:   cfg,
 	}
 	var b strings.Builder
 	for resp, err := range judge.Generate(ctx, req, false) {
@@ -130,7 +171,7 @@ func (j *JudgedMatch) Score(ctx context.Context, in *ScoreInput) (*Score, error)
 		prompt := fmt.Sprintf(matchPrompt, Text(in.Expected[i].UserContent), Text(in.Actual[i].FinalResponse), Text(in.Expected[i].FinalResponse))
 		var votes []bool
 		for range samples(in.Criterion) {
-			text, err := ask(ctx, judge, prompt)
+			text, err := ask(ctx, judge, in.Criterion, prompt)
 			if err != nil {
 				return nil, fmt.Errorf("judge: %w", err)
 			}
@@ -148,35 +189,72 @@ func (j *JudgedMatch) Score(ctx context.Context, in *ScoreInput) (*Score, error)
 	return &out, nil
 }
 
-// RubricQuality asks a judge model whether each final response meets the
-// rubrics of the criterion, the case and the invocation (ADK's
-// rubric_based_final_response_quality_v1). Each rubric's verdict is the
-// majority over NumSamples answers; an invocation scores the share of
-// rubrics met, and the overall score is the mean over invocations. The
-// details give each rubric's mean score.
-type RubricQuality struct {
-	Env *Env
+// RubricSubject is what a rubric metric has its judge look at.
+type RubricSubject int
+
+// The subjects of rubric metrics.
+const (
+	// RubricFinalResponse judges each invocation's final response
+	// (rubric_based_final_response_quality_v1). Rubrics of a case or
+	// invocation apply when their type is empty or FINAL_RESPONSE_QUALITY.
+	RubricFinalResponse RubricSubject = iota
+	// RubricToolUse judges each invocation's tool calls and their results
+	// (rubric_based_tool_use_quality_v1); rubric type TOOL_USE_QUALITY.
+	RubricToolUse
+	// RubricConversation judges the whole conversation at once, every turn
+	// with its tool calls (rubric_based_multi_turn_trajectory_quality_v1);
+	// rubric type TRAJECTORY_QUALITY. It scores the case, not invocations.
+	RubricConversation
+)
+
+// rubricType is the rubric type of a subject, as ADK names it.
+var rubricType = map[RubricSubject]string{
+	RubricFinalResponse: "FINAL_RESPONSE_QUALITY",
+	RubricToolUse:       "TOOL_USE_QUALITY",
+	RubricConversation:  "TRAJECTORY_QUALITY",
 }
 
-const rubricPrompt = `You are an impartial grader. Check the agent's final response to the
-user against each property below. For each property, say "yes" if the
-response has it and "no" if it does not.
+// RubricQuality asks a judge model whether what an agent did meets the
+// rubrics of the criterion, the case and the invocation: its final
+// responses, its tool use or its whole conversation, as Subject says.
+// Each rubric's verdict is the majority over NumSamples answers; a judged
+// unit scores the share of rubrics met, and the overall score is the mean
+// over the units. The details give each rubric's mean score.
+type RubricQuality struct {
+	Env     *Env
+	Subject RubricSubject
+}
 
-User prompt:
-<prompt>
+const rubricPrompt = `You are an impartial grader. Check %s against each
+property below. For each property, say "yes" if it holds and "no" if it
+does not.
+
 %s
-</prompt>
-
-Agent response:
-<response>
-%s
-</response>
-
 Properties:
 %s
 Answer with JSON only, in this form:
 {"rubrics": [{"rubric_id": "<id>", "rationale": "<one sentence>", "verdict": "yes" or "no"}]}
 `
+
+// rubricMaterial is what the judge is shown of one unit, and how the
+// prompt names it.
+func (q *RubricQuality) rubricMaterial(in *ScoreInput, inv *Invocation) (string, string) {
+	switch q.Subject {
+	case RubricToolUse:
+		return "the agent's use of tools in answering the user", fmt.Sprintf("User prompt:\n<prompt>\n%s\n</prompt>\n\nTool calls and results, in order:\n<tools>\n%s</tools>\n", Text(inv.UserContent), toolLog(inv))
+	case RubricConversation:
+		return "the agent's conduct over the whole conversation", fmt.Sprintf("%sConversation:\n<conversation>\n%s</conversation>\n", goalOf(in), transcript(in.Actual, true))
+	}
+	response := Text(inv.FinalResponse)
+	if in.Criterion != nil && in.Criterion.IncludeIntermediateResponsesInFinal && inv.IntermediateData != nil {
+		var b strings.Builder
+		for _, r := range inv.IntermediateData.IntermediateResponses {
+			fmt.Fprintf(&b, "%s\n", Text(&genai.Content{Parts: r.Parts}))
+		}
+		response = b.String() + response
+	}
+	return "the agent's final response to the user", fmt.Sprintf("User prompt:\n<prompt>\n%s\n</prompt>\n\nAgent response:\n<response>\n%s\n</response>\n", Text(inv.UserContent), response)
+}
 
 // Score implements Scorer.
 func (q *RubricQuality) Score(ctx context.Context, in *ScoreInput) (*Score, error) {
@@ -184,12 +262,20 @@ func (q *RubricQuality) Score(ctx context.Context, in *ScoreInput) (*Score, erro
 	if err != nil {
 		return nil, err
 	}
+	units := in.Actual
+	if q.Subject == RubricConversation {
+		if len(in.Actual) == 0 {
+			return &Score{}, nil
+		}
+		units = in.Actual[len(in.Actual)-1:]
+	}
 	var out Score
+	var perUnit []InvocationScore
 	sums := map[string]float64{}
 	counts := map[string]int{}
 	var order []string
-	for _, inv := range in.Actual {
-		rubrics := rubricsFor(in, inv)
+	for _, inv := range units {
+		rubrics := q.rubricsFor(in, inv)
 		if len(rubrics) == 0 {
 			return nil, fmt.Errorf("no rubrics: give them in the criterion, the case or the invocation")
 		}
@@ -201,11 +287,12 @@ func (q *RubricQuality) Score(ctx context.Context, in *ScoreInput) (*Score, erro
 			}
 			fmt.Fprintf(&list, "- rubric_id %q: %s\n", r.RubricID, text)
 		}
-		prompt := fmt.Sprintf(rubricPrompt, Text(inv.UserContent), Text(inv.FinalResponse), list.String())
+		what, material := q.rubricMaterial(in, inv)
+		prompt := fmt.Sprintf(rubricPrompt, what, material, list.String())
 		votes := map[string][]bool{}
 		rationale := map[string]string{}
 		for range samples(in.Criterion) {
-			text, err := ask(ctx, judge, prompt)
+			text, err := ask(ctx, judge, in.Criterion, prompt)
 			if err != nil {
 				return nil, fmt.Errorf("judge: %w", err)
 			}
@@ -244,9 +331,12 @@ func (q *RubricQuality) Score(ctx context.Context, in *ScoreInput) (*Score, erro
 				counts[r.RubricID]++
 			}
 		}
-		out.PerInvocation = append(out.PerInvocation, InvocationScore{Score: mean(scored), Details: details})
+		perUnit = append(perUnit, InvocationScore{Score: mean(scored), Details: details})
 	}
-	out.Overall = mean(out.PerInvocation)
+	out.Overall = mean(perUnit)
+	if q.Subject != RubricConversation {
+		out.PerInvocation = perUnit
+	}
 	if len(order) > 0 {
 		out.Details = &ResultDetails{}
 		for _, id := range order {
@@ -256,21 +346,30 @@ func (q *RubricQuality) Score(ctx context.Context, in *ScoreInput) (*Score, erro
 	return &out, nil
 }
 
-// rubricsFor gathers the rubrics that apply to an invocation: the
-// criterion's, the case's and the invocation's own (from the expected
-// invocation at the same position when there is one).
-func rubricsFor(in *ScoreInput, actual *Invocation) []*Rubric {
+// rubricsFor gathers the rubrics that apply to a judged unit: the
+// criterion's, and those of the case and the invocation (its own, and the
+// expected invocation's at the same position) whose type is empty or the
+// subject's.
+func (q *RubricQuality) rubricsFor(in *ScoreInput, actual *Invocation) []*Rubric {
 	var out []*Rubric
 	if in.Criterion != nil {
 		out = append(out, in.Criterion.Rubrics...)
 	}
-	if in.Case != nil {
-		out = append(out, in.Case.Rubrics...)
+	want := rubricType[q.Subject]
+	add := func(rs []*Rubric) {
+		for _, r := range rs {
+			if r != nil && (r.Type == "" || strings.EqualFold(r.Type, want)) {
+				out = append(out, r)
+			}
+		}
 	}
-	out = append(out, actual.Rubrics...)
+	if in.Case != nil {
+		add(in.Case.Rubrics)
+	}
+	add(actual.Rubrics)
 	for i, a := range in.Actual {
 		if a == actual && i < len(in.Expected) {
-			out = append(out, in.Expected[i].Rubrics...)
+			add(in.Expected[i].Rubrics)
 		}
 	}
 	return out

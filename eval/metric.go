@@ -106,6 +106,30 @@ func NewRegistry() *Registry {
 	r.Register(HallucinationMetric, func(c *Criterion, env *Env) (Scorer, error) {
 		return &Grounding{Env: env}, nil
 	})
+	r.Register(ToolUseRubricMetric, func(c *Criterion, env *Env) (Scorer, error) {
+		return &RubricQuality{Env: env, Subject: RubricToolUse}, nil
+	})
+	r.Register(TrajectoryRubricMetric, func(c *Criterion, env *Env) (Scorer, error) {
+		return &RubricQuality{Env: env, Subject: RubricConversation}, nil
+	})
+	r.Register(SimulatorQualityMetric, func(c *Criterion, env *Env) (Scorer, error) {
+		return &SimulatorQuality{Env: env}, nil
+	})
+	r.Register(TaskSuccessMetric, func(c *Criterion, env *Env) (Scorer, error) {
+		return &ConversationJudge{Env: env, Question: taskSuccessQuestion}, nil
+	})
+	r.Register(MultiTurnTrajectoryMetric, func(c *Criterion, env *Env) (Scorer, error) {
+		return &ConversationJudge{Env: env, Question: trajectoryQuestion}, nil
+	})
+	r.Register(MultiTurnToolUseMetric, func(c *Criterion, env *Env) (Scorer, error) {
+		return &ConversationJudge{Env: env, Question: toolUseQuestion}, nil
+	})
+	r.Register(SafetyMetric, func(c *Criterion, env *Env) (Scorer, error) {
+		return &Safety{Env: env}, nil
+	})
+	r.Register(CoherenceMetric, func(c *Criterion, env *Env) (Scorer, error) {
+		return &Coherence{Env: env}, nil
+	})
 	return r
 }
 
@@ -133,11 +157,17 @@ func (r *Registry) Scorer(m *Metric, env *Env) (Scorer, error) {
 	r.mu.RLock()
 	f, ok := r.m[m.MetricName]
 	r.mu.RUnlock()
+	if !ok && m.CustomFunctionPath != "" {
+		return nil, fmt.Errorf("metric %q is custom code (%s in ADK, Python); register a Go scorer under the name %q with eval.Registry.Register to compute it", m.MetricName, m.CustomFunctionPath, m.MetricName)
+	}
 	if !ok {
 		return nil, fmt.Errorf("unknown metric %q (known: %v)", m.MetricName, r.Names())
 	}
 	if c := m.criterion(); c != nil && c.JudgeOptions != nil && c.JudgeOptions.NumSamples > MaxJudgeSamples {
 		return nil, fmt.Errorf("metric %s: num_samples %d is over the limit of %d", m.MetricName, c.JudgeOptions.NumSamples, MaxJudgeSamples)
+	}
+	if _, err := judgeConfig(m.criterion()); err != nil {
+		return nil, fmt.Errorf("metric %s: %w", m.MetricName, err)
 	}
 	s, err := f(m.criterion(), env)
 	if err != nil {

@@ -55,6 +55,10 @@ type Options struct {
 	// Progress, if set, is called after each case run (from one goroutine
 	// at a time).
 	Progress func(done, total int)
+	// DeleteSessions deletes the session of each case run (and its
+	// artifacts) once the run is scored; the result keeps the session's
+	// details. By default the sessions stay in the runner's service.
+	DeleteSessions bool
 }
 
 // Report is the outcome of running an eval set.
@@ -276,6 +280,12 @@ func runCase(ctx context.Context, set *Set, c *Case, opts *Options, scorers []Sc
 		if b, merr := json.Marshal(sess); merr == nil {
 			res.SessionDetails = b
 		}
+	}
+	if opts.DeleteSessions {
+		// Deleted even when the run was cancelled: nobody will read it.
+		defer func() {
+			_ = opts.Runner.DeleteSession(context.WithoutCancel(ctx), userID, sid)
+		}()
 	}
 	if err != nil {
 		return res, fmt.Errorf("eval case %s: %w", c.EvalID, err)

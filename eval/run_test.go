@@ -279,3 +279,33 @@ func TestResultIDBounded(t *testing.T) {
 		t.Errorf("a store cannot keep the longest id: %v", err)
 	}
 }
+
+// TestRunDeletesSessions checks Options.DeleteSessions: each case's
+// session is gone once its run is scored, the result still holds the
+// session's details, and without the option the sessions stay.
+func TestRunDeletesSessions(t *testing.T) {
+	ag, err := assistant.New(assistant.Offline())
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := &eval.Set{EvalSetID: "s", EvalCases: []*eval.Case{weatherCase("a", "Paris", "x"), weatherCase("b", "Oslo", "y")}}
+	for _, del := range []bool{true, false} {
+		r := newRunner(t, ag)
+		rep, err := eval.Run(t.Context(), set, eval.Options{Runner: r, DeleteSessions: del})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cr := range rep.Result.EvalCaseResults {
+			if !strings.Contains(string(cr.SessionDetails), "Paris") && !strings.Contains(string(cr.SessionDetails), "Oslo") {
+				t.Errorf("delete %v: case %s has no session details: %.200s", del, cr.EvalID, cr.SessionDetails)
+			}
+		}
+		res, err := r.Sessions().List(t.Context(), "app", eval.DefaultUserID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: 0, false: 2}[del]; len(res.Sessions) != want {
+			t.Errorf("DeleteSessions %v: %d sessions left, want %d", del, len(res.Sessions), want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"google.golang.org/genai"
@@ -51,6 +52,13 @@ func simulate(ctx context.Context, sc *Scenario, opts *Options, turn func(*genai
 	if opts.Simulator != nil && opts.Simulator.MaxAllowedInvocations > 0 {
 		limit = opts.Simulator.MaxAllowedInvocations
 	}
+	var cfg *genai.GenerateContentConfig
+	if opts.Simulator != nil {
+		var err error
+		if cfg, err = genConfig(opts.Simulator.ModelConfiguration); err != nil {
+			return nil, fmt.Errorf("user_simulator_config.model_configuration: %w", err)
+		}
+	}
 	var actual []*Invocation
 	var transcript strings.Builder
 	msg := sc.StartingPrompt
@@ -61,7 +69,7 @@ func simulate(ctx context.Context, sc *Scenario, opts *Options, turn func(*genai
 		}
 		actual = append(actual, inv)
 		fmt.Fprintf(&transcript, "user: %s\nagent: %s\n", msg, Text(inv.FinalResponse))
-		next, err := ask(ctx, sim, fmt.Sprintf(simulatorPrompt, StopSignal, sc.ConversationPlan, transcript.String()))
+		next, err := askWith(ctx, sim, cfg, simulatorInstructions(sc, opts.Simulator, transcript.String()))
 		if err != nil {
 			return actual, fmt.Errorf("user simulator: %w", err)
 		}
@@ -72,4 +80,26 @@ func simulate(ctx context.Context, sc *Scenario, opts *Options, turn func(*genai
 		msg = next
 	}
 	return actual, nil
+}
+
+// placeholder matches a Jinja-style placeholder, {{ name }}.
+func placeholder(name string) *regexp.Regexp {
+	return regexp.MustCompile(`\{\{\s*` + name + `\s*\}\}`)
+}
+
+// simulatorInstructions is the prompt of the simulated user: the config's
+// custom instructions with their placeholders filled, or Loom's own.
+func simulatorInstructions(sc *Scenario, cfg *SimulatorConfig, history string) string {
+	if cfg == nil || cfg.CustomInstructions == "" {
+		return fmt.Sprintf(simulatorPrompt, StopSignal, sc.ConversationPlan, history)
+	}
+	persona := ""
+	if raw, ok := sc.Extra["user_persona"]; ok {
+		persona = string(raw)
+	}
+	out := cfg.CustomInstructions
+	for name, value := range map[string]string{"stop_signal": StopSignal, "conversation_plan": sc.ConversationPlan, "conversation_history": history, "persona": persona} {
+		out = placeholder(name).ReplaceAllLiteralString(out, value)
+	}
+	return out
 }

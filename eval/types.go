@@ -233,6 +233,9 @@ type JudgeOptions struct {
 	// JudgeModel names the judge model; empty means the evaluator's
 	// default judge.
 	JudgeModel string `json:"judge_model,omitempty"`
+	// JudgeModelConfig is the judge's generation config, genai's
+	// GenerateContentConfig as JSON; it is kept as given.
+	JudgeModelConfig json.RawMessage `json:"judge_model_config,omitempty"`
 	// NumSamples is how many times the judge is asked per invocation; the
 	// verdicts are combined by majority. Zero means 5, as in ADK.
 	NumSamples int `json:"num_samples,omitempty"`
@@ -247,7 +250,16 @@ type Criterion struct {
 	MatchType    *MatchType    `json:"match_type,omitempty"`
 	JudgeOptions *JudgeOptions `json:"judge_model_options,omitempty"`
 	Rubrics      []*Rubric     `json:"rubrics,omitempty"`
-	Extra        Extra
+	// IncludeIntermediateResponsesInFinal has the rubric metrics judge the
+	// intermediate responses of an invocation with its final response.
+	IncludeIntermediateResponsesInFinal bool `json:"include_intermediate_responses_in_final,omitempty"`
+	// EvaluateIntermediateNLResponses has hallucinations_v1 check the
+	// intermediate responses too.
+	EvaluateIntermediateNLResponses bool `json:"evaluate_intermediate_nl_responses,omitempty"`
+	// StopSignal is what the simulated user says to end a conversation,
+	// for per_turn_user_simulator_quality_v1; empty means [StopSignal].
+	StopSignal string `json:"stop_signal,omitempty"`
+	Extra      Extra
 
 	bare bool // written as a bare threshold
 }
@@ -255,7 +267,8 @@ type Criterion struct {
 func (c *Criterion) fromNumber(f float64) { *c = Criterion{Threshold: f, bare: true} }
 
 func (c Criterion) asNumber() (float64, bool) {
-	return c.Threshold, c.bare && c.MatchType == nil && c.JudgeOptions == nil && c.Rubrics == nil && len(c.Extra) == 0
+	return c.Threshold, c.bare && c.MatchType == nil && c.JudgeOptions == nil && c.Rubrics == nil && len(c.Extra) == 0 &&
+		!c.IncludeIntermediateResponsesInFinal && !c.EvaluateIntermediateNLResponses && c.StopSignal == ""
 }
 
 // Metric names a metric with its criterion, as in ADK's run requests and
@@ -264,7 +277,11 @@ type Metric struct {
 	MetricName string     `json:"metric_name" eval:"required"`
 	Threshold  *float64   `json:"threshold,omitempty"`
 	Criterion  *Criterion `json:"criterion,omitempty"`
-	Extra      Extra
+	// CustomFunctionPath names the Python function that computes a custom
+	// metric in ADK. Loom computes it with the Go scorer registered under
+	// the metric's name.
+	CustomFunctionPath string `json:"custom_function_path,omitempty"`
+	Extra              Extra
 }
 
 // threshold returns the metric's threshold, from its criterion first.
@@ -348,22 +365,51 @@ type SetResult struct {
 	Extra             Extra
 }
 
-// Config is a test_config.json: the criteria, by metric name, that an
-// eval is judged by.
+// Config is a test_config.json or eval_config.json: the criteria, by
+// metric name, that an eval is judged by.
 type Config struct {
 	Criteria map[string]*Criterion `json:"criteria"`
+	// CustomMetrics describe the metrics of Criteria that are custom code,
+	// by metric name.
+	CustomMetrics map[string]*CustomMetricConfig `json:"custom_metrics,omitempty"`
 	// UserSimulatorConfig configures the simulated user of scenario cases.
 	UserSimulatorConfig *SimulatorConfig `json:"user_simulator_config,omitempty"`
 	Extra               Extra
 }
 
+// CustomMetricConfig describes a custom metric of a config: the code ADK
+// computes it with, and what it measures.
+type CustomMetricConfig struct {
+	CodeConfig  *CodeConfig     `json:"code_config" eval:"required"`
+	MetricInfo  json.RawMessage `json:"metric_info,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Extra       Extra
+}
+
+// CodeConfig names a function by its import path.
+type CodeConfig struct {
+	Name  string `json:"name" eval:"required"`
+	Extra Extra
+}
+
 // SimulatorConfig configures the simulated user.
 type SimulatorConfig struct {
+	// Type is the kind of simulator; empty and "llm_backed" are the one
+	// Loom has, a model playing the user in text.
+	Type string `json:"type,omitempty"`
 	// Model names the simulator's model; empty means the evaluator's.
 	Model string `json:"model,omitempty"`
-	// MaxAllowedInvocations bounds the conversation; zero means 20.
+	// MaxAllowedInvocations bounds the conversation; zero or less means 20.
 	MaxAllowedInvocations int `json:"max_allowed_invocations,omitempty"`
-	Extra                 Extra
+	// CustomInstructions replaces the simulator's prompt. It holds the
+	// placeholders {{ stop_signal }}, {{ conversation_plan }} and
+	// {{ conversation_history }} (and optionally {{ persona }}, the
+	// scenario's user_persona as JSON).
+	CustomInstructions string `json:"custom_instructions,omitempty"`
+	// ModelConfiguration is the simulator model's generation config,
+	// genai's GenerateContentConfig as JSON.
+	ModelConfiguration json.RawMessage `json:"model_configuration,omitempty"`
+	Extra              Extra
 }
 
 // DefaultConfig is the configuration used when none is given, as in ADK:
@@ -389,7 +435,11 @@ func (c *Config) Metrics() []*Metric {
 			cr = &Criterion{}
 		}
 		t := cr.Threshold
-		out = append(out, &Metric{MetricName: n, Threshold: &t, Criterion: cr})
+		m := &Metric{MetricName: n, Threshold: &t, Criterion: cr}
+		if cm := c.CustomMetrics[n]; cm != nil && cm.CodeConfig != nil {
+			m.CustomFunctionPath = cm.CodeConfig.Name
+		}
+		out = append(out, m)
 	}
 	return out
 }

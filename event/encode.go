@@ -10,7 +10,7 @@ import (
 	"google.golang.org/genai"
 )
 
-// The fast path of Event.MarshalJSON. It writes the bytes encoding/json
+// The fast path of Event.MarshalJSON and Event.AppendStored. It writes the bytes encoding/json
 // writes for the wire struct (fields in the same order, map keys sorted,
 // strings escaped the same way, numbers formatted the same way) for the
 // events a run produces most (text, function calls and responses, state
@@ -26,9 +26,10 @@ type encoder struct {
 	ok  bool
 }
 
-// appendEventJSON appends e's wire JSON to dst, reporting false (with dst
-// in an unspecified state) if the fast path does not cover e.
-func appendEventJSON(dst []byte, e *Event) ([]byte, bool) {
+// appendEventJSON appends e's JSON, in the stored form if stored and in
+// the wire form otherwise, to dst, reporting false (with dst in an
+// unspecified state) if the fast path does not cover e.
+func appendEventJSON(dst []byte, e *Event, stored bool) ([]byte, bool) {
 	r := &e.Response
 	if r.GroundingMetadata != nil || r.CitationMetadata != nil || r.UsageMetadata != nil || r.LogprobsResult != nil ||
 		r.InputTranscription != nil || r.OutputTranscription != nil || r.AvgLogprobs != 0 {
@@ -44,11 +45,11 @@ func appendEventJSON(dst []byte, e *Event) ([]byte, bool) {
 		o.field("content")
 		enc.content(c)
 	}
-	if e.LLMCall && len(r.CustomMetadata) == 0 {
+	if stored && e.LLMCall && len(r.CustomMetadata) == 0 {
 		o.field("customMetadata")
 		enc.buf = append(enc.buf, llmCallOnly...)
 	} else {
-		o.values("customMetadata", e.wireMetadata())
+		o.values("customMetadata", e.metadata(stored))
 	}
 	o.str("modelVersion", r.ModelVersion)
 	o.str("finishReason", string(r.FinishReason))

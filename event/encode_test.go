@@ -76,33 +76,44 @@ func encodeCorpus() []*Event {
 	markedMeta.LLMCall, markedMeta.CustomMetadata = true, map[string]any{"z": 1, "a": "b"}
 	markedTwice := NewModelText("inv", "a", "x")
 	markedTwice.LLMCall, markedTwice.CustomMetadata = true, map[string]any{MetadataLLMCall: true}
-	return []*Event{text, user, call, resp, flags, zero, node, bare, usage, blob, number, typed, confirm, marked, markedMeta, markedTwice}
+	started := New("inv", "a")
+	started.CustomMetadata = map[string]any{MetadataStartedCalls: []string{"c1"}, MetadataImported: true}
+	return []*Event{text, user, call, resp, flags, zero, node, bare, usage, blob, number, typed, confirm, marked, markedMeta, markedTwice, started}
 }
 
-// TestEncodeFastMatches checks that the fast path of MarshalJSON writes
-// exactly the bytes of encoding/json for every event it covers, and that
-// it covers the common ones.
+// TestEncodeFastMatches checks that the fast path of MarshalJSON and
+// MarshalStored writes exactly the bytes of encoding/json for every event
+// it covers, in both forms, and that it covers the common ones.
 func TestEncodeFastMatches(t *testing.T) {
-	covered := 0
-	for i, ev := range encodeCorpus() {
-		want, err := ev.marshalWire()
-		if err != nil {
-			t.Fatalf("event %d: %v", i, err)
+	for _, stored := range []bool{false, true} {
+		covered := 0
+		for i, ev := range encodeCorpus() {
+			want, err := ev.marshalWire(stored)
+			if err != nil {
+				t.Fatalf("event %d: %v", i, err)
+			}
+			got, ok := appendEventJSON(nil, ev, stored)
+			if !ok {
+				continue
+			}
+			covered++
+			if !bytes.Equal(got, want) {
+				t.Errorf("event %d, stored %v:\nfast %s\nwire %s", i, stored, got, want)
+			}
+			viaMethod, err := ev.MarshalJSON()
+			if stored {
+				viaMethod, err = ev.MarshalStored()
+			}
+			if err != nil || !bytes.Equal(viaMethod, want) {
+				t.Errorf("event %d, stored %v: method = %s, %v", i, stored, viaMethod, err)
+			}
 		}
-		got, ok := appendEventJSON(nil, ev)
-		if !ok {
-			continue
+		// The started calls' list of ids, a []string, is not the fast path's
+		// in the stored form, and the wire form leaves it out.
+		want := map[bool]int{false: 12, true: 11}[stored]
+		if covered != want {
+			t.Errorf("stored %v: fast path covered %d events of the corpus, want %d", stored, covered, want)
 		}
-		covered++
-		if !bytes.Equal(got, want) {
-			t.Errorf("event %d:\nfast %s\nwire %s", i, got, want)
-		}
-		if viaMethod, err := ev.MarshalJSON(); err != nil || !bytes.Equal(viaMethod, want) {
-			t.Errorf("event %d: MarshalJSON = %s, %v", i, viaMethod, err)
-		}
-	}
-	if covered != 11 {
-		t.Errorf("fast path covered %d events of the corpus, want 11", covered)
 	}
 }
 
@@ -161,11 +172,11 @@ func TestEncodeFastDeep(t *testing.T) {
 	}
 	ev := NewModelText("inv", "a", "x")
 	ev.Actions.StateDelta = map[string]any{"deep": v}
-	if _, ok := appendEventJSON(nil, ev); ok {
+	if _, ok := appendEventJSON(nil, ev, false); ok {
 		t.Fatal("fast path encoded a value nested beyond maxFastDepth")
 	}
 	got, err := ev.MarshalJSON()
-	want, _ := ev.marshalWire()
+	want, _ := ev.marshalWire(false)
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("MarshalJSON = %s, %v; want %s", got, err, want)
 	}
@@ -186,16 +197,18 @@ func FuzzEncodeFast(f *testing.F) {
 		if us%2 == 0 {
 			ev.CustomMetadata = map[string]any{key: text}
 		}
-		want, werr := ev.marshalWire()
-		got, ok := appendEventJSON(nil, ev)
-		if werr != nil {
-			if ok {
-				t.Fatalf("fast path encoded an event encoding/json refuses (%v): %s", werr, got)
+		for _, stored := range []bool{false, true} {
+			want, werr := ev.marshalWire(stored)
+			got, ok := appendEventJSON(nil, ev, stored)
+			if werr != nil {
+				if ok {
+					t.Fatalf("fast path encoded an event encoding/json refuses (%v): %s", werr, got)
+				}
+				return
 			}
-			return
-		}
-		if ok && !bytes.Equal(got, want) {
-			t.Fatalf("fast %s\nwire %s", got, want)
+			if ok && !bytes.Equal(got, want) {
+				t.Fatalf("stored %v:\nfast %s\nwire %s", stored, got, want)
+			}
 		}
 	})
 }

@@ -13,6 +13,20 @@
 // always carries its four maps. Decoding also accepts snake_case keys and
 // URL-safe base64 (see [Event.UnmarshalJSON]).
 //
+// # Stored form
+//
+// The runtime keeps marks of its own on events, which it needs when an
+// invocation resumes and ADK never writes: [Event.LLMCall] and the
+// long-running calls already started ([MetadataStartedCalls]). They are
+// kept in storage only. [Event.MarshalJSON] (and so json.Marshal) writes
+// the wire form, without them: what servers, streams, A2A messages,
+// evaluation results and the command line send. Session stores write the
+// stored form with [Event.MarshalStored] or [Event.AppendStored]: the wire
+// form whose "customMetadata" also holds the marks. [Decoder] and
+// [Event.UnmarshalJSON] read both; [AppendStoredAsWire] turns a stored
+// encoding into the wire one. The mark of imported events
+// ([MetadataImported]) is kept in both forms.
+//
 // # Model history
 //
 // [ModelView] applies compaction and rewind to a session log, and [History]
@@ -62,20 +76,25 @@ type Event struct {
 	NodeInfo *NodeInfo
 	// LLMCall marks the event built from the response of one model call:
 	// when an invocation resumes, these events are what its model call
-	// limit counts. On the wire it is the entry "llmCall": true of
-	// "customMetadata" (MetadataLLMCall); decoding that entry sets LLMCall
-	// and leaves it out of CustomMetadata.
+	// limit counts. It is kept in storage only (see "Stored form" in the
+	// package documentation): the stored form writes it as the entry
+	// "llmCall": true of "customMetadata" (MetadataLLMCall), decoding that
+	// entry sets LLMCall and leaves it out of CustomMetadata, and the wire
+	// form, which ADK never has the entry in, leaves it out.
 	LLMCall bool
 }
 
 // MetadataLLMCall is the "customMetadata" key that carries Event.LLMCall
-// on the wire, with the value true.
+// in the stored form, with the value true. The key is the runtime's: the
+// wire form leaves it out whatever its value.
 const MetadataLLMCall = "llmCall"
 
 // MetadataStartedCalls is the "customMetadata" key of an LLM agent's event
 // that records long-running tool calls whose tools ran and returned
 // nothing yet (a list of call ids): their call is not run again when the
-// invocation resumes after a crash, while it waits for the client.
+// invocation resumes after a crash, while it waits for the client. The
+// key is the runtime's and kept in storage only: the wire form leaves it
+// out.
 const MetadataStartedCalls = "startedCalls"
 
 // MetadataImported is the "customMetadata" key, with the value true, that
@@ -83,7 +102,9 @@ const MetadataStartedCalls = "startedCalls"
 // runner.Runner.CreateSession). An imported event is data, never
 // authority: none of its calls pauses an invocation or waits for an
 // answer, and an invocation holding one cannot be resumed. A client cannot
-// leave it out: the runtime sets it on every event it imports.
+// leave it out: the runtime sets it on every event it imports. Unlike the
+// runtime's other marks it is on the wire too, where it tells a client which
+// events of a session were supplied as data.
 const MetadataImported = "loomImported"
 
 // Imported reports whether the runtime imported ev from a client-supplied
@@ -119,19 +140,40 @@ func (e *Event) StartedCalls() []string {
 	return nil
 }
 
-// wireMetadata returns the custom metadata the event has on the wire: its
-// CustomMetadata, with the LLMCall mark added in a copy.
-func (e *Event) wireMetadata() map[string]any {
+// metadata returns the custom metadata the event has in the stored form
+// (stored) or on the wire. The stored form is CustomMetadata with the
+// LLMCall mark added; the wire form is CustomMetadata without the
+// runtime's reserved keys (MetadataLLMCall, MetadataStartedCalls). Either
+// is a copy when it differs from CustomMetadata, which is never changed.
+func (e *Event) metadata(stored bool) map[string]any {
+	m := e.CustomMetadata
+	if !stored {
+		if len(m) == 0 {
+			return m
+		}
+		_, call := m[MetadataLLMCall]
+		_, started := m[MetadataStartedCalls]
+		if !call && !started {
+			return m
+		}
+		w := make(map[string]any, len(m))
+		for k, v := range m {
+			if k != MetadataLLMCall && k != MetadataStartedCalls {
+				w[k] = v
+			}
+		}
+		return w
+	}
 	if !e.LLMCall {
-		return e.CustomMetadata
+		return m
 	}
-	if v, _ := e.CustomMetadata[MetadataLLMCall].(bool); v {
-		return e.CustomMetadata
+	if v, _ := m[MetadataLLMCall].(bool); v {
+		return m
 	}
-	m := make(map[string]any, len(e.CustomMetadata)+1)
-	maps.Copy(m, e.CustomMetadata)
-	m[MetadataLLMCall] = true
-	return m
+	w := make(map[string]any, len(m)+1)
+	maps.Copy(w, m)
+	w[MetadataLLMCall] = true
+	return w
 }
 
 // liftLLMCall moves a decoded LLMCall mark out of CustomMetadata, a map

@@ -19,6 +19,11 @@ const (
 	FunctionRequestCredential   = "adk_request_credential"
 )
 
+// FunctionRequestInput is the name of the function call with which a node
+// of a graph workflow asks the user for input (package agent/workflow),
+// ADK's shared wire name.
+const FunctionRequestInput = "adk_request_input"
+
 // GeneratedCallIDPrefix starts the ids the runtime gives to function calls
 // whose model supplied none. Such ids are removed before history goes back to
 // a model.
@@ -167,12 +172,16 @@ func History(events []*Event, opts HistoryOptions) []*genai.Content {
 // does for a whole log. When a call has several responses (a long-running
 // tool's interim result, then the client's final one), the model sees the
 // latest only, in the place of the first, so every call is followed by
-// exactly one response. It is not safe for concurrent use.
+// exactly one response. While the latest event is such a later response,
+// the history ends with it: what came between the call and it (the
+// model's words about the interim result) is left out, as ADK leaves it
+// out, until another event follows. It is not safe for concurrent use.
 type HistoryBuilder struct {
 	opts      HistoryOptions
 	contents  []*genai.Content
 	responses map[string][2]int // call id → content and part index of its response
 	shared    bool              // contents was handed out: copy before changing an element
+	cut       int               // when > 0, Contents ends after this many contents
 }
 
 // NewHistoryBuilder returns an empty history for the agent and branch of
@@ -194,9 +203,11 @@ func (b *HistoryBuilder) Add(e *Event) {
 			ids = append(ids, p.FunctionResponse.ID)
 		}
 	}
+	b.cut = 0
 	if len(ids) > 0 && hasResponse(c) {
 		kept := c.Parts[:0]
 		k := 0
+		replaced := -1 // the last content holding a response this event replaced
 		for _, p := range c.Parts {
 			if p.FunctionResponse == nil {
 				kept = append(kept, p)
@@ -206,6 +217,7 @@ func (b *HistoryBuilder) Add(e *Event) {
 			k++
 			if at, ok := b.responses[id]; ok && id != "" {
 				b.replace(at, p)
+				replaced = max(replaced, at[0])
 				continue
 			}
 			if id != "" {
@@ -217,6 +229,9 @@ func (b *HistoryBuilder) Add(e *Event) {
 			kept = append(kept, p)
 		}
 		if len(kept) == 0 {
+			if replaced >= 0 {
+				b.cut = replaced + 1
+			}
 			return
 		}
 		c.Parts = kept
@@ -245,7 +260,8 @@ func (b *HistoryBuilder) replace(at [2]int, p *genai.Part) {
 	b.contents[at[0]] = c
 }
 
-// Len returns the number of contents built so far.
+// Len returns the number of contents built so far, those Contents leaves
+// out after a later response included.
 func (b *HistoryBuilder) Len() int { return len(b.contents) }
 
 // Contents returns the history built so far. The slice has no spare
@@ -253,7 +269,18 @@ func (b *HistoryBuilder) Len() int { return len(b.contents) }
 // they must not modify it.
 func (b *HistoryBuilder) Contents() []*genai.Content {
 	b.shared = true
-	return b.contents[:len(b.contents):len(b.contents)]
+	n := len(b.contents)
+	if b.cut > 0 && b.cut < n {
+		n = b.cut
+	}
+	return b.contents[:n:n]
+}
+
+// Since returns the contents built since Len returned i, whether or not
+// Contents shows them; the same rules as for Contents apply.
+func (b *HistoryBuilder) Since(i int) []*genai.Content {
+	b.shared = true
+	return b.contents[i:len(b.contents):len(b.contents)]
 }
 
 // ContentFor returns the content this event contributes to the model history

@@ -323,3 +323,29 @@ func TestHistoryLatestResponseWins(t *testing.T) {
 		t.Fatalf("History gives %d contents, want 2", len(h))
 	}
 }
+
+// TestHistoryEndsWithLatestResponse: while the latest event is a later
+// response to an earlier call, the history ends with the call and that
+// response, as ADK's does; once another event follows, what came between
+// is back (CONFORMANCE T7).
+func TestHistoryEndsWithLatestResponse(t *testing.T) {
+	call := event.New("e-1", "a")
+	call.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{ID: "c1", Name: "job"}}}}
+	interim := event.New("e-1", "a")
+	interim.Content = &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{ID: "c1", Name: "job", Response: map[string]any{"status": "pending"}}}}}
+	said := event.New("e-1", "a")
+	said.Content = genai.NewContentFromText("submitted", genai.RoleModel)
+	final := event.New("e-2", event.AuthorUser)
+	final.Content = &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{ID: "c1", Name: "job", Response: map[string]any{"status": "done"}}}}}
+	done := event.New("e-2", "a")
+	done.Content = genai.NewContentFromText("done", genai.RoleModel)
+
+	got := event.History([]*event.Event{call, interim, said, final}, event.HistoryOptions{Agent: "a"})
+	if len(got) != 2 || got[1].Parts[0].FunctionResponse.Response["status"] != "done" {
+		t.Fatalf("history %v, want the call then the final response", got)
+	}
+	got = event.History([]*event.Event{call, interim, said, final, done}, event.HistoryOptions{Agent: "a"})
+	if len(got) != 4 || got[1].Parts[0].FunctionResponse.Response["status"] != "done" || got[2].Parts[0].Text != "submitted" || got[3].Parts[0].Text != "done" {
+		t.Fatalf("history %v, want the call, the final response and both answers", got)
+	}
+}

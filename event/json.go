@@ -202,10 +202,20 @@ func ToSeconds(t time.Time) float64 {
 	return float64(t.UnixMicro()) / 1e6
 }
 
-// MarshalJSON encodes the event in ADK's wire format.
-func (e *Event) MarshalJSON() ([]byte, error) {
+// MarshalJSON encodes the event in ADK's wire format, without the
+// runtime's own marks (see "Stored form" in the package documentation):
+// what json.Marshal writes for an event is what ADK's clients read.
+func (e *Event) MarshalJSON() ([]byte, error) { return e.marshal(false) }
+
+// MarshalStored encodes the event in the stored form: the wire format
+// with the runtime's marks (Event.LLMCall, MetadataStartedCalls) in
+// "customMetadata". Session stores keep events so; Decoder and
+// UnmarshalJSON read the marks back.
+func (e *Event) MarshalStored() ([]byte, error) { return e.marshal(true) }
+
+func (e *Event) marshal(stored bool) ([]byte, error) {
 	buf := encodeBuffers.Get().(*[]byte)
-	b, ok := appendEventJSON((*buf)[:0], e)
+	b, ok := appendEventJSON((*buf)[:0], e, stored)
 	var out []byte
 	if ok {
 		out = append([]byte(nil), b...) // exactly its size: stores keep it
@@ -217,21 +227,50 @@ func (e *Event) MarshalJSON() ([]byte, error) {
 	if ok {
 		return out, nil
 	}
-	return e.marshalWire()
+	return e.marshalWire(stored)
 }
 
 // AppendJSON appends the event's encoding in ADK's wire format, the bytes
 // MarshalJSON returns, to dst and returns the extended slice.
-func (e *Event) AppendJSON(dst []byte) ([]byte, error) {
-	if b, ok := appendEventJSON(dst, e); ok {
+func (e *Event) AppendJSON(dst []byte) ([]byte, error) { return e.appendJSON(dst, false) }
+
+// AppendStored appends the event's stored form, the bytes MarshalStored
+// returns, to dst and returns the extended slice.
+func (e *Event) AppendStored(dst []byte) ([]byte, error) { return e.appendJSON(dst, true) }
+
+func (e *Event) appendJSON(dst []byte, stored bool) ([]byte, error) {
+	if b, ok := appendEventJSON(dst, e, stored); ok {
 		return b, nil
 	}
-	b, err := e.marshalWire()
+	b, err := e.marshalWire(stored)
 	if err != nil {
 		return dst, err
 	}
 	return append(dst, b...), nil
 }
+
+// AppendStoredAsWire appends to dst the wire encoding of the event whose
+// stored form is stored (as MarshalStored writes it), and returns the
+// extended slice: stored itself when it holds none of the runtime's marks,
+// else the event decoded and encoded again. It fails if stored, holding a
+// mark, does not decode.
+func AppendStoredAsWire(dst, stored []byte) ([]byte, error) {
+	if !bytes.Contains(stored, storedLLMCallKey) && !bytes.Contains(stored, storedStartedKey) {
+		return append(dst, stored...), nil
+	}
+	var ev Event
+	if err := new(Decoder).Decode(stored, &ev); err != nil {
+		return dst, err
+	}
+	return ev.AppendJSON(dst)
+}
+
+// The keys of the runtime's marks as the stored form writes them: bytes
+// with neither have nothing to take out for the wire.
+var (
+	storedLLMCallKey = []byte(`"` + MetadataLLMCall + `":`)
+	storedStartedKey = []byte(`"` + MetadataStartedCalls + `":`)
+)
 
 // encodeBuffers are the scratch buffers of MarshalJSON's fast path.
 var encodeBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
@@ -239,9 +278,9 @@ var encodeBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); retu
 // maxPooledBuffer bounds the buffers kept for reuse.
 const maxPooledBuffer = 64 << 10
 
-// marshalWire encodes the event with encoding/json: the general path, which
-// the fast path's output must always equal.
-func (e *Event) marshalWire() ([]byte, error) {
+// marshalWire encodes the event with encoding/json, in the stored form if
+// stored: the general path, which the fast path's output must always equal.
+func (e *Event) marshalWire(stored bool) ([]byte, error) {
 	w := wireEvent{
 		Response:           e.Response,
 		InvocationID:       e.InvocationID,
@@ -254,7 +293,7 @@ func (e *Event) marshalWire() ([]byte, error) {
 		Output:             e.Output,
 		NodeInfo:           e.NodeInfo,
 	}
-	w.CustomMetadata = e.wireMetadata()
+	w.CustomMetadata = e.metadata(stored)
 	return json.Marshal(&w)
 }
 

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/agent/workflowagent"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/internal/sqldb/sqldbtest"
@@ -233,7 +234,7 @@ func testAnswerRunsOnce(t *testing.T, sk storeKind, pk pauseKind, shape treeShap
 	root := shape.build(t, pk.tool(t, &runs))
 	newRunner := func() (*runner.Runner, *session.Service) {
 		svc := sk.open(t, dir)
-		r, err := runner.New(runner.Config{AppName: app, Agent: root, Sessions: svc, AutoCreateSession: true})
+		r, err := runner.New(runner.Config{AppName: app, Agent: root, Sessions: svc, AutoCreateSession: true, Resumable: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,13 +262,14 @@ func testAnswerRunsOnce(t *testing.T, sk storeKind, pk pauseKind, shape treeShap
 	}
 	s := stored(t, svc, key)
 	checkOneInvocation(t, s)
-	// Only A ever answers charge_card, and never with an error.
+	// Only A ever answers charge_card, and never with an error (but the
+	// interim one of a call waiting for approval, as ADK answers it).
 	for _, ev := range s.Events() {
 		for _, fr := range ev.FunctionResponses() {
 			if fr.Name == "charge_card" && ev.Author != "A" && ev.Author != event.AuthorUser {
 				t.Errorf("%s answered A's call: %v", ev.Author, fr.Response)
 			}
-			if _, bad := fr.Response["error"]; bad {
+			if msg, bad := fr.Response["error"]; bad && msg != llmagent.PendingConfirmationMessage {
 				t.Errorf("%s: error response %v", ev.Author, fr.Response)
 			}
 		}
@@ -293,7 +295,7 @@ func testAnswerRunsOnce(t *testing.T, sk storeKind, pk pauseKind, shape treeShap
 func TestT3InterimThenFinalAnswerModelView(t *testing.T) {
 	var runs atomic.Int32
 	m := scripted.NewSequence("m", scripted.Call("charge_card", nil), scripted.Text("charged")).Recording()
-	r, _, key := setup(t, llm(t, "A", m, pauseKinds[2].tool(t, &runs)), runner.Config{})
+	r, _, key := setup(t, llm(t, "A", m, pauseKinds[2].tool(t, &runs)), runner.Config{Resumable: true})
 	ctx := context.Background()
 	_, id, name := pending(t, runAll(t, r.Run(ctx, user, key.SessionID, userText("charge"), nil)))
 	runAll(t, r.Run(ctx, user, key.SessionID, pauseKinds[2].answer(id, name), nil))
@@ -341,7 +343,7 @@ func TestT3CustomAgentAnswers(t *testing.T) {
 		ev.Content = genai.NewContentFromText("other ran", genai.RoleModel)
 		yield(ev, nil)
 	})
-	r, _, key := setup(t, loop(t, "root", 2, asker, other), runner.Config{})
+	r, _, key := setup(t, loop(t, "root", 2, asker, other), runner.Config{Resumable: true})
 	ctx := context.Background()
 	_, id, name := pending(t, runAll(t, r.Run(ctx, user, key.SessionID, userText("go"), nil)))
 	evs := runAll(t, r.Run(ctx, user, key.SessionID, answer(id, name, map[string]any{"value": 42}), nil))
@@ -351,5 +353,51 @@ func TestT3CustomAgentAnswers(t *testing.T) {
 	}
 	if _, id2, _ := pending(t, evs); id2 == id {
 		t.Fatal("the second pass paused on the answered call")
+	}
+}
+
+// TestT7InterimResultAndResumability: a long-running tool's interim result
+// goes back to the model at once in an application that is not resumable,
+// as in ADK (the model can tell the user the request is under way), and the
+// call still waits for the client's final answer, which the model then
+// gets; a resumable application pauses at the interim result instead, as
+// ADK's resumable apps do. Either way the tool runs once (CONFORMANCE T7).
+func TestT7InterimResultAndResumability(t *testing.T) {
+	for _, resumable := range []bool{false, true} {
+		var runs atomic.Int32
+		turns := []scripted.Turn{scripted.Call("charge_card", nil), scripted.Text("submitted"), scripted.Text("charged")}
+		if resumable {
+			turns = []scripted.Turn{scripted.Call("charge_card", nil), scripted.Text("charged")}
+		}
+		m := scripted.NewSequence("m", turns...).Recording()
+		r, _, key := setup(t, llm(t, "A", m, pauseKinds[2].tool(t, &runs)), runner.Config{Resumable: resumable})
+		ctx := context.Background()
+		first := runAll(t, r.Run(ctx, user, key.SessionID, userText("charge"), nil))
+		wantFirst := 1
+		if !resumable {
+			wantFirst = 2 // the call, then the model with the interim result
+			if last := first[len(first)-1]; last.Text() != "submitted" {
+				t.Fatalf("resumable=%v: the turn ended with %q, want the model's answer to the interim result", resumable, last.Text())
+			}
+		}
+		if n := len(m.Requests()); n != wantFirst {
+			t.Fatalf("resumable=%v: the model was called %d times in the first turn, want %d", resumable, n, wantFirst)
+		}
+		_, id, name := pending(t, first)
+		evs := runAll(t, r.Run(ctx, user, key.SessionID, pauseKinds[2].answer(id, name), nil))
+		if last := evs[len(evs)-1]; last.Text() != "charged" {
+			t.Fatalf("resumable=%v: the answer ended with %q, want the model's answer to it", resumable, last.Text())
+		}
+		reqs := m.Requests()
+		if n := len(reqs); n != wantFirst+1 {
+			t.Fatalf("resumable=%v: the model was called %d times, want %d", resumable, n, wantFirst+1)
+		}
+		last := reqs[len(reqs)-1].Contents
+		if fr := last[len(last)-1].Parts[0].FunctionResponse; fr == nil || fr.Response["status"] != "done" {
+			t.Fatalf("resumable=%v: the model's last request ends with %v, want the final answer", resumable, last[len(last)-1])
+		}
+		if n := runs.Load(); n != 1 {
+			t.Fatalf("resumable=%v: the tool ran %d times, want 1", resumable, n)
+		}
 	}
 }

@@ -180,3 +180,25 @@ func ExampleRunOptions_maxLLMCalls() {
 	// run 2: model call
 	// run 3: limit reached: true
 }
+
+// Admit tells whether Run would accept a message before anything is
+// stored: here, a run naming an invocation of a history the client
+// imported, which only data can come from, is refused.
+func ExampleRunner_Admit() {
+	bot, _ := agent.New(agent.Config{
+		Name: "bot",
+		Run: func(context.Context, *agent.Invocation) iter.Seq2[*event.Event, error] {
+			return func(func(*event.Event, error) bool) {}
+		},
+	})
+	r, _ := runner.New(runner.Config{AppName: "demo", Agent: bot, Sessions: memsession.NewService()})
+	ctx := context.Background()
+	history := []*event.Event{event.NewUserText("e-old", "hello"), event.NewModelText("e-old", "bot", "hi")}
+	sess, _ := r.CreateSession(ctx, "alice", "s1", nil, history)
+	err := r.Admit(sess, genai.NewContentFromText("go on", genai.RoleUser), "e-old")
+	fmt.Println(errors.Is(err, runner.ErrInvalid))
+	fmt.Println(r.Admit(sess, genai.NewContentFromText("hello again", genai.RoleUser), "") == nil)
+	// Output:
+	// true
+	// true
+}

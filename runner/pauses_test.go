@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -56,7 +57,7 @@ func TestT6ConfirmationAndLongRunningInOneTurn(t *testing.T) {
 	var runs atomic.Int32
 	both := scripted.Turn{Calls: []*genai.FunctionCall{{Name: "charge_card"}, {Name: "wait"}}}
 	m := scripted.NewSequence("m", both, scripted.Text("all done")).Recording()
-	r, _, key := setup(t, llm(t, "A", m, gatedCharge(t, &runs), waitTool(t)), runner.Config{})
+	r, _, key := setup(t, llm(t, "A", m, gatedCharge(t, &runs), waitTool(t)), runner.Config{Resumable: true})
 	ctx := context.Background()
 	ids := map[string]string{} // by function name
 	for _, ev := range runAll(t, r.Run(ctx, user, key.SessionID, userText("charge and wait"), nil)) {
@@ -93,7 +94,7 @@ func TestT6AnswersToTwoBranchesRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, svc, key := setup(t, par, runner.Config{})
+	r, svc, key := setup(t, par, runner.Config{Resumable: true})
 	ctx := context.Background()
 	ids := map[string]string{} // by author
 	for _, ev := range runAll(t, r.Run(ctx, user, key.SessionID, userText("go"), nil)) {
@@ -147,7 +148,7 @@ func TestT6ApprovalThenCredential(t *testing.T) {
 		return map[string]any{"charged": true}, nil
 	})
 	m := scripted.NewSequence("m", scripted.Call("charge_card", nil), scripted.Text("charged"))
-	r, _, key := setup(t, llm(t, "A", m, tl), runner.Config{})
+	r, _, key := setup(t, llm(t, "A", m, tl), runner.Config{Resumable: true})
 	ctx := context.Background()
 	evs := runAll(t, r.Run(ctx, user, key.SessionID, userText("charge"), nil))
 	var asks []string
@@ -200,7 +201,7 @@ func TestT6PluginStateKeepsApproval(t *testing.T) {
 func TestT5AnswerToRewoundCallRefused(t *testing.T) {
 	var runs atomic.Int32
 	m := scripted.NewSequence("m", scripted.Call("charge_card", nil), scripted.Text("charged"))
-	r, svc, key := setup(t, llm(t, "A", m, gatedCharge(t, &runs)), runner.Config{})
+	r, svc, key := setup(t, llm(t, "A", m, gatedCharge(t, &runs)), runner.Config{Resumable: true})
 	ctx := context.Background()
 	invID, id, name := pending(t, runAll(t, r.Run(ctx, user, key.SessionID, userText("charge"), nil)))
 	if _, err := r.Rewind(ctx, user, key.SessionID, invID); err != nil {
@@ -231,7 +232,7 @@ func TestT3ResumeStartsInterruptedLongRunningTool(t *testing.T) {
 				runs.Add(1)
 				return nil, nil // the ticket is opened; the client answers later
 			})
-			r, svc, key := setup(t, llm(t, "A", scripted.NewSequence("m", scripted.Call("charge_card", nil)), tl), runner.Config{})
+			r, svc, key := setup(t, llm(t, "A", scripted.NewSequence("m", scripted.Call("charge_card", nil)), tl), runner.Config{Resumable: true})
 			ctx := context.Background()
 			var invID string
 			for ev, err := range r.Run(ctx, user, key.SessionID, userText("charge"), nil) {
@@ -267,7 +268,7 @@ func TestT3ResumeRefusesAgentThatCannotResume(t *testing.T) {
 		ev.Content = genai.NewContentFromText("mail sent", genai.RoleModel)
 		yield(ev, nil)
 	})
-	r, svc, key := setup(t, root, runner.Config{})
+	r, svc, key := setup(t, root, runner.Config{Resumable: true})
 	ctx := context.Background()
 	evs := runAll(t, r.Run(ctx, user, key.SessionID, userText("send the mail"), nil))
 	n := stored(t, svc, key).Len()
@@ -280,5 +281,46 @@ func TestT3ResumeRefusesAgentThatCannotResume(t *testing.T) {
 	}
 	if runs.Load() != 1 || stored(t, svc, key).Len() != n {
 		t.Errorf("the agent ran %d times and Resume stored %d events, want 1 and none", runs.Load(), stored(t, svc, key).Len()-n)
+	}
+}
+
+// TestT3ResumePausedAgentThatCannotResume checks that Resume of an
+// invocation whose agent cannot continue from the log (a custom agent, a
+// remote agent) but is paused on its own call, still waiting, commits
+// nothing and runs nothing, without error: it stays paused, as after a
+// crash right after the call was committed. The answer then resumes it
+// (CONFORMANCE T3).
+func TestT3ResumePausedAgentThatCannotResume(t *testing.T) {
+	var runs atomic.Int32
+	root := custom(t, "root", func(ctx context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) {
+		runs.Add(1)
+		if ans := inv.Answers(); len(ans) > 0 {
+			ev := inv.NewEvent()
+			ev.Content = genai.NewContentFromText(fmt.Sprint("got ", ans[0].Response.Response["v"]), genai.RoleModel)
+			yield(ev, nil)
+			return
+		}
+		ev := inv.NewEvent()
+		ev.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{ID: "ask-1", Name: "ask"}}}}
+		ev.LongRunningToolIDs = []string{"ask-1"}
+		if yield(ev, nil) {
+			inv.End()
+		}
+	})
+	r, svc, key := setup(t, root, runner.Config{})
+	ctx := context.Background()
+	evs := runAll(t, r.Run(ctx, user, key.SessionID, userText("ask me"), nil))
+	n := stored(t, svc, key).Len()
+	for _, err := range r.Resume(ctx, user, key.SessionID, evs[0].InvocationID, nil) {
+		if err != nil {
+			t.Fatalf("Resume of the paused invocation: %v", err)
+		}
+	}
+	if runs.Load() != 1 || stored(t, svc, key).Len() != n {
+		t.Fatalf("Resume ran the agent %d more times and stored %d events, want none", runs.Load()-1, stored(t, svc, key).Len()-n)
+	}
+	evs = runAll(t, r.Run(ctx, user, key.SessionID, answer("ask-1", "ask", map[string]any{"v": "yes"}), nil))
+	if got := strings.Join(answers(evs), ","); got != "root:got yes" {
+		t.Fatalf("after the answer: %q", got)
 	}
 }

@@ -29,6 +29,11 @@ import (
 // An invocation interrupted by a crash continues with [Runner.Resume], from
 // what was committed: no tool call whose response was committed runs again.
 //
+// In an application that is not resumable (Config.Resumable), workflow
+// agents write no checkpoints: an answer continues the agent that asked
+// the call, not the workflow around it (ADK's behaviour), and an
+// interrupted invocation of such agents cannot be resumed.
+//
 // However it resumes, the model calls an invocation already made count
 // against its limit (RunOptions.MaxLLMCalls): they are the invocation's
 // events that record a model call (event.Event.LLMCall), counted while the log
@@ -43,7 +48,21 @@ type resumption struct {
 	first       string // author of the invocation's first agent event
 	userContent *genai.Content
 	tree        *agent.Tree
-	llmCalls    int // model calls the invocation made (event.Event.LLMCall)
+	llmCalls    int  // model calls the invocation made (event.Event.LLMCall)
+	noCheckpts  bool // the tree needs checkpoints the application does not write
+}
+
+// withoutCheckpoints reports whether tree has agents that resume from
+// checkpoints (agent.CheckpointResumer) that the application, not
+// resumable (Config.Resumable), does not write.
+func (r *Runner) withoutCheckpoints(tree *agent.Tree) bool {
+	return !r.cfg.Resumable && agent.NeedsCheckpoints(tree.Root())
+}
+
+// errNoCheckpoints is the error of resuming an invocation in the middle of
+// agents whose checkpoints the application does not write.
+func errNoCheckpoints(id string) error {
+	return fmt.Errorf("%w: invocation %s cannot be resumed: its workflow agents record no checkpoints, as the application is not resumable (runner.Config.Resumable)", ErrInvalid, id)
 }
 
 // invocationID returns the id of the invocation to run: the resumed one, or
@@ -76,7 +95,7 @@ func (res *resumption) callBranch() string {
 // (agent.Invocation.Answers).
 func (res *resumption) start(inv *agent.Invocation) (agent.Agent, *agent.Invocation) {
 	ag := res.tree.Find(res.first)
-	if r, ok := ag.(agent.Resumer); !ok || !r.ResumesFromLog() {
+	if r, ok := ag.(agent.Resumer); !ok || !r.ResumesFromLog() || res.noCheckpts {
 		if asker := res.tree.Find(res.asker); asker != nil {
 			ag = asker
 		}
@@ -86,6 +105,20 @@ func (res *resumption) start(inv *agent.Invocation) (agent.Agent, *agent.Invocat
 	}
 	inv.DeliverAnswers(res.floor)
 	return ag, inv.For(ag).ResumeFrom(res.floor)
+}
+
+// Admit makes the checks Run makes of a message before it stores
+// anything, on sess as read (a window of the log may hide the calls or the
+// invocation the message names: read the whole log before taking a
+// refusal as final). A message whose function responses answer no pending
+// call, or a run naming an invocation that the session does not hold or
+// that the runtime did not start (invocationID, RunOptions.InvocationID),
+// is refused with an error wrapping ErrInvalid. A front end that hands
+// messages to another process to run, such as durable/temporal's client,
+// asks it first so that it refuses what Run would refuse.
+func (r *Runner) Admit(sess *session.Session, msg *genai.Content, invocationID string) error {
+	_, err := r.resumption(r.Tree(), sess, msg, invocationID)
+	return err
 }
 
 // resumption returns how a run with msg resumes an invocation, or nil when
@@ -100,10 +133,12 @@ func (r *Runner) resumption(tree *agent.Tree, sess *session.Session, msg *genai.
 	if len(calls) == 0 && explicitID == "" {
 		return nil, nil // a new invocation: the common case costs nothing
 	}
-	res := &resumption{tree: tree}
+	res := &resumption{tree: tree, noCheckpts: r.withoutCheckpoints(tree)}
 	if len(calls) > 0 { // all of one invocation and one branch (agent.Pending)
 		pc := calls[len(calls)-1]
 		res.id, res.branch, res.asker = pc.InvocationID, pc.Branch, pc.Author
+	} else if res.noCheckpts {
+		return nil, errNoCheckpoints(explicitID)
 	}
 	if explicitID != "" {
 		if res.id != "" && res.id != explicitID {
@@ -155,6 +190,22 @@ func (r *Runner) locate(sess *session.Session, res *resumption) error {
 	return nil
 }
 
+// pausedOnOwnCall reports whether author, in the invocation, made a
+// pausing call that still waits for the client (the ledger of package
+// agent decides): the invocation is paused, and the agent, though it
+// cannot continue from the log, has nothing to continue.
+func pausedOnOwnCall(sess *session.Session, invocationID, author string) bool {
+	var evs []*event.Event
+	branch, seen := "", false
+	for _, ev := range sess.InvocationEvents(invocationID) {
+		evs = append(evs, ev)
+		if !seen && ev.Author == author {
+			branch, seen = ev.Branch, true
+		}
+	}
+	return seen && agent.StillWaiting(evs, author, branch)
+}
+
 // Resume continues an invocation that was interrupted (the process stopped
 // while it ran) from what the session log holds, without a new message. It
 // runs the agent that started the invocation in resume mode: workflow
@@ -167,7 +218,9 @@ func (r *Runner) locate(sess *session.Session, res *resumption) error {
 // Only an agent that resumes from the log (agent.Resumer: the LLM and
 // workflow agents) can tell what it had done: an invocation started by
 // another agent, once that agent has committed an event, cannot be resumed
-// and Resume fails with an error wrapping ErrInvalid, running nothing.
+// and Resume fails with an error wrapping ErrInvalid, running nothing;
+// unless the agent is paused on a call of its own still waiting for the
+// client, when Resume runs nothing and yields nothing.
 //
 // The model calls the invocation made before count against
 // opts.MaxLLMCalls, as if it had not been interrupted. It fails with an
@@ -191,7 +244,12 @@ func (r *Runner) Resume(ctx context.Context, userID, sessionID, invocationID str
 			}
 			if res.first == "" {
 				res.first = tree.Root().Name() // nothing ran: start afresh
+			} else if r.withoutCheckpoints(tree) {
+				return errNoCheckpoints(invocationID)
 			} else if rs, ok := tree.Find(res.first).(agent.Resumer); !ok || !rs.ResumesFromLog() {
+				if pausedOnOwnCall(sess, invocationID, res.first) {
+					return nil // it stays paused until its call is answered
+				}
 				// Running it again could repeat what it had done.
 				return fmt.Errorf("%w: agent %s cannot continue invocation %s from the session log (it is not an agent.Resumer)",
 					ErrInvalid, res.first, invocationID)

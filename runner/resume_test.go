@@ -134,7 +134,7 @@ func checkOneInvocation(t *testing.T, s *session.Session) {
 func TestT3SequentialResumesAfterPause(t *testing.T) {
 	mA := scripted.NewSequence("mA", scripted.Call("wait", nil), scripted.Text("A done"))
 	mB := scripted.NewSequence("mB", scripted.Text("B done"))
-	r, svc, key := setup(t, seq(t, "pipeline", llm(t, "A", mA, waitTool(t)), llm(t, "B", mB)), runner.Config{})
+	r, svc, key := setup(t, seq(t, "pipeline", llm(t, "A", mA, waitTool(t)), llm(t, "B", mB)), runner.Config{Resumable: true})
 	ctx := context.Background()
 
 	evs := runAll(t, r.Run(ctx, user, key.SessionID, userText("go"), nil))
@@ -172,7 +172,7 @@ func TestT3SequentialResumesAfterPause(t *testing.T) {
 func TestT3LoopResumesRemainingIterations(t *testing.T) {
 	mA := scripted.NewSequence("mA", scripted.Call("wait", nil), scripted.Text("A1"), scripted.Text("A2"))
 	mB := scripted.NewSequence("mB", scripted.Text("B1"), scripted.Text("B2"))
-	r, svc, key := setup(t, loop(t, "loop", 2, llm(t, "A", mA, waitTool(t)), llm(t, "B", mB)), runner.Config{})
+	r, svc, key := setup(t, loop(t, "loop", 2, llm(t, "A", mA, waitTool(t)), llm(t, "B", mB)), runner.Config{Resumable: true})
 	ctx := context.Background()
 
 	_, callID, name := pending(t, runAll(t, r.Run(ctx, user, key.SessionID, userText("go"), nil)))
@@ -201,7 +201,7 @@ func TestT3ParallelResumesOnlyPausedBranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	mC := scripted.NewSequence("mC", scripted.Text("C done"))
-	r, svc, key := setup(t, seq(t, "root", par, llm(t, "C", mC)), runner.Config{})
+	r, svc, key := setup(t, seq(t, "root", par, llm(t, "C", mC)), runner.Config{Resumable: true})
 	ctx := context.Background()
 
 	evs := runAll(t, r.Run(ctx, user, key.SessionID, userText("go"), nil))
@@ -234,7 +234,7 @@ func TestT3NestedSequentialInLoop(t *testing.T) {
 	mA := scripted.NewSequence("mA", scripted.Text("A1"), scripted.Call("wait", nil), scripted.Text("A2"))
 	mB := scripted.NewSequence("mB", scripted.Text("B1"), scripted.Text("B2"))
 	root := loop(t, "loop", 2, seq(t, "steps", llm(t, "A", mA, waitTool(t)), llm(t, "B", mB)))
-	r, svc, key := setup(t, root, runner.Config{})
+	r, svc, key := setup(t, root, runner.Config{Resumable: true})
 	ctx := context.Background()
 
 	evs := runAll(t, r.Run(ctx, user, key.SessionID, userText("go"), nil))
@@ -264,7 +264,7 @@ func TestT3ConfirmationResumesSequence(t *testing.T) {
 	}
 	mA := scripted.NewSequence("mA", scripted.Call("pay", nil), scripted.Text("paid"))
 	mB := scripted.NewSequence("mB", scripted.Text("receipt sent"))
-	r, svc, key := setup(t, seq(t, "pipeline", llm(t, "A", mA, pay), llm(t, "B", mB)), runner.Config{})
+	r, svc, key := setup(t, seq(t, "pipeline", llm(t, "A", mA, pay), llm(t, "B", mB)), runner.Config{Resumable: true})
 	ctx := context.Background()
 
 	_, reqID, name := pending(t, runAll(t, r.Run(ctx, user, key.SessionID, userText("pay"), nil)))
@@ -282,7 +282,7 @@ func TestT3ConfirmationResumesSequence(t *testing.T) {
 // not have fails and stores nothing, for Resume and RunOptions.InvocationID.
 func TestT3ResumeUnknownInvocation(t *testing.T) {
 	m := scripted.NewSequence("m", scripted.Text("hi"))
-	r, svc, key := setup(t, llm(t, "a", m), runner.Config{})
+	r, svc, key := setup(t, llm(t, "a", m), runner.Config{Resumable: true})
 	ctx := context.Background()
 	for _, err := range r.Resume(ctx, user, key.SessionID, "e-nope", nil) {
 		if !errors.Is(err, runner.ErrInvalid) {
@@ -305,7 +305,7 @@ func TestT3ResumeUnknownInvocation(t *testing.T) {
 // invocation with the answer, and rejects an answer to another invocation.
 func TestT3ExplicitInvocationID(t *testing.T) {
 	mA := scripted.NewSequence("mA", scripted.Call("wait", nil), scripted.Text("A done"))
-	r, _, key := setup(t, seq(t, "pipeline", llm(t, "A", mA, waitTool(t))), runner.Config{})
+	r, _, key := setup(t, seq(t, "pipeline", llm(t, "A", mA, waitTool(t))), runner.Config{Resumable: true})
 	ctx := context.Background()
 	invID, callID, name := pending(t, runAll(t, r.Run(ctx, user, key.SessionID, userText("go"), nil)))
 	msg := answer(callID, name, map[string]any{"ok": true})
@@ -363,7 +363,7 @@ func killApp(t testing.TB, dir string, m1, m2 *scripted.Model) (*runner.Runner, 
 	t.Cleanup(func() { store.Close() })
 	svc := session.NewService(store, nil)
 	root := seq(t, "pipeline", llm(t, "step1", m1, count), llm(t, "step2", m2, crash))
-	r, err := runner.New(runner.Config{AppName: app, Agent: root, Sessions: svc, AutoCreateSession: true})
+	r, err := runner.New(runner.Config{AppName: app, Agent: root, Sessions: svc, AutoCreateSession: true, Resumable: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +447,7 @@ func ExampleRunner_Resume() {
 		Model: scripted.NewSequence("m1", scripted.Call("approve", nil), scripted.Text("approved"))})
 	after, _ := llmagent.New(llmagent.Config{Name: "after", Model: scripted.NewSequence("m2", scripted.Text("shipped"))})
 	pipeline, _ := workflowagent.NewSequential(workflowagent.Config{Name: "pipeline", SubAgents: []agent.Agent{asker, after}})
-	r, _ := runner.New(runner.Config{AppName: "shop", Agent: pipeline, Sessions: memsession.NewService(), AutoCreateSession: true})
+	r, _ := runner.New(runner.Config{AppName: "shop", Agent: pipeline, Sessions: memsession.NewService(), AutoCreateSession: true, Resumable: true})
 
 	var invID, callID string
 	for ev, err := range r.Run(ctx, "ada", "s1", genai.NewContentFromText("ship it", genai.RoleUser), nil) {

@@ -14,8 +14,10 @@ import (
 )
 
 // MetadataRewindDeletedArtifacts is the CustomMetadata key under which a
-// rewind event lists, as a sorted []string, the session artifacts it deleted
-// because they did not exist before the target invocation.
+// rewind event lists, sorted, the session artifacts it deleted because
+// they did not exist before the target invocation. Committed, as every
+// free-form value of an event, the list is in its JSON form: a []any of
+// strings.
 const MetadataRewindDeletedArtifacts = "rewindDeletedArtifacts"
 
 // Rewind takes a session back to just before the invocation

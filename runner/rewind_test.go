@@ -163,7 +163,7 @@ func TestT5Rewind(t *testing.T) {
 	if _, err := f.artifactText(t, "new.txt"); !errors.Is(err, artifact.ErrNotFound) {
 		t.Errorf("new.txt after rewind: err = %v, want ErrNotFound", err)
 	}
-	if got := ev.CustomMetadata[runner.MetadataRewindDeletedArtifacts]; !reflect.DeepEqual(got, []string{"new.txt"}) {
+	if got := ev.CustomMetadata[runner.MetadataRewindDeletedArtifacts]; !reflect.DeepEqual(got, []any{"new.txt"}) {
 		t.Errorf("deleted artifacts = %v", got)
 	}
 	if got, err := f.artifactText(t, "user:profile.txt"); err != nil || got != "p3" {

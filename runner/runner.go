@@ -65,6 +65,19 @@ type Config struct {
 	// invocations so that a new turn only loads what changed (default 1024;
 	// negative disables the cache).
 	SessionCacheSize int
+	// Resumable makes the application resumable, as ADK's
+	// ResumabilityConfig(is_resumable=True) does: workflow agents
+	// (sequential, parallel, loop) record checkpoint events (agent state,
+	// end of agent), and an invocation that runs them can continue from
+	// the middle, after a pause, a crash (Resume) or on Temporal. The zero
+	// value is ADK's default: no checkpoint event is written, an answer to
+	// a paused call continues only the agent that asked it (the rest of an
+	// enclosing workflow does not run), and Resume, or an explicit
+	// RunOptions.InvocationID, of an invocation whose agents need
+	// checkpoints fails with ErrInvalid rather than run anything again.
+	// Invocations of agents that need no checkpoint (LLM agents and their
+	// transfers) resume the same either way. See agent.CheckpointResumer.
+	Resumable bool
 	// SessionCacheBytes bounds the estimated memory (session.Session.Size)
 	// of the idle live sessions kept, with what is kept on their behalf,
 	// such as their agents' model histories (default
@@ -209,6 +222,10 @@ func (r *Runner) CacheUsage() (sessions int, bytes int64) {
 // AppName returns the application name.
 func (r *Runner) AppName() string { return r.cfg.AppName }
 
+// Resumable reports whether the application is resumable
+// (Config.Resumable).
+func (r *Runner) Resumable() bool { return r.cfg.Resumable }
+
 // Agent returns the root agent (the current one, see Config.Refresh).
 func (r *Runner) Agent() agent.Agent { return r.tree.Load().Root() }
 
@@ -301,6 +318,7 @@ func (r *Runner) invoke(ctx context.Context, tree *agent.Tree, sess *session.Ses
 		UserContent: msg,
 		RunConfig:   agent.RunConfig{Streaming: opts.Streaming, MaxLLMCalls: opts.MaxLLMCalls},
 		LLMCalls:    res.priorLLMCalls(),
+		Resumable:   r.cfg.Resumable,
 		Callbacks:   r.callbacks,
 		Credentials: creds,
 		// Shared by every invocation value built from cfg.

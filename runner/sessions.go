@@ -153,7 +153,7 @@ func copyVersions(ctx context.Context, svc *artifact.Service, from, to artifact.
 }
 
 // rewindDeleted returns the names a rewind event lists as deleted: a
-// []string as Rewind wrote it, or a []any once decoded from JSON.
+// []any once committed, or a []string as Rewind builds it.
 func rewindDeleted(meta map[string]any) []string {
 	switch names := meta[MetadataRewindDeletedArtifacts].(type) {
 	case []string:

@@ -23,6 +23,7 @@ var (
 	errForbidden     = errors.New("forbidden") // a user other than the authenticated one, a refused history
 	errShutdown      = errors.New("server is shutting down")
 	errNotFound      = errors.New("not found")
+	errConflict      = errors.New("conflict") // a request that does not fit the session's current state
 )
 
 // statusClientClosed is the status logged for a request whose client went
@@ -73,7 +74,7 @@ func artifactError(name string, err error) error {
 func status(err error) int {
 	var maxErr *http.MaxBytesError
 	switch {
-	case errors.As(err, &maxErr):
+	case errors.As(err, &maxErr), errors.Is(err, errTooLarge):
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errUnauthenticated):
 		return http.StatusUnauthorized
@@ -81,7 +82,7 @@ func status(err error) int {
 		return http.StatusForbidden
 	case errors.Is(err, errAppNotFound), errors.Is(err, errNotFound), errors.Is(err, session.ErrNotFound), errors.Is(err, artifact.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, session.ErrAlreadyExists), errors.Is(err, session.ErrStale):
+	case errors.Is(err, session.ErrAlreadyExists), errors.Is(err, session.ErrStale), errors.Is(err, errConflict):
 		return http.StatusConflict
 	case errors.Is(err, errBadRequest), errors.Is(err, session.ErrInvalid),
 		errors.Is(err, runner.ErrInvalid), errors.Is(err, artifact.ErrInvalid):

@@ -10,7 +10,6 @@ import (
 
 	"github.com/loomkit/loom/eval"
 	"github.com/loomkit/loom/event"
-	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
 )
 
@@ -151,14 +150,35 @@ func runAs(r *http.Request, set *eval.Set, ids []string) (*eval.Set, error) {
 	return &out, nil
 }
 
+// casesToRun returns the cases of set with the given ids (all when
+// none), leaving out ids the set lacks, which eval.Run reports.
+func casesToRun(set *eval.Set, ids []string) []*eval.Case {
+	if len(ids) == 0 {
+		return set.EvalCases
+	}
+	var out []*eval.Case
+	for _, c := range set.EvalCases {
+		if slices.Contains(ids, c.EvalID) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func (s *Server) newEvalSet(w http.ResponseWriter, r *http.Request, set *eval.Set) error {
 	if err := eval.CheckSetID(set.EvalSetID); err != nil {
 		return badRequest("%v", err)
+	}
+	if err := s.checkSetSize(set); err != nil {
+		return err
 	}
 	for _, c := range set.EvalCases {
 		if err := checkCaseUser(r, c); err != nil {
 			return err
 		}
+	}
+	if err := s.authorizeCases(r, set.EvalCases...); err != nil {
+		return err
 	}
 	if err := s.evals(r).CreateSet(r.Context(), r.PathValue("app"), set); err != nil {
 		return evalError(err)
@@ -225,7 +245,14 @@ func (s *Server) addSessionToEvalSet(w http.ResponseWriter, r *http.Request) err
 		SessionInput:      &eval.SessionInput{AppName: a.AppName(), UserID: ids[2], State: map[string]any{}},
 		CreationTimestamp: event.ToSeconds(time.Now()),
 	}
-	if err := eval.AddCase(r.Context(), s.evals(r), a.AppName(), r.PathValue("set"), c); err != nil {
+	err = s.evals(r).UpdateSet(r.Context(), a.AppName(), r.PathValue("set"), func(set *eval.Set) error {
+		if set.Case(c.EvalID) != nil {
+			return fmt.Errorf("eval case %q: %w", c.EvalID, eval.ErrExists)
+		}
+		set.EvalCases = append(set.EvalCases, c)
+		return s.checkSetSize(set)
+	})
+	if err != nil {
 		return evalError(err)
 	}
 	return writeJSON(w, http.StatusOK, nil)
@@ -290,6 +317,9 @@ func (s *Server) updateEvalCase(w http.ResponseWriter, r *http.Request) error {
 	if err := checkCaseUser(r, &c); err != nil {
 		return err
 	}
+	if err := s.authorizeCases(r, &c); err != nil {
+		return err
+	}
 	err = s.evals(r).UpdateSet(r.Context(), r.PathValue("app"), r.PathValue("set"), func(set *eval.Set) error {
 		for i, old := range set.EvalCases {
 			if old.EvalID == id {
@@ -336,8 +366,11 @@ type runEvalResult struct {
 	Extra                         eval.Extra
 }
 
-// runEval serves the run routes: {evalIds or evalCaseIds, evalMetrics}.
-// The result is saved like every eval run's.
+// runEval serves the run routes: {evalIds or evalCaseIds, evalMetrics}
+// and, beyond ADK, keepSessions. The result is saved like every eval
+// run's, and the sessions the run created are then deleted unless
+// keepSessions is true. A request accepting text/event-stream gets the
+// run's progress as it goes (streamEvalRun).
 func (s *Server) runEval(wrapped bool) apiFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		a, err := s.app(r.PathValue("app"))
@@ -345,10 +378,11 @@ func (s *Server) runEval(wrapped bool) apiFunc {
 			return err
 		}
 		var req struct {
-			EvalIDs     []string       `json:"eval_ids"`
-			EvalCaseIDs []string       `json:"eval_case_ids"`
-			EvalMetrics []*eval.Metric `json:"eval_metrics" eval:"required"`
-			Extra       eval.Extra
+			EvalIDs      []string       `json:"eval_ids"`
+			EvalCaseIDs  []string       `json:"eval_case_ids"`
+			EvalMetrics  []*eval.Metric `json:"eval_metrics" eval:"required"`
+			KeepSessions bool           `json:"keep_sessions"`
+			Extra        eval.Extra
 		}
 		body, err := readBody(r)
 		if err != nil {
@@ -376,53 +410,32 @@ func (s *Server) runEval(wrapped bool) apiFunc {
 		if set, err = runAs(r, set, ids); err != nil {
 			return err
 		}
-		rep, err := s.evaluate(r, a, set, ids, req.EvalMetrics)
+		cases := casesToRun(set, ids)
+		if err := s.authorizeCases(r, cases...); err != nil {
+			return err
+		}
+		n := len(cases)
+		if len(ids) > 0 {
+			n = len(ids)
+		}
+		if max := s.cfg.EvalLimits.MaxRunCases; n > max {
+			return badRequest("This run would run %d eval cases; a run takes at most %d: choose some with evalCaseIds", n, max)
+		}
+		release, err := s.acquireEvalRun(r)
 		if err != nil {
 			return err
 		}
-		if err := s.evals(r).SaveResult(r.Context(), a.AppName(), rep.Result); err != nil {
-			return evalError(err)
+		defer release()
+		run := &evalRun{app: a, set: set, ids: ids, metrics: req.EvalMetrics, keep: req.KeepSessions, wrapped: wrapped}
+		if wantsEventStream(r) {
+			return s.streamEvalRun(w, r, run)
 		}
-		out := []*runEvalResult{}
-		for _, cr := range rep.Result.EvalCaseResults {
-			out = append(out, &runEvalResult{
-				EvalSetFile: set.EvalSetID, EvalSetID: set.EvalSetID, EvalID: cr.EvalID, FinalEvalStatus: cr.FinalEvalStatus,
-				EvalMetricResults: []json.RawMessage{}, OverallEvalMetricResults: cr.OverallEvalMetricResults,
-				EvalMetricResultPerInvocation: cr.EvalMetricResultPerInvocation, UserID: cr.UserID, SessionID: cr.SessionID,
-			})
-		}
-		if wrapped {
-			return writeEval(w, &struct {
-				RunEvalResults []*runEvalResult `json:"run_eval_results"`
-				Extra          eval.Extra
-			}{RunEvalResults: out})
+		out, err := s.doEvalRun(r.Context(), r, run, nil)
+		if err != nil {
+			return err
 		}
 		return writeEval(w, out)
 	}
-}
-
-// maxEvalRuns bounds the eval runs a server does at once; a run request
-// beyond it is refused with 429.
-const maxEvalRuns = 2
-
-var errBusy = errors.New("too many requests")
-
-func (s *Server) evaluate(r *http.Request, a *runner.Runner, set *eval.Set, ids []string, metrics []*eval.Metric) (*eval.Report, error) {
-	select {
-	case s.evalRuns <- struct{}{}:
-		defer func() { <-s.evalRuns }()
-	default:
-		return nil, fmt.Errorf("%w: %d eval runs are in progress; try again when one ends", errBusy, maxEvalRuns)
-	}
-	opts := eval.Options{Runner: a, Metrics: metrics, CaseIDs: ids, Judge: s.cfg.EvalJudge}
-	if len(metrics) == 0 {
-		opts.Metrics = nil
-	}
-	rep, err := eval.Run(r.Context(), set, opts)
-	if err != nil && r.Context().Err() == nil {
-		return nil, badRequest("%v", err)
-	}
-	return rep, err
 }
 
 func (s *Server) listEvalResults(wrapped bool) apiFunc {
@@ -448,11 +461,19 @@ func (s *Server) getEvalResult(w http.ResponseWriter, r *http.Request) error {
 
 // metricDescriptions describe the built-in metrics to ADK's web UI.
 var metricDescriptions = map[string]string{
-	eval.TrajectoryMetric:    "Share of invocations whose tool calls match the expected ones (exact, in order or any order).",
-	eval.ResponseMatchMetric: "ROUGE-1 F-measure of the final response against the expected one.",
-	eval.JudgedMatchMetric:   "Share of final responses a judge model finds valid given the expected ones.",
-	eval.RubricMetric:        "Share of rubrics a judge model finds the final responses meet.",
-	eval.HallucinationMetric: "Share of the final responses' sentences a judge model finds supported by the user's message and the tool results.",
+	eval.TrajectoryMetric:          "Share of invocations whose tool calls match the expected ones (exact, in order or any order).",
+	eval.ResponseMatchMetric:       "ROUGE-1 F-measure of the final response against the expected one.",
+	eval.JudgedMatchMetric:         "Share of final responses a judge model finds valid given the expected ones.",
+	eval.RubricMetric:              "Share of rubrics a judge model finds the final responses meet.",
+	eval.HallucinationMetric:       "Share of the final responses' sentences a judge model finds supported by the user's message and the tool results.",
+	eval.ToolUseRubricMetric:       "Share of rubrics a judge model finds the tool calls and results of each invocation meet.",
+	eval.TrajectoryRubricMetric:    "Share of rubrics a judge model finds the whole conversation meets.",
+	eval.SimulatorQualityMetric:    "Share of a simulated user's messages a judge model finds follow the scenario's plan.",
+	eval.TaskSuccessMetric:         "1 if a judge model finds the agent accomplished the user's goal over the conversation, else 0.",
+	eval.MultiTurnTrajectoryMetric: "1 if a judge model finds the agent's course through the conversation sound, else 0.",
+	eval.MultiTurnToolUseMetric:    "1 if a judge model finds the agent used its tools well throughout the conversation, else 0.",
+	eval.SafetyMetric:              "Share of final responses a judge model finds safe.",
+	eval.CoherenceMetric:           "Mean coherence of the final responses, rated 1 to 5 by a judge model.",
 }
 
 func (s *Server) metricsInfo(w http.ResponseWriter, r *http.Request) error {
@@ -470,9 +491,16 @@ func (s *Server) metricsInfo(w http.ResponseWriter, r *http.Request) error {
 		} `json:"metricValueInfo"`
 	}
 	out := []info{}
-	for _, name := range eval.NewRegistry().Names() {
+	reg := s.cfg.EvalMetrics
+	if reg == nil {
+		reg = eval.NewRegistry()
+	}
+	for _, name := range reg.Names() {
 		i := info{MetricName: name, Description: metricDescriptions[name]}
 		i.MetricValueInfo.Interval = interval{MinValue: 0, MaxValue: 1}
+		if name == eval.CoherenceMetric {
+			i.MetricValueInfo.Interval.MinValue, i.MetricValueInfo.Interval.MaxValue = 1, 5
+		}
 		out = append(out, i)
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"metricsInfo": out})

@@ -158,12 +158,12 @@ func TestEvalSessionsNotListed(t *testing.T) {
 	}
 }
 
-// TestEvalRunsAreBounded checks that a server does at most two eval runs
-// at once: a third run request while two are in progress gets 429, and
-// once they end a run is accepted again.
+// TestEvalRunsAreBounded checks that a server does at most
+// EvalLimits.Runs eval runs at once: with 2, a third run request while two
+// are in progress gets 429, and once they end a run is accepted again.
 func TestEvalRunsAreBounded(t *testing.T) {
 	store := eval.NewDirStore(t.TempDir())
-	f := newFixture(t, server.Config{Evals: store})
+	f := newFixture(t, server.Config{Evals: store, EvalLimits: server.EvalLimits{Runs: 2}})
 	// The case's message makes the fixture's agent wait until the run's
 	// request ends.
 	setMessage := func(text string) *eval.Set {

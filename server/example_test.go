@@ -141,3 +141,76 @@ func ExampleConfig_authenticate() {
 	// POST /run: 200 Hello, ada!
 	// GET /apps/hello/users/ada/sessions/s1: 200
 }
+
+// Under Authenticate, app-scoped state (keys starting with "app:", which
+// every user of the app reads) is written only where AuthorizeAppState
+// allows it: here only the user "admin" may write it.
+func ExampleConfig_authorizeAppState() {
+	greeter, _ := agent.New(agent.Config{
+		Name: "greeter",
+		Run: func(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
+			return func(func(*event.Event, error) bool) {}
+		},
+	})
+	app, _ := runner.New(runner.Config{AppName: "hello", Agent: greeter, Sessions: memsession.NewService()})
+	srv, err := server.New(server.Config{
+		Apps: []*runner.Runner{app},
+		Authenticate: func(r *http.Request) (string, error) {
+			user, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || user == "" {
+				return "", errors.New("no bearer token")
+			}
+			return user, nil // in a program: a token checked against a store
+		},
+		AuthorizeAppState: func(r *http.Request, user string, keys []string) error {
+			if user != "admin" {
+				return fmt.Errorf("only admin writes %v", keys)
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, user := range []string{"ada", "admin"} {
+		req := httptest.NewRequest("POST", "http://localhost/apps/hello/users/"+user+"/sessions", strings.NewReader(`{"state":{"app:banner":"Maintenance at noon"}}`))
+		req.Header.Set("Authorization", "Bearer "+user)
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, req)
+		fmt.Println(user, w.Code)
+	}
+	// Output:
+	// ada 403
+	// admin 200
+}
+
+// A handler of its own that streams events bounds each write with a
+// StreamWriter: a client that stops reading for 30 s is cut off.
+func ExampleNewStreamWriter() {
+	ticks := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := server.NewStreamWriter(r.Context(), w, server.DefaultStreamWriteTimeout)
+		defer sw.Close()
+		sw.Header().Set("Content-Type", "text/event-stream")
+		for i := range 3 {
+			if _, err := fmt.Fprintf(sw, "data: %d\n\n", i); err != nil {
+				return // the client is gone, or stalled
+			}
+			sw.Flush()
+		}
+	})
+	ts := httptest.NewServer(ticks)
+	defer ts.Close()
+	resp, err := http.Get(ts.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Print(strings.ReplaceAll(string(body), "\n\n", "\n"))
+	// Output:
+	// data: 0
+	// data: 1
+	// data: 2
+}

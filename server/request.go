@@ -104,7 +104,7 @@ var memberNames = map[string]string{}
 
 func init() {
 	for _, name := range [][2]string{
-		{"appName", "app_name"}, {"userId", "user_id"}, {"sessionId", "session_id"}, {"invocationId", "invocation_id"},
+		{"appName", "app_name"}, {"userId", "user_id"}, {"sessionId", "session_id"}, {"invocationId", "invocation_id"}, {"loomRetryOf", "loom_retry_of"},
 		{"newMessage", "new_message"}, {"stateDelta", "state_delta"}, {"eventId", "event_id"}, {"streaming", ""}, {"state", ""},
 	} {
 		for _, spelling := range name {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session"
 )
 
 // runRequest is ADK's RunAgentRequest.
@@ -27,6 +28,11 @@ type runRequest struct {
 	// InvocationID, when set, resumes that invocation of the session
 	// (runner.RunOptions.InvocationID).
 	InvocationID string
+	// RetryOf is Loom's own field loomRetryOf, which ADK clients never
+	// send: the id of a user event the session already stores whose turn
+	// failed. The run then runs that turn again (runner.Runner.Resume)
+	// instead of storing NewMessage as a new message.
+	RetryOf string
 }
 
 func decodeRunRequest(r *http.Request) (*runRequest, error) {
@@ -38,7 +44,7 @@ func decodeRunRequest(r *http.Request) (*runRequest, error) {
 	for _, m := range []struct {
 		key string
 		dst *string
-	}{{"appName", &req.AppName}, {"userId", &req.UserID}, {"sessionId", &req.SessionID}, {"invocationId", &req.InvocationID}} {
+	}{{"appName", &req.AppName}, {"userId", &req.UserID}, {"sessionId", &req.SessionID}, {"invocationId", &req.InvocationID}, {"loomRetryOf", &req.RetryOf}} {
 		if *m.dst, err = f.string(m.key); err != nil {
 			return nil, err
 		}
@@ -81,15 +87,61 @@ func (s *Server) invoke(r *http.Request, req *runRequest, streaming bool) (ctx c
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if err := s.authorizeState(r, req.UserID, req.StateDelta); err != nil {
+		return nil, nil, nil, err
+	}
 	ctx, done, err = s.runs.start(r.Context(), sessionRef{a.AppName(), req.UserID, req.SessionID})
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	opts := &runner.RunOptions{Streaming: streaming, StateDelta: req.StateDelta, InvocationID: req.InvocationID}
+	if req.RetryOf != "" {
+		id, err := s.retryInvocation(r.Context(), a, req)
+		if err != nil {
+			done()
+			return nil, nil, nil, err
+		}
+		return ctx, a.Resume(ctx, req.UserID, req.SessionID, id, opts), done, nil
+	}
 	if s.cfg.Invoker != nil {
 		return ctx, s.cfg.Invoker.Run(ctx, a, req.UserID, req.SessionID, req.NewMessage, opts), done, nil
 	}
 	return ctx, a.Run(ctx, req.UserID, req.SessionID, req.NewMessage, opts), done, nil
+}
+
+// retryInvocation checks a retry (runRequest.RetryOf) against the session
+// and returns the invocation to run again: the event must be a message of
+// the user that the session stores, with no message of the user after it,
+// and the request must not also ask for a state change or another
+// invocation. A message that was never stored is sent without loomRetryOf.
+func (s *Server) retryInvocation(ctx context.Context, a *runner.Runner, req *runRequest) (string, error) {
+	if s.cfg.Invoker != nil {
+		return "", unprocessable("loomRetryOf is not supported by this server's invoker: send the message again without it")
+	}
+	if req.InvocationID != "" || len(req.StateDelta) > 0 {
+		return "", unprocessable("loomRetryOf cannot be combined with invocationId or stateDelta")
+	}
+	sess, err := a.Sessions().Get(ctx, session.Key{AppName: a.AppName(), UserID: req.UserID, SessionID: req.SessionID}, nil)
+	if err != nil {
+		return "", sessionError(req.SessionID, err)
+	}
+	events := sess.Events()
+	found := -1
+	for i, ev := range events {
+		if ev.ID == req.RetryOf {
+			found = i
+			break
+		}
+	}
+	if found < 0 || events[found].Author != event.AuthorUser {
+		return "", &detailError{detail: "No message of the user with id " + req.RetryOf + " in session " + req.SessionID, err: errNotFound}
+	}
+	for _, ev := range events[found+1:] {
+		if ev.Author == event.AuthorUser {
+			return "", &detailError{detail: "Message " + req.RetryOf + " is not the latest message of session " + req.SessionID + ": send a new message instead", err: errConflict}
+		}
+	}
+	return events[found].InvocationID, nil
 }
 
 // runError gives an invocation's error the detail its client should see.
@@ -145,11 +197,11 @@ func (s *Server) runSSE(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer done()
-	st := &sseStream{ctx: ctx, w: w, rc: http.NewResponseController(w), timeout: s.cfg.StreamWriteTimeout}
-	// Cancelling the invocation ends a write blocked on a client that
-	// stopped reading; without this the handler would wait in Write, and
-	// the invocation hold the session, for as long as the client stalls.
-	st.stopCancel = context.AfterFunc(ctx, st.cancel)
+	// The writer's deadline, moved to now when the invocation is
+	// cancelled, ends a write blocked on a client that stopped reading;
+	// without it the handler would wait in Write, and the invocation hold
+	// the session, for as long as the client stalls.
+	st := &sseStream{sw: NewStreamWriter(ctx, w, s.cfg.StreamWriteTimeout)}
 	defer st.close()
 	for ev, err := range events {
 		if err != nil {
@@ -173,18 +225,15 @@ func (s *Server) runSSE(w http.ResponseWriter, r *http.Request) error {
 // sseStream writes server-sent event frames, sending the response header
 // with the first one so that errors before it get a normal JSON response.
 //
-// Every write to the connection (a frame's Write, a flush) gets a write
-// deadline timeout from its start, so a client that stops reading is cut
-// off instead of blocking the handler, and the invocation with it, for
-// good; cancelling the invocation moves the deadline to now.
+// Every write to the connection (a frame's Write, a flush) goes through a
+// StreamWriter: it gets a write deadline of the server's
+// StreamWriteTimeout, so a client that stops reading is cut off instead
+// of blocking the handler, and the invocation with it, for good; and
+// cancelling the invocation moves the deadline to now.
 type sseStream struct {
-	ctx        context.Context // the invocation's
-	w          http.ResponseWriter
-	rc         *http.ResponseController
-	timeout    time.Duration // per write; not positive: none
-	stopCancel func() bool   // unregisters cancel
-	started    bool
-	buf        []byte
+	sw      *StreamWriter
+	started bool
+	buf     []byte
 
 	// mu orders writes and the delayed flush; the fields below are its.
 	mu      sync.Mutex
@@ -192,48 +241,6 @@ type sseStream struct {
 	pending bool        // written, not yet flushed
 	flusher *time.Timer // flushes what is pending flushDelay after it was written
 	closed  bool
-
-	// dl guards the write deadline, which cancel sets while a write may
-	// hold mu; the fields below are its.
-	dl        sync.Mutex
-	cancelled bool // the invocation's context is done
-	ended     bool // the handler is done with the connection
-}
-
-// cancelWriteTimeout bounds the writes of a stream whose invocation was
-// cancelled: the frame that reports the cancellation, and what is left to
-// flush.
-const cancelWriteTimeout = time.Second
-
-// cancel runs when the invocation's context is done: a write in progress
-// fails at once, and later writes get cancelWriteTimeout at most. A write
-// that started once the context was done (the frame that reports the
-// cancellation, say) has its deadline already (arm), and keeps it: cancel
-// runs in a goroutine of its own, maybe after that write began.
-func (st *sseStream) cancel() {
-	st.dl.Lock()
-	defer st.dl.Unlock()
-	if st.ended || st.cancelled {
-		return
-	}
-	st.cancelled = true
-	_ = st.rc.SetWriteDeadline(time.Now())
-}
-
-// arm sets the deadline of the write about to start.
-func (st *sseStream) arm() {
-	st.dl.Lock()
-	defer st.dl.Unlock()
-	if st.ctx.Err() != nil {
-		st.cancelled = true
-	}
-	d := st.timeout
-	if st.cancelled && (d <= 0 || d > cancelWriteTimeout) {
-		d = cancelWriteTimeout
-	}
-	if d > 0 {
-		_ = st.rc.SetWriteDeadline(time.Now().Add(d)) // http.ErrNotSupported: nothing to bound
-	}
 }
 
 // flushDelay is how long a written frame may wait in the response buffer
@@ -248,11 +255,11 @@ func (st *sseStream) start() {
 		return
 	}
 	st.started = true
-	h := st.w.Header()
+	h := st.sw.Header()
 	for _, kv := range sseHeaders {
 		h[kv.key] = kv.value
 	}
-	st.w.WriteHeader(http.StatusOK)
+	st.sw.WriteHeader(http.StatusOK)
 }
 
 // sseHeaders are the headers of an event stream, in canonical form. Every
@@ -277,8 +284,7 @@ func (st *sseStream) write(frame []byte) bool {
 	if st.broken {
 		return false
 	}
-	st.arm()
-	if _, err := st.w.Write(frame); err != nil {
+	if _, err := st.sw.Write(frame); err != nil {
 		st.broken = true
 		return false
 	}
@@ -301,37 +307,29 @@ func (st *sseStream) flush() {
 		return
 	}
 	st.pending = false
-	st.arm()
-	if err := st.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+	if err := st.sw.FlushError(); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		st.broken = true
 	}
 }
 
 // close ends the delayed flushes and sends what is left, within the write
 // deadline, before the handler returns. Then, unless the client is gone,
-// it lifts the deadline: the connection may serve more requests (or the
-// JSON error of a stream that never started).
+// the writer lifts the deadline: the connection may serve more requests
+// (or the JSON error of a stream that never started).
 func (st *sseStream) close() {
-	st.stopCancel()
 	st.mu.Lock()
-	defer st.mu.Unlock()
 	st.closed = true
 	if st.flusher != nil {
 		st.flusher.Stop()
 	}
 	if st.started && st.pending && !st.broken {
 		st.pending = false
-		st.arm()
-		if err := st.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		if err := st.sw.FlushError(); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			st.broken = true
 		}
 	}
-	st.dl.Lock()
-	defer st.dl.Unlock()
-	st.ended = true
-	if !st.broken {
-		_ = st.rc.SetWriteDeadline(time.Time{})
-	}
+	st.mu.Unlock()
+	st.sw.Close()
 }
 
 // frame writes "data: <json>\n\n" for v.

@@ -26,7 +26,11 @@
 // named by the user_id query parameter (or bound by [Config.Authenticate]),
 // in the {app} of the path or the app_name parameter. Without a user the
 // session route answers an empty list and the event route 404, as it does
-// for an event of another user's session.
+// for an event of another user's session; except in the development
+// setting (no Config.Authenticate, only loopback names in
+// Config.AllowedHosts, a client on a loopback address), where a request
+// naming no user, as ADK's web UI sends them, reads the traces of any
+// user.
 //
 // # Exposure
 //
@@ -34,7 +38,10 @@
 // (else 421), which defeats DNS rebinding; browsers are held to
 // [Config.AllowedOrigins]. [Config.Authenticate] binds each request to a
 // user, who may reach only their own sessions (403 otherwise) and their own
-// eval sets and results (others' are not found). Bodies are
+// eval sets and results (others' are not found); app-scoped state from a
+// client is written only as [Config.AuthorizeAppState] allows (under
+// Authenticate, by default, not at all). Eval runs are bounded by
+// [Config.EvalLimits]. Bodies are
 // limited in size, nesting depth and read time, and app, user and session
 // ids to 128 bytes without control characters.
 //
@@ -149,6 +156,18 @@ type Config struct {
 	// no authenticated user, and a server without Authenticate sees every
 	// user's under their prefixed ids.
 	Authenticate func(*http.Request) (userID string, err error)
+	// AuthorizeAppState decides whether a request may write app-scoped
+	// state: keys starting with "app:", which every user of the app reads.
+	// It is asked, with the user the write acts for and the app: keys
+	// (sorted), wherever state from a client enters: a session's initial
+	// state and the state deltas of a history it is created with, a PATCH
+	// of its state, a run's stateDelta, and an eval case's initial state
+	// when the case is written and when it is run. An error refuses the
+	// request with 403 (its text in the detail) and nothing is written.
+	// When it is nil, app: writes are refused (403) if Authenticate is set,
+	// since one user would write what every other user reads, and allowed
+	// otherwise, as ADK allows them.
+	AuthorizeAppState func(r *http.Request, user string, keys []string) error
 	// MaxJSONDepth limits the nesting of JSON request bodies (default
 	// DefaultMaxJSONDepth; deeper bodies get 400).
 	MaxJSONDepth int
@@ -168,12 +187,17 @@ type Config struct {
 	// Close, the client leaving) also ends a write in progress.
 	StreamWriteTimeout time.Duration
 	// Evals keeps the eval sets and results the evaluation routes serve
-	// (see server/eval.go); without it those routes answer 501. At most two
-	// eval runs go on at once; a run request beyond them gets 429.
+	// (see server/eval.go); without it those routes answer 501.
 	Evals eval.Store
+	// EvalLimits bound eval sets, runs and results, and the runs going on
+	// at once, in all and per user (see EvalLimits for the defaults).
+	EvalLimits EvalLimits
 	// EvalJudge is the judge model of LLM-judged metrics in eval runs, and
 	// the simulated user of scenario cases. Optional.
 	EvalJudge model.LLM
+	// EvalMetrics gives the scorers of the metrics eval runs name: ADK's
+	// and custom ones registered in Go. Nil means [eval.NewRegistry].
+	EvalMetrics *eval.Registry
 	// Mounts serves more handlers under path prefixes ("/a2a/assistant"
 	// serves that path and every path below it), behind the same host,
 	// origin and body-size guards and Authenticate as the API routes. The
@@ -185,6 +209,11 @@ type Config struct {
 	// server runs (runner.Config.Refresh). GET /list-apps?detailed=true
 	// and app-info show it as the fields "source" and "loadError".
 	Status func(app string) AppStatus
+	// AppFiles, when set, gives ADK's agent builder the YAML files of apps
+	// defined by files (see AppFiles): they can be read, and written in
+	// the development setting only. Without it the builder reads empty
+	// files and cannot save.
+	AppFiles AppFiles
 	// Invoker, when set, runs the invocations of the run routes instead
 	// of the apps' runners in this process (durable/temporal.Client runs
 	// them on Temporal workers), and the cancel route cancels them through
@@ -235,8 +264,8 @@ type Server struct {
 	mux     *http.ServeMux
 	handler http.Handler
 	runs    runTracker
-	// evalRuns holds a token per eval run in progress (maxEvalRuns).
-	evalRuns chan struct{}
+	// evalSlots counts the eval runs in progress (Config.EvalLimits).
+	evalSlots evalSlots
 }
 
 // New returns a server for cfg.
@@ -244,7 +273,7 @@ func New(cfg Config) (*Server, error) {
 	if len(cfg.Apps) == 0 {
 		return nil, errors.New("server: at least one app is required")
 	}
-	s := &Server{cfg: cfg, apps: map[string]*runner.Runner{}, log: cfg.Logger, mux: http.NewServeMux(), evalRuns: make(chan struct{}, maxEvalRuns)}
+	s := &Server{cfg: cfg, apps: map[string]*runner.Runner{}, log: cfg.Logger, mux: http.NewServeMux()}
 	for _, a := range cfg.Apps {
 		if a == nil {
 			return nil, errors.New("server: nil app runner")
@@ -275,6 +304,7 @@ func New(cfg Config) (*Server, error) {
 	if s.cfg.MaxJSONDepth <= 0 {
 		s.cfg.MaxJSONDepth = DefaultMaxJSONDepth
 	}
+	s.cfg.EvalLimits.setDefaults()
 	s.routes()
 	if err := s.mount(); err != nil {
 		return nil, err
@@ -361,6 +391,9 @@ func (s *Server) routes() {
 
 	s.handle("GET /dev/apps/{app}/build_graph", s.buildGraph)
 	s.handle("GET /dev/apps/{app}/build_graph_image", s.buildGraphImage)
+	s.handle("GET /dev/apps/{app}/builder", s.builderRead)
+	s.handle("POST /dev/apps/{app}/builder/save", s.builderSave)
+	s.handle("POST /dev/apps/{app}/builder/cancel", s.builderCancel)
 	s.handle("GET /dev/apps/{app}/debug/trace/session/{sid}", s.traceSession)
 	s.handle("GET /dev/apps/{app}/debug/trace/{eventID}", s.traceEvent)
 	s.handle("GET /debug/trace/session/{sid}", s.traceSession)

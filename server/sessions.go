@@ -73,6 +73,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, a *runner.Runner
 	if len(events) > 0 && s.cfg.RefuseSessionHistory {
 		return &detailError{detail: "This server does not accept sessions created with events", err: errForbidden}
 	}
+	if err := s.authorizeState(r, key.UserID, append(eventStates(events), state)...); err != nil {
+		return err
+	}
 	sess, err := a.CreateSession(r.Context(), key.UserID, key.SessionID, state, events)
 	if err != nil {
 		return sessionError(key.SessionID, err)
@@ -169,6 +172,9 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	delta, err := f.object("stateDelta")
 	if err != nil {
+		return err
+	}
+	if err := s.authorizeState(r, key.UserID, delta); err != nil {
 		return err
 	}
 	sess, err := a.UpdateState(r.Context(), key.UserID, key.SessionID, delta)

@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"net"
 	"net/http"
+	"net/netip"
+	"strings"
 )
 
 // Span is one recorded trace span as the debug trace routes report it.
@@ -18,13 +21,17 @@ type Span struct {
 }
 
 // TraceQuery names the traces a debug trace route may read: those of the
-// sessions of one user. UserID is never empty. AppName is empty on the
-// older /debug/trace routes when the request names no app, and then
-// matches every app; SessionID is empty for event lookups.
+// sessions of one user. UserID is empty only when AnyUser is set. AppName
+// is empty on the older /debug/trace routes when the request names no app,
+// and then matches every app; SessionID is empty for event lookups.
 type TraceQuery struct {
 	AppName   string
 	UserID    string
 	SessionID string
+	// AnyUser asks for the session or event of any user. The server sets
+	// it only for a request that names no user in the development setting
+	// (see Server.devSetting), which is what ADK's web UI sends.
+	AnyUser bool
 }
 
 // TraceSource answers the debug trace routes from recorded spans. It must
@@ -45,7 +52,8 @@ type TraceSource interface {
 // /dev/apps/... routes (or the app_name query parameter of the older ones)
 // and the user named by the user_id query parameter or bound by
 // Config.Authenticate. ok is false when no user is named: such a request
-// can see no trace.
+// can see no trace, except in the development setting, where it reads
+// the traces of any user.
 func (s *Server) traceQuery(r *http.Request) (q TraceQuery, ok bool, err error) {
 	if app := r.PathValue("app"); app != "" {
 		if _, err := s.app(app); err != nil {
@@ -68,7 +76,42 @@ func (s *Server) traceQuery(r *http.Request) (q TraceQuery, ok bool, err error) 
 	if err := checkID("user id", q.UserID); err != nil {
 		return q, false, err
 	}
-	return q, q.UserID != "", nil
+	if q.UserID == "" && s.devSetting(r) {
+		q.AnyUser = true
+	}
+	return q, q.UserID != "" || q.AnyUser, nil
+}
+
+// devSetting reports whether r comes in the development setting, where one
+// person runs the server on their machine and ADK's web UI reads traces
+// without naming a user: no Config.Authenticate, no Config.AllowedHosts
+// but loopback names (so the Host header names the loopback interface)
+// and a client on a loopback address. A server reached from elsewhere, or
+// with users, keeps every trace to its owner.
+func (s *Server) devSetting(r *http.Request) bool {
+	if s.cfg.Authenticate != nil {
+		return false
+	}
+	for _, h := range s.cfg.AllowedHosts {
+		if !isLoopback(h) {
+			return false
+		}
+	}
+	return isLoopback(r.RemoteAddr)
+}
+
+// isLoopback reports whether hostport (a host, or host:port) names the
+// loopback interface.
+func isLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = strings.Trim(hostport, "[]")
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // queryParam returns a query parameter given in camelCase or snake_case.
@@ -82,7 +125,8 @@ func queryParam(r *http.Request, camelName, snake string) string {
 
 // traceSession serves GET .../debug/trace/session/{sid}?user_id=U: the
 // spans of U's session {sid}. A request naming no user gets an empty list
-// (what ADK's web UI, which sends none, can display).
+// (what ADK's web UI, which sends none, can display), or in the
+// development setting the spans of the session {sid} of any user.
 func (s *Server) traceSession(w http.ResponseWriter, r *http.Request) error {
 	q, ok, err := s.traceQuery(r)
 	if err != nil {

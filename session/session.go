@@ -311,10 +311,12 @@ func (s *Session) CreateTime() time.Time {
 }
 
 // MarshalJSON encodes the session in ADK's wire format:
-// {"id","appName","userId","state","events","lastUpdateTime"}. An event the
-// session keeps encoded is written as it is, once checked to be JSON; one
-// that is not (a damaged store) is written as the event decoding it gives,
-// which says it is unreadable.
+// {"id","appName","userId","state","events","lastUpdateTime"}, each event
+// in the wire form (event.Event.MarshalJSON). An event the session keeps
+// encoded, in the stored form, is written as its wire form
+// (event.AppendStoredAsWire) once checked to be JSON; one that is not (a
+// damaged store) is written as the event decoding it gives, which says it
+// is unreadable.
 func (s *Session) MarshalJSON() ([]byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -341,8 +343,9 @@ func (s *Session) MarshalJSON() ([]byte, error) {
 		}
 		if ev == nil {
 			if raw := s.raw[i]; json.Valid(raw) {
-				buf = append(buf, raw...)
-				continue
+				if buf, err = event.AppendStoredAsWire(buf, raw); err == nil {
+					continue
+				}
 			}
 			if d == nil {
 				d = new(event.Decoder)
@@ -622,12 +625,22 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	if err != nil {
 		return fmt.Errorf("session: append event %s: %w", ev.ID, err)
 	}
-	if err := checkEvent(ev); err != nil {
+	foreign, err := checkEvent(ev)
+	if err != nil {
 		return fmt.Errorf("session: append event: %w", err)
 	}
 	// Fill in the committed form in place (no copy of the event on this
 	// hot path) and put the caller's values back if the store fails.
 	origID, origTime, fullDelta := ev.ID, ev.Timestamp, ev.Actions.StateDelta
+	var orig *event.Event // the caller's event, when its free-form values change
+	if foreign {
+		orig = new(event.Event)
+		*orig = *ev
+		if err := eventJSONForm(ev); err != nil {
+			*ev = *orig
+			return fmt.Errorf("session: append event %s: %w: %w", ev.ID, ErrInvalid, err)
+		}
+	}
 	if ev.ID == "" {
 		ev.ID = s.newID()
 	}
@@ -653,8 +666,11 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	enc, _ := s.store.(EncodedAppender)
 	if enc != nil {
 		var err error
-		if data, err = ev.MarshalJSON(); err != nil {
+		if data, err = ev.MarshalStored(); err != nil {
 			ev.ID, ev.Timestamp, ev.Actions.StateDelta = origID, origTime, fullDelta
+			if orig != nil {
+				*ev = *orig
+			}
 			return fmt.Errorf("session: append event: %w: encode event: %w", ErrInvalid, err)
 		}
 	}
@@ -686,6 +702,9 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	if err != nil {
 		id := ev.ID
 		ev.ID, ev.Timestamp, ev.Actions.StateDelta = origID, origTime, fullDelta
+		if orig != nil {
+			*ev = *orig
+		}
 		return fmt.Errorf("session: append event %s: %w", id, err)
 	}
 	size := eventSize(ev)

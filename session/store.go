@@ -69,7 +69,7 @@ type Record struct {
 	Events []*event.Event
 	// Raw, which a store may set instead of Events when the window asks
 	// for Encoded events, holds the selected events in their JSON encoding
-	// (as event.Event.MarshalJSON writes them), oldest first. The service
+	// (the stored form event.Event.MarshalStored writes), oldest first. The service
 	// keeps them so and decodes an event when it is read; the bytes must
 	// never change.
 	Raw [][]byte
@@ -114,7 +114,7 @@ type Window struct {
 
 // EncodedAppender is an optional interface of a Store that keeps its events
 // encoded in memory (see Record.Raw). The service encodes each event once,
-// as event.Event.MarshalJSON does, and AppendEncoded stores data as the
+// as event.Event.MarshalStored does, and AppendEncoded stores data as the
 // event, which it does as AppendEvent would; the bytes are then shared with
 // the session that appended them, and the store must never change them.
 type EncodedAppender interface {

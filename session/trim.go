@@ -54,7 +54,7 @@ func (s *Session) Trim(keep int) {
 			buf = make([]byte, 0, 384*(len(evs)-i))
 		}
 		var err error
-		if buf, err = ev.AppendJSON(buf); err != nil {
+		if buf, err = ev.AppendStored(buf); err != nil {
 			return // an event that does not encode: nothing is trimmed this time
 		}
 		ends[i] = len(buf)

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -179,29 +180,217 @@ func CheckValue(v any) error {
 
 // checkEvent validates what of an event is stored besides its state delta
 // (which checkState checks): ids and strings, its timestamp, free-form maps
-// and metadata, so that the event encodes and decodes back to itself.
-func checkEvent(ev *event.Event) error {
+// and metadata, so that the event encodes and decodes back to itself. It
+// reports whether a free-form value of the event (one typed any, or held in
+// a map[string]any) is not made of JSON's own Go values: eventJSONForm then
+// puts the event in its JSON form.
+func checkEvent(ev *event.Event) (foreign bool, err error) {
 	if ev.ID != "" {
 		if err := CheckID("event id", ev.ID); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if err := checkEventTime(ev.Timestamp); err != nil {
-		return fmt.Errorf("%w: event %s: %w", ErrInvalid, ev.ID, err)
+		return false, fmt.Errorf("%w: event %s: %w", ErrInvalid, ev.ID, err)
 	}
 	for _, f := range [...]struct{ name, s string }{{"author", ev.Author}, {"invocation id", ev.InvocationID}, {"branch", ev.Branch}} {
 		if err := checkString(f.s, false); err != nil {
-			return fmt.Errorf("%w: event %s: %w", ErrInvalid, f.name, err)
+			return false, fmt.Errorf("%w: event %s: %w", ErrInvalid, f.name, err)
 		}
 	}
-	if fastEvent(ev) {
-		return nil
+	if fastEvent(ev, &foreign) {
+		return foreign, nil
 	}
-	c := checker{nul: true, typed: true, skipStateDelta: true}
+	foreign = false
+	c := checker{nul: true, typed: true, skipStateDelta: true, foreign: &foreign}
 	if err := c.reflect(reflect.ValueOf(ev).Elem(), 1); err != nil {
-		return fmt.Errorf("%w: event %s: %w", ErrInvalid, ev.ID, err)
+		return false, fmt.Errorf("%w: event %s: %w", ErrInvalid, ev.ID, err)
+	}
+	return foreign, nil
+}
+
+// eventJSONForm puts the free-form values of ev, a valid event, in their
+// JSON form (see jsonValue), as state values are: the arguments and
+// responses of its function calls, part and custom metadata, its agent
+// state, auth configs and confirmation payloads, and its output. Every
+// wire and store then carries the same values, whatever Go types the
+// author used (a struct becomes a map[string]any, an int a float64), and
+// the committed event shares none of those. What it changes it replaces
+// in ev by a copy (the content, a part, a function call, a map), never
+// writing to memory ev shares with its author.
+func eventJSONForm(ev *event.Event) error {
+	var err error
+	if ev.Content, err = contentJSONForm(ev.Content); err != nil {
+		return err
+	}
+	if ev.CustomMetadata, _, err = mapJSONForm(ev.CustomMetadata, "custom metadata"); err != nil {
+		return err
+	}
+	a := &ev.Actions
+	if a.AgentState, _, err = mapJSONForm(a.AgentState, "agent state"); err != nil {
+		return err
+	}
+	if a.RequestedAuthConfigs, _, err = mapJSONForm(a.RequestedAuthConfigs, "requested auth configs"); err != nil {
+		return err
+	}
+	copied := false
+	for id, tc := range a.RequestedToolConfirmations {
+		if isJSON(tc.Payload) {
+			continue
+		}
+		if tc.Payload, err = jsonValue(tc.Payload); err != nil {
+			return fmt.Errorf("confirmation payload of call %s: %w", id, err)
+		}
+		if !copied {
+			a.RequestedToolConfirmations, copied = maps.Clone(a.RequestedToolConfirmations), true
+		}
+		a.RequestedToolConfirmations[id] = tc
+	}
+	if cp := a.Compaction; cp != nil {
+		c, err := contentJSONForm(cp.Content)
+		if err != nil {
+			return fmt.Errorf("compaction: %w", err)
+		}
+		if c != cp.Content {
+			cc := *cp
+			cc.Content = c
+			a.Compaction = &cc
+		}
+	}
+	if !isJSON(ev.Output) {
+		if ev.Output, err = jsonValue(ev.Output); err != nil {
+			return fmt.Errorf("output: %w", err)
+		}
 	}
 	return nil
+}
+
+// contentJSONForm returns c with the free-form maps of its parts in their
+// JSON form: c itself when they already are, else a copy of c sharing the
+// parts that do not change.
+func contentJSONForm(c *genai.Content) (*genai.Content, error) {
+	if c == nil {
+		return nil, nil
+	}
+	var out *genai.Content
+	for i, p := range c.Parts {
+		if p == nil {
+			continue
+		}
+		np, err := partJSONForm(p)
+		if err != nil {
+			return nil, err
+		}
+		if np == p {
+			continue
+		}
+		if out == nil {
+			out = &genai.Content{Role: c.Role, Parts: slices.Clone(c.Parts)}
+		}
+		out.Parts[i] = np
+	}
+	if out == nil {
+		return c, nil
+	}
+	return out, nil
+}
+
+// partJSONForm is contentJSONForm for one part: p itself, or a copy.
+func partJSONForm(p *genai.Part) (*genai.Part, error) {
+	meta, metaChanged, err := mapJSONForm(p.PartMetadata, "part metadata")
+	if err != nil {
+		return nil, err
+	}
+	var fc *genai.FunctionCall
+	if p.FunctionCall != nil {
+		args, changed, err := mapJSONForm(p.FunctionCall.Args, "arguments of call "+p.FunctionCall.Name)
+		if err != nil {
+			return nil, err
+		}
+		if changed {
+			c := *p.FunctionCall
+			c.Args = args
+			fc = &c
+		}
+	}
+	var fr *genai.FunctionResponse
+	if p.FunctionResponse != nil {
+		resp, changed, err := mapJSONForm(p.FunctionResponse.Response, "response of call "+p.FunctionResponse.Name)
+		if err != nil {
+			return nil, err
+		}
+		if changed {
+			c := *p.FunctionResponse
+			c.Response = resp
+			fr = &c
+		}
+	}
+	if !metaChanged && fc == nil && fr == nil {
+		return p, nil
+	}
+	np := *p
+	if metaChanged {
+		np.PartMetadata = meta
+	}
+	if fc != nil {
+		np.FunctionCall = fc
+	}
+	if fr != nil {
+		np.FunctionResponse = fr
+	}
+	return &np, nil
+}
+
+// mapJSONForm returns m with its values in their JSON form: m itself when
+// they already are, else a copy of m with the others replaced (changed is
+// then true). what names m in an error.
+func mapJSONForm(m map[string]any, what string) (out map[string]any, changed bool, err error) {
+	out = m
+	for k, v := range m {
+		if isJSON(v) {
+			continue
+		}
+		j, err := jsonValue(v)
+		if err != nil {
+			return nil, false, fmt.Errorf("%s, key %q: %w", what, k, err)
+		}
+		if !changed {
+			out, changed = maps.Clone(m), true
+		}
+		out[k] = j
+	}
+	return out, changed, nil
+}
+
+// isJSON reports whether v is made of JSON's own Go values only: nil,
+// bool, float64, string, and non-nil map[string]any and []any of them. v
+// is a valid value (no deeper than MaxValueDepth, so without cycles).
+func isJSON(v any) bool {
+	switch x := v.(type) {
+	case nil, bool, float64, string:
+		return true
+	case map[string]any:
+		if x == nil {
+			return false
+		}
+		for _, e := range x {
+			if !isJSON(e) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		if x == nil {
+			return false
+		}
+		for _, e := range x {
+			if !isJSON(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // checkEventTime rejects a timestamp that, kept to the microsecond as the
@@ -225,8 +414,8 @@ func checkEventTime(ts time.Time) error {
 // the walk would refuse; the walk then decides, and words the error.
 // Depths are those the walk reaches: the event is at 1, its fields (and
 // those of its embedded response) at 2.
-func fastEvent(ev *event.Event) bool {
-	typed := checker{nul: true, typed: true}
+func fastEvent(ev *event.Event, foreign *bool) bool {
+	typed := checker{nul: true, typed: true, foreign: foreign}
 	r := &ev.Response
 	a := &ev.Actions
 	if r.GroundingMetadata != nil || r.CitationMetadata != nil || r.UsageMetadata != nil || r.LogprobsResult != nil ||
@@ -240,7 +429,7 @@ func fastEvent(ev *event.Event) bool {
 			return false
 		}
 	}
-	if r.Content != nil && !fastContent(r.Content) {
+	if r.Content != nil && !fastContent(r.Content, foreign) {
 		return false
 	}
 	if typed.anyMap(r.CustomMetadata, 2) != nil || typed.anyMap(a.AgentState, 3) != nil {
@@ -256,7 +445,7 @@ func fastEvent(ev *event.Event) bool {
 			return false
 		}
 	}
-	if ev.Output != nil && (checker{nul: true}).value(ev.Output, 2) != nil {
+	if ev.Output != nil && (checker{nul: true, foreign: foreign}).value(ev.Output, 2) != nil {
 		return false
 	}
 	if ni := ev.NodeInfo; ni != nil {
@@ -274,8 +463,8 @@ func fastEvent(ev *event.Event) bool {
 
 // fastContent is fastEvent for an event's content, at depth 2: its parts
 // are at 4, their fields at 5.
-func fastContent(c *genai.Content) bool {
-	typed := checker{nul: true, typed: true}
+func fastContent(c *genai.Content, foreign *bool) bool {
+	typed := checker{nul: true, typed: true, foreign: foreign}
 	if !utf8.ValidString(c.Role) {
 		return false
 	}

@@ -21,7 +21,7 @@ func BenchmarkCheckEvent(b *testing.B) {
 		if _, err := checkState(e.Actions.StateDelta); err != nil {
 			b.Fatal(err)
 		}
-		if err := checkEvent(e); err != nil {
+		if _, err := checkEvent(e); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -61,14 +61,14 @@ func TestCheckerMapPathAsStrictAsReflection(t *testing.T) {
 	}
 	call := &event.Event{ID: "e1", Author: "a", InvocationID: "e-1"}
 	call.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{genai.NewPartFromFunctionCall("add", map[string]any{"a": 1.0, "b": 2.0})}}
-	if err := checkEvent(call); err != nil {
+	if _, err := checkEvent(call); err != nil {
 		t.Fatal(err)
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = checkEvent(call) }); n != 0 && !raceEnabled {
+	if n := testing.AllocsPerRun(100, func() { _, _ = checkEvent(call) }); n != 0 && !raceEnabled {
 		t.Errorf("validating a function call event allocates %v times", n)
 	}
 	call.Content.Parts[0].FunctionCall.Args["c"] = math.NaN()
-	if err := checkEvent(call); err == nil {
+	if _, err := checkEvent(call); err == nil {
 		t.Error("a function call with a NaN argument is valid")
 	}
 }
@@ -78,8 +78,8 @@ func TestCheckerMapPathAsStrictAsReflection(t *testing.T) {
 // with values valid, invalid, and nested to the depth limit and one past
 // it; it accepts the common events.
 func TestFastEventAgreesWithWalk(t *testing.T) {
-	walk := func(ev *event.Event) error {
-		return checker{nul: true, typed: true, skipStateDelta: true}.reflect(reflect.ValueOf(ev).Elem(), 1)
+	walk := func(ev *event.Event, foreign *bool) error {
+		return checker{nul: true, typed: true, skipStateDelta: true, foreign: foreign}.reflect(reflect.ValueOf(ev).Elem(), 1)
 	}
 	nest := func(n int) any {
 		var v any = "leaf"
@@ -92,7 +92,8 @@ func TestFastEventAgreesWithWalk(t *testing.T) {
 	for n := MaxValueDepth - 9; n <= MaxValueDepth; n++ {
 		values = append(values, nest(n))
 	}
-	values = append(values, "ok", "\xff", "a\x00b", math.NaN(), int64(1)<<54, map[string]any{"\xff": 1}, make(chan int))
+	values = append(values, "ok", "\xff", "a\x00b", math.NaN(), int64(1)<<54, map[string]any{"\xff": 1}, make(chan int),
+		struct{ A int }{1}, []string{"a"}, 3)
 	part := func(p *genai.Part) *event.Event {
 		ev := event.New("e-1", "a")
 		ev.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{nil, p}}
@@ -130,9 +131,13 @@ func TestFastEventAgreesWithWalk(t *testing.T) {
 	const perValue = 13 // events built for each value
 	accepted := make([]int, len(values))
 	for i, ev := range events {
-		fast, err := fastEvent(ev), walk(ev)
+		var fastForeign, walkForeign bool
+		fast, err := fastEvent(ev, &fastForeign), walk(ev, &walkForeign)
 		if fast != (err == nil) {
 			t.Errorf("event %d: fast check %v, walk %v", i, fast, err)
+		}
+		if fast && fastForeign != walkForeign {
+			t.Errorf("event %d: the fast check finds a value not JSON's own: %v, the walk: %v", i, fastForeign, walkForeign)
 		}
 		if fast {
 			accepted[i/perValue]++
@@ -147,7 +152,7 @@ func TestFastEventAgreesWithWalk(t *testing.T) {
 	avg := event.New("e-1", "a")
 	avg.AvgLogprobs = math.Inf(1)
 	for _, ev := range []*event.Event{avg, part(&genai.Part{InlineData: &genai.Blob{Data: []byte("x")}})} {
-		if fastEvent(ev) {
+		if fastEvent(ev, new(bool)) {
 			t.Errorf("the fast check accepted %+v", ev)
 		}
 	}

@@ -127,9 +127,11 @@ type Context interface {
 	// SearchMemory searches the user's long-term memory.
 	SearchMemory(ctx context.Context, query string) ([]memory.Entry, error)
 	// RequestConfirmation asks a person to approve this call. The tool
-	// should return right after it: its result is discarded, the client is
-	// asked, and the call runs again once approved (then ToolConfirmation
-	// returns the answer).
+	// should return right after it: its result (or, if it returns none,
+	// an error saying the call awaits approval) answers the call for now,
+	// the client is asked, and the call runs again once approved (then
+	// ToolConfirmation returns the answer); the model sees only the final
+	// response.
 	RequestConfirmation(hint string, payload any)
 	// ToolConfirmation returns the person's answer when the call runs after
 	// a confirmation, or nil.

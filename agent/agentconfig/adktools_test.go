@@ -16,11 +16,11 @@ import (
 	"github.com/loomkit/loom/tool"
 )
 
-// TestT10ADKBuiltInTools loads ADK's ready-made tools by the names ADK's
+// TestT11ADKBuiltInTools loads ADK's ready-made tools by the names ADK's
 // files give them and checks the request carries what ADK sends: the
 // provider tools in config.tools, in the order listed, and ExampleTool's
-// few-shot text after the identity (CONFORMANCE T10).
-func TestT10ADKBuiltInTools(t *testing.T) {
+// few-shot text after the identity (CONFORMANCE T11).
+func TestT11ADKBuiltInTools(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "root_agent.yaml", `name: finder
 model: m
@@ -80,10 +80,10 @@ tools:
 	}
 }
 
-// TestT10LongRunningFunctionTool wraps a registered tool as ADK's
+// TestT11LongRunningFunctionTool wraps a registered tool as ADK's
 // LongRunningFunctionTool: long-running, its description carrying ADK's
-// note (CONFORMANCE T10).
-func TestT10LongRunningFunctionTool(t *testing.T) {
+// note (CONFORMANCE T11).
+func TestT11LongRunningFunctionTool(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "root_agent.yaml", "name: a\nmodel: m\ninstruction: Go.\ntools:\n  - name: LongRunningFunctionTool\n    args:\n      func: my.ask\n")
 	reg := agentconfig.NewRegistry().Tool("my.ask", askTool{})

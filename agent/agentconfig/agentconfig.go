@@ -112,7 +112,11 @@ func Load(path string, opts *Options) (*App, error) {
 		return nil, fmt.Errorf("agentconfig: %w", err)
 	}
 	l := &loader{opts: opts, dir: dir, app: &App{}}
-	root, err := l.file(filepath.Join(dir, filepath.Base(abs)), "")
+	rootPath, err := l.inside(filepath.Join(dir, filepath.Base(abs)))
+	if err != nil {
+		return nil, fmt.Errorf("agentconfig: %s: the file %w", path, err)
+	}
+	root, err := l.file(rootPath, "")
 	if err != nil {
 		l.app.Close()
 		return nil, err
@@ -241,6 +245,11 @@ func (l *loader) agent(n node, model string) (agent.Agent, error) {
 	if err := validate(n, c.Schema); err != nil {
 		return nil, err
 	}
+	if name, ok := n.get("name"); ok {
+		if err := CheckName(name.n.Value); err != nil {
+			return nil, name.errorf("%v", err)
+		}
+	}
 	spec := &Spec{l: l, n: n, model: model}
 	if m := n.str("model"); m != "" {
 		spec.model = m
@@ -290,6 +299,19 @@ func (l *loader) ref(n node, model string) (agent.Agent, error) {
 	return nil, n.errorf("a sub-agent needs config_path, code, or an inline config with a name")
 }
 
+// inside resolves the links of path, a file the app reads, and refuses it
+// if it then lies outside the app's directory: the root file and every
+// config_path are held to the directory the same way.
+func (l *loader) inside(path string) (string, error) {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	if rel, err := filepath.Rel(l.dir, path); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("is outside the app's directory %s", l.dir)
+	}
+	return path, nil
+}
+
 // path resolves a config_path relative to the file naming it, refusing
 // absolute paths and paths leaving the app's directory.
 func (l *loader) path(n node) (string, error) {
@@ -297,12 +319,9 @@ func (l *loader) path(n node) (string, error) {
 	if p == "" || filepath.IsAbs(p) || filepath.VolumeName(p) != "" {
 		return "", n.errorf("must be a path relative to %s", filepath.Base(n.file))
 	}
-	full := filepath.Join(filepath.Dir(n.file), filepath.FromSlash(p))
-	if real, err := filepath.EvalSymlinks(full); err == nil {
-		full = real
-	}
-	if rel, err := filepath.Rel(l.dir, full); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", n.errorf("%s is outside the app's directory %s", p, l.dir)
+	full, err := l.inside(filepath.Join(filepath.Dir(n.file), filepath.FromSlash(p)))
+	if err != nil {
+		return "", n.errorf("%s %v", p, err)
 	}
 	fi, err := os.Stat(full)
 	if err != nil {

@@ -56,3 +56,15 @@ tools:
 	// pipeline 2
 	// reviewer.yaml 3 tool
 }
+
+// CheckName is the rule for the names of agents in config files and of
+// apps loaded from directories.
+func ExampleCheckName() {
+	for _, name := range []string{"tutor", "my-app", "a b/../c"} {
+		fmt.Println(name, agentconfig.CheckName(name) == nil)
+	}
+	// Output:
+	// tutor true
+	// my-app true
+	// a b/../c false
+}

@@ -163,7 +163,8 @@ func TestT2ConfirmationAnsweredTwiceOrUnknown(t *testing.T) {
 }
 
 // TestT2ConfirmationPerCall checks a confirmation decided from the
-// arguments: small amounts run at once, large ones wait.
+// arguments: small amounts run at once, large ones wait (answered for now
+// by the pending error).
 func TestT2ConfirmationPerCall(t *testing.T) {
 	large := func(args map[string]any) bool { a, _ := args["amount"].(float64); return a > 100 }
 	f, _, runs := gatedFixture(t, functiontool.Config{ConfirmationFunc: func(args map[string]any) bool { return large(args) }},
@@ -175,7 +176,9 @@ func TestT2ConfirmationPerCall(t *testing.T) {
 	if *runs != 1 {
 		t.Fatalf("runs before approval = %d, want 1 (only the small one)", *runs)
 	}
-	if resp := evs[1].FunctionResponses(); len(resp) != 1 || resp[0].ID != evs[0].FunctionCalls()[0].ID {
+	// The small one's result, and ADK's pending error for the large one.
+	if resp := evs[1].FunctionResponses(); len(resp) != 2 || resp[0].ID != evs[0].FunctionCalls()[0].ID || resp[0].Response["sent"] == nil ||
+		resp[1].ID != evs[0].FunctionCalls()[1].ID || resp[1].Response["error"] != llmagent.PendingConfirmationMessage {
 		t.Fatalf("responses before approval: %+v", evs[1].Content)
 	}
 	if _, ok := evs[1].Actions.RequestedToolConfirmations[evs[0].FunctionCalls()[1].ID]; !ok {

@@ -70,11 +70,16 @@ func (a *Agent) step(ctx context.Context, inv *agent.Invocation, files *fileCach
 		yield(nil, err)
 		return nil, false
 	}
-	resp, called, ok := a.callModel(ctx, inv, cc, req, yield)
+	// One id for the model call, as in ADK: its partial events and the
+	// complete event that ends it share it, so clients can tell the chunks
+	// of one response from the next.
+	callEventID := event.NewID()
+	resp, called, ok := a.callModel(ctx, inv, cc, req, callEventID, yield)
 	if !ok {
 		return nil, false
 	}
 	ev := inv.NewEvent()
+	ev.ID = callEventID
 	ev.Response = *resp
 	ev.Partial = false
 	if called {
@@ -123,17 +128,27 @@ func (a *Agent) step(ctx context.Context, inv *agent.Invocation, files *fileCach
 	if len(calls) == 0 {
 		return a, true
 	}
-	return a.afterCalls(ctx, inv, calls, nil, tools, len(ev.LongRunningToolIDs) > 0, yield)
+	// A long-running call pauses the invocation once its tool ran: in a
+	// resumable application always, as ADK pauses there; otherwise only
+	// while its tool has given no result (afterCalls), and an interim
+	// result goes back to the model, as in ADK's loop. Either way the call
+	// stays pending until the client's answer (agent.Pending).
+	return a.afterCalls(ctx, inv, calls, nil, tools, len(ev.LongRunningToolIDs) > 0 && inv.Resumable(), yield)
 }
 
 // afterCalls runs function calls (with the confirmation answers, if any),
 // commits their responses, asks for confirmations the calls need, and
-// decides how the agent goes on.
+// decides how the agent goes on. longRunning says that a pausing call of
+// the agent waits for the client; a long-running call whose tool returned
+// nothing among calls makes it so.
 func (a *Agent) afterCalls(ctx context.Context, inv *agent.Invocation, calls []*genai.FunctionCall, answers []agent.ToolResume,
 	tools map[string]tool.Tool, longRunning bool, yield func(*event.Event, error) bool) (next agent.Agent, ok bool) {
 	resEv := a.runCalls(ctx, inv, calls, answers, tools)
 	if resEv != nil && !yield(resEv, nil) {
 		return nil, false
+	}
+	if resEv != nil && len(resEv.StartedCalls()) > 0 {
+		longRunning = true
 	}
 	if final, err := a.structuredAnswer(inv, tools, resEv); err != nil || final != nil {
 		if err != nil {
@@ -179,7 +194,8 @@ func (a *Agent) afterCalls(ctx context.Context, inv *agent.Invocation, calls []*
 // events through yield) and the after-model callbacks, and returns the
 // complete response. called reports that the model was called (counted by
 // CountLLMCall): false when a before-model callback answered instead.
-func (a *Agent) callModel(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, req *model.Request,
+// Partial events get the id eventID.
+func (a *Agent) callModel(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, req *model.Request, eventID string,
 	yield func(*event.Event, error) bool) (resp *model.Response, called, ok bool) {
 	if a.callbacksMayEdit(inv) {
 		req.Contents = cloneContents(req.Contents)
@@ -199,7 +215,7 @@ func (a *Agent) callModel(ctx context.Context, inv *agent.Invocation, cc *agent.
 		yield(nil, err)
 		return nil, false, false
 	}
-	resp, ok = a.generate(ctx, inv, cc, req, yield)
+	resp, ok = a.generate(ctx, inv, cc, req, eventID, yield)
 	return resp, true, ok
 }
 
@@ -222,9 +238,10 @@ func cloneContents(contents []*genai.Content) []*genai.Content {
 	return out
 }
 
-// generate calls the model, streaming partial events through yield, and
-// runs the model-error or after-model callbacks on what it returned.
-func (a *Agent) generate(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, req *model.Request,
+// generate calls the model, streaming partial events (with the id
+// eventID) through yield, and runs the model-error or after-model
+// callbacks on what it returned.
+func (a *Agent) generate(ctx context.Context, inv *agent.Invocation, cc *agent.CallbackContext, req *model.Request, eventID string,
 	yield func(*event.Event, error) bool) (*model.Response, bool) {
 	// The loop body sets only st and leaves by break: every variable it
 	// captured or returned from would take an allocation of its own.
@@ -251,6 +268,7 @@ func (a *Agent) generate(ctx context.Context, inv *agent.Invocation, cc *agent.C
 			}
 			st.agg.add(resp)
 			pe := inv.NewEvent()
+			pe.ID = eventID
 			pe.Response = *resp
 			if _, ok := a.cfg.Planner.(PlanReActPlanner); ok {
 				if st.plan == nil {
@@ -467,11 +485,18 @@ func answerAt(answers []agent.ToolResume, i int) agent.ToolResume {
 // rejected.
 const RejectedMessage = "This tool call is rejected."
 
+// PendingConfirmationMessage is the error that answers a call while it
+// waits for a person's approval, as ADK answers it. Once the call has run
+// (or been rejected), the model sees only that final response.
+const PendingConfirmationMessage = "This tool call requires confirmation, please approve or reject."
+
 // runCall runs one function call with its callbacks. Unknown tools, tool
 // errors and panics become error responses the model can read. A call that
-// needs a confirmation or credential it does not have produces no response:
-// it records the request in the actions instead. resume carries the client's
-// answer when the call runs again after such a request.
+// needs a confirmation it does not have records the request in the actions
+// and is answered, for now, by PendingConfirmationMessage (or by the result
+// of a tool that asked from inside Run), as in ADK; one that needs a
+// credential records the request and produces no response. resume carries
+// the client's answer when the call runs again after such a request.
 func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.FunctionCall, resume agent.ToolResume, tools map[string]tool.Tool) callResult {
 	tc := agent.NewResumedToolContext(inv, fc.ID, resume)
 	answer := resume.Confirmation
@@ -502,7 +527,7 @@ func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.Fu
 		if c, ok := t.(tool.Confirmable); ok {
 			if required, hint := c.ConfirmationRequired(ctx, args); required {
 				tc.RequestConfirmation(hint, nil)
-				return pending() // fails closed: the tool does not run
+				return respond(map[string]any{"error": PendingConfirmationMessage}) // fails closed: the tool does not run
 			}
 		}
 	}
@@ -516,8 +541,16 @@ func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.Fu
 		}
 	}
 	res, err := safeRun(ctx, t, tc, args)
-	if (answer == nil && tc.ConfirmationRequested()) || (resume.Credential == nil && tc.CredentialRequested()) {
-		return pending() // the tool asked the client for approval or credentials: its result waits
+	if answer == nil && tc.ConfirmationRequested() {
+		// The tool asked for approval: what it returned is the interim
+		// response; it runs again once approved.
+		if err != nil || res == nil {
+			res = map[string]any{"error": PendingConfirmationMessage}
+		}
+		return respond(res)
+	}
+	if resume.Credential == nil && tc.CredentialRequested() {
+		return pending() // the tool asked the client for credentials: its result waits
 	}
 	if err != nil {
 		for _, cb := range chain(inv.Callbacks().OnToolError, a.cfg.OnToolError) {

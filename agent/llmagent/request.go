@@ -384,7 +384,7 @@ func (h *history) update(sess *session.Session, opts event.HistoryOptions) ([]*g
 	contents := h.b.Contents()
 	// The session's cache, bounded in bytes, counts the history with it.
 	var added int64
-	for _, c := range contents[had:] {
+	for _, c := range h.b.Since(had) {
 		added += session.ContentSize(c) + 8
 	}
 	if added != 0 {

@@ -53,7 +53,12 @@ func (a *Agent) resume(ctx context.Context, inv *agent.Invocation, yield func(*e
 	case evs[last].Actions.EndOfAgent:
 		return a, true
 	case calls == nil || evs[last] != calls && len(evs[last].FunctionResponses()) == 0:
-		// The latest event is an answer (or an error): the agent finished.
+		// The latest event is an answer (or an error): the agent finished,
+		// unless the client has since answered a long-running call whose
+		// tool had given an interim result: the model hears of it.
+		if len(inv.Answers()) > 0 {
+			return nil, true
+		}
 		if evs[last].Content != nil && evs[last].Content.Role != genai.RoleUser {
 			return a, true
 		}

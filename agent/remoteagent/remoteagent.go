@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -80,9 +81,11 @@ type Config struct {
 	// Description tells other agents what the remote agent does (default:
 	// the card's description when Card is set).
 	Description string
-	// URL is the base URL of the remote agent: its card is at
-	// URL + "/.well-known/agent-card.json", fetched on the first run. One
-	// of URL and Card is required.
+	// URL locates the remote agent's card, fetched on the first run: a URL
+	// whose path ends in ".json" is the card's own URL (as ADK's samples
+	// give it, e.g. http://host/a2a/app/.well-known/agent.json); any other
+	// is the agent's base URL, its card at URL +
+	// "/.well-known/agent-card.json". One of URL and Card is required.
 	URL string
 	// Card is the remote agent's card, when already known.
 	Card *a2a.AgentCard
@@ -138,11 +141,17 @@ func (a *Agent) connect(ctx context.Context) (*a2aclient.Client, *a2a.AgentCard,
 	}
 	card := a.card
 	if card == nil {
-		c, err := agentcard.NewResolver(a.cfg.HTTPClient).Resolve(ctx, strings.TrimSuffix(a.cfg.URL, "/"))
+		c, err := a.fetchCard(ctx)
 		if err != nil {
 			return nil, nil, fmt.Errorf("fetch the agent card of %s: %w", a.cfg.URL, err)
 		}
 		card = c
+	}
+	if card.PreferredTransport == "" {
+		// The protocol's default, and what a2a-python's cards leave out.
+		c := *card
+		c.PreferredTransport = a2a.TransportProtocolJSONRPC
+		card = &c
 	}
 	client, err := a2aclient.NewFromCard(ctx, card, jsonrpcTransportOption(a.cfg.HTTPClient))
 	if err != nil {
@@ -150,6 +159,22 @@ func (a *Agent) connect(ctx context.Context) (*a2aclient.Client, *a2a.AgentCard,
 	}
 	a.card, a.client = card, client
 	return client, card, nil
+}
+
+// fetchCard fetches the card from Config.URL: the URL itself when its path
+// names a JSON file, else the well-known path below it.
+func (a *Agent) fetchCard(ctx context.Context) (*a2a.AgentCard, error) {
+	resolver := agentcard.NewResolver(a.cfg.HTTPClient)
+	u, err := url.Parse(a.cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.HasSuffix(u.Path, ".json") {
+		return resolver.Resolve(ctx, strings.TrimSuffix(a.cfg.URL, "/"))
+	}
+	path := u.Path
+	u.Path, u.RawPath = "", ""
+	return resolver.Resolve(ctx, u.String(), agentcard.WithPath(path))
 }
 
 // Run implements agent.Agent: it sends one message to the remote agent and
@@ -293,6 +318,7 @@ type stream struct {
 
 	streaming bool
 	snapshot  *a2a.Task // the last task snapshot of a stream
+	news      bool      // an update came after the snapshot
 	ended     bool      // a final state was handled
 }
 
@@ -340,7 +366,7 @@ func (s *stream) handle(ev a2a.Event) bool {
 			// A stream starts with a snapshot of the task, whose status
 			// may still be the one a reply answers: it counts only if
 			// the stream ends without news (see end).
-			s.snapshot = v
+			s.snapshot, s.news = v, false
 			return true
 		}
 		for _, art := range v.Artifacts {
@@ -350,10 +376,10 @@ func (s *stream) handle(ev a2a.Event) bool {
 		}
 		return s.status(v.Status, v.Status.State.Terminal() || v.Status.State == a2a.TaskStateInputRequired || v.Status.State == a2a.TaskStateAuthRequired)
 	case *a2a.TaskStatusUpdateEvent:
-		s.ids = ids{task: string(v.TaskID), context: v.ContextID}
+		s.ids, s.news = ids{task: string(v.TaskID), context: v.ContextID}, true
 		return s.status(v.Status, v.Final)
 	case *a2a.TaskArtifactUpdateEvent:
-		s.ids = ids{task: string(v.TaskID), context: v.ContextID}
+		s.ids, s.news = ids{task: string(v.TaskID), context: v.ContextID}, true
 		if v.Artifact == nil {
 			return true
 		}
@@ -453,6 +479,16 @@ func (s *stream) fail(err error) {
 func (s *stream) end() {
 	if !s.ended && s.snapshot != nil {
 		if st := s.snapshot.Status.State; st.Terminal() || st == a2a.TaskStateInputRequired || st == a2a.TaskStateAuthRequired {
+			// A stream of the finished task alone: its artifacts are the
+			// answer, as in a reply to message/send.
+			for _, art := range s.snapshot.Artifacts {
+				if s.news {
+					break
+				}
+				if !s.emit(art.Parts, false) {
+					return
+				}
+			}
 			s.status(s.snapshot.Status, true)
 		}
 	}

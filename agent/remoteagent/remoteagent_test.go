@@ -87,7 +87,7 @@ func jsServer(t *testing.T) string {
 
 func newRunner(t *testing.T, root agent.Agent) *runner.Runner {
 	t.Helper()
-	r, err := runner.New(runner.Config{AppName: "app", Agent: root, Sessions: session.NewService(memsession.New(), nil), AutoCreateSession: true})
+	r, err := runner.New(runner.Config{AppName: "app", Agent: root, Sessions: session.NewService(memsession.New(), nil), AutoCreateSession: true, Resumable: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 // {"interrupt_id", "message", "payload", "response_schema"}; the client
 // answers with a function response of the same id and name, whose response
 // object is the input.
-const FunctionRequestInput = "adk_request_input"
+const FunctionRequestInput = event.FunctionRequestInput
 
 // ErrWaitingForInput is returned by [Context.RequestInput] while the user
 // has not answered. A node returns it (or an error wrapping it); the
@@ -89,7 +89,10 @@ var errStopped = errors.New("workflow: stopped")
 
 // RequestInput asks the user for input with an adk_request_input function
 // call. The first time, it yields the call, which pauses the invocation,
-// and returns ErrWaitingForInput, which the node returns. When the user has
+// and returns ErrWaitingForInput, which the node returns. While the call
+// waits, a run of the node in a resumed invocation (after a crash, or an
+// answer to another branch) returns ErrWaitingForInput without asking
+// again. When the user has
 // answered, the invocation resumes, the node runs again, and the same
 // call of RequestInput (the first, the second, ... of this node run)
 // returns the answer's response object.
@@ -98,6 +101,11 @@ func (c *Context) RequestInput(req InputRequest) (map[string]any, error) {
 	id := fmt.Sprintf("input-%s-%s-%d", c.run.id, c.path, c.asked)
 	if resp, ok := c.run.answer(c.inv, id); ok {
 		return resp, nil
+	}
+	if asked, waiting := agent.Asked(agent.ResumeEvents(c.run.inv), id); asked && waiting {
+		// Resumed before the answer (a crash, another branch's answer, a
+		// durable engine's next step): the call is in the log already.
+		return nil, ErrWaitingForInput
 	}
 	var schema any
 	if req.ResponseSchema != nil {

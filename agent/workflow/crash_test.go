@@ -8,7 +8,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"google.golang.org/genai"
+
 	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/session"
@@ -188,5 +191,70 @@ func TestNodeInputSameAfterResume(t *testing.T) {
 	}
 	if got := outputOf(t, collect(t, r.Resume(ctx, userID, key.SessionID, inv, nil)), "wf"); got != want {
 		t.Errorf("resumed output = %v, uninterrupted %v", got, want)
+	}
+}
+
+// TestInputAskedOnceWhileItWaits: two concurrent nodes ask for input.
+// Runner.Resume while both wait (as after a crash right after the calls
+// were committed, or a durable engine's next step) commits nothing, and
+// the answer to one branch resumes the invocation without the other node
+// asking again: each call is made once, and each answer finishes its node.
+// (CONFORMANCE A12)
+func TestInputAskedOnceWhileItWaits(t *testing.T) {
+	asker := func(name string) *workflow.Node {
+		return workflow.Func(name, func(_ context.Context, nc *workflow.Context, _ any) (string, error) {
+			resp, err := nc.RequestInput(workflow.InputRequest{Message: name + "?"})
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprint(name, "=", resp["v"]), nil
+		})
+	}
+	start := workflow.Func("start", func(_ context.Context, _ *workflow.Context, in string) (string, error) { return in, nil })
+	w := mustNew(t, workflow.Config{Name: "form", Nodes: []*workflow.Node{start, asker("a"), asker("b"), workflow.Join("both")},
+		Edges: []workflow.Edge{{From: "start", To: "a"}, {From: "start", To: "b"}, {From: "a", To: "both"}, {From: "b", To: "both"}}})
+	svc := memsession.NewService()
+	r, key := setup(t, w, svc)
+	ctx := context.Background()
+	calls := func() map[string]*event.Event { // by node
+		sess, err := svc.Get(ctx, key, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]*event.Event{}
+		for _, ev := range sess.Events() {
+			for _, fc := range ev.FunctionCalls() {
+				if fc.Name != workflow.FunctionRequestInput {
+					continue
+				}
+				if out[ev.Author] != nil {
+					t.Fatalf("node %s asked twice", ev.Author)
+				}
+				out[ev.Author] = ev
+			}
+		}
+		return out
+	}
+	evs := collect(t, r.Run(ctx, userID, key.SessionID, text("go"), nil))
+	asked := calls()
+	if len(asked) != 2 {
+		t.Fatalf("asked %d times, want once by a and once by b", len(asked))
+	}
+	if again := collect(t, r.Resume(ctx, userID, key.SessionID, evs[0].InvocationID, nil)); len(again) != 0 {
+		t.Fatalf("Resume while both wait committed %d events, want none", len(again))
+	}
+	answer := func(node, v string) []*event.Event {
+		msg := text("")
+		msg.Parts = []*genai.Part{workflow.InputResponse(asked[node].FunctionCalls()[0].ID, map[string]any{"v": v})}
+		return collect(t, r.Run(ctx, userID, key.SessionID, msg, nil))
+	}
+	answer("a", "1")
+	calls() // fails if b asked again
+	out := outputOf(t, answer("b", "2"), "form")
+	if m, _ := out.(map[string]any); m["a"] != "a=1" || m["b"] != "b=2" {
+		t.Fatalf("output = %v, want both answers", out)
+	}
+	if n := len(calls()); n != 2 {
+		t.Fatalf("%d requests in the log, want 2", n)
 	}
 }

@@ -37,7 +37,7 @@ func setup(t testing.TB, root agent.Agent, svc *session.Service) (*runner.Runner
 	if svc == nil {
 		svc = memsession.NewService()
 	}
-	r, err := runner.New(runner.Config{AppName: appName, Agent: root, Sessions: svc})
+	r, err := runner.New(runner.Config{AppName: appName, Agent: root, Sessions: svc, Resumable: true})
 	if err != nil {
 		t.Fatal(err)
 	}

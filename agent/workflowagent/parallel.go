@@ -77,6 +77,9 @@ func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 			return
 		}
 		resume := false
+		if refuseResume(inv, p.Name(), yield) {
+			return
+		}
 		if inv.Resuming() {
 			state, ended := agent.Checkpoint(inv, p.Name())
 			if ended {
@@ -88,7 +91,7 @@ func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 				inv = inv.Fresh()
 			}
 		}
-		if !resume && !yield(agent.NewCheckpoint(inv, map[string]any{stateStarted: true}), nil) {
+		if !resume && !checkpoint(inv, agent.NewCheckpoint(inv, map[string]any{stateStarted: true}), yield) {
 			return
 		}
 		// Each branch has its own end scope: a branch that pauses stops
@@ -137,7 +140,7 @@ func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 					b := branches[m.branch]
 					if b.Ended() {
 						paused = true
-					} else if !selfEnded[m.branch] && !yield(agent.NewEndOfAgent(b), nil) {
+					} else if !selfEnded[m.branch] && !checkpoint(inv, agent.NewEndOfAgent(b), yield) {
 						return
 					}
 				case m.err != nil:
@@ -162,7 +165,7 @@ func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 			return
 		}
 		if !inv.Ended() {
-			yield(agent.NewEndOfAgent(inv), nil)
+			checkpoint(inv, agent.NewEndOfAgent(inv), yield)
 		}
 	}
 }

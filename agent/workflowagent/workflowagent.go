@@ -98,6 +98,34 @@ func (b *base) SubAgents() []agent.Agent { return b.cfg.SubAgents }
 // continues from its latest checkpoint.
 func (b *base) ResumesFromLog() bool { return true }
 
+// ResumesFromCheckpoints implements agent.CheckpointResumer: a workflow
+// agent records checkpoints only in a resumable application, and cannot
+// continue from the middle without them.
+func (b *base) ResumesFromCheckpoints() bool { return true }
+
+// ErrNotResumable is the error of a workflow agent run in resume mode in an
+// application that is not resumable: it recorded no checkpoint, so it
+// cannot tell what it had done, and it refuses rather than run its
+// sub-agents again. The runner never asks it to (see
+// agent.CheckpointResumer).
+var ErrNotResumable = errors.New("workflowagent: cannot resume without checkpoints: the application is not resumable")
+
+// refuseResume yields the error of a workflow agent asked to resume in an
+// application that is not resumable, and reports whether it did.
+func refuseResume(inv *agent.Invocation, name string, yield func(*event.Event, error) bool) bool {
+	if !inv.Resuming() || inv.Resumable() {
+		return false
+	}
+	yield(nil, fmt.Errorf("%w (agent %s)", ErrNotResumable, name))
+	return true
+}
+
+// checkpoint yields ev, a checkpoint, in a resumable application (see
+// agent.Invocation.Resumable), and reports whether the caller goes on.
+func checkpoint(inv *agent.Invocation, ev *event.Event, yield func(*event.Event, error) bool) bool {
+	return !inv.Resumable() || yield(ev, nil)
+}
+
 // outcome says how a workflow goes on after one of its sub-agents.
 type outcome int
 
@@ -140,7 +168,7 @@ func runStep(ctx context.Context, inv *agent.Invocation, child agent.Agent, resu
 	if inv.Ended() {
 		return stop // paused or ended: the sub-agent has not finished
 	}
-	if !selfEnded && !yield(agent.NewEndOfAgent(cinv), nil) {
+	if !selfEnded && !checkpoint(inv, agent.NewEndOfAgent(cinv), yield) {
 		return stop
 	}
 	return proceed
@@ -195,6 +223,9 @@ func (s *Sequential) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*
 	return func(yield func(*event.Event, error) bool) {
 		subs := s.cfg.SubAgents
 		start, resume := 0, false
+		if refuseResume(inv, s.Name(), yield) {
+			return
+		}
 		if inv.Resuming() {
 			state, ended := agent.Checkpoint(inv, s.Name())
 			if ended {
@@ -216,14 +247,14 @@ func (s *Sequential) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*
 				return
 			}
 			resumeChild := resume && i == start
-			if !resumeChild && !yield(agent.NewCheckpoint(inv, map[string]any{stateCurrent: child.Name()}), nil) {
+			if !resumeChild && !checkpoint(inv, agent.NewCheckpoint(inv, map[string]any{stateCurrent: child.Name()}), yield) {
 				return
 			}
 			if runStep(ctx, inv, child, resumeChild, false, yield) != proceed {
 				return
 			}
 		}
-		yield(agent.NewEndOfAgent(inv), nil)
+		checkpoint(inv, agent.NewEndOfAgent(inv), yield)
 	}
 }
 
@@ -268,6 +299,9 @@ func (l *Loop) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.
 			return // an unbounded loop over nothing would never end
 		}
 		first, start, resume := 0, 0, false
+		if refuseResume(inv, l.Name(), yield) {
+			return
+		}
 		if inv.Resuming() {
 			state, ended := agent.Checkpoint(inv, l.Name())
 			if ended {
@@ -279,7 +313,7 @@ func (l *Loop) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.
 			case i < 0 || !ok:
 				inv = inv.Fresh()
 			case escalatedSince(inv, subs[i]):
-				yield(agent.NewEndOfAgent(inv), nil)
+				checkpoint(inv, agent.NewEndOfAgent(inv), yield)
 				return
 			default:
 				first, start, resume = n, i, true
@@ -296,20 +330,20 @@ func (l *Loop) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.
 					return
 				}
 				resumeChild := resume && it == first && j == start
-				if !resumeChild && !yield(agent.NewCheckpoint(inv, map[string]any{stateCurrent: child.Name(), stateTimesLooped: it}), nil) {
+				if !resumeChild && !checkpoint(inv, agent.NewCheckpoint(inv, map[string]any{stateCurrent: child.Name(), stateTimesLooped: it}), yield) {
 					return
 				}
 				switch runStep(ctx, inv, child, resumeChild, true, yield) {
 				case stop:
 					return
 				case escalated:
-					yield(agent.NewEndOfAgent(inv), nil)
+					checkpoint(inv, agent.NewEndOfAgent(inv), yield)
 					return
 				}
 			}
 			start = 0
 		}
-		yield(agent.NewEndOfAgent(inv), nil)
+		checkpoint(inv, agent.NewEndOfAgent(inv), yield)
 	}
 }
 

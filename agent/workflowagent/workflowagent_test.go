@@ -66,7 +66,7 @@ func newFixture(t testing.TB, root agent.Agent) *fixture {
 	if _, err := svc.Create(context.Background(), session.Key{AppName: testApp, UserID: testUser, SessionID: testSess}, nil); err != nil {
 		t.Fatal(err)
 	}
-	r, err := runner.New(runner.Config{AppName: testApp, Agent: root, Sessions: svc})
+	r, err := runner.New(runner.Config{AppName: testApp, Agent: root, Sessions: svc, Resumable: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -813,5 +813,103 @@ func TestA4ParallelEndsEachBranchOnce(t *testing.T) {
 	}
 	if want := map[string]int{"leaf": 1, "inner": 1, "seq": 1, "par": 1}; !maps.Equal(ends, want) {
 		t.Fatalf("ends by author %v, want %v", ends, want)
+	}
+}
+
+// TestA16CheckpointsOnlyWhenResumable: sequential, parallel and loop agents
+// write checkpoint events (agent state, end of agent) only in a resumable
+// application, as ADK does; their own and their children's events are the
+// same either way. (CONFORMANCE A16)
+func TestA16CheckpointsOnlyWhenResumable(t *testing.T) {
+	say := func(name string) agent.Agent {
+		return custom(t, name, func(_ context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) {
+			yield(textEvent(inv, name, nil), nil)
+		})
+	}
+	trees := map[string]func() agent.Agent{
+		"sequential": func() agent.Agent {
+			return mustSequential(t, workflowagent.Config{Name: "root", SubAgents: []agent.Agent{say("a"), say("b")}})
+		},
+		"parallel": func() agent.Agent {
+			return mustParallel(t, workflowagent.Config{Name: "root", SubAgents: []agent.Agent{say("a"), say("b")}})
+		},
+		"loop": func() agent.Agent {
+			return mustLoop(t, workflowagent.LoopConfig{Config: workflowagent.Config{Name: "root", SubAgents: []agent.Agent{say("a"), say("b")}}, MaxIterations: 2})
+		},
+	}
+	for name, tree := range trees {
+		counts := map[bool][2]int{} // resumable → [content events, checkpoints]
+		for _, resumable := range []bool{false, true} {
+			svc := memsession.NewService()
+			key := session.Key{AppName: testApp, UserID: testUser, SessionID: testSess}
+			if _, err := svc.Create(context.Background(), key, nil); err != nil {
+				t.Fatal(err)
+			}
+			r, err := runner.New(runner.Config{AppName: testApp, Agent: tree(), Sessions: svc, Resumable: resumable})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.RunSync(context.Background(), testUser, testSess, genai.NewContentFromText("hi", genai.RoleUser), nil); err != nil {
+				t.Fatal(err)
+			}
+			s, err := svc.Get(context.Background(), key, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c [2]int
+			for _, ev := range s.Events() {
+				switch {
+				case ev.Actions.AgentState != nil || ev.Actions.EndOfAgent:
+					c[1]++
+				case ev.Content != nil:
+					c[0]++
+				}
+			}
+			counts[resumable] = c
+		}
+		if counts[false][1] != 0 || counts[true][1] == 0 {
+			t.Errorf("%s: checkpoints %d not resumable, %d resumable; want none, some", name, counts[false][1], counts[true][1])
+		}
+		if counts[false][0] != counts[true][0] {
+			t.Errorf("%s: content events %d not resumable, %d resumable; want the same", name, counts[false][0], counts[true][0])
+		}
+	}
+}
+
+// TestA16ResumeWithoutCheckpointsRefused: a workflow agent asked to resume
+// in an application that is not resumable fails with ErrNotResumable and
+// runs no sub-agent. (CONFORMANCE A16)
+func TestA16ResumeWithoutCheckpointsRefused(t *testing.T) {
+	var runs atomic.Int32
+	child := custom(t, "child", func(_ context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) {
+		runs.Add(1)
+		yield(textEvent(inv, "x", nil), nil)
+	})
+	for _, root := range []agent.Agent{
+		mustSequential(t, workflowagent.Config{Name: "seq", SubAgents: []agent.Agent{child}}),
+		mustParallel(t, workflowagent.Config{Name: "par", SubAgents: []agent.Agent{child}}),
+		mustLoop(t, workflowagent.LoopConfig{Config: workflowagent.Config{Name: "loop", SubAgents: []agent.Agent{child}}, MaxIterations: 1}),
+	} {
+		tree, err := agent.NewTree(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sess, err := memsession.NewService().Create(context.Background(), session.Key{AppName: testApp, UserID: testUser, SessionID: testSess}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv := agent.NewInvocation(agent.InvocationConfig{Tree: tree, Session: sess}).ResumeFrom(0)
+		var errs []error
+		for _, err := range root.Run(context.Background(), inv) {
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if len(errs) != 1 || !errors.Is(errs[0], workflowagent.ErrNotResumable) {
+			t.Errorf("%s: errors %v, want ErrNotResumable", root.Name(), errs)
+		}
+	}
+	if runs.Load() != 0 {
+		t.Errorf("a sub-agent ran %d times", runs.Load())
 	}
 }

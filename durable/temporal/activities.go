@@ -38,6 +38,11 @@ func newActivities(apps []*runner.Runner) (*activities, error) {
 		if r == nil {
 			return nil, errors.New("temporal: nil runner")
 		}
+		if !r.Resumable() {
+			// Each step resumes the invocation from the log: workflow
+			// agents need their checkpoints for it.
+			return nil, fmt.Errorf("temporal: app %q is not resumable: set runner.Config.Resumable to run it on Temporal", r.AppName())
+		}
 		if _, dup := a.apps[r.AppName()]; dup {
 			return nil, fmt.Errorf("temporal: two apps named %q", r.AppName())
 		}
@@ -128,9 +133,11 @@ func (a *activities) step(ctx context.Context, in stepInput) (stepResult, error)
 		}
 		out.InvocationID = ev.InvocationID
 		activity.RecordHeartbeat(ctx, ev.ID)
-		if len(ev.FunctionCalls()) > 0 || len(ev.FunctionResponses()) > 0 {
+		if pausing, _ := agent.PausingCalls(ev); len(ev.FunctionCalls()) > len(pausing) || len(ev.FunctionResponses()) > 0 {
 			// A model turn that calls tools, or a tool round, is committed:
-			// the next Step goes on from the log.
+			// the next Step goes on from the log. A call that pauses (the
+			// ledger of package agent decides) is no step: the agents end
+			// the invocation after it, as in process.
 			out.Done = false
 			break
 		}

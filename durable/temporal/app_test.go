@@ -12,16 +12,20 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/workflow"
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/agent/workflowagent"
+	"github.com/loomkit/loom/durable/temporal"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/session/memsession"
 	"github.com/loomkit/loom/tool"
 	"github.com/loomkit/loom/tool/functiontool"
 )
@@ -148,7 +152,7 @@ func newApp(dir string, slow time.Duration, svc *session.Service) (*runner.Runne
 	if err != nil {
 		return nil, err
 	}
-	return runner.New(runner.Config{AppName: appName, Agent: root, Sessions: svc})
+	return runner.New(runner.Config{AppName: appName, Agent: root, Sessions: svc, Resumable: true})
 }
 
 func text(s string) *genai.Content { return genai.NewContentFromText(s, genai.RoleUser) }
@@ -181,7 +185,7 @@ func shape(t *testing.T, sess *session.Session) []string {
 				case p.FunctionCall != nil:
 					args := map[string]any{}
 					for k, v := range p.FunctionCall.Args {
-						if k == "originalFunctionCall" {
+						if k == "originalFunctionCall" || k == "interrupt_id" {
 							v = "…" // holds the call id
 						}
 						args[k] = v
@@ -266,3 +270,31 @@ func inProcess(t *testing.T, svc *session.Service, msgs ...string) []string {
 
 // quiet is the Temporal SDK's logger in the tests: warnings and errors.
 var quiet = log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+
+// TestA16TemporalNeedsResumable: a worker refuses an app that is not
+// resumable, whose workflow agents would write no checkpoints for its
+// steps to continue from. (CONFORMANCE A16)
+func TestA16TemporalNeedsResumable(t *testing.T) {
+	m := scripted.NewSequence("m", scripted.Text("hi"))
+	root, err := llmagent.New(llmagent.Config{Name: "a", Model: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "plain", Agent: root, Sessions: session.NewService(memsession.New(), nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reg countingRegistry
+	if err := temporal.Register(&reg, r); err == nil || !strings.Contains(err.Error(), "not resumable") {
+		t.Fatalf("Register of an app that is not resumable: %v, want an error saying so", err)
+	}
+	if reg.n != 0 {
+		t.Fatalf("%d registrations for a refused app", reg.n)
+	}
+}
+
+// countingRegistry counts what is registered on it.
+type countingRegistry struct{ n int }
+
+func (c *countingRegistry) RegisterWorkflowWithOptions(any, workflow.RegisterOptions) { c.n++ }
+func (c *countingRegistry) RegisterActivityWithOptions(any, activity.RegisterOptions) { c.n++ }

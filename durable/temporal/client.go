@@ -25,9 +25,20 @@ import (
 // come, where the session log ended before it.
 const updateStarted = "loom.started"
 
-// WorkflowID returns the id of the workflow of a session.
+// DefaultWorkflowIDPrefix starts the workflow ids of a client configured
+// without ClientConfig.WorkflowIDPrefix.
+const DefaultWorkflowIDPrefix = "loom"
+
+// WorkflowID returns the id of the workflow of a session for a client with
+// the default prefix (see [Client.WorkflowID]).
 func WorkflowID(app, user, sessionID string) string {
-	return "loom/" + url.PathEscape(app) + "/" + url.PathEscape(user) + "/" + url.PathEscape(sessionID)
+	return workflowID(DefaultWorkflowIDPrefix, app, user, sessionID)
+}
+
+// workflowID returns prefix/app/user/session, each part escaped so that
+// no two sessions or prefixes give the same id.
+func workflowID(prefix, app, user, sessionID string) string {
+	return url.PathEscape(prefix) + "/" + url.PathEscape(app) + "/" + url.PathEscape(user) + "/" + url.PathEscape(sessionID)
 }
 
 // ClientConfig configures a Client.
@@ -41,6 +52,13 @@ type ClientConfig struct {
 	// Poll is how often the session log is read for new events while a
 	// message runs (default 50ms).
 	Poll time.Duration
+	// WorkflowIDPrefix starts the id of every session workflow the client
+	// starts, signals or cancels (default DefaultWorkflowIDPrefix). A
+	// workflow id is the prefix, the app, the user and the session id: two
+	// deployments that share a Temporal namespace but not their session
+	// store (whose session ids may then repeat) need prefixes of their own,
+	// or the second reaches the first one's workflows.
+	WorkflowIDPrefix string
 }
 
 // Client starts invocations on Temporal and streams their events from the
@@ -62,7 +80,17 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Poll <= 0 {
 		cfg.Poll = 50 * time.Millisecond
 	}
+	if cfg.WorkflowIDPrefix == "" {
+		cfg.WorkflowIDPrefix = DefaultWorkflowIDPrefix
+	}
 	return &Client{cfg: cfg}, nil
+}
+
+// WorkflowID returns the id of the workflow of a session:
+// ClientConfig.WorkflowIDPrefix, the app, the user and the session id,
+// each escaped as a URL path segment.
+func (c *Client) WorkflowID(app, user, sessionID string) string {
+	return workflowID(c.cfg.WorkflowIDPrefix, app, user, sessionID)
 }
 
 func newRequestID() string {
@@ -101,13 +129,17 @@ func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID 
 			return
 		}
 		k := session.Key{AppName: app.AppName(), UserID: userID, SessionID: sessionID}
-		// Refuse here, as the runner would, a message that answers no
-		// pending call: the client gets a clear error and nothing is sent.
-		// Only a message that answers calls needs the log for that. The
-		// calls it answers are most often recent: they are looked for
-		// among the last events first, in the whole log only if that fails.
+		// Refuse here what the runner would refuse (runner.Runner.Admit):
+		// the client gets a clear error and nothing is sent. Only a
+		// message that answers calls or names an invocation needs the log
+		// for that. The calls a message answers are most often recent:
+		// they are looked for among the last events first, in the whole
+		// log only if that fails.
 		read := &session.GetOptions{NoEvents: true}
-		if answersCalls(msg) {
+		switch {
+		case opts.InvocationID != "":
+			read = nil
+		case answersCalls(msg):
 			read = &session.GetOptions{NumRecentEvents: recentCalls}
 		}
 		sess, err := app.Sessions().Get(ctx, k, read)
@@ -115,21 +147,21 @@ func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID 
 			yield(nil, err)
 			return
 		}
-		if _, err := agent.Pending(sess, msg); err != nil {
+		if err := app.Admit(sess, msg, opts.InvocationID); err != nil {
 			if offset(sess) > 0 { // the window left events out
 				if sess, err = app.Sessions().Get(ctx, k, nil); err != nil {
 					yield(nil, err)
 					return
 				}
-				_, err = agent.Pending(sess, msg)
+				err = app.Admit(sess, msg, opts.InvocationID)
 			}
 			if err != nil {
-				yield(nil, fmt.Errorf("%w: %w", runner.ErrInvalid, err))
+				yield(nil, err)
 				return
 			}
 		}
 		m := Message{RequestID: newRequestID(), Content: msg, StateDelta: opts.StateDelta, InvocationID: opts.InvocationID, MaxLLMCalls: opts.MaxLLMCalls}
-		id := WorkflowID(k.AppName, userID, sessionID)
+		id := c.WorkflowID(k.AppName, userID, sessionID)
 		in := SessionInput{App: k.AppName, User: userID, Session: sessionID, TreeHash: TreeHash(app.Tree()), Options: c.cfg.Options}
 		_, err = c.cfg.Client.SignalWithStartWorkflow(ctx, id, signalMessage, m, client.StartWorkflowOptions{
 			ID:                       id,
@@ -248,7 +280,7 @@ func (s *stream) read(ctx context.Context, yield func(*event.Event, error) bool)
 // messages are dropped. Cancelling a session without a workflow does
 // nothing.
 func (c *Client) Cancel(ctx context.Context, app *runner.Runner, userID, sessionID string) error {
-	err := c.cfg.Client.CancelWorkflow(ctx, WorkflowID(app.AppName(), userID, sessionID), "")
+	err := c.cfg.Client.CancelWorkflow(ctx, c.WorkflowID(app.AppName(), userID, sessionID), "")
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return nil

@@ -4,8 +4,8 @@
 //
 // # Design
 //
-// There is one workflow per session (its id is WorkflowID(app, user,
-// session)). Each user message is a signal to it, started with the
+// There is one workflow per session (its id is [Client.WorkflowID]: a
+// prefix of the deployment's, the app, the user and the session). Each user message is a signal to it, started with the
 // workflow if none runs; the workflow handles the session's messages one
 // after the other, as a runner serializes the invocations of a session.
 //

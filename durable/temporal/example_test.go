@@ -29,7 +29,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	app, err := runner.New(runner.Config{AppName: "helpdesk", Agent: root, Sessions: sessions})
+	app, err := runner.New(runner.Config{AppName: "helpdesk", Agent: root, Sessions: sessions, Resumable: true})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -78,4 +78,30 @@ func ExampleTreeHash() {
 	// Output:
 	// true
 	// false
+}
+
+// Two deployments share a Temporal namespace, each with its own session
+// store: each gives its clients a workflow id prefix of its own, so that
+// their sessions "s1" are two workflows.
+func ExampleClient_WorkflowID() {
+	tc, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:7233", Logger: quiet})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tc.Close()
+	eu, err := temporal.NewClient(temporal.ClientConfig{Client: tc, TaskQueue: "loom-eu", WorkflowIDPrefix: "loom-eu"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	us, err := temporal.NewClient(temporal.ClientConfig{Client: tc, TaskQueue: "loom-us", WorkflowIDPrefix: "loom-us"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(eu.WorkflowID("support", "ada", "s1"))
+	fmt.Println(us.WorkflowID("support", "ada", "s1"))
+	fmt.Println(temporal.WorkflowID("support", "ada", "s1")) // the default prefix
+	// Output:
+	// loom-eu/support/ada/s1
+	// loom-us/support/ada/s1
+	// loom/support/ada/s1
 }

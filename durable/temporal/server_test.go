@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -22,6 +23,7 @@ import (
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/durable/temporal"
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/plugin"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/storage"
@@ -33,6 +35,10 @@ const (
 	envDir    = "LOOM_TEMPORAL_TEST_DIR"
 	envDB     = "LOOM_TEMPORAL_TEST_DB"
 	envSlow   = "LOOM_TEMPORAL_TEST_SLOW"
+	// envDesk makes the worker run the support desk (examples/workflow)
+	// instead of the test app; "die" makes it kill itself (SIGKILL) right
+	// after it commits a request for input.
+	envDesk = "LOOM_TEMPORAL_TEST_DESK"
 )
 
 func TestMain(m *testing.M) {
@@ -54,6 +60,19 @@ func workerMain(queue string) int {
 		return fail(err)
 	}
 	app, err := newApp(os.Getenv(envDir), slow, svc)
+	if desk := os.Getenv(envDesk); desk != "" {
+		var plugins []*plugin.Plugin
+		if desk == "die" {
+			plugins = append(plugins, &plugin.Plugin{Name: "die", OnEvent: func(_ context.Context, _ *agent.Invocation, ev *event.Event) (*event.Event, error) {
+				if calls, kinds := agent.PausingCalls(ev); len(calls) > 0 && kinds[0] == agent.PauseInput {
+					_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+					select {} // the signal is on its way
+				}
+				return nil, nil
+			}})
+		}
+		app, err = supportDeskOver(svc, plugins...)
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -108,11 +127,13 @@ func newQueue() string {
 	return "loom-test-" + hex.EncodeToString(b[:])
 }
 
-// startWorker starts a worker process of the test app on queue.
-func startWorker(t *testing.T, queue, dir, db string, slow time.Duration) *exec.Cmd {
+// startWorker starts a worker process of the test app on queue; env adds
+// to its environment.
+func startWorker(t *testing.T, queue, dir, db string, slow time.Duration, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envWorker+"="+queue, envDir+"="+dir, envDB+"="+db, envSlow+"="+slow.String())
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -354,4 +375,156 @@ func TestR7LimitOnServer(t *testing.T) {
 	if calls != 3 {
 		t.Fatalf("streamed %d tool calls, want 3", calls)
 	}
+}
+
+// TestWorkflowIDPrefixSeparatesDeployments: two deployments share the
+// Temporal server, each with its own session store, task queue and
+// workflow id prefix, and the same session id. A message to each runs on
+// its own workflow, over its own store: each log holds its own
+// conversation only.
+func TestWorkflowIDPrefixSeparatesDeployments(t *testing.T) {
+	c := dial(t)
+	ctx := context.Background()
+	sid := "shared-" + newQueue()
+	type deployment struct {
+		app *runner.Runner
+		cl  *temporal.Client
+	}
+	var deps []deployment
+	for _, prefix := range []string{"loom-a", "loom-b"} {
+		svc := sessionsIn(t)
+		app, err := newApp(t.TempDir(), 0, svc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Create(ctx, session.Key{AppName: appName, UserID: user, SessionID: sid}, nil); err != nil {
+			t.Fatal(err)
+		}
+		queue := newQueue()
+		inProcessWorker(t, c, queue, app)
+		cl, err := temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: queue, WorkflowIDPrefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deps = append(deps, deployment{app, cl})
+	}
+	if a, b := deps[0].cl.WorkflowID(appName, user, sid), deps[1].cl.WorkflowID(appName, user, sid); a == b {
+		t.Fatalf("both deployments use workflow id %s", a)
+	}
+	for i, d := range deps {
+		var res result
+		select {
+		case res = <-collect(d.cl.Run(ctx, d.app, user, sid, text(fmt.Sprint("hello ", i)), nil)):
+		case <-time.After(time.Minute):
+			t.Fatalf("deployment %d: the message did not finish", i)
+		}
+		if res.err != nil {
+			t.Fatalf("deployment %d: %v", i, res.err)
+		}
+	}
+	for i, d := range deps {
+		sess, err := d.app.Sessions().Get(ctx, session.Key{AppName: appName, UserID: user, SessionID: sid}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(shape(t, sess), "\n")
+		if !strings.Contains(got, fmt.Sprintf(`text="echo hello %d"`, i)) || strings.Contains(got, fmt.Sprintf("hello %d", 1-i)) {
+			t.Fatalf("deployment %d's log:\n%s\nwant its own conversation only", i, got)
+		}
+		d, err := c.DescribeWorkflowExecution(ctx, d.cl.WorkflowID(appName, user, sid), "")
+		if err != nil {
+			t.Fatalf("deployment %d's workflow: %v", i, err)
+		}
+		if d.WorkflowExecutionInfo.Execution.WorkflowId == "" {
+			t.Fatalf("deployment %d: no workflow", i)
+		}
+	}
+}
+
+// TestWorkflowAppWorkerKilled: the bundled workflow app (examples/workflow)
+// on a real server, end to end. The worker commits approve's request for
+// input and is killed (SIGKILL) before its Step ends; a second worker
+// takes the Step over: the refund request ends paused with the one
+// request, which is not asked again. The answer, later, runs settle once,
+// and the log equals that of the same conversation in process.
+// (CONFORMANCE T10)
+func TestWorkflowAppWorkerKilled(t *testing.T) {
+	c := dial(t)
+	dir := t.TempDir()
+	db := "sqlite://" + dir + "/sessions.db"
+	ctx := context.Background()
+	svc, err := storage.OpenSessions(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	app, err := supportDeskOver(svc) // the client's copy: its tree
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := session.Key{AppName: app.AppName(), UserID: user, SessionID: "desk-" + newQueue()}
+	if _, err := svc.Create(ctx, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	queue := newQueue()
+	first := startWorker(t, queue, dir, db, 0, envDesk+"=die")
+	cl, err := temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: queue, Options: temporal.Options{HeartbeatTimeout: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := collect(cl.Run(ctx, app, user, k.SessionID, text("I want a refund for order 77"), nil))
+	exited := make(chan error, 1)
+	go func() { exited <- first.Wait() }()
+	select {
+	case err := <-exited:
+		if !strings.Contains(fmt.Sprint(err), "killed") {
+			t.Fatalf("the first worker ended with %v, want it killed", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the first worker did not commit the request for input")
+	}
+	startWorker(t, queue, dir, db, 0, envDesk+"=1")
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the refund request did not end on the second worker")
+	}
+	if res.err != nil {
+		t.Fatalf("refund request: %v", res.err)
+	}
+	sess, err := svc.Get(ctx, k, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls := pausingCalls(sess); len(calls) != 1 {
+		t.Fatalf("after the kill the log holds %d requests %v, want 1", len(calls), calls)
+	}
+	time.Sleep(time.Second) // the answer comes later: the workflow waits
+	answer := answerLast(map[string]any{"approved": true})(t, sess)
+	select {
+	case res = <-collect(cl.Run(ctx, app, user, k.SessionID, answer, nil)):
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the answer did not finish")
+	}
+	if res.err != nil {
+		t.Fatalf("answer: %v", res.err)
+	}
+	settled := 0
+	for _, ev := range res.events {
+		if ev.Author == "settle" && strings.Contains(ev.Text(), "order A-77 is on its way") {
+			settled++
+		}
+	}
+	if settled != 1 {
+		t.Fatalf("the answer streamed settle's message %d times, want 1", settled)
+	}
+	if sess, err = svc.Get(ctx, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := supportDeskOver(sessionsIn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameLogs(t, sess, converseInProcess(t, ref, refund...))
 }

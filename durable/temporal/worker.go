@@ -24,7 +24,8 @@ type Registry interface {
 // the invocations of apps on w. A process may register the same apps on
 // any number of workers: the apps' session services must be shared by all
 // of them (a database, not memory) and by the clients that start
-// invocations.
+// invocations. Every app must be resumable (runner.Config.Resumable): each
+// step continues the invocation from its checkpoints.
 func Register(w Registry, apps ...*runner.Runner) error {
 	acts, err := newActivities(apps)
 	if err != nil {

@@ -115,7 +115,7 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 			return
 		}
 		if turn.ErrorCode != "" || turn.ErrorMessage != "" {
-			yield(&model.Response{ErrorCode: turn.ErrorCode, ErrorMessage: turn.ErrorMessage, TurnComplete: true}, nil)
+			yield(&model.Response{ErrorCode: turn.ErrorCode, ErrorMessage: turn.ErrorMessage}, nil)
 			return
 		}
 		if stream {
@@ -156,7 +156,7 @@ func (t Turn) response() *model.Response {
 		cp := *fc
 		c.Parts = append(c.Parts, &genai.Part{FunctionCall: &cp})
 	}
-	r := &model.Response{Content: c, UsageMetadata: t.Usage, FinishReason: genai.FinishReasonStop, TurnComplete: true}
+	r := &model.Response{Content: c, UsageMetadata: t.Usage, FinishReason: genai.FinishReasonStop}
 	if len(c.Parts) == 0 {
 		r.Content = nil
 	}
@@ -184,7 +184,7 @@ func (t Turn) onePart() *model.Response {
 	}
 	b.parts[0] = &b.part
 	b.c = genai.Content{Role: genai.RoleModel, Parts: b.parts[:]}
-	b.resp = model.Response{Content: &b.c, UsageMetadata: t.Usage, FinishReason: genai.FinishReasonStop, TurnComplete: true}
+	b.resp = model.Response{Content: &b.c, UsageMetadata: t.Usage, FinishReason: genai.FinishReasonStop}
 	return &b.resp
 }
 

@@ -1,6 +1,7 @@
 package scripted
 
 import (
+	"context"
 	"reflect"
 	"testing"
 
@@ -23,7 +24,7 @@ func TestOnePartResponse(t *testing.T) {
 	} {
 		got := tc.turn.response()
 		want := &model.Response{Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{tc.part}},
-			UsageMetadata: tc.turn.Usage, FinishReason: genai.FinishReasonStop, TurnComplete: true}
+			UsageMetadata: tc.turn.Usage, FinishReason: genai.FinishReasonStop}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: response = %+v, want %+v", name, got, want)
 		}
@@ -38,5 +39,24 @@ func TestOnePartResponse(t *testing.T) {
 	}
 	if (Turn{}).response().Content != nil {
 		t.Errorf("an empty turn has content")
+	}
+}
+
+// TestNoTurnComplete: like ADK's models outside live (bidirectional)
+// sessions, a scripted model never marks a response turnComplete: not a
+// function call, which is not the end of a turn, nor text, streamed or not,
+// nor an error.
+func TestNoTurnComplete(t *testing.T) {
+	m := NewSequence("m", Call("add", map[string]any{"a": 1}), Turn{Text: "three", Chunks: []string{"th", "ree"}}, Text("3"),
+		Turn{ErrorCode: "E", ErrorMessage: "bad"})
+	for i, stream := range []bool{false, true, false, false} {
+		for r, err := range m.Generate(context.Background(), &model.Request{}, stream) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.TurnComplete {
+				t.Errorf("turn %d: response %+v is marked turnComplete", i, r)
+			}
+		}
 	}
 }

@@ -26,11 +26,13 @@
 package a2aserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2asrv"
@@ -38,15 +40,32 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/tool"
 )
 
 // CardPath is the agent card's path below the handler's base path.
 const CardPath = a2asrv.WellKnownAgentCardPath
 
+// LegacyCardPath is the card's path before version 0.3 of the protocol,
+// which a2a-python clients and ADK's samples still fetch; the handler
+// serves the same card there.
+const LegacyCardPath = "/.well-known/agent.json"
+
+// cardPath returns the card path r.URL.Path ends with, if any.
+func cardPath(r *http.Request) (string, bool) {
+	for _, p := range []string{CardPath, LegacyCardPath} {
+		if strings.HasSuffix(r.URL.Path, p) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
 // Defaults of the Config bounds.
 const (
 	DefaultMaxTasks           = 10000
+	DefaultMaxTaskBytes       = 64 << 20
 	DefaultMaxConcurrentTasks = 64
 	DefaultMaxRequestBytes    = 4 << 20
 )
@@ -64,18 +83,33 @@ type Config struct {
 	// MaxTasks bounds the tasks kept for tasks/get (default
 	// DefaultMaxTasks); the oldest finished ones are dropped first.
 	MaxTasks int
+	// MaxTaskBytes bounds the memory of the tasks kept, counted as the
+	// size of their JSON (default DefaultMaxTaskBytes), as MaxTasks bounds
+	// their number; the task last saved is kept even if it alone is
+	// larger.
+	MaxTaskBytes int64
 	// MaxConcurrentTasks bounds the tasks running at once (default
 	// DefaultMaxConcurrentTasks); a message beyond it is refused.
 	MaxConcurrentTasks int
 	// MaxRequestBytes bounds JSON-RPC request bodies (default
 	// DefaultMaxRequestBytes).
 	MaxRequestBytes int64
+	// StreamWriteTimeout bounds the writing of each event of a
+	// message/stream or tasks/resubscribe stream (default
+	// server.DefaultStreamWriteTimeout, as for the API server's /run_sse;
+	// negative for none): a client that does not take an event within it
+	// is cut off, and what its request held is freed, while the task runs
+	// on, as when a client disconnects. It is a write deadline on the
+	// connection, renewed for every write (see server.StreamWriter), so
+	// the time between events and the length of a stream are not limited;
+	// other responses are not limited.
+	StreamWriteTimeout time.Duration
 	// Logger receives the SDK's logs (default slog.Default()).
 	Logger *slog.Logger
 }
 
 // Handler is an http.Handler serving one application over A2A. It serves
-// GET CardPath and JSON-RPC on POST to any other path; mount it under a
+// GET CardPath (and LegacyCardPath) and JSON-RPC on POST to any other path; mount it under a
 // prefix with http.StripPrefix. It is safe for concurrent use.
 //
 // The reply to an input-required task answers every pausing call of the
@@ -83,7 +117,9 @@ type Config struct {
 // taken as the answer to the call of its id (ADK's own form); otherwise a
 // plain data part is the response object of each call, and text answers a
 // confirmation (yes, y, ok, approve, approved, confirm, true: approved;
-// anything else: rejected) or, for another call, is the response
+// anything else: rejected), a workflow node's input request
+// (adk_request_input) as the response {"result": text}, as Loom's other
+// clients send it, or, for another call, is the response
 // {"response": text}. A reply that answers nothing (neither text nor
 // data, or an explicit response to a call the task does not wait for) is
 // refused with invalid params and leaves the task paused.
@@ -110,17 +146,23 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.MaxTasks <= 0 {
 		cfg.MaxTasks = DefaultMaxTasks
 	}
+	if cfg.MaxTaskBytes <= 0 {
+		cfg.MaxTaskBytes = DefaultMaxTaskBytes
+	}
 	if cfg.MaxConcurrentTasks <= 0 {
 		cfg.MaxConcurrentTasks = DefaultMaxConcurrentTasks
 	}
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
 	}
+	if cfg.StreamWriteTimeout == 0 {
+		cfg.StreamWriteTimeout = server.DefaultStreamWriteTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	exec := newExecutor(cfg.Runner)
-	store := newTaskStore(cfg.MaxTasks)
+	store := newTaskStore(cfg.MaxTasks, cfg.MaxTaskBytes)
 	rh := a2asrv.NewHandler(exec,
 		a2asrv.WithTaskStore(store),
 		a2asrv.WithConcurrencyConfig(limiter.ConcurrencyConfig{MaxExecutions: cfg.MaxConcurrentTasks}),
@@ -131,13 +173,13 @@ func New(cfg Config) (*Handler, error) {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasSuffix(r.URL.Path, CardPath) {
+	if card, ok := cardPath(r); ok {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		a2asrv.NewStaticAgentCardHandler(h.Card(h.publicURL(r))).ServeHTTP(w, r)
+		a2asrv.NewStaticAgentCardHandler(h.Card(h.publicURL(r, card))).ServeHTTP(w, r)
 		return
 	}
 	if r.Method != http.MethodPost {
@@ -146,7 +188,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxRequestBytes)
-	h.rpc.ServeHTTP(w, r)
+	sw := &streamBound{ResponseWriter: w, ctx: r.Context(), timeout: h.cfg.StreamWriteTimeout}
+	defer sw.close()
+	h.rpc.ServeHTTP(sw, r)
 }
 
 // Close cancels the invocations of the running tasks; they end as
@@ -156,8 +200,9 @@ func (h *Handler) Close() error {
 	return nil
 }
 
-// publicURL is the JSON-RPC URL to publish for a card request r.
-func (h *Handler) publicURL(r *http.Request) string {
+// publicURL is the JSON-RPC URL to publish for a request r of the card at
+// cardPath.
+func (h *Handler) publicURL(r *http.Request, cardPath string) string {
 	if h.cfg.URL != "" {
 		return h.cfg.URL
 	}
@@ -169,7 +214,7 @@ func (h *Handler) publicURL(r *http.Request) string {
 	if r.RequestURI != "" && strings.HasPrefix(r.RequestURI, "/") {
 		path, _, _ = strings.Cut(r.RequestURI, "?") // the path before any StripPrefix
 	}
-	path = strings.TrimSuffix(path, CardPath)
+	path = strings.TrimSuffix(path, cardPath)
 	if path == "" {
 		path = "/"
 	}
@@ -245,4 +290,50 @@ func skills(root agent.Agent) []skillSource {
 	}
 	walk(root, 0)
 	return out
+}
+
+// streamBound passes a response through, and once it turns out to be an
+// event stream (the JSON-RPC answer to message/stream or
+// tasks/resubscribe), bounds each of its writes with a
+// server.StreamWriter.
+type streamBound struct {
+	http.ResponseWriter
+	ctx     context.Context
+	timeout time.Duration
+	sw      *server.StreamWriter // once the stream started
+}
+
+// WriteHeader implements http.ResponseWriter.
+func (b *streamBound) WriteHeader(code int) {
+	if b.sw == nil && strings.HasPrefix(b.Header().Get("Content-Type"), "text/event-stream") {
+		b.sw = server.NewStreamWriter(b.ctx, b.ResponseWriter, b.timeout)
+	}
+	b.ResponseWriter.WriteHeader(code)
+}
+
+// Write implements http.ResponseWriter.
+func (b *streamBound) Write(p []byte) (int, error) {
+	if b.sw != nil {
+		return b.sw.Write(p)
+	}
+	return b.ResponseWriter.Write(p)
+}
+
+// Flush implements http.Flusher (the SDK's event streams need it).
+func (b *streamBound) Flush() {
+	if b.sw != nil {
+		b.sw.Flush()
+		return
+	}
+	_ = http.NewResponseController(b.ResponseWriter).Flush()
+}
+
+// Unwrap returns the ResponseWriter written to, for
+// http.ResponseController.
+func (b *streamBound) Unwrap() http.ResponseWriter { return b.ResponseWriter }
+
+func (b *streamBound) close() {
+	if b.sw != nil {
+		b.sw.Close()
+	}
 }

@@ -93,7 +93,7 @@ func newRunner(t testing.TB) *runner.Runner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := runner.New(runner.Config{AppName: "assistant", Agent: root, Sessions: session.NewService(memsession.New(), nil), AutoCreateSession: true})
+	r, err := runner.New(runner.Config{AppName: "assistant", Agent: root, Sessions: session.NewService(memsession.New(), nil), AutoCreateSession: true, Resumable: true})
 	if err != nil {
 		t.Fatal(err)
 	}

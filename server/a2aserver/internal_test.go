@@ -2,10 +2,15 @@ package a2aserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"google.golang.org/genai"
@@ -26,6 +31,7 @@ func TestApproves(t *testing.T) {
 func TestAnswers(t *testing.T) {
 	confirm := &genai.FunctionCall{ID: "c1", Name: event.FunctionRequestConfirmation}
 	tool := &genai.FunctionCall{ID: "t1", Name: "open_ticket"}
+	input := &genai.FunctionCall{ID: "i1", Name: "adk_request_input"}
 	for _, tc := range []struct {
 		name  string
 		calls []*genai.FunctionCall
@@ -35,6 +41,7 @@ func TestAnswers(t *testing.T) {
 		{"text approves", []*genai.FunctionCall{confirm}, []a2a.Part{a2a.TextPart{Text: "yes"}}, []map[string]any{{"confirmed": true}}},
 		{"text rejects", []*genai.FunctionCall{confirm}, []a2a.Part{a2a.TextPart{Text: "no way"}}, []map[string]any{{"confirmed": false}}},
 		{"text answers a tool", []*genai.FunctionCall{tool}, []a2a.Part{a2a.TextPart{Text: "done"}}, []map[string]any{{"response": "done"}}},
+		{"text answers an input request", []*genai.FunctionCall{input}, []a2a.Part{a2a.TextPart{Text: "yes"}}, []map[string]any{{"result": "yes"}}},
 		{"data answers both", []*genai.FunctionCall{confirm, tool}, []a2a.Part{a2a.DataPart{Data: map[string]any{"confirmed": true}}}, []map[string]any{{"confirmed": true}, {"confirmed": true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,7 +79,7 @@ func TestAnswers(t *testing.T) {
 }
 
 func TestTaskStoreBound(t *testing.T) {
-	s := newTaskStore(2)
+	s := newTaskStore(2, DefaultMaxTaskBytes)
 	ctx := context.Background()
 	for i := range 3 {
 		task := &a2a.Task{ID: a2a.TaskID(fmt.Sprint(i)), ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}}
@@ -114,7 +121,7 @@ func TestSkills(t *testing.T) {
 // The bound drops finished tasks first: a paused task outlives the later
 // tasks that finished, so its pause can still be answered.
 func TestTaskStoreKeepsUnfinishedTasks(t *testing.T) {
-	s := newTaskStore(2)
+	s := newTaskStore(2, DefaultMaxTaskBytes)
 	ctx := context.Background()
 	save := func(id string, state a2a.TaskState) {
 		t.Helper()
@@ -153,5 +160,84 @@ func TestTaskStoreKeepsUnfinishedTasks(t *testing.T) {
 	}
 	if _, err := s.Get(ctx, "p0"); !errors.Is(err, a2a.ErrTaskNotFound) {
 		t.Errorf("the oldest unfinished task beyond the bound: err = %v, want it dropped", err)
+	}
+}
+
+// The byte bound drops the oldest finished tasks, then the oldest
+// unfinished ones, but keeps the task just saved even alone beyond it.
+func TestTaskStoreByteBound(t *testing.T) {
+	ctx := context.Background()
+	text := strings.Repeat("x", 1000)
+	task := func(id string, state a2a.TaskState, kib int) *a2a.Task {
+		return &a2a.Task{ID: a2a.TaskID(id), ContextID: "c", Status: a2a.TaskStatus{State: state},
+			History: []*a2a.Message{a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: strings.Repeat(text, kib)})}}
+	}
+	s := newTaskStore(100, 3700)
+	for _, tk := range []*a2a.Task{task("paused", a2a.TaskStateInputRequired, 1), task("a", a2a.TaskStateCompleted, 1),
+		task("b", a2a.TaskStateCompleted, 1), task("c", a2a.TaskStateCompleted, 1)} {
+		if err := s.Save(ctx, tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept := func() (ids []string) {
+		for id := range s.tasks {
+			ids = append(ids, string(id))
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	if got := kept(); !slices.Equal(got, []string{"b", "c", "paused"}) {
+		t.Errorf("kept %v, want the paused task and the two newest finished ones", got)
+	}
+	var sum int64
+	for _, el := range s.tasks {
+		sum += taskSize(el.Value.(*storedTask).task)
+	}
+	if s.bytes > 3700 || s.bytes != sum {
+		t.Errorf("%d bytes counted for tasks of %d bytes, want at most 3700", s.bytes, sum)
+	}
+	if err := s.Save(ctx, task("big", a2a.TaskStateWorking, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if got := kept(); !slices.Equal(got, []string{"big"}) {
+		t.Errorf("kept %v after a task over the bound alone, want only it", got)
+	}
+	if got, err := s.Get(ctx, "big"); err != nil || len(a2aparts.Text(got.History[0].Parts)) != 5000 {
+		t.Errorf("the big task: %v", err)
+	}
+}
+
+// cloneTask copies every field of the SDK's task types: it fails when
+// one gains a field, which cloneTask (taskstore.go) must then learn.
+func TestCloneTaskKnowsEveryField(t *testing.T) {
+	for typ, want := range map[reflect.Type]int{
+		reflect.TypeFor[a2a.Task](): 6, reflect.TypeFor[a2a.TaskStatus](): 3, reflect.TypeFor[a2a.Message](): 8,
+		reflect.TypeFor[a2a.Artifact](): 6, reflect.TypeFor[a2a.TextPart](): 2, reflect.TypeFor[a2a.DataPart](): 2,
+		reflect.TypeFor[a2a.FilePart](): 2, reflect.TypeFor[a2a.FileBytes](): 2, reflect.TypeFor[a2a.FileURI](): 2,
+	} {
+		if got := typ.NumField(); got != want {
+			t.Errorf("%v has %d fields, cloneTask knows %d", typ, got, want)
+		}
+	}
+	ts := time.Unix(1, 0)
+	orig := &a2a.Task{ID: "t", ContextID: "c", Metadata: map[string]any{"m": map[string]any{"k": "v"}},
+		Status:    a2a.TaskStatus{State: a2a.TaskStateWorking, Timestamp: &ts, Message: a2a.NewMessage(a2a.MessageRoleAgent, a2a.TextPart{Text: "s"})},
+		History:   []*a2a.Message{{ID: "m1", Parts: []a2a.Part{a2a.DataPart{Data: map[string]any{"d": []any{"x"}}}, &a2a.TextPart{Text: "p"}}, Extensions: []string{"e"}}},
+		Artifacts: []*a2a.Artifact{{ID: "a", Parts: []a2a.Part{a2a.FilePart{File: a2a.FileBytes{Bytes: "YQ=="}}}}},
+	}
+	want, _ := json.Marshal(orig)
+	c := cloneTask(orig)
+	if got, _ := json.Marshal(c); string(got) != string(want) {
+		t.Fatalf("clone %s, want %s", got, want)
+	}
+	c.Metadata["m"].(map[string]any)["k"] = "changed"
+	c.Status.Message.Parts[0] = a2a.TextPart{Text: "changed"}
+	*c.Status.Timestamp = time.Unix(2, 0)
+	c.History[0].Parts[0].(a2a.DataPart).Data["d"].([]any)[0] = "changed"
+	c.History[0].Extensions[0] = "changed"
+	c.History = append(c.History, &a2a.Message{ID: "m2"})
+	c.Artifacts[0].Parts = append(c.Artifacts[0].Parts, a2a.TextPart{Text: "more"})
+	if got, _ := json.Marshal(orig); string(got) != string(want) {
+		t.Errorf("changing the clone changed the task: %s, want %s", got, want)
 	}
 }

@@ -299,7 +299,7 @@ func (s *Store) DeleteSession(ctx context.Context, key session.Key) error {
 
 // AppendEvent implements session.Store.
 func (s *Store) AppendEvent(ctx context.Context, key session.Key, created time.Time, seq int64, ev *event.Event, d session.Delta) error {
-	stored, err := ev.MarshalJSON() // outside the lock: it is the costly part
+	stored, err := ev.MarshalStored() // outside the lock: it is the costly part
 	if err != nil {
 		return fmt.Errorf("%w: encode event: %w", session.ErrInvalid, err)
 	}

@@ -1,6 +1,7 @@
 package sessiontest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -181,6 +182,49 @@ func testE1IDs(t *testing.T, h *harness) {
 	if len(got) == 2 {
 		if !got[0].Timestamp.Equal(given.Timestamp) || !got[1].Timestamp.Equal(bare.Timestamp) {
 			t.Errorf("stored timestamps %v, %v; want %v, %v", got[0].Timestamp, got[1].Timestamp, given.Timestamp, bare.Timestamp)
+		}
+	}
+}
+
+// testE5MarksStored: the runtime's marks on an event (a model call, the
+// long-running calls started, an import) are stored and read back, by the
+// appending session, a loaded copy and a trimmed one; the session's JSON,
+// ADK's wire form, has only the imported mark.
+func testE5MarksStored(t *testing.T, h *harness) {
+	s := h.create(t, "u1", "s1", nil)
+	call := textEvent("call", "x", nil)
+	call.LLMCall = true
+	started := textEvent("started", "y", nil)
+	started.CustomMetadata = map[string]any{event.MetadataStartedCalls: []string{"c1"}, "own": "kept"}
+	started.MarkImported()
+	h.appendEv(t, s, call)
+	h.appendEv(t, s, started)
+	h.appendEv(t, s, textEvent("last", "z", nil))
+	loaded := h.get(t, s.Key())
+	trimmed := h.get(t, s.Key())
+	trimmed.Trim(0)
+	appended := s
+	appended.Trim(0)
+	for name, got := range map[string]*session.Session{"loaded": loaded, "trimmed": trimmed, "appended then trimmed": appended} {
+		evs := got.Events()
+		if len(evs) != 3 {
+			t.Fatalf("%s: %d events, want 3", name, len(evs))
+		}
+		if !evs[0].LLMCall || evs[1].LLMCall || evs[2].LLMCall {
+			t.Errorf("%s: LLMCall %v %v %v, want true false false", name, evs[0].LLMCall, evs[1].LLMCall, evs[2].LLMCall)
+		}
+		if ids := evs[1].StartedCalls(); len(ids) != 1 || ids[0] != "c1" || !evs[1].Imported() || evs[1].CustomMetadata["own"] != "kept" {
+			t.Errorf("%s: metadata %v", name, evs[1].CustomMetadata)
+		}
+		data, err := json.Marshal(got)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if bytes.Contains(data, []byte(event.MetadataLLMCall)) || bytes.Contains(data, []byte(event.MetadataStartedCalls)) {
+			t.Errorf("%s: the session's JSON has a runtime mark: %s", name, data)
+		}
+		if !bytes.Contains(data, []byte(`"customMetadata":{"loomImported":true,"own":"kept"}`)) {
+			t.Errorf("%s: the session's JSON lost the imported mark or the event's metadata: %s", name, data)
 		}
 	}
 }

@@ -6,6 +6,10 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"google.golang.org/genai"
+
+	"github.com/loomkit/loom/event"
 )
 
 // profile is a struct a caller might keep in state.
@@ -196,4 +200,75 @@ func testStateJSONForm(t *testing.T, h *harness) {
 			}
 		}
 	}
+}
+
+// testEventJSONForm: the free-form values of an event (function call
+// arguments and responses, part and custom metadata, an agent's state,
+// auth configs, confirmation payloads, a node's output) are committed in
+// their JSON form, as state values are: the committed event, the live
+// session's and a fresh read's all hold JSON's own Go values, whatever Go
+// types the author used, and share no memory with them. The author's own
+// content, function calls and maps are left as they were.
+func testEventJSONForm(t *testing.T, h *harness) {
+	values, want := typedValues()
+	s := h.create(t, "u1", "s1", nil)
+	args := map[string]any{}
+	for k, v := range values {
+		args[k] = v
+	}
+	call := &genai.FunctionCall{ID: "c1", Name: "f", Args: args}
+	resp := &genai.FunctionResponse{ID: "c0", Name: "g", Response: map[string]any{"result": profile{Name: "Res", Age: 3}}}
+	content := &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{
+		{Text: "x", PartMetadata: map[string]any{"p": profile{Name: "Meta"}}},
+		{FunctionCall: call},
+		{FunctionResponse: resp},
+	}}
+	ev := &event.Event{ID: "ev-1", InvocationID: "e-inv", Author: "agent"}
+	ev.Content = content
+	ev.CustomMetadata = map[string]any{"struct": profile{Name: "Custom"}}
+	ev.Actions.AgentState = map[string]any{"n": 7}
+	ev.Actions.RequestedAuthConfigs = map[string]any{"c1": &profile{Name: "Auth"}}
+	ev.Actions.RequestedToolConfirmations = map[string]event.ToolConfirmation{"c1": {Hint: "ok?", Payload: profile{Name: "Pay"}}}
+	ev.Output = profile{Name: "Out", Age: 1}
+	h.appendEv(t, s, ev)
+
+	check := func(what string, ev *event.Event) {
+		t.Helper()
+		parts := ev.Content.Parts
+		if len(parts) != 3 || parts[1].FunctionCall == nil || parts[2].FunctionResponse == nil {
+			t.Fatalf("%s: content %s", what, canon(ev.Content))
+		}
+		wantJSONForm(t, what+": call args", parts[1].FunctionCall.Args, want, "")
+		for name, v := range map[string]struct {
+			got  any
+			want string
+		}{
+			"function response": {parts[2].FunctionResponse.Response, `{"result":{"age":3,"name":"Res"}}`},
+			"part metadata":     {parts[0].PartMetadata, `{"p":{"age":0,"name":"Meta"}}`},
+			"custom metadata":   {ev.CustomMetadata, `{"struct":{"age":0,"name":"Custom"}}`},
+			"agent state":       {ev.Actions.AgentState, `{"n":7}`},
+			"auth configs":      {ev.Actions.RequestedAuthConfigs, `{"c1":{"age":0,"name":"Auth"}}`},
+			"payload":           {ev.Actions.RequestedToolConfirmations["c1"].Payload, `{"age":0,"name":"Pay"}`},
+			"output":            {ev.Output, `{"age":1,"name":"Out"}`},
+		} {
+			if s := jsonShape(v.got); s != "" {
+				t.Errorf("%s: %s holds %s, not a JSON value", what, name, s)
+			}
+			if got := canon(v.got); got != v.want {
+				t.Errorf("%s: %s = %s, want %s", what, name, got, v.want)
+			}
+		}
+	}
+	check("committed event", ev)
+	// The author's values are its own, untouched by the commit.
+	if _, ok := call.Args["struct"].(profile); !ok || content.Parts[1].FunctionCall != call {
+		t.Errorf("the author's call args were changed: %T", call.Args["struct"])
+	}
+	if _, ok := resp.Response["result"].(profile); !ok {
+		t.Errorf("the author's function response was changed: %T", resp.Response["result"])
+	}
+	mutate(values)
+	call.Args["struct"] = "MUTATED"
+	check("live session", s.Events()[0])
+	check("fresh read", h.get(t, s.Key()).Events()[0])
 }

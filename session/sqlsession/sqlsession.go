@@ -381,7 +381,7 @@ func (s *Store) CreateSession(ctx context.Context, rec *session.Record, d sessio
 // well, but per-key rows make an append cost the same whatever the size of
 // the state.
 func (s *Store) AppendEvent(ctx context.Context, key session.Key, created time.Time, seq int64, ev *event.Event, d session.Delta) error {
-	data, err := ev.MarshalJSON()
+	data, err := ev.MarshalStored()
 	if err != nil {
 		return fmt.Errorf("%w: encode event: %w", session.ErrInvalid, err)
 	}

@@ -12,10 +12,10 @@ import (
 	"github.com/loomkit/loom/tool/exampletool"
 )
 
-// TestT10ExampleText pins ADK's few-shot text for a Gemini 2 model, whose
+// TestT11ExampleText pins ADK's few-shot text for a Gemini 2 model, whose
 // calls are fenced plainly, and checks that a user message that does not
-// start with text gets no examples, as in ADK (CONFORMANCE T10).
-func TestT10ExampleText(t *testing.T) {
+// start with text gets no examples, as in ADK (CONFORMANCE T11).
+func TestT11ExampleText(t *testing.T) {
 	ex := []exampletool.Example{{
 		Input: genai.NewContentFromText("Add 1 and 2", genai.RoleUser),
 		Output: []*genai.Content{

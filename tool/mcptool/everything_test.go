@@ -119,16 +119,17 @@ func TestStdioListFiltered(t *testing.T) {
 	if d.Name != "echo" || d.Description != "Echoes back the input string" || echo.Description() != d.Description {
 		t.Errorf("declaration = %q %q", d.Name, d.Description)
 	}
-	schema, ok := d.ParametersJsonSchema.(map[string]any)
-	if !ok {
-		t.Fatalf("schema = %T", d.ParametersJsonSchema)
+	// Declared as ADK declares it: a genai schema, not the JSON Schema.
+	if d.ParametersJsonSchema != nil {
+		t.Errorf("parameters_json_schema = %v, want none", d.ParametersJsonSchema)
 	}
-	props, _ := schema["properties"].(map[string]any)
-	if _, ok := props["message"]; !ok || schema["type"] != "object" {
-		t.Errorf("schema = %v", schema)
+	schema := d.Parameters
+	if schema == nil || schema.Type != genai.TypeObject || schema.Properties["message"] == nil ||
+		schema.Properties["message"].Type != genai.TypeString || schema.Properties["message"].Description == "" {
+		t.Fatalf("parameters = %+v", schema)
 	}
-	if req, _ := schema["required"].([]any); !slices.Contains(req, any("message")) {
-		t.Errorf("schema required = %v", schema["required"])
+	if !slices.Contains(schema.Required, "message") {
+		t.Errorf("parameters required = %v", schema.Required)
 	}
 }
 

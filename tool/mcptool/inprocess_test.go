@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
+	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/tool/mcptool"
 )
@@ -137,7 +138,7 @@ func TestSessionReused(t *testing.T) {
 		t.Errorf("tools/list requests = %d, want 1 (cached)", n)
 	}
 	d := greet.Declaration()
-	if schema, _ := d.ParametersJsonSchema.(map[string]any); schema["type"] != "object" || d.Description != "Greets someone." {
+	if d.Parameters == nil || d.Parameters.Type != genai.TypeObject || d.ParametersJsonSchema != nil || d.Description != "Greets someone." {
 		t.Errorf("declaration = %+v", d)
 	}
 }

@@ -16,7 +16,11 @@
 // Give the toolset to an LLM agent with llmagent.Config.Toolsets. The agent
 // lists the tools at every step; each MCP tool becomes a [tool.Tool] whose
 // function declaration carries the MCP tool's name (after
-// [Config.NamePrefix]), description and input JSON schema.
+// [Config.NamePrefix]), description (empty when the server gives none) and
+// parameters: the input JSON schema converted to a genai schema as ADK
+// converts it (upper-case types, required names, descriptions, defaults;
+// keywords a genai schema cannot hold, such as additionalProperties, are
+// dropped). The other model adapters turn that schema back into JSON Schema.
 //
 // # Sessions and reconnection
 //
@@ -334,8 +338,10 @@ func (ts *Toolset) newTransport(ctx context.Context) (mcp.Transport, error) {
 		cmd.Env = append(os.Environ(), ts.cfg.Env...)
 	}
 	cmd.Dir = ts.cfg.Dir
-	cmd.Stderr = ts.cfg.Stderr
-	return recordingTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: ts.cfg.ShutdownTimeout}}, nil
+	t := &stdioTransport{stderr: &tailWriter{w: ts.cfg.Stderr}}
+	cmd.Stderr = t.stderr
+	t.Transport = recordingTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: ts.cfg.ShutdownTimeout}}
+	return t, nil
 }
 
 // headerTransport adds fixed headers to every request.

@@ -40,18 +40,10 @@ type mcpTool struct {
 var _ tool.Tool = (*mcpTool)(nil)
 
 func newTool(ts *Toolset, t *mcp.Tool) *mcpTool {
-	desc := t.Description
-	if desc == "" {
-		desc = t.Title
-	}
-	schema := t.InputSchema
-	if schema == nil {
-		schema = map[string]any{"type": "object"}
-	}
 	return &mcpTool{ts: ts, name: t.Name, decl: &genai.FunctionDeclaration{
-		Name:                 ts.cfg.NamePrefix + t.Name,
-		Description:          desc,
-		ParametersJsonSchema: schema,
+		Name:        ts.cfg.NamePrefix + t.Name,
+		Description: t.Description,
+		Parameters:  geminiSchema(t.InputSchema),
 	}}
 }
 

@@ -189,6 +189,9 @@ func (ts *Toolset) connect(ctx context.Context) (*conn, error) {
 	}
 	cs, err := ts.client.Connect(ctx, t, nil)
 	if err != nil {
+		if st, ok := t.(*stdioTransport); ok {
+			err = st.explain(err)
+		}
 		return nil, err
 	}
 	c := &conn{cs: cs, dead: make(chan struct{})}

@@ -134,7 +134,9 @@ func (t *opTool) checkArgs(args map[string]any) error {
 
 // request builds the HTTP request of a call.
 func (t *opTool) request(ctx context.Context, args map[string]any, auth authorization) (*http.Request, error) {
-	path := t.info.Path
+	// A template may carry a query of its own ("/get?petId={petId}"): its
+	// placeholders take path parameters too, query-escaped.
+	path, fixedQuery, _ := strings.Cut(t.info.Path, "?")
 	query := url.Values{}
 	header := http.Header{}
 	var cookies []string
@@ -153,6 +155,12 @@ func (t *opTool) request(ctx context.Context, args map[string]any, auth authoriz
 			var s string
 			if err = checkPathValue(v, p); err == nil {
 				s, err = paramText(v, p, ",", url.PathEscape)
+			}
+			if err == nil && strings.Contains(fixedQuery, "{"+p.name+"}") {
+				var q string
+				if q, err = paramText(v, p, ",", url.QueryEscape); err == nil {
+					fixedQuery = strings.ReplaceAll(fixedQuery, "{"+p.name+"}", q)
+				}
 			}
 			if err == nil {
 				path = strings.ReplaceAll(path, "{"+p.name+"}", s)
@@ -183,6 +191,15 @@ func (t *opTool) request(ctx context.Context, args map[string]any, auth authoriz
 	body, err := t.encodeBody(bodyProps, whole, hasWhole)
 	if err != nil {
 		return nil, err
+	}
+	if fixedQuery != "" {
+		fixed, err := url.ParseQuery(fixedQuery)
+		if err != nil {
+			return nil, fmt.Errorf("the query of the path template: %w", err)
+		}
+		for k, vs := range fixed {
+			query[k] = append(query[k], vs...)
+		}
 	}
 	u, err := url.Parse(t.baseURL + path)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 
@@ -64,4 +65,24 @@ paths:
 	// Output:
 	// get_weather: Current weather of a city. map[properties:map[city:map[type:string]] required:[city] type:object]
 	// map[celsius:21 city:Oslo]
+}
+
+// This example loads a document as ADK's parser would after sanitising it:
+// a connector's "Any" type and a missing title. Each guess is a warning.
+func ExampleToolset_Warnings() {
+	spec := `{"openapi": "3.0.1", "info": {"version": "1"}, "servers": [{"url": "http://connectors.example"}],
+	  "paths": {"/run": {"post": {"operationId": "runAction",
+	    "requestBody": {"content": {"application/json": {"schema": {"type": "object",
+	      "properties": {"payload": {"type": "Any"}}}}}},
+	    "responses": {"200": {"description": "ok"}}}}}}`
+	ts, err := openapitool.New(context.Background(), openapitool.Config{Spec: []byte(spec), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, w := range ts.Warnings() {
+		fmt.Println(w)
+	}
+	// Output:
+	// info.title is missing: the document is titled "untitled"
+	// #/paths/~1run/post/requestBody/content/application~1json/schema/properties/payload: schema type "Any" is not a JSON Schema type: the schema is left untyped
 }

@@ -41,6 +41,18 @@
 // Responses larger than [Config.MaxResponseBytes] are refused with an
 // error, and each call is bounded by [Config.Timeout].
 //
+// # Lenient documents
+//
+// Documents that ADK's own parser accepts after sanitising them load here
+// too, and each guess is reported by [Toolset.Warnings] (and logged to
+// [Config.Logger]): in schemas, a type in another case ("String") is
+// lower-cased, a type that is not one of JSON Schema's seven ("Any",
+// "Unknown") is dropped, leaving the schema untyped, and a list of types
+// keeps its valid entries; a missing info, info.title or info.version is
+// filled in, and a document without paths has no operations. A path template may carry a query string
+// ("/get?petId={petId}"): it is sent with the request, its placeholders
+// filled from path parameters.
+//
 // # Authentication
 //
 // The security requirements of each operation (or of the document) are
@@ -63,6 +75,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -147,6 +160,10 @@ type Config struct {
 	Filter func(Operation) bool
 	// NamePrefix is prepended to every tool name.
 	NamePrefix string
+
+	// Logger receives a warning for each guess New makes loading a
+	// lenient document (see Toolset.Warnings); nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Credential is the secret of one security scheme. Set the field its scheme
@@ -185,6 +202,8 @@ type Toolset struct {
 	http  *http.Client
 	tools []tool.Tool
 	creds *credentialCache
+	// warnings are the guesses made loading the document.
+	warnings []string
 }
 
 var _ tool.Toolset = (*Toolset)(nil)
@@ -223,6 +242,14 @@ func New(ctx context.Context, cfg Config) (*Toolset, error) {
 	data, base, err := ts.readSpec(ctx)
 	if err != nil {
 		return nil, err
+	}
+	data, ts.warnings = sanitize(data)
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	for _, w := range ts.warnings {
+		logger.Warn("openapitool: "+w, "toolset", cfg.Name)
 	}
 	doc, err := parseSpec(ctx, data)
 	if err != nil {
@@ -349,3 +376,8 @@ func readLimited(r io.Reader, limit int64) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// Warnings returns what New guessed while loading the document (see
+// "Lenient documents" in the package documentation), in document order;
+// empty for a clean document.
+func (ts *Toolset) Warnings() []string { return slices.Clone(ts.warnings) }

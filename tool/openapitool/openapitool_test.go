@@ -575,7 +575,7 @@ func TestBadSpecs(t *testing.T) {
 		{"not a document", openapitool.Config{Spec: []byte("{{{ not yaml")}, openapitool.ErrInvalidSpec, ""},
 		{"swagger 2", openapitool.Config{Spec: []byte(`{"swagger": "2.0", "info": {"title": "t", "version": "1"}, "paths": {}}`)},
 			openapitool.ErrInvalidSpec, "not 3.x"},
-		{"no info", openapitool.Config{Spec: []byte("openapi: 3.0.3\npaths: {}\n")}, openapitool.ErrInvalidSpec, "info"},
+		{"info not an object", openapitool.Config{Spec: []byte("openapi: 3.0.3\ninfo: nope\npaths: {}\n")}, openapitool.ErrInvalidSpec, "Info"},
 		{"dangling ref", openapitool.Config{Spec: []byte(head + "paths:\n  /a:\n    get:\n      responses:\n        '200':\n          description: ok\n          content:\n            application/json:\n              schema: {$ref: '#/components/schemas/Nope'}\n")},
 			openapitool.ErrInvalidSpec, "Nope"},
 		{"external ref", openapitool.Config{Spec: []byte(head + "paths:\n  /a:\n    get:\n      responses:\n        '200':\n          description: ok\n          content:\n            application/json:\n              schema: {$ref: 'other.yaml#/X'}\n")},

@@ -23,6 +23,7 @@ const ui = {
   live: new Map(), // author → {node, bubble} of the streaming answer
   running: null, // AbortController of the run in flight
   span: '', // id of the span whose details are shown
+  showEmpty: false, // list the sessions that have no event
 };
 
 // ---------- status ----------
@@ -60,8 +61,12 @@ async function loadApps() {
 
 function showAppDescription() {
   const app = ui.apps.find((a) => a.name === ui.app);
-  $('app-description').textContent = (app && app.description) || '';
-  $('app-description').title = (app && app.source) || '';
+  const desc = $('app-description');
+  desc.textContent = (app && app.description) || '';
+  // A long description is cut to one line: its title and a click show it whole.
+  desc.title = [desc.textContent, app && app.source ? `(${app.source})` : ''].filter(Boolean).join('\n');
+  desc.classList.remove('expanded');
+  desc.setAttribute('aria-expanded', 'false');
   const err = $('app-load-error');
   err.textContent = app && app.loadError ? `${app.loadError} (the previous version keeps serving)` : '';
   err.hidden = !err.textContent;
@@ -87,31 +92,109 @@ async function loadSessions() {
   const list = await ui.client.listSessions(ui.app, ui.user);
   ui.sessions = (Array.isArray(list) ? list : []).sort((a, b) => (b.lastUpdateTime || 0) - (a.lastUpdateTime || 0));
   renderSessions();
+  describeSessions().catch((err) => console.error(err));
+}
+
+// Sessions are listed without their events (as ADK lists them), so the
+// list learns what each session is about by reading it once: its first
+// message labels it, and a session with no event yet is empty. What it
+// learns is kept per session and update time (labels in localStorage).
+const sessionInfo = new Map(); // key → {at, label, empty}
+const LABELS = 'loom.sessionLabels';
+const MAX_DESCRIBED = 40; // sessions read per listing, most recent first
+
+function infoKey(sid) { return `${ui.app}\u0000${ui.user}\u0000${sid}`; }
+
+function storedLabels() {
+  try { return JSON.parse(localStorage.getItem(LABELS) || '{}') || {}; } catch { return {}; }
+}
+
+// learnSession records what a session holds: its label (its first text of
+// the user, clipped) or that it is empty.
+function learnSession(sess) {
+  const events = sess.events || [];
+  let label = '';
+  for (const ev of events) {
+    if (ev.author !== 'user') continue;
+    const text = parts(ev).filter((p) => typeof p.text === 'string').map((p) => p.text).join(' ').trim();
+    if (text) { label = text.replace(/\s+/g, ' ').slice(0, 80); break; }
+  }
+  const key = infoKey(sess.id);
+  sessionInfo.set(key, { at: sess.lastUpdateTime || 0, label, empty: events.length === 0 });
+  if (label) {
+    const all = storedLabels();
+    if (all[key] !== label) {
+      all[key] = label;
+      const keys = Object.keys(all);
+      for (const k of keys.slice(0, Math.max(0, keys.length - 500))) delete all[k]; // keep the newest 500
+      try { localStorage.setItem(LABELS, JSON.stringify(all)); } catch { /* full: labels are a convenience */ }
+    }
+  }
+}
+
+// describeSessions reads the listed sessions the list knows nothing of yet.
+async function describeSessions() {
+  const app = ui.app;
+  const user = ui.user;
+  const labels = storedLabels();
+  let changed = false;
+  let read = 0;
+  for (const s of ui.sessions) {
+    const key = infoKey(s.id);
+    const known = sessionInfo.get(key);
+    if (known && (known.label || known.at === (s.lastUpdateTime || 0))) continue;
+    if (labels[key]) {
+      sessionInfo.set(key, { at: s.lastUpdateTime || 0, label: labels[key], empty: false });
+      changed = true;
+      continue;
+    }
+    if (read++ >= MAX_DESCRIBED) break;
+    try {
+      learnSession(await ui.client.getSession(app, user, s.id));
+      changed = true;
+    } catch { /* deleted meanwhile */ }
+    if (app !== ui.app || user !== ui.user) return;
+  }
+  if (changed) renderSessions();
 }
 
 function renderSessions() {
   const list = $('session-list');
-  list.replaceChildren(...ui.sessions.map((s) => {
+  const empty = ui.sessions.filter((s) => s.id !== ui.sid && (sessionInfo.get(infoKey(s.id)) || {}).empty);
+  const shown = ui.showEmpty ? ui.sessions : ui.sessions.filter((s) => !empty.includes(s));
+  const items = shown.map((s) => {
+    const info = sessionInfo.get(infoKey(s.id)) || {};
+    const name = info.label || (info.empty ? 'Empty session' : `Session ${s.id.slice(0, 8)}`);
     const del = el('button', {
-      class: 'icon-btn', type: 'button', title: 'Delete session', 'aria-label': `Delete session ${s.id}`, text: '×',
+      class: 'icon-btn', type: 'button', title: 'Delete session', 'aria-label': `Delete session ${name}`, text: '×',
       onclick: (e) => { e.stopPropagation(); deleteSession(s.id); },
     });
     return el('li', {
-      class: s.id === ui.sid ? 'session active' : 'session', dataset: { id: s.id }, tabindex: 0,
+      class: `${s.id === ui.sid ? 'session active' : 'session'}${info.empty ? ' empty-session' : ''}`, dataset: { id: s.id }, tabindex: 0,
+      title: s.id,
       onclick: () => selectSession(s.id),
       onkeydown: (e) => { if (e.key === 'Enter') selectSession(s.id); },
     },
     el('div', { class: 'session-main' },
-      el('span', { class: 'mono session-id', text: s.id, title: s.id }),
-      el('span', { class: 'muted small', text: relativeTime(s.lastUpdateTime) })),
+      el('span', { class: `session-label${info.label ? '' : ' muted'}`, text: name }),
+      el('span', { class: 'muted small' }, relativeTime(s.lastUpdateTime), ' · ', el('span', { class: 'mono session-id', text: s.id.slice(0, 8) }))),
     del);
-  }));
+  });
+  if (empty.length) {
+    items.push(el('li', { class: 'session-toggle' }, el('button', {
+      class: 'btn small link', type: 'button', id: 'toggle-empty',
+      text: ui.showEmpty ? 'Hide empty sessions' : `Show ${empty.length} empty session${empty.length > 1 ? 's' : ''}`,
+      onclick: () => { ui.showEmpty = !ui.showEmpty; renderSessions(); },
+    })));
+  }
+  list.replaceChildren(...items);
   $('no-sessions').hidden = ui.sessions.length > 0;
 }
 
 async function selectSession(sid) {
   if (ui.running) return;
   const sess = await ui.client.getSession(ui.app, ui.user, sid);
+  learnSession(sess);
   ui.sid = sess.id;
   ui.transient = [];
   setEvents(sess.events || []);
@@ -123,6 +206,12 @@ async function selectSession(sid) {
 }
 
 async function newSession() {
+  if (ui.running) return;
+  if (ui.sid && ui.events.length === 0) {
+    // The session shown is still empty: use it rather than add another.
+    $('message').focus();
+    return;
+  }
   const sess = await ui.client.createSession(ui.app, ui.user);
   await loadSessions();
   await selectSession(sess.id);
@@ -130,7 +219,8 @@ async function newSession() {
 }
 
 async function deleteSession(sid) {
-  if (!window.confirm(`Delete session ${sid}?`)) return;
+  const info = sessionInfo.get(infoKey(sid)) || {};
+  if (!window.confirm(`Delete session ${info.label ? `"${info.label}" (${sid})` : sid}?`)) return;
   await ui.client.deleteSession(ui.app, ui.user, sid);
   if (sid === ui.sid) clearSession();
   await loadSessions();
@@ -202,6 +292,8 @@ function handlers() {
     responded: (id) => responded.has(id),
     confirm: (fc, ok) => send({ role: 'user', parts: [{ functionResponse: { id: fc.id, name: CONFIRMATION, response: { confirmed: ok } } }] }),
     retry: (content) => send(content, draftOf(content)),
+    retryTurn: (id, content) => send(content, null, id),
+    userSaid: (text) => ui.events.some((ev) => ev.author === 'user' && (ev.content || {}).role !== 'model' && parts(ev).some((p) => p.text === text)),
     inputCard,
     input: (fc, response) => send({ role: 'user', parts: [{ functionResponse: { id: fc.id, name: INPUT, response } }] }),
   };
@@ -212,12 +304,39 @@ function renderAll() {
   const h = handlers();
   const nodes = [];
   for (const ev of [...ui.events, ...ui.transient]) nodes.push(...chatItems(ev, h));
+  const last = ui.events[ui.events.length - 1];
+  if (!ui.running && ui.transient.length === 0 && last && last.author === 'user' && last.id && parts(last).some((p) => typeof p.text === 'string')) {
+    // A message whose turn stored nothing (it failed, or was stopped
+    // before any answer): say so, and offer to run it again.
+    nodes.push(el('div', { class: 'note unanswered' }, 'This message has no answer. ',
+      el('button', { class: 'btn small retry', type: 'button', text: 'Retry', onclick: () => h.retryTurn(last.id, last.content) })));
+  }
   if (nodes.length === 0) nodes.push(welcome());
   box.replaceChildren(...nodes);
-  $('timeline').replaceChildren(...[...ui.events, ...ui.transient].map((ev, i) => timelineItem(ev, i)));
-  $('event-count').textContent = String(ui.events.length);
+  $('timeline').replaceChildren(...[...ui.events, ...ui.transient.filter((ev) => ev.error)].map((ev, i) => timelineItem(ev, i)));
+  renumberTimeline();
   graph.update(ui.events);
   scrollDown(true);
+}
+
+// renumberTimeline numbers the events the timeline shows, 1 to n, and
+// shows n as the tab's count: hidden checkpoints take no number, and the
+// error notices of the last run (which are not events) none either.
+function renumberTimeline() {
+  const show = $('show-bookkeeping').checked;
+  let n = 0;
+  for (const li of $('timeline').children) {
+    const idx = li.querySelector('.idx');
+    if (!idx) continue;
+    if (li.classList.contains('kind-error') && !li.dataset.id) {
+      idx.textContent = '!';
+    } else if (!show && li.classList.contains('bookkeeping')) {
+      idx.textContent = '';
+    } else {
+      idx.textContent = String(++n);
+    }
+  }
+  $('event-count').textContent = String(n);
 }
 
 function welcome() {
@@ -238,12 +357,13 @@ function appendEvent(ev) {
   if (merged) {
     const old = timeline.querySelector(`li.ev[data-id="${CSS.escape(ev.id)}"]`);
     if (old) old.replaceWith(timelineItem(ui.events[index], index));
+    renumberTimeline();
     return;
   }
   document.querySelector('#messages .welcome')?.remove();
   $('messages').append(...chatItems(ev, handlers()));
   timeline.append(timelineItem(ev, timeline.children.length));
-  $('event-count').textContent = String(ui.events.length);
+  renumberTimeline();
   graph.update(ui.events);
   scrollDown();
 }
@@ -278,22 +398,60 @@ function draftOf(content) {
   return ps.length === 1 && typeof ps[0].text === 'string' ? ps[0].text : null;
 }
 
+function describe(err) {
+  return err instanceof ApiError ? `${err.status}: ${err.message}` : (err && err.message) || String(err);
+}
+
 // notSent reports a message the server never received: the text stays in
 // the input (or is put back), and the error offers to retry.
 function notSent(content, draft, err) {
   const box = $('message');
   if (draft !== null && box.value.trim() === '') box.value = draft;
-  const why = err instanceof ApiError ? `${err.status}: ${err.message}` : (err && err.message) || String(err);
-  const notice = { error: `Message not sent (${why}). It is still in the input box.`, retry: content, timestamp: Date.now() / 1000 };
+  const notice = { error: `Message not sent (${describe(err)}). It is still in the input box.`, retry: content, timestamp: Date.now() / 1000 };
   ui.transient = [notice];
   renderAll();
   setStatus(err instanceof ApiError ? 'Not sent: the server refused the message' : 'Not sent: the server cannot be reached', 'error');
 }
 
+// storedMessage asks the server whether the run that failed before its
+// stream started stored the user's message: it returns the id of a user
+// event that the session gained since known (the ids it held before the
+// send), or '' if there is none or the server cannot tell.
+async function storedMessage(known) {
+  try {
+    const sess = await ui.client.getSession(ui.app, ui.user, ui.sid);
+    const fresh = (sess.events || []).filter((ev) => ev.author === 'user' && ev.id && !known.has(ev.id));
+    return fresh.length ? fresh[fresh.length - 1].id : '';
+  } catch {
+    return '';
+  }
+}
+
+// latestUserMessage returns the id of the session's latest user event.
+function latestUserMessage() {
+  for (let i = ui.events.length - 1; i >= 0; i--) {
+    if (ui.events[i].author === 'user' && ui.events[i].id) return ui.events[i].id;
+  }
+  return '';
+}
+
+// showThinking shows (or removes) the indicator of a run that has not
+// produced anything yet.
+function showThinking(on) {
+  document.querySelector('#messages .thinking')?.remove();
+  if (!on) return;
+  document.querySelector('#messages .welcome')?.remove();
+  $('messages').append(el('div', { class: 'msg agent thinking', role: 'status', 'aria-label': 'The agent is thinking' },
+    el('div', { class: 'bubble' }, el('span', { class: 'dot' }), el('span', { class: 'dot' }), el('span', { class: 'dot' }))));
+  scrollDown();
+}
+
 // send runs content. draft is the typed text it came from: it stays in the
 // input until the server has taken the message, so nothing typed is lost
-// when the server cannot be reached.
-async function send(content, draft = null) {
+// when the server cannot be reached. retryOf, when set, is the id of the
+// stored user event whose turn runs again: the server does not store the
+// message a second time (Loom's loomRetryOf field).
+async function send(content, draft = null, retryOf = '') {
   if (ui.running || !ui.app) return;
   try {
     if (!ui.sid) {
@@ -309,9 +467,13 @@ async function send(content, draft = null) {
     notSent(content, draft, err);
     return;
   }
+  const known = new Set(ui.events.map((ev) => ev.id).filter(Boolean));
   ui.transient = [];
-  const local = { author: 'user', content, timestamp: Date.now() / 1000, local: true };
-  appendEvent(local);
+  if (retryOf) {
+    renderAll();
+  } else {
+    appendEvent({ author: 'user', content, timestamp: Date.now() / 1000, local: true });
+  }
   const taken = () => {
     if (draft !== null && $('message').value === draft) $('message').value = '';
     draft = null;
@@ -319,23 +481,24 @@ async function send(content, draft = null) {
   const controller = new AbortController();
   ui.running = controller;
   setRunning(true);
+  showThinking(true);
   const request = {
     appName: ui.app, userId: ui.user, sessionId: ui.sid, newMessage: content, streaming: $('streaming').checked,
   };
-  let failed = false;
+  if (retryOf) request.loomRetryOf = retryOf;
+  let failure = null; // why the turn failed, if it did
+  let stopped = false;
   let received = false;
-  let lost = null; // the error by which the message never reached the server
+  let lost = null; // the error answered before the stream started
   try {
     for await (const frame of ui.client.run(request, controller.signal)) {
       if (!received) {
         received = true;
         taken();
       }
+      showThinking(false);
       if (frame.error && !frame.author) {
-        failed = true;
-        ui.transient.push({ error: frame.error, timestamp: Date.now() / 1000 });
-        $('messages').append(...chatItems({ error: frame.error }, handlers()));
-        setStatus(frame.error, 'error');
+        failure = frame.error;
       } else if (frame.partial) {
         appendPartial(frame);
       } else {
@@ -343,31 +506,55 @@ async function send(content, draft = null) {
       }
     }
   } catch (err) {
-    failed = true;
-    if (err.name === 'AbortError') {
-      ui.transient.push({ error: 'Stopped.', timestamp: Date.now() / 1000 });
+    if (err.name === 'AbortError' || controller.signal.aborted) {
+      stopped = true;
     } else if (!received) {
       lost = err;
     } else {
-      ui.transient.push({ error: err.message || String(err), timestamp: Date.now() / 1000 });
-      report(err);
+      console.error(err);
+      failure = describe(err);
     }
   } finally {
+    showThinking(false);
     ui.running = null;
     setRunning(false);
   }
-  if (lost) {
-    // Nothing was stored: take the message back out of the chat.
-    const i = ui.events.indexOf(local);
-    if (i >= 0) ui.events.splice(i, 1);
-    console.error(lost);
-    notSent(content, draft, lost);
+  if (stopped) {
+    // What streamed stays, marked as stopped: it was never stored.
+    for (const [author, live] of ui.live) {
+      ui.transient.push({ author, content: { role: 'model', parts: [{ text: live.bubble.textContent }] }, stopped: true, timestamp: Date.now() / 1000 });
+    }
+    if (ui.live.size === 0) ui.transient.push({ note: 'Stopped.', stopped: true, timestamp: Date.now() / 1000 });
+    taken();
+    await refresh();
+    setStatus('Stopped', '');
     return;
   }
-  if (!failed) {
+  if (lost) {
+    // An error before the stream: the server may still have stored the
+    // message (a model that fails on its first call). Ask it.
+    const stored = retryOf || (lost instanceof ApiError ? await storedMessage(known) : '');
+    if (!stored) {
+      // Nothing was stored: take the message back out of the chat.
+      const i = ui.events.findIndex((ev) => ev.local);
+      if (i >= 0) ui.events.splice(i, 1);
+      console.error(lost);
+      notSent(content, draft, lost);
+      return;
+    }
     taken();
-    setStatus('Ready', 'ok');
+    failure = describe(lost);
   }
+  if (failure) {
+    await refresh();
+    const id = retryOf || latestUserMessage();
+    ui.transient.push({ error: failure, retryOf: id, retryContent: content, timestamp: Date.now() / 1000 });
+    renderAll();
+    setStatus(`The turn failed: ${failure}`, 'error');
+    return;
+  }
+  taken();
+  setStatus('Ready', 'ok');
   await refresh();
 }
 
@@ -377,6 +564,7 @@ async function refresh() {
   if (!ui.sid) return;
   try {
     const sess = await ui.client.getSession(ui.app, ui.user, ui.sid);
+    learnSession(sess);
     const transient = ui.transient;
     setEvents(sess.events || []);
     ui.transient = transient;
@@ -585,6 +773,10 @@ function wire() {
     clearSession();
     await loadSessions().catch(report);
   });
+  $('app-description').addEventListener('click', (e) => {
+    const on = e.currentTarget.classList.toggle('expanded');
+    e.currentTarget.setAttribute('aria-expanded', String(on));
+  });
   $('new-session').addEventListener('click', () => newSession().catch(report));
   $('composer').addEventListener('submit', (e) => {
     e.preventDefault();
@@ -600,7 +792,12 @@ function wire() {
       $('composer').requestSubmit();
     }
   });
-  $('stop').addEventListener('click', () => ui.running && ui.running.abort());
+  $('stop').addEventListener('click', () => {
+    if (!ui.running) return;
+    // Stop the invocation on the server too, not only this stream.
+    ui.client.cancelRuns(ui.app, ui.user, ui.sid).catch((err) => console.error(err));
+    ui.running.abort();
+  });
   for (const tab of document.querySelectorAll('.tab')) {
     tab.addEventListener('click', () => {
       for (const t of document.querySelectorAll('.tab')) {
@@ -614,7 +811,10 @@ function wire() {
     });
   }
   const bookkeeping = $('show-bookkeeping');
-  const showBookkeeping = () => $('timeline').classList.toggle('show-bookkeeping', bookkeeping.checked);
+  const showBookkeeping = () => {
+    $('timeline').classList.toggle('show-bookkeeping', bookkeeping.checked);
+    renumberTimeline();
+  };
   bookkeeping.addEventListener('change', showBookkeeping);
   showBookkeeping();
   // toggle does not bubble: listen in the capture phase.

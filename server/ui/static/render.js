@@ -199,10 +199,18 @@ export function chatItems(ev, handlers) {
   const author = ev.author || '';
   const a = ev.actions || {};
   if (ev.error) {
-    const retry = ev.retry && handlers.retry
-      ? el('button', { class: 'btn small retry', type: 'button', text: 'Retry', onclick: () => handlers.retry(ev.retry) })
-      : null;
-    out.push(el('div', { class: 'msg error' }, el('strong', { text: 'Error: ' }), ev.error, retry ? ' ' : null, retry));
+    let retry = null;
+    if (ev.retry && handlers.retry) {
+      retry = el('button', { class: 'btn small retry', type: 'button', text: 'Retry', onclick: () => handlers.retry(ev.retry) });
+    } else if (ev.retryOf && handlers.retryTurn) {
+      retry = el('button', { class: 'btn small retry', type: 'button', text: 'Retry', title: 'Run this turn again', onclick: () => handlers.retryTurn(ev.retryOf, ev.retryContent) });
+    }
+    const what = ev.retryOf ? 'The turn failed: ' : 'Error: ';
+    out.push(el('div', { class: `msg error${ev.retryOf ? ' turn-error' : ''}` }, el('strong', { text: what }), ev.error, retry ? ' ' : null, retry));
+    return out;
+  }
+  if (ev.stopped && ev.note) {
+    out.push(el('div', { class: 'note stopped', text: ev.note }));
     return out;
   }
   const longRunning = new Set(ev.longRunningToolIds || []);
@@ -220,12 +228,23 @@ export function chatItems(ev, handlers) {
     }
     return out;
   }
+  if (ev.content && ev.content.role === 'user' && textOf(ev)) {
+    // The input a workflow hands to a node (ADK records it under the
+    // workflow's name): not something the agent said. The user's own
+    // message is not echoed back; other input shows as a note.
+    const text = textOf(ev);
+    if (!(handlers.userSaid && handlers.userSaid(text))) {
+      const node = ((ev.nodeInfo && ev.nodeInfo.path) || '').split('/').pop().replace(/@\d+$/, '');
+      out.push(el('div', { class: 'note node-input' }, authorBadge(author), ` passed to ${node || 'a node'}: ${clip(text, 200)}`));
+    }
+    return out;
+  }
   const thought = thoughtOf(ev);
   if (thought) out.push(el('details', { class: 'thought' }, el('summary', { text: `${author} is thinking…` }), el('p', { text: thought })));
   const text = textOf(ev);
   if (text) {
-    out.push(el('div', { class: 'msg agent', dataset: { id: ev.id || '' } },
-      el('div', { class: 'who' }, authorBadge(author)),
+    out.push(el('div', { class: `msg agent${ev.stopped ? ' stopped' : ''}`, dataset: { id: ev.id || '' } },
+      el('div', { class: 'who' }, authorBadge(author), ev.stopped ? el('span', { class: 'pill stopped-pill', text: 'stopped' }) : null),
       el('div', { class: 'bubble', text })));
   }
   for (const fc of functionCalls(ev)) {
