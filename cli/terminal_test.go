@@ -5,6 +5,8 @@ package cli_test
 import (
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -234,5 +236,49 @@ func TestProgramNameInHelp(t *testing.T) {
 	out, err := exec.Command(helpdesk, "--help").Output()
 	if err != nil || !strings.Contains(string(out), "  helpdesk web [flags] [DIR]") || strings.Contains(string(out), "loom web") {
 		t.Errorf("%v: %s", err, out)
+	}
+}
+
+// TestTerminalModelErrors drives the binary against a loopback stand-in
+// for the Gemini API: Ctrl-C while the model has not answered exits 130,
+// and a refused key with piped input exits 1 after saying why.
+func TestTerminalModelErrors(t *testing.T) {
+	bin := loomBinary(t)
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("x-goog-api-key") == "refused" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error": {"code": 401, "message": "API key not valid.", "status": "UNAUTHENTICATED"}}`)
+			return
+		}
+		select {
+		case <-r.Context().Done():
+		case <-hang:
+		}
+	}))
+	defer srv.Close()
+	defer close(hang)
+
+	p := startPTY(t, []string{"GOOGLE_API_KEY=hangs", "GOOGLE_GEMINI_BASE_URL=" + srv.URL}, bin, runArgsMem...)
+	p.expect("> ", 1)
+	p.send("hi\r")
+	p.expect("thinking…", 1)
+	time.Sleep(200 * time.Millisecond) // the request is under way
+	p.send("\x03")
+	if code := p.wait(); code != 130 || !strings.Contains(p.out.String(), "loom: interrupted") {
+		t.Errorf("Ctrl-C mid-turn: exit %d, output %q", code, p.out.String())
+	}
+
+	cmd := exec.Command(bin, runArgsMem...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + cmd.Dir, "GOOGLE_API_KEY=refused", "GOOGLE_GEMINI_BASE_URL=" + srv.URL}
+	cmd.Stdin = strings.NewReader("hi\nhello\n")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "API key not valid") {
+		t.Errorf("refused key: %v, stderr %q", err, stderr.String())
 	}
 }
