@@ -127,63 +127,79 @@ func fakeGemini(t *testing.T) string {
 }
 
 // TestREADMEWeatherAgent runs "Write an agent and a tool" against a local
-// fake of the Gemini API.
+// fake of the Gemini API, and without an API key on its scripted model.
 func TestREADMEWeatherAgent(t *testing.T) {
-	t.Setenv("GOOGLE_API_KEY", "test-key")
-	t.Setenv("GOOGLE_GEMINI_BASE_URL", fakeGemini(t))
-	t.Setenv("GOOGLE_GENAI_USE_VERTEXAI", "")
-	ctx := context.Background()
+	for _, key := range []string{"test-key", ""} {
+		t.Run("key="+key, func(t *testing.T) {
+			t.Setenv("GOOGLE_API_KEY", key)
+			t.Setenv("GEMINI_API_KEY", "")
+			t.Setenv("GOOGLE_GEMINI_BASE_URL", fakeGemini(t))
+			t.Setenv("GOOGLE_GENAI_USE_VERTEXAI", "")
+			ctx := context.Background()
 
-	type weatherArgs struct {
-		City string `json:"city" jsonschema:"the city to report on"`
-	}
+			type weatherArgs struct {
+				City string `json:"city" jsonschema:"the city to report on"`
+			}
 
-	getWeather, err := functiontool.New(functiontool.Config{
-		Name:        "get_weather",
-		Description: "Reports the current weather in a city.",
-	}, func(ctx context.Context, tc tool.Context, args weatherArgs) (map[string]any, error) {
-		tc.State().Set("last_city", args.City) // committed with the tool's response event
-		return map[string]any{"city": args.City, "conditions": "sunny"}, nil
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
+			getWeather, err := functiontool.New(functiontool.Config{
+				Name:        "get_weather",
+				Description: "Reports the current weather in a city.",
+			}, func(ctx context.Context, tc tool.Context, args weatherArgs) (map[string]any, error) {
+				tc.State().Set("last_city", args.City) // committed with the tool's response event
+				return map[string]any{"city": args.City, "conditions": "sunny"}, nil
+			})
+			if err != nil {
+				log.Fatal(err)
+			}
 
-	llm, err := provider.Open(ctx, "gemini-2.5-flash", nil) // or scripted.New(...) offline
-	if err != nil {
-		log.Fatal(err) // without GOOGLE_API_KEY: provider.ErrNoAPIKey
-	}
-	assistant, err := llmagent.New(llmagent.Config{
-		Name:        "assistant",
-		Model:       llm,
-		Instruction: "You help with the weather. The user last asked about {last_city?}.",
-		Tools:       []tool.Tool{getWeather},
-		OutputKey:   "last_answer",
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
+			llm, err := provider.Open(ctx, "gemini-2.5-flash", nil) // the key from the environment
+			if errors.Is(err, provider.ErrNoAPIKey) {
+				// No key: a scripted model plays the model's part, one turn per call.
+				llm = scripted.NewSequence("offline",
+					scripted.Call("get_weather", map[string]any{"city": "Oslo"}),
+					scripted.Text("It is sunny in Oslo."))
+			} else if err != nil {
+				log.Fatal(err)
+			}
+			assistant, err := llmagent.New(llmagent.Config{
+				Name:        "assistant",
+				Model:       llm,
+				Instruction: "You help with the weather. The user last asked about {last_city?}.",
+				Tools:       []tool.Tool{getWeather},
+				OutputKey:   "last_answer",
+			})
+			if err != nil {
+				log.Fatal(err)
+			}
 
-	r, err := runner.New(runner.Config{
-		AppName: "weather", Agent: assistant,
-		Sessions: memsession.NewService(), AutoCreateSession: true,
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-	for ev, err := range r.Run(ctx, "alice", "s1", genai.NewContentFromText("Weather in Oslo?", genai.RoleUser), nil) {
-		if err != nil {
-			log.Fatal(err)
-		}
-		fmt.Printf("[%s] %s\n", ev.Author, ev.Text())
-	}
+			r, err := runner.New(runner.Config{
+				AppName: "weather", Agent: assistant,
+				Sessions: memsession.NewService(), AutoCreateSession: true,
+			})
+			if err != nil {
+				log.Fatal(err)
+			}
+			for ev, err := range r.Run(ctx, "alice", "s1", genai.NewContentFromText("Weather in Oslo?", genai.RoleUser), nil) {
+				if err != nil {
+					log.Fatal(err)
+				}
+				if text := ev.Text(); text != "" { // the tool call and its result carry no text
+					fmt.Printf("[%s] %s\n", ev.Author, text)
+				}
+			}
+			// [assistant] It is sunny in Oslo.
+			if os.Getenv("GOOGLE_API_KEY") == "" && llm.Name() != "offline" {
+				t.Errorf("without a key the model is %s", llm.Name())
+			}
 
-	sess, err := r.Sessions().Get(ctx, session.Key{AppName: "weather", UserID: "alice", SessionID: "s1"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sess.State()["last_city"] != "Oslo" || sess.State()["last_answer"] != "It is sunny in Oslo." {
-		t.Errorf("state %v", sess.State())
+			sess, err := r.Sessions().Get(ctx, session.Key{AppName: "weather", UserID: "alice", SessionID: "s1"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sess.State()["last_city"] != "Oslo" || sess.State()["last_answer"] != "It is sunny in Oslo." {
+				t.Errorf("state %v", sess.State())
+			}
+		})
 	}
 }
 
@@ -206,8 +222,11 @@ func Example_llmAgentFeatures() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	r := must(runner.New(runner.Config{AppName: "app", Agent: a, Sessions: memsession.NewService(),
-		Memory: memmemory.NewService(), Plugins: []*plugin.Plugin{plugin.AddSessionToMemory()}, AutoCreateSession: true}))
+	r, err := runner.New(runner.Config{AppName: "app", Agent: a, Sessions: memsession.NewService(),
+		Memory: memmemory.NewService(), Plugins: []*plugin.Plugin{plugin.AddSessionToMemory()}, AutoCreateSession: true})
+	if err != nil {
+		log.Fatal(err)
+	}
 	evs, err := r.RunSync(ctx, "ann", "s1", genai.NewContentFromText("what is 40+2?", genai.RoleUser), nil)
 	if err != nil {
 		log.Fatal(err)

@@ -17,7 +17,9 @@ import (
 // and runs, with the code it shows.
 //
 // To add a README snippet, paste it into such a function (an Example with
-// its output is best) in the package it is about.
+// its output is best) in the package it is about. A snippet that is an
+// import block shows the imports of the snippet right after it: each of
+// its lines must be imported by the file that exercises that snippet.
 func TestREADMESnippetsAreExercised(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
@@ -47,7 +49,20 @@ func TestREADMESnippetsAreExercised(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range snippets {
+	for i, s := range snippets {
+		if s.lines[0] == "import (" {
+			if i+1 == len(snippets) {
+				t.Errorf("README.md:%d: an import block with no snippet after it", s.line)
+				continue
+			}
+			where, ok := exercised(snippets[i+1], files)
+			if ok && importsAll(files, where, s.lines) {
+				t.Logf("README.md:%d: the imports of the next snippet, all imported in %s", s.line, where)
+			} else {
+				t.Errorf("README.md:%d: the import block is not that of the file exercising the snippet after it (README.md:%d)", s.line, snippets[i+1].line)
+			}
+			continue
+		}
 		if where, ok := exercised(s, files); ok {
 			t.Logf("README.md:%d is exercised in %s", s.line, where)
 			continue
@@ -184,6 +199,36 @@ func callsMain(f testFile) bool {
 		case in && strings.Contains(l, "main()"):
 			return true
 		}
+	}
+	return false
+}
+
+// importsAll reports whether the file named in where ("path (func)")
+// imports every line of an import block snippet.
+func importsAll(files []testFile, where string, lines []string) bool {
+	path, _, _ := strings.Cut(where, " (")
+	for _, f := range files {
+		if f.path != path {
+			continue
+		}
+		imported := map[string]bool{}
+		in := false
+		for _, l := range f.lines {
+			switch {
+			case l == "import (":
+				in = true
+			case in && l == ")":
+				in = false
+			case in:
+				imported[normalize(l)] = true
+			}
+		}
+		for _, l := range lines[1:] {
+			if l != ")" && !imported[l] {
+				return false
+			}
+		}
+		return true
 	}
 	return false
 }

@@ -9,11 +9,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
+	"golang.org/x/term"
 	"google.golang.org/genai"
 
+	"github.com/loomkit/loom/agent/agentconfig"
 	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/runner"
@@ -39,7 +42,7 @@ func (p Program) pickApp(positional []string) (App, error) {
 }
 
 func chat(ctx context.Context, env Env, args []string, p Program) error {
-	fs := newFlagSet("run", "run [flags] APP [flags]\n\nChats with APP in the terminal (APP is the name of an application of the program, or the path of a directory holding root_agent.yaml): each line read is a message; the answer streams as it is generated. EOF (Ctrl-D) ends; EOF while a tool call awaits approval leaves it pending and exits with status 1. With --session, the session's earlier conversation is shown first (on stderr) and an approval it left pending is asked again.", env.Stderr)
+	fs := newFlagSet("run", "run [flags] APP [flags]\n\nChats with APP in the terminal (APP is the name of an application of the program, or the path of a directory holding root_agent.yaml): each line read is a message; the answer streams as it is generated. In a terminal, lines can be edited and Up and Down recall earlier ones; colour is used unless NO_COLOR is set. EOF (Ctrl-D) ends with status 0; EOF while a tool call awaits approval leaves it pending and exits with status 1; Ctrl-C exits with status 130 (an approval it interrupts stays pending). With input that is not a terminal, a turn that fails ends the run with status 1. An application whose config files do not load stops the run at start-up. With --session, the session's earlier conversation is shown first (on stderr) and an approval it left pending is asked again.", env)
 	var o options
 	o.register(fs)
 	sid := fs.String("session", "", "continue the session with this `id` (created if missing; default: a new session)")
@@ -51,7 +54,7 @@ func chat(ctx context.Context, env Env, args []string, p Program) error {
 	}
 	app, err := p.pickApp(positional)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "loom run: %v\n", err)
+		fmt.Fprintf(env.Stderr, "%s run: %v\n", env.Name, err)
 		fs.Usage()
 		return errUsage
 	}
@@ -61,6 +64,14 @@ func chat(ctx context.Context, env Env, args []string, p Program) error {
 	}
 	defer svc.close()
 	defer closeFileApps([]App{app})
+	if f := app.file; f != nil {
+		// A chat with an application that does not load has nothing to
+		// talk to: stop here, not at every message (the error was
+		// logged while loading).
+		if err := f.loadError(); err != nil {
+			return fmt.Errorf("app %s does not load; fix %s and run again", app.Name, filepath.Join(f.dir, agentconfig.RootFile))
+		}
+	}
 	r := runners[0]
 
 	key := session.Key{AppName: app.Name, UserID: *user, SessionID: *sid}
@@ -72,6 +83,9 @@ func chat(ctx context.Context, env Env, args []string, p Program) error {
 		}
 	}
 	c := &chatter{env: env, r: r, key: key, app: app.Name, streaming: !*noStream, tty: isTerminal(env.Stdin)}
+	c.out = &statusWriter{w: env.Stdout, c: c}
+	c.color = isTerminal(env.Stdout) && useColor(env.Getenv)
+	c.thinking = c.tty && isTerminal(env.Stderr)
 	if sess != nil {
 		fmt.Fprintf(env.Stderr, "loom: continuing session %s\n", sess.ID())
 		c.history(sess.Events())
@@ -82,7 +96,11 @@ func chat(ctx context.Context, env Env, args []string, p Program) error {
 		fmt.Fprintf(env.Stderr, "loom: new session %s (continue it with --session %s)\n", sess.ID(), sess.ID())
 	}
 	c.key.SessionID = sess.ID()
-	c.lines = readLines(ctx, env.Stdin)
+	if f, ok := env.Stdin.(*os.File); ok && c.tty {
+		c.in = newTermReader(f, env.Stderr)
+	} else {
+		c.in = &pipeReader{lines: readLines(ctx, env.Stdin), env: env, tty: c.tty}
+	}
 	return c.loop(ctx)
 }
 
@@ -137,7 +155,17 @@ type chatter struct {
 	app       string
 	streaming bool
 	tty       bool
-	lines     <-chan string
+	in        lineReader
+	// out is env.Stdout, through which the first output of a turn
+	// erases the "thinking" state.
+	out *statusWriter
+	// color: stdout is a terminal and NO_COLOR is not set.
+	color bool
+	// thinking: show a "thinking" state on stderr while a turn has
+	// printed nothing yet.
+	thinking bool
+	// status: the thinking state is on the screen.
+	status bool
 
 	// open is the author whose streamed text is being printed, or "".
 	open string
@@ -147,36 +175,51 @@ type chatter struct {
 
 func (c *chatter) loop(ctx context.Context) error {
 	if c.tty {
-		fmt.Fprintln(c.env.Stderr, "loom: type a message and press Enter; Ctrl-D quits.")
+		fmt.Fprintln(c.env.Stderr, "loom: type a message and press Enter; Up recalls earlier lines; Ctrl-D quits.")
 	}
 	for {
 		msg, err := c.next(ctx)
 		if err != nil || msg == nil {
 			return err
 		}
-		c.turn(ctx, msg)
-		if ctx.Err() != nil {
-			return nil
+		if err := c.turn(ctx, msg); err != nil {
+			if ctx.Err() != nil {
+				return interrupted(ctx)
+			}
+			if !c.tty {
+				// A script learns of the failure from the exit status,
+				// and the lines after it are not sent to a model that
+				// fails.
+				return err
+			}
+			fmt.Fprintf(c.env.Stderr, "%s\n", c.paint(red, "error: "+err.Error()))
 		}
 	}
 }
 
 // next returns the next message to send: the answers to the pending
 // confirmation requests if there are any, else the next non-empty input
-// line. It returns nil at EOF or when ctx is done, and an error at EOF
-// while an approval is pending, which would otherwise wait unnoticed.
+// line. It returns nil at EOF; an error at EOF while an approval is
+// pending, which would otherwise wait unnoticed; an interruptedError when
+// ctx is done or the user pressed Ctrl-C (saying first what is pending).
 func (c *chatter) next(ctx context.Context) (*genai.Content, error) {
 	if len(c.pending) > 0 {
-		msg, ok := c.confirm(ctx)
-		if !ok && ctx.Err() == nil {
+		msg, err := c.confirm(ctx)
+		if err == errInterrupt {
+			fmt.Fprintf(c.env.Stderr, "%s: interrupted; %v\n", c.env.Name, c.pendingError())
+			return nil, interrupted(ctx)
+		}
+		if err != nil {
 			return nil, c.pendingError()
 		}
 		return msg, nil
 	}
 	for {
-		c.prompt("> ")
-		line, ok := c.read(ctx)
-		if !ok {
+		line, err := c.in.readLine(ctx, "> ")
+		if err == errInterrupt {
+			return nil, interrupted(ctx)
+		}
+		if err != nil {
 			return nil, nil
 		}
 		if strings.TrimSpace(line) != "" {
@@ -191,8 +234,8 @@ func (c *chatter) pendingError() error {
 	for i, fc := range c.pending {
 		_, calls[i] = describeConfirmation(fc)
 	}
-	return fmt.Errorf("an approval is still pending: %s; the call waits until it is answered (loom run --session %s %s)",
-		strings.Join(calls, ", "), c.key.SessionID, c.app)
+	return fmt.Errorf("an approval is still pending: %s; the call waits until it is answered (%s run --session %s %s)",
+		strings.Join(calls, ", "), c.env.Name, c.key.SessionID, c.app)
 }
 
 // historyLimit bounds the earlier events shown when a session continues.
@@ -275,39 +318,70 @@ func shorten(s string) string {
 	return s
 }
 
-// read returns the next input line; false at EOF or when ctx is done.
-func (c *chatter) read(ctx context.Context) (string, bool) {
-	select {
-	case <-ctx.Done():
-		return "", false
-	case line, ok := <-c.lines:
-		return line, ok
-	}
-}
-
-func (c *chatter) prompt(s string) {
-	if c.tty {
-		fmt.Fprint(c.env.Stderr, s)
-	}
-}
-
-// turn runs one invocation and prints its events as they arrive.
-func (c *chatter) turn(ctx context.Context, msg *genai.Content) {
+// turn runs one invocation and prints its events as they arrive. It
+// returns the error that ended the invocation early, if any.
+func (c *chatter) turn(ctx context.Context, msg *genai.Content) error {
 	c.pending = nil
+	if c.thinking {
+		fmt.Fprint(c.env.Stderr, c.paint(dim, "thinking…"))
+		c.status = true
+	}
+	defer c.clearStatus()
 	opts := &runner.RunOptions{Streaming: c.streaming}
 	for ev, err := range c.r.Run(ctx, c.key.UserID, c.key.SessionID, msg, opts) {
 		if err != nil {
 			c.close()
+			c.clearStatus()
 			if ctx.Err() != nil {
-				fmt.Fprintln(c.env.Stderr, "loom: interrupted")
-			} else {
-				fmt.Fprintf(c.env.Stderr, "error: %v\n", err)
+				fmt.Fprintf(c.env.Stderr, "%s: interrupted\n", c.env.Name)
 			}
-			return
+			return err
 		}
 		c.print(ev)
 	}
 	c.close()
+	return nil
+}
+
+// clearStatus erases the thinking state.
+func (c *chatter) clearStatus() {
+	if c.status {
+		c.status = false
+		fmt.Fprint(c.env.Stderr, "\r\033[K")
+	}
+}
+
+// statusWriter erases the chatter's thinking state before its first
+// output.
+type statusWriter struct {
+	w io.Writer
+	c *chatter
+}
+
+func (s *statusWriter) Write(p []byte) (int, error) {
+	s.c.clearStatus()
+	return s.w.Write(p)
+}
+
+// Terminal colours (SGR codes).
+const (
+	bold = "1"
+	dim  = "2"
+	red  = "31"
+	cyan = "36"
+)
+
+// paint wraps s in the SGR code when colour is on.
+func (c *chatter) paint(code, s string) string {
+	if !c.color {
+		return s
+	}
+	return "\033[" + code + "m" + s + "\033[0m"
+}
+
+// useColor applies the NO_COLOR convention (no-color.org) and TERM=dumb.
+func useColor(getenv func(string) string) bool {
+	return getenv("NO_COLOR") == "" && getenv("TERM") != "dumb"
 }
 
 // close ends a line of streamed text.
@@ -319,7 +393,10 @@ func (c *chatter) close() {
 }
 
 func (c *chatter) print(ev *event.Event) {
-	out := c.env.Stdout
+	var out io.Writer = c.env.Stdout
+	if c.out != nil {
+		out = c.out
+	}
 	text := visibleText(ev)
 	if ev.Partial {
 		if text == "" {
@@ -327,7 +404,7 @@ func (c *chatter) print(ev *event.Event) {
 		}
 		if c.open != ev.Author {
 			c.close()
-			fmt.Fprintf(out, "%s: ", ev.Author)
+			fmt.Fprintf(out, "%s ", c.paint(bold+";"+cyan, ev.Author+":"))
 			c.open = ev.Author
 		}
 		fmt.Fprint(out, text)
@@ -340,10 +417,10 @@ func (c *chatter) print(ev *event.Event) {
 	}
 	c.close()
 	if text != "" {
-		fmt.Fprintf(out, "%s: %s\n", ev.Author, text)
+		fmt.Fprintf(out, "%s %s\n", c.paint(bold+";"+cyan, ev.Author+":"), text)
 	}
 	if ev.Content == nil && len(ev.Actions.StateDelta) > 0 && ev.Actions.AgentState == nil && !ev.Actions.EndOfAgent {
-		fmt.Fprintf(out, "  [%s] state updated: %s\n", ev.Author, stateLine(ev.Actions.StateDelta))
+		fmt.Fprintf(out, "%s\n", c.paint(dim, fmt.Sprintf("  [%s] state updated: %s", ev.Author, stateLine(ev.Actions.StateDelta))))
 	}
 	long := map[string]bool{}
 	for _, id := range ev.LongRunningToolIDs {
@@ -354,45 +431,40 @@ func (c *chatter) print(ev *event.Event) {
 			c.pending = append(c.pending, fc)
 			continue
 		}
-		fmt.Fprintf(out, "  [%s] → %s(%s)\n", ev.Author, fc.Name, compact(fc.Args))
+		fmt.Fprintf(out, "%s\n", c.paint(dim, fmt.Sprintf("  [%s] → %s(%s)", ev.Author, fc.Name, compact(fc.Args))))
 	}
 	for _, fr := range ev.FunctionResponses() {
-		fmt.Fprintf(out, "  [%s] ← %s: %s\n", ev.Author, fr.Name, compact(fr.Response))
+		fmt.Fprintf(out, "%s\n", c.paint(dim, fmt.Sprintf("  [%s] ← %s: %s", ev.Author, fr.Name, compact(fr.Response))))
 	}
 	if ev.Actions.TransferToAgent != "" {
-		fmt.Fprintf(out, "  [%s] transfers to %s\n", ev.Author, ev.Actions.TransferToAgent)
+		fmt.Fprintf(out, "%s\n", c.paint(dim, fmt.Sprintf("  [%s] transfers to %s", ev.Author, ev.Actions.TransferToAgent)))
 	}
 	if ev.ErrorCode != "" || ev.ErrorMessage != "" {
-		fmt.Fprintf(out, "  [%s] error %s: %s\n", ev.Author, ev.ErrorCode, ev.ErrorMessage)
+		fmt.Fprintf(out, "%s\n", c.paint(red, fmt.Sprintf("  [%s] error %s: %s", ev.Author, ev.ErrorCode, ev.ErrorMessage)))
 	}
 }
 
-// confirm asks the user about the confirmation requests of the last turn and
-// returns the answers as the next message, or nil when there were none.
-// It returns false at EOF.
-func (c *chatter) confirm(ctx context.Context) (*genai.Content, bool) {
-	if len(c.pending) == 0 {
-		return nil, true
-	}
+// confirm asks the user about the confirmation requests of the last turn
+// and returns the answers as the next message. It returns io.EOF at the
+// end of input and errInterrupt for Ctrl-C or a done ctx.
+func (c *chatter) confirm(ctx context.Context) (*genai.Content, error) {
 	msg := &genai.Content{Role: genai.RoleUser}
 	for _, fc := range c.pending {
 		if fc.Name == inputName {
 			question, _ := fc.Args["message"].(string)
 			fmt.Fprintf(c.env.Stdout, "  input needed: %s\n", question)
-			c.prompt("  answer: ")
-			line, ok := c.read(ctx)
-			if !ok {
-				return nil, false
+			line, err := c.in.readLine(ctx, "  answer: ")
+			if err != nil {
+				return nil, err
 			}
 			msg.Parts = append(msg.Parts, workflow.InputResponse(fc.ID, inputAnswer(line)))
 			continue
 		}
 		hint, call := describeConfirmation(fc)
 		fmt.Fprintf(c.env.Stdout, "  confirmation needed: %s\n  %s\n", hint, call)
-		c.prompt("  approve? [y/N] ")
-		line, ok := c.read(ctx)
-		if !ok {
-			return nil, false
+		line, err := c.in.readLine(ctx, "  approve? [y/N] ")
+		if err != nil {
+			return nil, err
 		}
 		yes := strings.EqualFold(strings.TrimSpace(line), "y") || strings.EqualFold(strings.TrimSpace(line), "yes")
 		msg.Parts = append(msg.Parts, &genai.Part{FunctionResponse: &genai.FunctionResponse{
@@ -400,7 +472,7 @@ func (c *chatter) confirm(ctx context.Context) (*genai.Content, bool) {
 		}})
 	}
 	c.pending = nil
-	return msg, true
+	return msg, nil
 }
 
 // inputName is the function call with which a workflow node asks for input.
@@ -484,9 +556,5 @@ func readLines(ctx context.Context, r io.Reader) <-chan string {
 // terminal.
 func isTerminal(r any) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -19,6 +19,9 @@
 //	       test: run ADK conformance cases in replay mode against Loom (in
 //	       process) or any server (--url); record: record cases
 //	       (package conformance)
+//	completion
+//	       print a completion script for bash, zsh or fish
+//	help   the commands, or with a command's name its flags
 //	version
 //
 // web and api take --host (default 127.0.0.1), --port (default 8000),
@@ -29,7 +32,15 @@
 // [A2APath], package server/a2aserver). run takes the application's name,
 // --session to continue a session (its earlier conversation is shown
 // first), --user and --no-stream, before or after the name; it does not
-// take --host, --port or --allow-origins.
+// take --host, --port or --allow-origins. In a terminal run edits lines
+// with history (golang.org/x/term), shows a thinking state and colours its
+// output unless NO_COLOR is set. It exits with status 0 at the end of
+// input, 1 when input ends while an approval is pending or (input not
+// being a terminal) when a turn fails, and 130 on Ctrl-C.
+//
+// "help COMMAND" and "COMMAND -h" print the command's flags on standard
+// output; a command line that does not parse is said in one line on
+// standard error, with status 2.
 //
 // eval takes the application's name and eval set files, and --config,
 // --print-details, --num-runs, --parallel, --judge-model and --evals; it
@@ -89,8 +100,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/loomkit/loom/agent"
@@ -144,6 +157,9 @@ type Program struct {
 // Env is what a run of the CLI reads and writes. Zero fields mean the
 // process's own: os.Stdin, os.Stdout, os.Stderr, os.Getenv.
 type Env struct {
+	// Name is the program's name in its help and messages; default
+	// "loom". Main sets it to the name the program was started by.
+	Name           string
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Getenv         func(key string) string
@@ -153,6 +169,9 @@ type Env struct {
 }
 
 func (e *Env) fill() {
+	if e.Name == "" {
+		e.Name = "loom"
+	}
 	if e.Stdin == nil {
 		e.Stdin = os.Stdin
 	}
@@ -173,7 +192,9 @@ var errUsage = errors.New("usage")
 
 // Main runs the command line of os.Args with apps, stopping gracefully on
 // SIGINT or SIGTERM, and returns the process exit code: 0 on success, 1 on
-// failure, 2 for a bad command line.
+// failure, 2 for a bad command line, and for "run" stopped by a signal
+// 128 plus the signal's number (130 for Ctrl-C). Help and messages name
+// the program as it was started (os.Args[0]).
 func Main(apps ...App) int {
 	return Program{Apps: apps}.Main()
 }
@@ -181,9 +202,52 @@ func Main(apps ...App) int {
 // Main runs the command line of os.Args, like the function Main, with the
 // program's applications and registry.
 func (p Program) Main() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return p.Run(ctx, os.Args[1:], Env{})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case s := <-sigs:
+			// A second signal gets the default treatment: it ends a
+			// shutdown that hangs.
+			signal.Stop(sigs)
+			cancel(signalError{s})
+		case <-ctx.Done():
+		}
+	}()
+	name := "loom"
+	if len(os.Args) > 0 && os.Args[0] != "" {
+		name = filepath.Base(os.Args[0])
+	}
+	return p.Run(ctx, os.Args[1:], Env{Name: name})
+}
+
+// signalError is the cause of Main's context when a signal stopped it.
+type signalError struct{ sig os.Signal }
+
+func (e signalError) Error() string { return "stopped by " + e.sig.String() }
+
+// interruptedError ends a command that its context or the user (Ctrl-C)
+// stopped; the exit code is 128 plus the signal's number.
+type interruptedError struct{ sig syscall.Signal }
+
+func (e interruptedError) Error() string { return "interrupted" }
+
+// interrupted returns the error that ends a command whose context is done
+// (or whose user pressed Ctrl-C at a prompt, ctx nil): the signal that
+// Main received, SIGINT otherwise.
+func interrupted(ctx context.Context) error {
+	if ctx != nil {
+		var se signalError
+		if errors.As(context.Cause(ctx), &se) {
+			if s, ok := se.sig.(syscall.Signal); ok {
+				return interruptedError{s}
+			}
+		}
+	}
+	return interruptedError{syscall.SIGINT}
 }
 
 // Run runs the command line args (without the program name) with apps and
@@ -198,7 +262,7 @@ func Run(ctx context.Context, args []string, env Env, apps ...App) int {
 func (p Program) Run(ctx context.Context, args []string, env Env) int {
 	env.fill()
 	if len(args) == 0 {
-		usage(env.Stderr)
+		usage(env.Stderr, env.Name)
 		return 2
 	}
 	var err error
@@ -218,14 +282,21 @@ func (p Program) Run(ctx context.Context, args []string, env Env) int {
 	case "conformance":
 		err = conformanceCmd(ctx, env, rest, p)
 	case "version", "--version", "-version":
-		fmt.Fprintf(env.Stdout, "loom %s (%s %s/%s)\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		fmt.Fprintf(env.Stdout, "%s %s (%s %s/%s)\n", env.Name, version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	case "completion":
+		err = completion(env, rest, p)
+	case completeCommand:
+		complete(env, rest, p)
 	case "help", "-h", "-help", "--help":
-		usage(env.Stdout)
+		if len(rest) > 0 && rest[0] != "help" && rest[0] != "-h" && rest[0] != "-help" && rest[0] != "--help" {
+			return p.Run(ctx, append([]string{rest[0], "-h"}, rest[1:]...), env)
+		}
+		usage(env.Stdout, env.Name)
 	default:
-		fmt.Fprintf(env.Stderr, "loom: unknown command %q\n\n", cmd)
-		usage(env.Stderr)
+		fmt.Fprintf(env.Stderr, "%s: unknown command %q\nRun \"%s help\" for the commands.\n", env.Name, cmd, env.Name)
 		return 2
 	}
+	var ie interruptedError
 	switch {
 	case err == nil:
 		return 0
@@ -233,16 +304,16 @@ func (p Program) Run(ctx context.Context, args []string, env Env) int {
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
+	case errors.As(err, &ie):
+		return 128 + int(ie.sig)
 	default:
-		fmt.Fprintf(env.Stderr, "loom: %v\n", err)
+		fmt.Fprintf(env.Stderr, "%s: %v\n", env.Name, err)
 		return 1
 	}
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, `Loom: build, run and serve ADK agents.
-
-Usage:
+func usage(w io.Writer, name string) {
+	text := `Usage:
   loom web [flags] [DIR]    serve the HTTP API and the dev web UI
   loom api [flags] [DIR]    serve the HTTP API only
   loom run [flags] APP      chat with an application (APP may be DIR/APP)
@@ -255,10 +326,16 @@ Usage:
                             record ADK conformance cases
   loom worker --temporal HOST:PORT
                             run invocations started on Temporal
+  loom completion bash|zsh|fish
+                            print a shell completion script
   loom version              print the version
 
-Run "loom COMMAND -h" for the flags of a command.
-`)
+Run "loom help COMMAND" or "loom COMMAND -h" for the flags of a command.
+`
+	if name == "loom" {
+		text = "Loom: build, run and serve ADK agents.\n\n" + text
+	}
+	fmt.Fprint(w, strings.ReplaceAll(strings.ReplaceAll(text, "  loom ", "  "+name+" "), `"loom `, `"`+name+" "))
 }
 
 // version returns Version, or the main module's version, or "dev".

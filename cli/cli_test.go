@@ -111,7 +111,7 @@ func TestCommandLine(t *testing.T) {
 		{nil, 2, "", "Usage:"},
 		{[]string{"serve"}, 2, "", `unknown command "serve"`},
 		{[]string{"web", "--bogus"}, 2, "", "flag provided but not defined: -bogus"},
-		{[]string{"web", "-h"}, 0, "", "-allow-origins"},
+		{[]string{"web", "-h"}, 0, "-allow-origins", ""},
 		{[]string{"api", "extra"}, 2, "", `unexpected argument "extra"`},
 		{[]string{"run", "--sessions", "memory://", "nosuch"}, 2, "", `unknown application "nosuch"`},
 		{[]string{"run", "--sessions", "bogus://x"}, 1, "", "bogus://x: storage: sessions"},

@@ -34,7 +34,7 @@ Run "loom conformance test -h" for the flags.
 	if sub == "record" {
 		synopsis = "conformance record [flags] PATH...\n\nRecords the cases under each PATH from a live model (--model or a provider's API key), writing generated-recordings.yaml and generated-session.yaml; with --from-session, writes a case from a stored session instead."
 	}
-	fs := newFlagSet("conformance "+sub, synopsis, env.Stderr)
+	fs := newFlagSet("conformance "+sub, synopsis, env)
 	var o options
 	o.register(fs)
 	mode := fs.String("mode", "replay", "`mode` of the run: replay (live is not implemented, as in ADK)")

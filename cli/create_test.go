@@ -75,14 +75,19 @@ func TestCreateUsage(t *testing.T) {
 	}
 }
 
-// TestCreateGo scaffolds a Go module and builds and tests it against this
-// checkout of Loom (a replace directive the test adds), offline.
+// TestCreateGo scaffolds a Go module against this checkout of Loom
+// (--loom: a replace directive) and builds and tests it, offline: its test
+// runs the eval set with evaltest.Check.
 func TestCreateGo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module")
 	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := filepath.Join(t.TempDir(), "capitals")
-	code, out, errb := runArgs(t, "create", "--go", dir)
+	code, out, errb := runArgs(t, "create", "--go", "--loom", root, dir)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb)
 	}
@@ -91,20 +96,23 @@ func TestCreateGo(t *testing.T) {
 			t.Errorf("%s: %v (stdout %q)", f, err, out)
 		}
 	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
+	if strings.Contains(out, "go get") || strings.Contains(out, "go mod edit") {
+		t.Errorf("next steps for a module with a replace directive: %q", out)
 	}
 	mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(mod), "replace") {
-		t.Fatalf("the scaffold's go.mod has a replace directive:\n%s", mod)
+	rel, _ := filepath.Rel(dir, root)
+	if !strings.Contains(string(mod), "require github.com/loomkit/loom v0.0.0\n") || !strings.Contains(string(mod), "replace github.com/loomkit/loom => "+filepath.ToSlash(rel)+"\n") {
+		t.Fatalf("go.mod:\n%s", mod)
 	}
-	mod = append(mod, []byte("\nrequire github.com/loomkit/loom v0.0.0\n\nreplace github.com/loomkit/loom => "+root+"\n")...)
-	if err := os.WriteFile(filepath.Join(dir, "go.mod"), mod, 0o644); err != nil {
+	test, err := os.ReadFile(filepath.Join(dir, "agent_test.go"))
+	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(string(test), `evaltest.Check(t, root, "capitals.evalset.json")`) || strings.Contains(string(test), "json.Unmarshal") {
+		t.Errorf("the scaffold's test does not use evaltest.Check:\n%s", test)
 	}
 	// The checkout's go.sum has the hashes of every module the scaffold
 	// needs, so nothing is fetched or looked up.
@@ -119,12 +127,53 @@ func TestCreateGo(t *testing.T) {
 	if err != nil {
 		t.Fatal("no go command in PATH: the scaffold cannot be built")
 	}
-	for _, args := range [][]string{{"mod", "tidy"}, {"vet", "./..."}, {"test", "./..."}, {"build", "-o", os.DevNull, "."}} {
+	for _, args := range [][]string{{"mod", "tidy"}, {"vet", "./..."}, {"test", "-v", "-run", "TestEvalSet", "./..."}, {"test", "./..."}, {"build", "-o", os.DevNull, "."}} {
 		cmd := exec.Command(goBin, args...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "GOPROXY=off", "GOSUMDB=off", "GOFLAGS=-mod=mod", "GOWORK=off", "GOTOOLCHAIN=local")
-		if out, err := cmd.CombinedOutput(); err != nil {
+		out, err := cmd.CombinedOutput()
+		if err != nil {
 			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
+		if args[0] == "test" && args[1] == "-v" && !strings.Contains(string(out), "--- PASS: TestEvalSet") {
+			t.Errorf("the eval set test did not run:\n%s", out)
+		}
+	}
+}
+
+// TestCreateGoInCheckout: a Go module created inside a checkout of Loom
+// builds against it (a relative replace directive); one created elsewhere
+// by a development build says how to point at a checkout, since no
+// released version is known.
+func TestCreateGoInCheckout(t *testing.T) {
+	checkout := t.TempDir()
+	if err := os.WriteFile(filepath.Join(checkout, "go.mod"), []byte("module github.com/loomkit/loom\n\ngo 1.26\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(checkout, "apps", "capitals")
+	code, out, errb := runArgs(t, "create", "--go", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mod), "replace github.com/loomkit/loom => ../..\n") || strings.Contains(out, "go get") || strings.Contains(out, "go mod edit") {
+		t.Errorf("go.mod:\n%s\nstdout: %s", mod, out)
+	}
+
+	outside := filepath.Join(t.TempDir(), "capitals")
+	code, out, errb = runArgs(t, "create", "--go", outside)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	mod, _ = os.ReadFile(filepath.Join(outside, "go.mod"))
+	if strings.Contains(string(mod), "replace") || !strings.Contains(out, "go mod edit -require github.com/loomkit/loom@v0.0.0 -replace github.com/loomkit/loom=/path/to/loom") {
+		t.Errorf("go.mod:\n%s\nstdout: %s", mod, out)
+	}
+
+	if code, _, errb := runArgs(t, "create", "--go", "--loom", t.TempDir(), filepath.Join(t.TempDir(), "x")); code != 1 || !strings.Contains(errb, "no go.mod of module github.com/loomkit/loom") {
+		t.Errorf("--loom elsewhere: exit %d, %q", code, errb)
 	}
 }

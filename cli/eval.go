@@ -26,7 +26,7 @@ var errEvalFailed = errors.New("eval: some cases did not pass")
 
 // evalCmd runs "loom eval".
 func evalCmd(ctx context.Context, env Env, args []string, p Program) error {
-	fs := newFlagSet("eval", "eval [flags] APP EVALSET... [flags]\n\nRuns the eval sets (ADK eval set files in every form adk eval reads: *.evalset.json, *.test.json, the old lists of cases or of turns; FILE:ID1,ID2 runs only those cases) against APP, prints a table of each case's metric scores and saves the result as ADK eval-result JSON under --evals (in the session database when --sessions names one other than the default). Exits with status 1 when a case misses a threshold. Sessions and artifacts default to memory:// here.", env.Stderr)
+	fs := newFlagSet("eval", "eval [flags] APP EVALSET... [flags]\n\nRuns the eval sets (ADK eval set files in every form adk eval reads: *.evalset.json, *.test.json, the old lists of cases or of turns; FILE:ID1,ID2 runs only those cases) against APP, prints a table of each case's metric scores and saves the result as ADK eval-result JSON under --evals (in the session database when --sessions names one other than the default). Exits with status 1 when a case misses a threshold. Sessions and artifacts default to memory:// here.", env)
 	var o options
 	o.register(fs)
 	// An eval's sessions and artifacts are its own: in memory unless named.
@@ -63,6 +63,13 @@ func evalCmd(ctx context.Context, env Env, args []string, p Program) error {
 		s, err := eval.ReadSetFile(path)
 		if err != nil {
 			return err
+		}
+		// A case named that the set lacks is a mistake of the command
+		// line: said before anything runs, once.
+		for _, id := range ids {
+			if s.Case(id) == nil {
+				return fmt.Errorf("eval set %s (%s) has no case %q", s.EvalSetID, path, id)
+			}
 		}
 		targets = append(targets, target{s, ids})
 	}

@@ -16,7 +16,8 @@ import (
 )
 
 // A program serving its own agents gets loom's subcommands and flags: "web",
-// "api", "run APP" and "version".
+// "api", "run APP", "eval", "create", "worker", "conformance",
+// "completion", "help" and "version".
 func ExampleMain() {
 	// In package main:
 	//
@@ -76,4 +77,17 @@ tools:
 	// Output:
 	// greeter: [offline echo] Ada
 	// exit code 0
+}
+
+// Env.Name is the name a program's help and completion scripts use (Main
+// sets it from os.Args[0]): here the fish completion script of a program
+// called helpdesk.
+func ExampleEnv_name() {
+	env := cli.Env{Name: "helpdesk", Stdin: strings.NewReader(""), Stdout: os.Stdout, Stderr: io.Discard}
+	code := cli.Run(context.Background(), []string{"completion", "fish"}, env)
+	fmt.Println("exit", code)
+	// Output:
+	// # fish completion for helpdesk
+	// complete -c helpdesk -a '(helpdesk __complete (commandline -opc)[2..-1] (commandline -ct) 2>/dev/null)'
+	// exit 0
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -163,6 +164,20 @@ func (f *fileApp) refresh(context.Context) agent.Agent {
 	}
 	f.cur, f.err = app, nil
 	return app.Root
+}
+
+// loadError returns the error of the last load when no version has
+// loaded, else nil.
+func (f *fileApp) loadError() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cur != nil {
+		return nil
+	}
+	if f.err == nil {
+		return errors.New("not loaded")
+	}
+	return f.err
 }
 
 func (f *fileApp) root() agent.Agent {

@@ -45,27 +45,69 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.resumable, "resumable", false, "make the applications resumable, as ADK's ResumabilityConfig does: workflow agents record checkpoint events, so that an invocation can continue from the middle of a workflow after a pause or a crash (always on with Temporal)")
 }
 
-// newFlagSet returns a flag set that prints its usage to w.
-func newFlagSet(name, synopsis string, w io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(w)
-	fs.Usage = func() {
-		fmt.Fprintf(w, "Usage: loom %s\n\nFlags:\n", synopsis)
+// newFlagSet returns the flag set of the command cmd ("run", "conformance
+// test"), whose synopsis starts with cmd. Its help (-h) goes to env.Stdout
+// in full; a command line it cannot parse is said in one line on
+// env.Stderr, followed by a pointer to -h, not by the whole help. Calling
+// the set's Usage after parsing (a bad positional argument) prints that
+// pointer too.
+func newFlagSet(cmd, synopsis string, env Env) *flag.FlagSet {
+	env.fill()
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	out := &flagOutput{Writer: env.Stderr}
+	out.help = func() {
+		fmt.Fprintf(env.Stdout, "Usage: %s %s\n\nFlags:\n", env.Name, synopsis)
+		fs.SetOutput(env.Stdout)
 		fs.PrintDefaults()
+		fs.SetOutput(out)
+	}
+	out.hint = func() {
+		fmt.Fprintf(env.Stderr, "Run \"%s %s -h\" for its flags.\n", env.Name, cmd)
+	}
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		if !out.parsing {
+			out.hint()
+		}
 	}
 	return fs
 }
 
-// parse parses args, mapping a parse failure to errUsage (the flag package
-// has printed the problem and the usage already).
+// flagOutput is the output of a flag set made by newFlagSet: the flag
+// package writes its parse errors there; parse decides what follows them.
+type flagOutput struct {
+	io.Writer
+	parsing    bool
+	help, hint func()
+}
+
+// parse parses args. -h prints the command's help on standard output and
+// returns flag.ErrHelp; a parse failure (the flag package has said what
+// failed) adds a pointer to -h and returns errUsage.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return err
+	out, _ := fs.Output().(*flagOutput)
+	if out == nil {
+		if err := fs.Parse(args); err != nil {
+			if err == flag.ErrHelp {
+				return err
+			}
+			return errUsage
 		}
+		return nil
+	}
+	out.parsing = true
+	err := fs.Parse(args)
+	out.parsing = false
+	switch {
+	case err == nil:
+		return nil
+	case err == flag.ErrHelp:
+		out.help()
+		return err
+	default:
+		out.hint()
 		return errUsage
 	}
-	return nil
 }
 
 // redact hides the password of a storage URL for display.

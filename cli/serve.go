@@ -44,7 +44,7 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 	if withUI {
 		cmd, what = "web", "the HTTP API and the dev web UI"
 	}
-	fs := newFlagSet(cmd, cmd+" [flags] [DIR...]\n\nServes "+what+" for the program's applications and, for each DIR, every sub-directory holding root_agent.yaml (or DIR itself if it holds one). Applications from files reload when their files change.", env.Stderr)
+	fs := newFlagSet(cmd, cmd+" [flags] [DIR...]\n\nServes "+what+" for the program's applications and, for each DIR, every sub-directory holding root_agent.yaml (or DIR itself if it holds one). Applications from files reload when their files change.", env)
 	var o options
 	o.register(fs)
 	host := fs.String("host", "127.0.0.1", "`address` to listen on (0.0.0.0 for every interface)")

@@ -61,7 +61,7 @@ func checkShared(url string) error {
 // of the applications.
 func worker(ctx context.Context, env Env, args []string, p Program) error {
 	apps := p.Apps
-	fs := newFlagSet("worker", "worker --temporal HOST:PORT [flags]\n\nRuns the applications' invocations started on Temporal (by loom web or api --temporal).", env.Stderr)
+	fs := newFlagSet("worker", "worker --temporal HOST:PORT [flags]\n\nRuns the applications' invocations started on Temporal (by loom web or api --temporal).", env)
 	var o options
 	o.register(fs)
 	var tf temporalFlags
