@@ -103,3 +103,39 @@ func TestSlowBranchDoesNotHoldBackOthers(t *testing.T) {
 		t.Errorf("node ends committed in order %v, want slow last", ends)
 	}
 }
+
+// TestDefaultRoute: edges with DefaultRoute are taken (all of them: a
+// fan-out) when the node's route matches no other edge, and only then.
+// (CONFORMANCE A11)
+func TestDefaultRoute(t *testing.T) {
+	build := func() *workflow.Workflow {
+		pick := workflow.Func("pick", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+			if in != "none" {
+				nc.SetRoute(in)
+			}
+			return in, nil
+		})
+		return mustNew(t, workflow.Config{Name: "router",
+			Nodes: []*workflow.Node{pick, upper("known"), upper("other1"), upper("other2"), workflow.Join("all")},
+			Edges: []workflow.Edge{
+				{From: "pick", To: "known", Route: "known"},
+				{From: "pick", To: "other1", Route: workflow.DefaultRoute},
+				{From: "pick", To: "other2", Route: workflow.DefaultRoute},
+				{From: "known", To: "all"}, {From: "other1", To: "all"}, {From: "other2", To: "all"},
+			}})
+	}
+	for _, c := range []struct {
+		in   string
+		want map[string]any
+	}{
+		{"known", map[string]any{"known": "KNOWN"}},
+		{"strange", map[string]any{"other1": "STRANGE", "other2": "STRANGE"}},
+		{"none", map[string]any{"other1": "NONE", "other2": "NONE"}},
+	} {
+		r, key := setup(t, build(), nil)
+		evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text(c.in), nil))
+		if got := outputOf(t, evs, "router"); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("route %q: output = %#v, want %#v", c.in, got, c.want)
+		}
+	}
+}

@@ -71,8 +71,14 @@ const ErrorCodeNodeFailed = "WORKFLOW_NODE_FAILED"
 // Config.MaxSteps is zero.
 const DefaultMaxSteps = 1000
 
+// DefaultRoute is the route of an edge taken when the node's route (or the
+// absence of one) matches no other edge out of the node: the fallback of a
+// router, ADK's default route.
+const DefaultRoute = "__DEFAULT__"
+
 // Edge connects two nodes. With a Route, it is taken only when the node
-// chose that route ([Context.SetRoute]); without one, always. Max, when
+// chose that route ([Context.SetRoute]), or, with [DefaultRoute], when no
+// other edge out of the node has the route it chose; without one, always. Max, when
 // positive, bounds how often the edge is taken in one workflow run, which
 // is how loops end.
 type Edge struct {
@@ -105,9 +111,10 @@ type Config struct {
 type Workflow struct {
 	cfg    Config
 	nodes  map[string]*Node
-	selves map[string]*funcAgent // identities of function, tool and join nodes
-	out    map[string][]int      // edge indexes by source
-	preds  map[string][]string   // distinct predecessors of each join
+	selves map[string]*funcAgent      // identities of function, tool and join nodes
+	out    map[string][]int           // edge indexes by source
+	preds  map[string][]string        // distinct predecessors of each join
+	routes map[string]map[string]bool // the routes of each node's edges, DefaultRoute aside
 	subs   []agent.Agent
 }
 
@@ -128,7 +135,7 @@ func New(cfg Config) (*Workflow, error) {
 	if cfg.MaxSteps < 0 {
 		return nil, fmt.Errorf("%w: %s: negative MaxSteps", ErrInvalidConfig, cfg.Name)
 	}
-	w := &Workflow{cfg: cfg, nodes: map[string]*Node{}, selves: map[string]*funcAgent{}, out: map[string][]int{}, preds: map[string][]string{}}
+	w := &Workflow{cfg: cfg, nodes: map[string]*Node{}, selves: map[string]*funcAgent{}, out: map[string][]int{}, preds: map[string][]string{}, routes: map[string]map[string]bool{}}
 	for i, n := range cfg.Nodes {
 		switch {
 		case n == nil:
@@ -159,6 +166,12 @@ func New(cfg Config) (*Workflow, error) {
 			return nil, fmt.Errorf("%w: %s: edge %s → %s has a negative bound", ErrInvalidConfig, cfg.Name, e.From, e.To)
 		}
 		w.out[e.From] = append(w.out[e.From], i)
+		if e.Route != "" && e.Route != DefaultRoute {
+			if w.routes[e.From] == nil {
+				w.routes[e.From] = map[string]bool{}
+			}
+			w.routes[e.From][e.Route] = true
+		}
 		if w.nodes[e.To].kind == KindJoin && !slices.Contains(w.preds[e.To], e.From) {
 			w.preds[e.To] = append(w.preds[e.To], e.From)
 		}
@@ -399,9 +412,16 @@ const stateStarted = "started"
 
 // matches reports whether edge e out of node from is taken for the route
 // the node chose: an edge without a route always is, one with a route when
-// it is the node's.
+// it is the node's, one with DefaultRoute when no other edge out of the node
+// has the node's route.
 func (w *Workflow) matches(from string, e Edge, route string) bool {
-	return e.Route == "" || e.Route == route
+	switch e.Route {
+	case "", route:
+		return true
+	case DefaultRoute:
+		return !w.routes[from][route]
+	}
+	return false
 }
 
 // branchOf returns the branch a node runs on when it runs concurrently with
