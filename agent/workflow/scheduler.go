@@ -26,8 +26,9 @@ type scheduler struct {
 
 // finished is a node run that ended on a branch of its own.
 type finished struct {
-	a   activation
-	res result
+	a     activation
+	res   result
+	index int // of the item, for a parallel worker
 }
 
 // relayed is an event of a node running on a branch of its own, handed to
