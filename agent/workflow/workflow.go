@@ -542,11 +542,38 @@ func (r *run) runFunc(ctx context.Context, winv *agent.Invocation, a activation,
 	return result{output: p, route: nc.route}
 }
 
-// callTool runs a tool node.
+// rejectedMessage is the output of a tool node whose call the person did
+// not approve, the words ADK's tool confirmation uses.
+const rejectedMessage = "This tool call is rejected."
+
+// callTool runs a tool node. A tool that needs approval for these arguments
+// asks for it first with [Context.RequestInput] (payload: the tool's name
+// and arguments; answer: {"confirmed": bool}), and runs only when the answer
+// confirms.
 func callTool(ctx context.Context, nc *Context, t tool.Tool, input any) (any, error) {
 	args, err := Convert[map[string]any](input)
 	if err != nil {
 		return nil, err
+	}
+	if c, ok := t.(tool.Confirmable); ok {
+		if required, hint := c.ConfirmationRequired(ctx, args); required {
+			msg := hint
+			if msg == "" {
+				msg = "Please approve or reject the call to " + t.Name() + "."
+			}
+			ans, err := nc.RequestInput(InputRequest{
+				Message: msg,
+				Payload: map[string]any{"tool": t.Name(), "args": args},
+				ResponseSchema: map[string]any{"type": "object", "required": []any{"confirmed"},
+					"properties": map[string]any{"confirmed": map[string]any{"type": "boolean"}}},
+			})
+			if err != nil {
+				return nil, err
+			}
+			if ans["confirmed"] != true {
+				return map[string]any{"error": rejectedMessage}, nil
+			}
+		}
 	}
 	return t.Run(ctx, nc.cc, args)
 }
