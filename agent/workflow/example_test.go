@@ -139,3 +139,50 @@ func ExampleContext_RunNode() {
 	// dynamic/pick@1 9
 	// dynamic 9
 }
+
+// A parallel worker runs one node over every item of a list, two at a time,
+// and a default route catches what no other route names.
+func ExampleParallelWorker() {
+	split := workflow.Func("split", func(_ context.Context, nc *workflow.Context, in string) ([]string, error) {
+		if in == "" {
+			nc.SetRoute("empty")
+		}
+		return strings.Fields(in), nil
+	})
+	shout := workflow.Func("shout", func(_ context.Context, _ *workflow.Context, word string) (string, error) {
+		return strings.ToUpper(word) + "!", nil
+	})
+	nothing := workflow.Func("nothing", func(_ context.Context, _ *workflow.Context, _ any) (string, error) {
+		return "nothing to shout", nil
+	})
+	wf, err := workflow.New(workflow.Config{
+		Name:  "shouter",
+		Nodes: []*workflow.Node{split, workflow.ParallelWorker(shout, 2), nothing},
+		Edges: []workflow.Edge{
+			{From: "split", To: "nothing", Route: "empty"},
+			{From: "split", To: "shout", Route: workflow.DefaultRoute},
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	sessions := memsession.NewService()
+	r, _ := runner.New(runner.Config{AppName: "docs", Agent: wf, Sessions: sessions})
+	key := session.Key{AppName: "docs", UserID: "u", SessionID: "s"}
+	if _, err := sessions.Create(ctx, key, nil); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for ev, err := range r.Run(ctx, "u", "s", genai.NewContentFromText("one two three", genai.RoleUser), nil) {
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		if ev.Author == "shouter" && ev.Actions.EndOfAgent && ev.Output != nil {
+			fmt.Println(ev.Output)
+		}
+	}
+	// Output: [ONE! TWO! THREE!]
+}

@@ -26,7 +26,7 @@ const (
 	// KindTool is a tool called with the node's input as arguments (see
 	// [FromTool]).
 	KindTool
-	// KindJoin waits for all its predecessors (see [Join]).
+	// KindJoin waits for its predecessors (see [Join]).
 	KindJoin
 )
 
@@ -165,9 +165,10 @@ func FromTool(t tool.Tool, opts ...Option) *Node {
 	return n
 }
 
-// Join returns a node that waits until every node with an edge to it has
-// delivered an output, then outputs them as one map from predecessor name
-// to output.
+// Join returns a node that waits until every node with an edge to it that
+// can still deliver has delivered an output (a predecessor a route skipped
+// is not waited for), then outputs them as one map from predecessor name to
+// output.
 func Join(name string, opts ...Option) *Node {
 	n := newNode(name, KindJoin, opts)
 	n.fn = func(_ context.Context, _ *Context, in any) (any, error) { return in, nil }

@@ -12,11 +12,15 @@
 // of its outgoing edges whose route matches the node's route (an edge
 // without a route always matches) and whose bound is not used up schedules
 // its target with the node's output as input (in the JSON form the log
-// records, so that a resumed run hands on the same values). The nodes scheduled together run together: one on the
-// workflow's branch, several concurrently, each on a branch of its own (like
-// the branches of a parallel agent). A join runs once every node with an edge
-// to it has delivered. The workflow ends when nothing is scheduled; its
-// output is the output of the last node that scheduled nothing.
+// records, so that a resumed run hands on the same values). A node starts as
+// soon as it is scheduled: alone, on the workflow's branch; while others run,
+// concurrently on a branch of its own (like the branches of a parallel
+// agent), so a slow branch holds back only the nodes after it. A join runs
+// once every predecessor that can still deliver has delivered: the ones a
+// route skipped (not running, scheduled, or reachable from a node that is)
+// are not waited for, and its input holds the outputs that arrived. The
+// workflow ends when nothing is scheduled or running; its output is the
+// output of the last node that scheduled nothing.
 //
 // # The log
 //
@@ -67,8 +71,14 @@ const ErrorCodeNodeFailed = "WORKFLOW_NODE_FAILED"
 // Config.MaxSteps is zero.
 const DefaultMaxSteps = 1000
 
+// DefaultRoute is the route of an edge taken when the node's route (or the
+// absence of one) matches no other edge out of the node: the fallback of a
+// router, ADK's default route.
+const DefaultRoute = "__DEFAULT__"
+
 // Edge connects two nodes. With a Route, it is taken only when the node
-// chose that route ([Context.SetRoute]); without one, always. Max, when
+// chose that route ([Context.SetRoute]), or, with [DefaultRoute], when no
+// other edge out of the node has the route it chose; without one, always. Max, when
 // positive, bounds how often the edge is taken in one workflow run, which
 // is how loops end.
 type Edge struct {
@@ -101,9 +111,10 @@ type Config struct {
 type Workflow struct {
 	cfg    Config
 	nodes  map[string]*Node
-	selves map[string]*funcAgent // identities of function, tool and join nodes
-	out    map[string][]int      // edge indexes by source
-	preds  map[string][]string   // distinct predecessors of each join
+	selves map[string]*funcAgent      // identities of function, tool and join nodes
+	out    map[string][]int           // edge indexes by source
+	preds  map[string][]string        // distinct predecessors of each join
+	routes map[string]map[string]bool // the routes of each node's edges, DefaultRoute aside
 	subs   []agent.Agent
 }
 
@@ -124,7 +135,7 @@ func New(cfg Config) (*Workflow, error) {
 	if cfg.MaxSteps < 0 {
 		return nil, fmt.Errorf("%w: %s: negative MaxSteps", ErrInvalidConfig, cfg.Name)
 	}
-	w := &Workflow{cfg: cfg, nodes: map[string]*Node{}, selves: map[string]*funcAgent{}, out: map[string][]int{}, preds: map[string][]string{}}
+	w := &Workflow{cfg: cfg, nodes: map[string]*Node{}, selves: map[string]*funcAgent{}, out: map[string][]int{}, preds: map[string][]string{}, routes: map[string]map[string]bool{}}
 	for i, n := range cfg.Nodes {
 		switch {
 		case n == nil:
@@ -155,6 +166,12 @@ func New(cfg Config) (*Workflow, error) {
 			return nil, fmt.Errorf("%w: %s: edge %s → %s has a negative bound", ErrInvalidConfig, cfg.Name, e.From, e.To)
 		}
 		w.out[e.From] = append(w.out[e.From], i)
+		if e.Route != "" && e.Route != DefaultRoute {
+			if w.routes[e.From] == nil {
+				w.routes[e.From] = map[string]bool{}
+			}
+			w.routes[e.From][e.Route] = true
+		}
 		if w.nodes[e.To].kind == KindJoin && !slices.Contains(w.preds[e.To], e.From) {
 			w.preds[e.To] = append(w.preds[e.To], e.From)
 		}
@@ -291,77 +308,9 @@ func (w *Workflow) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 				return
 			}
 		}
-		emit := func(ev *event.Event) bool { return yield(ev, nil) }
-		runs := map[string]int{}
-		edges := make([]int, len(w.cfg.Edges))
-		joins := map[string]map[string]any{}
-		schedule := func(n *Node, in any, user bool) activation {
-			runs[n.name]++
-			return activation{node: n, input: in, path: fmt.Sprintf("%s/%s@%d", r.base, n.name, runs[n.name]), fromUser: user}
-		}
-		ready := []activation{schedule(w.nodes[w.cfg.Start], input, fromUser)}
-		var last any
-		for len(ready) > 0 {
-			if inv.Ended() {
-				return
-			}
-			if err := ctx.Err(); err != nil {
-				yield(nil, fmt.Errorf("workflow %s: %w", w.Name(), err))
-				return
-			}
-			if err := r.step(len(ready)); err != nil {
-				r.fail(c, ready[0].path, err, yield)
-				return
-			}
-			results := r.wave(ctx, ready, emit)
-			paused := false
-			for i, res := range results {
-				switch {
-				case res.stopped:
-					return
-				case res.err != nil:
-					r.fail(c, ready[i].path, res.err, yield)
-					return
-				case res.paused:
-					paused = true
-				}
-			}
-			if paused {
-				inv.End()
-				return
-			}
-			var next []activation
-			for i, a := range ready {
-				res := results[i]
-				taken := false
-				for _, ei := range w.out[a.node.name] {
-					e := w.cfg.Edges[ei]
-					if (e.Route != "" && e.Route != res.route) || (e.Max > 0 && edges[ei] >= e.Max) {
-						continue
-					}
-					edges[ei]++
-					taken = true
-					to := w.nodes[e.To]
-					if to.kind != KindJoin {
-						next = append(next, schedule(to, res.output, false))
-						continue
-					}
-					pend := joins[e.To]
-					if pend == nil {
-						pend = map[string]any{}
-						joins[e.To] = pend
-					}
-					pend[a.node.name] = res.output
-					if len(pend) == len(w.preds[e.To]) {
-						delete(joins, e.To)
-						next = append(next, schedule(to, pend, false))
-					}
-				}
-				if !taken {
-					last = res.output
-				}
-			}
-			ready = next
+		last, ok := r.schedule(ctx, c, input, fromUser, yield)
+		if !ok {
+			return
 		}
 		out, err := plain(last)
 		if err != nil {
@@ -461,76 +410,18 @@ const stateNode = "node"
 // stateStarted is the agent-state key of the workflow's first checkpoint.
 const stateStarted = "started"
 
-// wave runs the scheduled node runs: one inline, several concurrently on
-// branches of their own, forwarding their events one at a time.
-func (r *run) wave(ctx context.Context, ready []activation, emit func(*event.Event) bool) []result {
-	if len(ready) == 1 {
-		return []result{r.execute(ctx, r.inv, ready[0], true, emit)}
+// matches reports whether edge e out of node from is taken for the route
+// the node chose: an edge without a route always is, one with a route when
+// it is the node's, one with DefaultRoute when no other edge out of the node
+// has the node's route.
+func (w *Workflow) matches(from string, e Edge, route string) bool {
+	switch e.Route {
+	case "", route:
+		return true
+	case DefaultRoute:
+		return !w.routes[from][route]
 	}
-	type message struct {
-		ev     *event.Event
-		resume chan struct{}
-		done   bool
-		index  int
-		res    result
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
-	msgs := make(chan message)
-	results := make([]result, len(ready))
-	for i, a := range ready {
-		binv := r.inv.WithBranch(r.branchOf(a.node)).WithEndScope()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			resume := make(chan struct{}, 1)
-			bemit := func(ev *event.Event) bool {
-				select {
-				case msgs <- message{ev: ev, resume: resume}:
-				case <-cctx.Done():
-					return false
-				}
-				select {
-				case <-resume:
-					return true
-				case <-cctx.Done():
-					return false
-				}
-			}
-			res := r.execute(cctx, binv, a, true, bemit)
-			select {
-			case msgs <- message{done: true, index: i, res: res}:
-			case <-cctx.Done():
-			}
-		}()
-	}
-	for running := len(ready); running > 0; {
-		select {
-		case m := <-msgs:
-			if m.done {
-				results[m.index] = m.res
-				running--
-				continue
-			}
-			if !emit(m.ev) {
-				for i := range results {
-					results[i].stopped = true
-				}
-				return results
-			}
-			m.resume <- struct{}{}
-		case <-ctx.Done():
-			for i := range results {
-				results[i].err = ctx.Err()
-			}
-			return results
-		}
-	}
-	return results
+	return false
 }
 
 // branchOf returns the branch a node runs on when it runs concurrently with
@@ -651,11 +542,38 @@ func (r *run) runFunc(ctx context.Context, winv *agent.Invocation, a activation,
 	return result{output: p, route: nc.route}
 }
 
-// callTool runs a tool node.
+// rejectedMessage is the output of a tool node whose call the person did
+// not approve, the words ADK's tool confirmation uses.
+const rejectedMessage = "This tool call is rejected."
+
+// callTool runs a tool node. A tool that needs approval for these arguments
+// asks for it first with [Context.RequestInput] (payload: the tool's name
+// and arguments; answer: {"confirmed": bool}), and runs only when the answer
+// confirms.
 func callTool(ctx context.Context, nc *Context, t tool.Tool, input any) (any, error) {
 	args, err := Convert[map[string]any](input)
 	if err != nil {
 		return nil, err
+	}
+	if c, ok := t.(tool.Confirmable); ok {
+		if required, hint := c.ConfirmationRequired(ctx, args); required {
+			msg := hint
+			if msg == "" {
+				msg = "Please approve or reject the call to " + t.Name() + "."
+			}
+			ans, err := nc.RequestInput(InputRequest{
+				Message: msg,
+				Payload: map[string]any{"tool": t.Name(), "args": args},
+				ResponseSchema: map[string]any{"type": "object", "required": []any{"confirmed"},
+					"properties": map[string]any{"confirmed": map[string]any{"type": "boolean"}}},
+			})
+			if err != nil {
+				return nil, err
+			}
+			if ans["confirmed"] != true {
+				return map[string]any{"error": rejectedMessage}, nil
+			}
+		}
 	}
 	return t.Run(ctx, nc.cc, args)
 }

@@ -1,0 +1,149 @@
+package workflow
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/loomkit/loom/event"
+)
+
+// ParallelWorker returns a node that runs n once for each item of its input
+// (a list; any other value is a list of one), concurrently, at most
+// maxWorkers at a time (no bound when maxWorkers is zero or less), each on a
+// branch of its own, and outputs the items' outputs as a list in the
+// input's order. The node takes n's name; each item's run is a dynamic
+// child of it (path "wf/n@1/n@2" for the second item), so when the
+// invocation resumes an item that had finished is not run again. The first
+// item that fails stops the others and fails the node; an item that waits
+// for input lets the items already running finish, starts no more, and
+// pauses the node.
+func ParallelWorker(n *Node, maxWorkers int, opts ...Option) *Node {
+	pw := newNode(n.name, KindFunc, opts)
+	if pw.description == "" {
+		pw.description = n.description
+	}
+	pw.fn = func(ctx context.Context, nc *Context, in any) (any, error) {
+		return nc.runEach(ctx, n, in, maxWorkers)
+	}
+	return pw
+}
+
+// runEach runs n over the items of in, as [ParallelWorker] describes.
+func (c *Context) runEach(ctx context.Context, n *Node, in any, limit int) (any, error) {
+	items, ok := in.([]any)
+	if !ok {
+		p, err := plain(in)
+		if err != nil {
+			return nil, fmt.Errorf("input of node %s: %w", c.inv.Agent().Name(), err)
+		}
+		if items, ok = p.([]any); !ok {
+			items = []any{p}
+		}
+	}
+	outs := make([]any, len(items))
+	if len(items) == 0 {
+		return outs, nil
+	}
+	if limit <= 0 || limit > len(items) {
+		limit = len(items)
+	}
+	base := c.inv.Branch()
+	if base == "" {
+		base = c.run.w.Name() + "." + c.inv.Agent().Name()
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	// Items run on goroutines of their own and hand their events to this
+	// one, which yields them one at a time.
+	msgs := make(chan relayed)
+	var (
+		first   error // the first failure
+		paused  bool
+		next    int // the next item to start
+		running int
+	)
+	for {
+		for first == nil && !paused && running < limit && next < len(items) && cctx.Err() == nil {
+			if err := c.run.step(1); err != nil {
+				first = err
+				break
+			}
+			i := next
+			next++
+			running++
+			a := activation{node: n, input: items[i], path: fmt.Sprintf("%s/%s@%d", c.path, n.name, i+1)}
+			binv := c.inv.WithBranch(fmt.Sprintf("%s.%s@%d", base, n.name, i+1)).WithEndScope()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resume := make(chan struct{}, 1)
+				emit := func(ev *event.Event) bool {
+					select {
+					case msgs <- relayed{ev: ev, resume: resume}:
+					case <-cctx.Done():
+						return false
+					}
+					select {
+					case <-resume:
+						return true
+					case <-cctx.Done():
+						return false
+					}
+				}
+				res := c.run.execute(cctx, binv, a, true, emit)
+				select {
+				case msgs <- relayed{done: &finished{a: a, res: res, index: i}}:
+				case <-cctx.Done():
+				}
+			}()
+		}
+		if running == 0 {
+			break
+		}
+		var m relayed
+		select {
+		case m = <-msgs:
+		case <-cctx.Done():
+			if first == nil {
+				first = ctx.Err()
+			}
+			running = 0
+			continue
+		}
+		if m.done == nil {
+			if err := c.yield(m.ev); err != nil {
+				return nil, err
+			}
+			m.resume <- struct{}{}
+			continue
+		}
+		running--
+		i := m.done.index
+		switch res := m.done.res; {
+		case res.stopped:
+			c.err = errStopped
+			return nil, c.err
+		case res.err != nil:
+			if first == nil {
+				first = fmt.Errorf("item %d: %w", i+1, res.err)
+				cancel()
+			}
+		case res.paused:
+			paused = true
+		default:
+			outs[i] = res.output
+		}
+	}
+	switch {
+	case first != nil:
+		return nil, first
+	case paused:
+		return nil, ErrWaitingForInput
+	}
+	return outs, nil
+}
