@@ -191,7 +191,7 @@ func (f *fileApp) root() agent.Agent {
 func (f *fileApp) status() server.AppStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	st := server.AppStatus{Source: filepath.Join(f.dir, agentconfig.RootFile)}
+	st := server.AppStatus{Source: filepath.Join(f.dir, agentconfig.RootFile), Language: "yaml"}
 	if f.err != nil {
 		st.LoadError = f.err.Error()
 	}

@@ -30,6 +30,7 @@ type appSummary struct {
 	RootAgentName string `json:"rootAgentName"`
 	Source        string `json:"source"`
 	LoadError     string `json:"loadError"`
+	Language      string `json:"language"`
 }
 
 func listApps(t *testing.T, base string) map[string]appSummary {
@@ -117,13 +118,14 @@ func TestDirectoryHotReload(t *testing.T) {
 	if len(apps) != 3 {
 		t.Fatalf("apps = %v, want assistant, broken, helper", apps)
 	}
-	if a := apps["assistant"]; a.Source != "" || a.LoadError != "" {
+	if a := apps["assistant"]; a.Source != "" || a.LoadError != "" || a.Language != "go" {
 		t.Errorf("compiled-in app reports %+v", a)
 	}
-	if a := apps["helper"]; a.Source != helper || a.LoadError != "" || a.RootAgentName != "helper" {
+	// As in ADK, an app defined by its config file is a "yaml" app.
+	if a := apps["helper"]; a.Source != helper || a.LoadError != "" || a.RootAgentName != "helper" || a.Language != "yaml" {
 		t.Errorf("helper = %+v", a)
 	}
-	if a := apps["broken"]; !strings.Contains(a.LoadError, "root_agent.yaml:3:1: tols: is not a known key") {
+	if a := apps["broken"]; !strings.Contains(a.LoadError, "root_agent.yaml:3:1: tols: is not a known key") || a.Language != "yaml" {
 		t.Errorf("broken = %+v", a)
 	}
 

@@ -6,7 +6,8 @@ func (a *Actions) IsZero() bool {
 	return !a.SkipSummarization && len(a.StateDelta) == 0 && len(a.ArtifactDelta) == 0 &&
 		a.TransferToAgent == "" && !a.Escalate && len(a.RequestedAuthConfigs) == 0 &&
 		len(a.RequestedToolConfirmations) == 0 && a.Compaction == nil && !a.EndOfAgent &&
-		a.AgentState == nil && a.RewindBeforeInvocationID == ""
+		a.AgentState == nil && a.RewindBeforeInvocationID == "" && a.Route == nil &&
+		len(a.RenderUIWidgets) == 0 && a.SetModelResponse == nil && len(a.Unknown) == 0
 }
 
 // IsCheckpoint reports whether a records only an agent's progress: agent
@@ -42,6 +43,14 @@ func (a *Actions) Merge(src *Actions) {
 	if src.RewindBeforeInvocationID != "" {
 		a.RewindBeforeInvocationID = src.RewindBeforeInvocationID
 	}
+	if src.Route != nil {
+		a.Route = src.Route
+	}
+	a.RenderUIWidgets = append(a.RenderUIWidgets, src.RenderUIWidgets...)
+	if src.SetModelResponse != nil {
+		a.SetModelResponse = src.SetModelResponse
+	}
+	a.Unknown = mergeMap(a.Unknown, src.Unknown)
 }
 
 // mergeMap copies src's entries into dst, allocating dst when needed.

@@ -28,6 +28,10 @@ func TestActionsKnowEveryField(t *testing.T) {
 			v.Set(m)
 		case reflect.Pointer:
 			v.Set(reflect.ValueOf(&event.Compaction{Start: time.Unix(1, 0)}))
+		case reflect.Interface:
+			v.Set(reflect.ValueOf("x"))
+		case reflect.Slice:
+			v.Set(reflect.ValueOf([]any{"x"}))
 		default:
 			t.Fatalf("field %s: kind %s not covered by this test", f.Name, v.Kind())
 		}

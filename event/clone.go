@@ -68,6 +68,19 @@ func (e *Event) Clone() *Event {
 		ni.OutputFor = slices.Clone(ni.OutputFor)
 		c.NodeInfo = &ni
 	}
+	c.Unknown = cloneRaw(e.Unknown)
+	return c
+}
+
+// cloneRaw deep-copies a map of unknown fields.
+func cloneRaw(m map[string]json.RawMessage) map[string]json.RawMessage {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]json.RawMessage, len(m))
+	for k, v := range m {
+		c[k] = slices.Clone(v)
+	}
 	return c
 }
 
@@ -85,6 +98,15 @@ func (a Actions) Clone() Actions {
 			c.RequestedToolConfirmations[k] = v
 		}
 	}
+	c.Route = CloneValue(a.Route)
+	c.SetModelResponse = CloneValue(a.SetModelResponse)
+	if a.RenderUIWidgets != nil {
+		c.RenderUIWidgets = make([]any, len(a.RenderUIWidgets))
+		for i, w := range a.RenderUIWidgets {
+			c.RenderUIWidgets[i] = CloneValue(w)
+		}
+	}
+	c.Unknown = cloneRaw(a.Unknown)
 	if a.Compaction != nil {
 		cc := *a.Compaction
 		cc.Content = CloneContent(cc.Content)

@@ -574,6 +574,10 @@ func (p *parser) event(w *Event) bool {
 			if ok = keys.add(19); ok {
 				w.NodeInfo, ok = p.nodeInfo()
 			}
+		case "isolationScope":
+			if ok = keys.add(20); ok {
+				w.IsolationScope, ok = p.str(true)
+			}
 		case "timestamp":
 			if ok = keys.add(17); ok {
 				var b []byte
@@ -837,6 +841,14 @@ func (p *parser) actions(a *wireActions) bool {
 		case "rewindBeforeInvocationId":
 			if ok = keys.add(9); ok {
 				a.RewindBeforeInvocationID, ok = p.str(true)
+			}
+		case "route":
+			if ok = keys.add(10) && p.peek() != 'n'; ok {
+				a.Route, ok = p.value()
+			}
+		case "setModelResponse":
+			if ok = keys.add(11) && p.peek() != 'n'; ok {
+				a.SetModelResponse, ok = p.value()
 			}
 		}
 		return ok

@@ -36,7 +36,8 @@ func appendEventJSON(dst []byte, e *Event, stored bool) ([]byte, bool) {
 		return dst, false
 	}
 	a := &e.Actions
-	if len(a.RequestedAuthConfigs) > 0 || len(a.RequestedToolConfirmations) > 0 || a.Compaction != nil {
+	if len(a.RequestedAuthConfigs) > 0 || len(a.RequestedToolConfirmations) > 0 || a.Compaction != nil ||
+		len(e.Unknown) > 0 || len(a.Unknown) > 0 || len(a.RenderUIWidgets) > 0 {
 		return dst, false
 	}
 	enc := encoder{buf: dst, ok: true}
@@ -67,6 +68,7 @@ func appendEventJSON(dst []byte, e *Event, stored bool) ([]byte, bool) {
 		enc.strs(e.LongRunningToolIDs)
 	}
 	o.str("branch", e.Branch)
+	o.str("isolationScope", e.IsolationScope)
 	o.str("id", e.ID)
 	o.field("timestamp")
 	enc.seconds(e.Timestamp)
@@ -173,6 +175,14 @@ func (enc *encoder) actions(a *Actions) {
 	o.flag("endOfAgent", a.EndOfAgent)
 	o.values("agentState", a.AgentState)
 	o.str("rewindBeforeInvocationId", a.RewindBeforeInvocationID)
+	if a.Route != nil {
+		o.field("route")
+		enc.value(a.Route)
+	}
+	if a.SetModelResponse != nil {
+		o.field("setModelResponse")
+		enc.value(a.SetModelResponse)
+	}
 	o.close()
 }
 

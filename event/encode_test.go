@@ -122,11 +122,11 @@ func TestEncodeFastMatches(t *testing.T) {
 // before the field can be stored.
 func TestEncodeFastKnowsEveryField(t *testing.T) {
 	for typ, want := range map[reflect.Type]int{
-		reflect.TypeFor[wireEvent]():              10,
-		reflect.TypeFor[Event]():                  11,
+		reflect.TypeFor[wireEvent]():              11,
+		reflect.TypeFor[Event]():                  13,
 		reflect.TypeFor[model.Response]():         16,
-		reflect.TypeFor[wireActions]():            11,
-		reflect.TypeFor[Actions]():                11,
+		reflect.TypeFor[wireActions]():            15,
+		reflect.TypeFor[Actions]():                15,
 		reflect.TypeFor[NodeInfo]():               3,
 		reflect.TypeFor[genai.Content]():          2,
 		reflect.TypeFor[genai.Part]():             17,

@@ -35,6 +35,7 @@ package event
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"maps"
 	"sync"
 	"time"
@@ -74,6 +75,17 @@ type Event struct {
 	// NodeInfo says where in a graph workflow the event came from (JSON
 	// "nodeInfo"); nil outside graph workflows.
 	NodeInfo *NodeInfo
+	// IsolationScope is ADK 2's isolation scope (JSON "isolationScope"):
+	// the function call or graph node whose events an agent sees apart
+	// from the rest of the session. Loom keeps it as data: it writes it
+	// back as it was read and does not filter history by it.
+	IsolationScope string
+	// Unknown holds the top-level fields of a decoded event that Loom does
+	// not model (such as those of a later ADK), each as the JSON it was
+	// read as, under the key it was read under. They are encoded back, after
+	// the known fields, so that nothing a client or another ADK wrote is
+	// lost. A key that names a known field is ignored when encoding.
+	Unknown map[string]json.RawMessage
 	// LLMCall marks the event built from the response of one model call:
 	// when an invocation resumes, these events are what its model call
 	// limit counts. It is kept in storage only (see "Stored form" in the
@@ -227,6 +239,19 @@ type Actions struct {
 	AgentState map[string]any
 	// RewindBeforeInvocationID rewinds the session to just before that invocation.
 	RewindBeforeInvocationID string
+	// Route is the route a graph workflow node chose (JSON "route"): a
+	// string, a number, a bool, or a list of them, as in ADK 2. The edges
+	// whose route matches it are taken.
+	Route any
+	// RenderUIWidgets lists UI widgets for the client to render (JSON
+	// "renderUiWidgets"), each as ADK 2 writes it; Loom keeps them as data.
+	RenderUIWidgets []any
+	// SetModelResponse is the structured output an agent set as its model
+	// response (JSON "setModelResponse"), as in ADK 2.
+	SetModelResponse any
+	// Unknown holds the fields of decoded actions that Loom does not model,
+	// kept and encoded back as Event.Unknown is.
+	Unknown map[string]json.RawMessage
 }
 
 // ToolConfirmation is a request for, or an answer to, a human confirmation of

@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +29,7 @@ type wireEvent struct {
 	Actions            wireActions `json:"actions"`
 	LongRunningToolIDs []string    `json:"longRunningToolIds,omitempty"`
 	Branch             string      `json:"branch,omitempty"`
+	IsolationScope     string      `json:"isolationScope,omitempty"`
 	ID                 string      `json:"id,omitempty"`
 	Timestamp          Seconds     `json:"timestamp"`
 	Output             any         `json:"output,omitempty"`
@@ -44,6 +48,100 @@ type wireActions struct {
 	EndOfAgent                 bool                        `json:"endOfAgent,omitempty"`
 	AgentState                 map[string]any              `json:"agentState,omitempty"`
 	RewindBeforeInvocationID   string                      `json:"rewindBeforeInvocationId,omitempty"`
+	Route                      any                         `json:"route,omitempty"`
+	RenderUIWidgets            []any                       `json:"renderUiWidgets,omitempty"`
+	SetModelResponse           any                         `json:"setModelResponse,omitempty"`
+
+	unknown map[string]json.RawMessage
+}
+
+// wireActionsFields is wireActions without its MarshalJSON method.
+type wireActionsFields wireActions
+
+// MarshalJSON encodes the actions' fields, then the unknown ones.
+func (w wireActions) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(wireActionsFields(w))
+	if err != nil {
+		return nil, err
+	}
+	return appendUnknown(b, w.unknown, actionKeys)
+}
+
+// The JSON keys of the fields of an event and of its actions: those Loom
+// models. Any other key of a decoded event is kept in Unknown.
+var (
+	eventKeys  = jsonKeys(reflect.TypeFor[wireEvent]())
+	actionKeys = jsonKeys(reflect.TypeFor[wireActionsFields]())
+)
+
+// jsonKeys returns the JSON names of t's fields, those of embedded structs
+// included.
+func jsonKeys(t reflect.Type) map[string]bool {
+	keys := map[string]bool{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			maps.Copy(keys, jsonKeys(f.Type))
+			continue
+		}
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+			keys[name] = true
+		}
+	}
+	return keys
+}
+
+// appendUnknown inserts the unknown fields into b, a JSON object, before
+// its closing brace, in key order, leaving out those that name a known
+// key (known) or hold no value.
+func appendUnknown(b []byte, unknown map[string]json.RawMessage, known map[string]bool) ([]byte, error) {
+	if len(unknown) == 0 {
+		return b, nil
+	}
+	out := b[:len(b)-1]
+	empty := len(out) == 1
+	for _, k := range slices.Sorted(maps.Keys(unknown)) {
+		v := bytes.TrimSpace(unknown[k])
+		if known[k] || len(v) == 0 || string(v) == "null" {
+			continue
+		}
+		if !empty {
+			out = append(out, ',')
+		}
+		empty = false
+		kb, _ := json.Marshal(k)
+		out = append(out, kb...)
+		out = append(out, ':')
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, v); err != nil {
+			return nil, fmt.Errorf("event: unknown field %q: %w", k, err)
+		}
+		out = append(out, buf.Bytes()...)
+	}
+	return append(out, '}'), nil
+}
+
+// collectUnknown returns the members of the JSON object data whose keys,
+// as written or in camelCase, are not in known, keeping their JSON.
+func collectUnknown(data []byte, known map[string]bool) map[string]json.RawMessage {
+	var all map[string]json.RawMessage
+	if json.Unmarshal(data, &all) != nil {
+		return nil
+	}
+	var out map[string]json.RawMessage
+	for k, v := range all {
+		if known[k] || known[CamelCase(k)] || string(bytes.TrimSpace(v)) == "null" {
+			continue
+		}
+		if out == nil {
+			out = map[string]json.RawMessage{}
+		}
+		var buf bytes.Buffer
+		if json.Compact(&buf, v) == nil {
+			out[k] = buf.Bytes()
+		}
+	}
+	return out
 }
 
 type wireCompaction struct {
@@ -292,9 +390,14 @@ func (e *Event) marshalWire(stored bool) ([]byte, error) {
 		Timestamp:          Seconds(e.Timestamp),
 		Output:             e.Output,
 		NodeInfo:           e.NodeInfo,
+		IsolationScope:     e.IsolationScope,
 	}
 	w.CustomMetadata = e.metadata(stored)
-	return json.Marshal(&w)
+	b, err := json.Marshal(&w)
+	if err != nil {
+		return nil, err
+	}
+	return appendUnknown(b, e.Unknown, eventKeys)
 }
 
 // MarshalJSON encodes the actions in ADK's wire format: the four maps are
@@ -316,6 +419,10 @@ func (a *Actions) wire() wireActions {
 		EndOfAgent:                 a.EndOfAgent,
 		AgentState:                 a.AgentState,
 		RewindBeforeInvocationID:   a.RewindBeforeInvocationID,
+		Route:                      a.Route,
+		RenderUIWidgets:            a.RenderUIWidgets,
+		SetModelResponse:           a.SetModelResponse,
+		unknown:                    a.Unknown,
 	}
 	if w.StateDelta == nil {
 		w.StateDelta = map[string]any{}
@@ -345,6 +452,10 @@ func (w *wireActions) actions() Actions {
 		EndOfAgent:               w.EndOfAgent,
 		AgentState:               w.AgentState,
 		RewindBeforeInvocationID: w.RewindBeforeInvocationID,
+		Route:                    w.Route,
+		RenderUIWidgets:          w.RenderUIWidgets,
+		SetModelResponse:         w.SetModelResponse,
+		Unknown:                  w.unknown,
 	}
 	if len(w.ArtifactDelta) > 0 {
 		a.ArtifactDelta = w.ArtifactDelta
@@ -366,14 +477,19 @@ func nilIfEmpty(m map[string]any) map[string]any {
 }
 
 // UnmarshalJSON decodes an event from ADK's wire format. It accepts camelCase
-// and snake_case keys, standard and URL-safe base64 for bytes, and ignores
-// unknown top-level keys. Keys inside user data (state deltas, agent state,
+// and snake_case keys and standard and URL-safe base64 for bytes. A key of
+// the event or of its actions that Loom does not model is kept, with its
+// JSON, in Event.Unknown or Actions.Unknown and encoded back. Keys inside user data (state deltas, agent state,
 // custom metadata, function arguments and responses) are never renamed.
 //
 // Canonical input, as produced by [Event.MarshalJSON], takes a strict fast
 // path; anything else is normalized first.
 func (e *Event) UnmarshalJSON(data []byte) error {
-	var w wireEvent
+	var (
+		w       wireEvent
+		unknown map[string]json.RawMessage
+		actions []byte
+	)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&w); err != nil {
@@ -385,6 +501,10 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 		if err := json.Unmarshal(norm, &w); err != nil {
 			return fmt.Errorf("event: decode: %w", err)
 		}
+		unknown, actions = collectUnknown(data, eventKeys), rawActions(data)
+	}
+	if actions != nil {
+		w.Actions.unknown = collectUnknown(actions, actionKeys)
 	}
 	*e = Event{
 		Response:           w.Response,
@@ -397,9 +517,25 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 		LongRunningToolIDs: w.LongRunningToolIDs,
 		Output:             w.Output,
 		NodeInfo:           w.NodeInfo,
+		IsolationScope:     w.IsolationScope,
+		Unknown:            unknown,
 	}
 	e.liftLLMCall()
 	return nil
+}
+
+// rawActions returns the JSON of the actions of the event data, under
+// either spelling of the key, or nil.
+func rawActions(data []byte) []byte {
+	var top struct {
+		Actions json.RawMessage `json:"actions"`
+	}
+	// encoding/json matches keys case-insensitively, not across the
+	// underscore; snake_case input has no other spelling for "actions".
+	if json.Unmarshal(data, &top) != nil || len(top.Actions) == 0 || top.Actions[0] != '{' {
+		return nil
+	}
+	return top.Actions
 }
 
 // UnmarshalContent decodes a genai content (such as a user message in a run
@@ -457,6 +593,7 @@ func (a *Actions) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(norm, &w); err != nil {
 		return fmt.Errorf("event: decode actions: %w", err)
 	}
+	w.unknown = collectUnknown(data, actionKeys)
 	*a = w.actions()
 	return nil
 }
@@ -496,6 +633,7 @@ var userDataKeys = map[string]bool{
 	"stateDelta": true, "agentState": true, "customMetadata": true,
 	"args": true, "response": true, "partMetadata": true, "payload": true,
 	"artifactDelta": true, "requestedAuthConfigs": true, "output": true,
+	"setModelResponse": true, "route": true,
 }
 
 func normalizeValue(v any, s scope) any {

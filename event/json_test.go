@@ -263,12 +263,15 @@ func TestE4Base64Variants(t *testing.T) {
 	}
 }
 
-// TestE4UnknownKeys: unknown top-level keys (and nulls) are ignored (E4).
+// TestE4UnknownKeys: unknown keys of an event and of its actions are kept
+// and written back; null ones are dropped (E4).
 func TestE4UnknownKeys(t *testing.T) {
 	in := `{"id":"ev-1","author":"a","timestamp":1747130000,"futureField":{"x":1},"another_new_one":[1,2],
 		"content":null,"actions":{"stateDelta":null,"artifactDelta":{},"newActionField":true},"branch":null}`
 	got := decodeEncode(t, in)
-	const want = `{"author":"a","actions":{"stateDelta":{},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{}},"id":"ev-1","timestamp":1747130000}`
+	// Unknown keys are kept, as written, after the known ones; null ones
+	// say nothing and are left out.
+	const want = `{"author":"a","actions":{"stateDelta":{},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{},"newActionField":true},"id":"ev-1","timestamp":1747130000,"another_new_one":[1,2],"futureField":{"x":1}}`
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}

@@ -230,6 +230,10 @@ type AppStatus struct {
 	// to load, while the previous version keeps serving; empty when the
 	// latest version is the one serving.
 	LoadError string `json:"loadError,omitempty"`
+	// Language is what /list-apps?detailed=true reports the app is written
+	// in, by ADK's names: "yaml" for an app defined by an Agent Config
+	// file. Empty means "go", an app compiled into the program.
+	Language string `json:"-"`
 }
 
 // Invoker runs invocations outside the server's process. Run behaves as
@@ -507,6 +511,9 @@ func (s *Server) summary(r *http.Request, name string) appSummary {
 	sum := appSummary{Name: name, RootAgentName: root.Name(), Description: root.Description(), Language: "go"}
 	if s.cfg.Status != nil {
 		sum.AppStatus = s.cfg.Status(name)
+		if sum.AppStatus.Language != "" {
+			sum.Language = sum.AppStatus.Language
+		}
 	}
 	return sum
 }

@@ -470,7 +470,11 @@ type GetOptions struct {
 	NoEvents bool
 	// NumRecentEvents, when positive, returns only the most recent events.
 	NumRecentEvents int
-	// After, when set, returns only events at or after this time.
+	// After, when set, returns only events at or after this time: the
+	// events after the last one, in log order, stamped before it. The
+	// session's own events are in time order, so for them this is every
+	// event of that time or later; an imported history keeps the times it
+	// was given, in whatever order (see AppendEvent).
 	After time.Time
 	// AfterSeq, when positive, returns only the events after the first
 	// AfterSeq of the log (an event's sequence number is its position in
@@ -589,10 +593,12 @@ func (s *Service) Delete(ctx context.Context, key Key) error {
 // and what is applied to sess.
 //
 // Timestamps are kept to the microsecond, the precision of the wire
-// format, and never go back within a session: an event whose timestamp is
-// before that of the session's last event gets the last event's timestamp,
-// so that a window of events after a time holds exactly the events of that
-// time or later. A timestamp must lie within the range of int64
+// format, and the session's own events never go back in time: an event
+// whose timestamp is before that of the session's last event gets the last
+// event's timestamp, so that a window of events after a time holds exactly
+// the events of that time or later. An imported event
+// (event.Event.Imported) keeps its timestamp as given: it is history
+// another runtime recorded, and rewriting it would change that record. A timestamp must lie within the range of int64
 // nanoseconds since 1970 (from 1677-09-21 to 2262-04-11), which is what
 // stores keep; one outside it fails with an error wrapping ErrInvalid.
 //
@@ -657,7 +663,12 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	}
 	// Microseconds are what the wire format and the stores keep.
 	ev.Timestamp = ev.Timestamp.Truncate(time.Microsecond)
-	if seq > 0 && ev.Timestamp.Before(last) {
+	// The session's own events are in time order: one stamped before the
+	// last event (a clock step back, or an event stamped before a
+	// concurrent one was committed) takes the last event's time. An
+	// imported event is history as another runtime recorded it, and keeps
+	// its time.
+	if seq > 0 && ev.Timestamp.Before(last) && !ev.Imported() {
 		ev.Timestamp = last
 	}
 	// A store that keeps events encoded in memory gets them encoded here,

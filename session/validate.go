@@ -198,6 +198,12 @@ func checkEvent(ev *event.Event) (foreign bool, err error) {
 			return false, fmt.Errorf("%w: event %s: %w", ErrInvalid, f.name, err)
 		}
 	}
+	if err := checkUnknown("event", ev.Unknown); err != nil {
+		return false, fmt.Errorf("%w: event %s: %w", ErrInvalid, ev.ID, err)
+	}
+	if err := checkUnknown("actions", ev.Actions.Unknown); err != nil {
+		return false, fmt.Errorf("%w: event %s: %w", ErrInvalid, ev.ID, err)
+	}
 	if fastEvent(ev, &foreign) {
 		return foreign, nil
 	}
@@ -260,6 +266,34 @@ func eventJSONForm(ev *event.Event) error {
 	if !isJSON(ev.Output) {
 		if ev.Output, err = jsonValue(ev.Output); err != nil {
 			return fmt.Errorf("output: %w", err)
+		}
+	}
+	if !isJSON(a.Route) {
+		if a.Route, err = jsonValue(a.Route); err != nil {
+			return fmt.Errorf("route: %w", err)
+		}
+	}
+	if !isJSON(a.SetModelResponse) {
+		if a.SetModelResponse, err = jsonValue(a.SetModelResponse); err != nil {
+			return fmt.Errorf("model response: %w", err)
+		}
+	}
+	if a.RenderUIWidgets != nil && !isJSON(a.RenderUIWidgets) {
+		w, err := jsonValue(a.RenderUIWidgets)
+		if err != nil {
+			return fmt.Errorf("UI widgets: %w", err)
+		}
+		a.RenderUIWidgets, _ = w.([]any)
+	}
+	return nil
+}
+
+// checkUnknown checks the fields of an event Loom does not model: each is
+// one JSON value under a UTF-8 key.
+func checkUnknown(what string, m map[string]json.RawMessage) error {
+	for k, v := range m {
+		if !utf8.ValidString(k) || !json.Valid(v) {
+			return fmt.Errorf("%s field %q: not a JSON value", what, k)
 		}
 	}
 	return nil
@@ -420,10 +454,11 @@ func fastEvent(ev *event.Event, foreign *bool) bool {
 	a := &ev.Actions
 	if r.GroundingMetadata != nil || r.CitationMetadata != nil || r.UsageMetadata != nil || r.LogprobsResult != nil ||
 		r.InputTranscription != nil || r.OutputTranscription != nil || checkFloat(r.AvgLogprobs) != nil ||
-		len(a.RequestedAuthConfigs) > 0 || len(a.RequestedToolConfirmations) > 0 || a.Compaction != nil {
+		len(a.RequestedAuthConfigs) > 0 || len(a.RequestedToolConfirmations) > 0 || a.Compaction != nil ||
+		a.Route != nil || a.SetModelResponse != nil || a.RenderUIWidgets != nil || ev.Unknown != nil || a.Unknown != nil {
 		return false
 	}
-	for _, s := range [...]string{ev.ID, ev.InvocationID, ev.Author, ev.Branch, r.ModelVersion, string(r.FinishReason),
+	for _, s := range [...]string{ev.ID, ev.InvocationID, ev.Author, ev.Branch, ev.IsolationScope, r.ModelVersion, string(r.FinishReason),
 		r.ErrorCode, r.ErrorMessage, a.TransferToAgent, a.RewindBeforeInvocationID} {
 		if !utf8.ValidString(s) {
 			return false

@@ -163,9 +163,9 @@ func TestFastEventAgreesWithWalk(t *testing.T) {
 // events that set it to the walk) before the field can be stored.
 func TestFastEventKnowsEveryField(t *testing.T) {
 	for typ, want := range map[reflect.Type]int{
-		reflect.TypeFor[event.Event]():            11,
+		reflect.TypeFor[event.Event]():            13,
 		reflect.TypeFor[model.Response]():         16,
-		reflect.TypeFor[event.Actions]():          11,
+		reflect.TypeFor[event.Actions]():          15,
 		reflect.TypeFor[event.NodeInfo]():         3,
 		reflect.TypeFor[genai.Content]():          2,
 		reflect.TypeFor[genai.Part]():             17,

@@ -51,10 +51,11 @@ type Config struct {
 	Description string
 	// Model answers the agent's requests.
 	Model model.LLM
-	// Instruction is the system instruction. {key} is replaced by the state
-	// value of key ({user:k}, {app:k}, {temp:k} too), {key?} by "" when
-	// missing, {artifact.name} by the artifact's text. A missing required key
-	// is an error.
+	// Instruction is the system instruction, templated by ADK's rules (see
+	// InjectState): {key} (or {{key}}) is replaced by the state value of key
+	// ({user:k}, {app:k}, {temp:k} too), {key?} by "" when missing,
+	// {artifact.name} by the artifact's text; a name that is not an
+	// identifier is left as written. A missing required key is an error.
 	Instruction string
 	// InstructionProvider, if set, computes the instruction instead.
 	InstructionProvider InstructionProvider

@@ -135,12 +135,12 @@ func TestA2InstructionTemplating(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := scripted.NewSequence("m", scripted.Text("ok"))
-	instr := "Hi {name}. Tier {user:tier}, region {app:region}. Opt:[{nick?}]. Notes: {artifact.notes.txt}. Literal {not valid} and {{json}}"
+	instr := "Hi {name}. Tier {user:tier}, region {app:region}. Opt:[{nick?}]. Notes: {artifact.notes.txt}. Literal {not valid} and {{\"json\": 1}}"
 	f := newFixture(t, mustAgent(t, llmagent.Config{Name: "a", Model: m, Instruction: instr}), arts,
 		map[string]any{"name": "Ada", "user:tier": "gold", "app:region": "eu"})
 	f.run(t, "hi", nil)
 	got := m.Requests()[0].Config.SystemInstruction.Parts[0].Text
-	want := "Hi Ada. Tier gold, region eu. Opt:[]. Notes: be brief. Literal {not valid} and {{json}}" +
+	want := "Hi Ada. Tier gold, region eu. Opt:[]. Notes: be brief. Literal {not valid} and {{\"json\": 1}}" +
 		"\n\nYou are an agent. Your internal name is \"a\"."
 	if got != want {
 		t.Fatalf("instruction:\n got %q\nwant %q", got, want)

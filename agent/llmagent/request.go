@@ -2,6 +2,7 @@ package llmagent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode"
 	"weak"
 
 	"google.golang.org/genai"
@@ -413,35 +415,41 @@ func (a *Agent) instruction(ctx context.Context, inv *agent.Invocation, cc *agen
 	return s, nil
 }
 
+// placeholder is ADK's pattern: a run of opening braces, anything without
+// braces, a run of closing braces. Every run counts as one placeholder, so
+// {{name}} is replaced like {name}, as ADK replaces it.
 var placeholder = regexp.MustCompile(`\{+[^{}]*\}+`)
-var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // InjectState replaces {placeholders} in a template with session state and
-// artifact text: {key} is the value of state key (also {app:key},
-// {user:key}, {temp:key}); {key?} is empty when the key is missing;
-// {artifact.name} is the text of the named artifact. A placeholder that is
-// not a valid key, or one in doubled braces ({{like this}}), is left as
-// written. A missing required key or artifact is
+// artifact text, by ADK's rules. A placeholder is any run of braces around
+// text without braces ({name}, {{name}}); its text, trimmed of spaces, is
+// the reference. {key} is the value of state key, also in a scope
+// ({app:key}, {user:key}, {temp:key}); {key?} is empty when the key is
+// not set; {artifact.name} is the text of the named artifact. A key that
+// is not an identifier (a Unicode letter or underscore, then letters,
+// digits or underscores), alone or after one of the three prefixes, is
+// left as written with its braces, as is the JSON in {{"type": "llm"}}.
+// A value is written as Python's str() writes it (strings as they are,
+// true as True, maps as {'k': 1}). A missing required key or artifact is
 // an error.
 func InjectState(ctx context.Context, template string, inv *agent.Invocation) (string, error) {
 	var firstErr error
 	out := placeholder.ReplaceAllStringFunc(template, func(m string) string {
-		if firstErr != nil || (strings.HasPrefix(m, "{{") && strings.HasSuffix(m, "}}")) {
-			return m // doubled braces are literal text, as in examples of JSON
+		if firstErr != nil {
+			return m
 		}
-		key := strings.TrimSpace(strings.Trim(m, "{}"))
-		optional := strings.HasSuffix(key, "?")
-		key = strings.TrimSuffix(key, "?")
+		key := strings.TrimSpace(strings.TrimRight(strings.TrimLeft(m, "{"), "}"))
+		key, optional := strings.CutSuffix(key, "?")
 		if name, ok := strings.CutPrefix(key, "artifact."); ok {
 			text, err := artifactText(ctx, inv, name)
-			if err != nil {
-				if optional {
-					return ""
-				}
-				firstErr = err
-				return m
+			switch {
+			case err == nil:
+				return text
+			case optional && errors.Is(err, artifact.ErrNotFound):
+				return ""
 			}
-			return text
+			firstErr = err
+			return m
 		}
 		if !validStateKey(key) {
 			return m
@@ -462,16 +470,48 @@ func InjectState(ctx context.Context, template string, inv *agent.Invocation) (s
 	return out, nil
 }
 
+// validStateKey reports whether ADK takes key for a state key: an
+// identifier, or one after the app:, user: or temp: prefix.
 func validStateKey(key string) bool {
-	_, name := session.ScopeOf(key)
-	return identifier.MatchString(name)
+	prefix, name, scoped := strings.Cut(key, ":")
+	if !scoped {
+		return isIdentifier(key)
+	}
+	switch prefix + ":" {
+	case session.PrefixApp, session.PrefixUser, session.PrefixTemp:
+		return isIdentifier(name)
+	}
+	return false
 }
 
-func formatValue(v any) string {
-	if s, ok := v.(string); ok {
-		return s
+// isIdentifier reports whether s is an identifier as Python's
+// str.isidentifier sees one: a letter or underscore, then letters, digits,
+// combining marks or connector punctuation.
+func isIdentifier(s string) bool {
+	if s == "" {
+		return false
 	}
-	return event.CompactJSON(v)
+	for i, r := range s {
+		switch {
+		case r == '_' || unicode.IsLetter(r) || unicode.Is(unicode.Nl, r):
+		case i > 0 && (unicode.IsDigit(r) || unicode.In(r, unicode.Mn, unicode.Mc, unicode.Pc)):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// formatValue writes a state value as Python's str() does, which is what
+// ADK puts in the instruction.
+func formatValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case nil:
+		return ""
+	}
+	return event.PythonRepr(v)
 }
 
 func artifactText(ctx context.Context, inv *agent.Invocation, name string) (string, error) {

@@ -371,7 +371,11 @@ func (r *run) load() {
 			r.id = ev.ID
 		}
 		if ev.NodeInfo != nil && ev.Actions.EndOfAgent {
-			route, _ := ev.Actions.AgentState["route"].(string)
+			route, ok := ev.Actions.Route.(string)
+			if !ok {
+				// Logs written before routes had their own action field.
+				route, _ = ev.Actions.AgentState["route"].(string)
+			}
 			for _, p := range ev.NodeInfo.OutputFor {
 				r.done[p] = record{output: ev.Output, route: route}
 			}
@@ -532,7 +536,7 @@ func (r *run) runFunc(ctx context.Context, winv *agent.Invocation, a activation,
 	end := nc.cc.Event()
 	end.Actions.EndOfAgent = true
 	if nc.route != "" {
-		end.Actions.AgentState = map[string]any{"route": nc.route}
+		end.Actions.Route = nc.route
 	}
 	end.Output = p
 	end.NodeInfo = &event.NodeInfo{Path: a.path, OutputFor: []string{a.path}}

@@ -87,6 +87,13 @@ func TestRoutingChoosesEdge(t *testing.T) {
 		if n := len(ended(evs)); n != 2 {
 			t.Errorf("%q: %d node runs, want 2", msg, n)
 		}
+		// As in ADK 2, the node's end event carries its route in
+		// actions.route.
+		for _, ev := range evs {
+			if ev.NodeInfo != nil && ev.NodeInfo.Path == "router/classify@1" && ev.Actions.EndOfAgent && (ev.Actions.Route != want || ev.Actions.AgentState["route"] != nil) {
+				t.Errorf("%q: classify's end event: route %v, agent state %v", msg, ev.Actions.Route, ev.Actions.AgentState)
+			}
+		}
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -303,5 +305,69 @@ func testEventRoundTrip(t *testing.T, h *harness) {
 	}
 	if !evs[0].Timestamp.Equal(ev.Timestamp) {
 		t.Errorf("timestamp = %v, want %v", evs[0].Timestamp, ev.Timestamp)
+	}
+}
+
+// testS13ImportedTimestamps: an imported event (event.MetadataImported)
+// keeps the timestamp it was given, even one older than the event before
+// it; the session's own events stay in time order from there; a window
+// from a time holds the events after the last one, in log order, older
+// than that time, in every backend alike (S13).
+func testS13ImportedTimestamps(t *testing.T, h *harness) {
+	s := h.create(t, "u1", "s1", nil)
+	t0 := base.Add(time.Hour)
+	stamps := []time.Duration{0, 2 * time.Second, time.Second}
+	for i, d := range stamps {
+		ev := textEvent(fmt.Sprintf("imp-%d", i), "x", nil)
+		ev.Timestamp = t0.Add(d)
+		ev.MarkImported()
+		if i == 1 {
+			// ADK 2's fields, and fields Loom does not model, are stored.
+			ev.IsolationScope = "call_1"
+			ev.Actions.Route = []any{"a", 1.0}
+			ev.Actions.SetModelResponse = map[string]any{"k": "v"}
+			ev.Actions.RenderUIWidgets = []any{map[string]any{"id": "w"}}
+			ev.Unknown = map[string]json.RawMessage{"interactionId": json.RawMessage(`"i-1"`)}
+			ev.Actions.Unknown = map[string]json.RawMessage{"later": json.RawMessage(`{"a_b":1}`)}
+		}
+		h.appendEv(t, s, ev)
+	}
+	own := textEvent("own", "x", nil)
+	own.Timestamp = t0
+	h.appendEv(t, s, own)
+
+	got := h.get(t, s.Key())
+	evs := got.Events()
+	want := []time.Time{t0, t0.Add(2 * time.Second), t0.Add(time.Second), t0.Add(time.Second)}
+	if len(evs) != len(want) {
+		t.Fatalf("%d events, want %d", len(evs), len(want))
+	}
+	for i, ev := range evs {
+		if !ev.Timestamp.Equal(want[i]) {
+			t.Errorf("event %s: timestamp %s, want %s", ev.ID, ev.Timestamp, want[i])
+		}
+	}
+	if e := evs[1]; e.IsolationScope != "call_1" || !reflect.DeepEqual(e.Actions.Route, []any{"a", 1.0}) ||
+		!reflect.DeepEqual(e.Actions.SetModelResponse, map[string]any{"k": "v"}) || len(e.Actions.RenderUIWidgets) != 1 ||
+		string(e.Unknown["interactionId"]) != `"i-1"` || string(e.Actions.Unknown["later"]) != `{"a_b":1}` {
+		t.Errorf("ADK 2 fields not stored: %+v", e)
+	}
+	if !got.LastUpdateTime().Equal(t0.Add(time.Second)) {
+		t.Errorf("last update time %s, want that of the last event", got.LastUpdateTime())
+	}
+	for _, c := range []struct {
+		after time.Duration
+		ids   []string
+	}{
+		{0, []string{"imp-0", "imp-1", "imp-2", "own"}},
+		{time.Second, []string{"imp-1", "imp-2", "own"}},
+		{1500 * time.Millisecond, nil},
+		{3 * time.Second, nil},
+	} {
+		w, err := h.svc.Get(t.Context(), s.Key(), &session.GetOptions{After: t0.Add(c.after)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantIDs(t, fmt.Sprintf("After T+%s", c.after), w.Events(), c.ids...)
 	}
 }

@@ -102,6 +102,7 @@ var cases = []testCase{
 	{"V4NilSession", testV4NilSession},
 	{"V5RecreatedSessionStale", testV5Recreated},
 	{"V6AfterOutOfOrder", testV6AfterOutOfOrder},
+	{"S13ImportedTimestamps", testS13ImportedTimestamps},
 	{"V7DuplicateEventID", testV7DuplicateEventID},
 	{"V8PageTokens", testV8PageTokens},
 	{"V10UnknownOutcome", testV10UnknownOutcome},
