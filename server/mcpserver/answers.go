@@ -32,7 +32,7 @@ func pendingOf(fc *genai.FunctionCall, k agent.PauseKind) Pending {
 		callArgs, _ := json.Marshal(orig["args"])
 		p.Message = fmt.Sprintf("Approve the call %s(%s)?", name, callArgs)
 		if hint != "" {
-			p.Message = hint + " " + p.Message
+			p.Message = fmt.Sprintf("%s %s(%s)", hint, name, callArgs)
 		}
 	case agent.PauseInput:
 		p.Kind = KindInput

@@ -4,8 +4,8 @@
 //
 // # The agent as a tool
 //
-// The server has one tool, named after the application's root agent (see
-// [ToolName]), whose arguments are
+// The server has one tool, named after the application (see [ToolName]),
+// described as its root agent is, whose arguments are
 //
 //	{"request": "what to ask", "session_id": "optional", "answers": {...}}
 //
@@ -153,7 +153,7 @@ func New(cfg Config) (*Handler, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Handler{
 		cfg:      cfg,
-		tool:     ToolName(cfg.Runner.Agent().Name()),
+		tool:     ToolName(cfg.Runner.AppName()),
 		calls:    make(chan struct{}, cfg.MaxConcurrentCalls),
 		sessions: make(chan struct{}, cfg.MaxSessions),
 		ctx:      ctx,
@@ -201,11 +201,12 @@ var inputSchema = json.RawMessage(`{
 // toolNameRE matches what an MCP tool name may hold.
 var toolNameRE = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
-// ToolName returns the name of the tool serving an agent named agentName:
-// the name with every run of characters an MCP tool name cannot hold
-// replaced by "_", and at most 64 bytes of it.
-func ToolName(agentName string) string {
-	n := toolNameRE.ReplaceAllString(agentName, "_")
+// ToolName returns the name of the tool serving the application app: the
+// name with every run of characters an MCP tool name cannot hold replaced
+// by "_", and at most 64 bytes of it. (The application's name, not its
+// root agent's, which may change when the application reloads.)
+func ToolName(app string) string {
+	n := toolNameRE.ReplaceAllString(app, "_")
 	if n == "" {
 		n = "agent"
 	}
@@ -233,7 +234,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The authenticated user becomes the SDK's token information (see
 	// New), through the SDK's bearer-token middleware; the token itself is
 	// not read, authentication having been done.
-	r = r.Clone(r.Context())
+	// Close ends every request, the long-lived event streams included.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(h.ctx, cancel)
+	defer stop()
+	r = r.Clone(ctx)
 	r.Header.Set("Authorization", "Bearer loom")
 	h.mcp.ServeHTTP(w, r)
 }
@@ -262,8 +268,10 @@ func (h *Handler) opened(_ context.Context, req *mcp.InitializedRequest) {
 	}()
 }
 
-// Close cancels the running calls; their invocations stop as when a
-// client disconnects. It is meant for a server's shutdown and always
+// Close cancels the running calls, whose invocations stop as when a
+// client disconnects, and ends the requests in progress, the event
+// streams of open MCP sessions included, so that an http.Server's Shutdown
+// need not wait for them. It is meant for a server's shutdown and always
 // returns nil.
 func (h *Handler) Close() error {
 	h.cancel()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/loomkit/loom/examples/assistant"
 	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/server/mcpserver"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
@@ -363,5 +364,66 @@ func TestMaxSessions(t *testing.T) {
 			t.Fatalf("no session after the first closed: %v", err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Mounted in the API server (server.Config.Mounts), the handler takes the
+// user the server's Authenticate hook bound the request to.
+func TestMountedAuthenticate(t *testing.T) {
+	r := newRunner(t)
+	h, err := mcpserver.New(mcpserver.Config{Runner: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := server.New(server.Config{Apps: []*runner.Runner{r}, Authenticate: bearer, Mounts: map[string]http.Handler{"/mcp/assistant": h}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	t.Cleanup(func() { // after the client sessions close (cleanups run last first)
+		h.Close()
+		api.Close()
+		srv.Close()
+	})
+	url := srv.URL + "/mcp/assistant"
+
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	if _, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil); err == nil {
+		t.Error("connected without a token")
+	}
+	cs := connect(t, url, "", as("carol"), nil)
+	_, out := call(t, cs, map[string]any{"request": "weather in Oslo"})
+	if out.Status != mcpserver.StatusCompleted {
+		t.Fatalf("call: %+v", out)
+	}
+	if _, err := r.Sessions().Get(context.Background(), session.Key{AppName: "assistant", UserID: "carol", SessionID: out.SessionID}, nil); err != nil {
+		t.Errorf("carol's session: %v, want it stored under the user carol", err)
+	}
+}
+
+// Close ends the requests in progress, an open session's event stream
+// included, so that the HTTP server shuts down at once.
+func TestCloseEndsStreams(t *testing.T) {
+	h, err := mcpserver.New(mcpserver.Config{Runner: newRunner(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	h.Close()
+	done := make(chan struct{})
+	go func() {
+		srv.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not close within 10s of Handler.Close")
 	}
 }
