@@ -2,14 +2,18 @@ package mcpserver_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/server/mcpserver"
 	"github.com/loomkit/loom/session/memsession"
 )
@@ -48,4 +52,43 @@ func ExampleNew() {
 	// Output:
 	// Hello, Ada!
 	// completed
+}
+
+// Mount the MCP server in the API server, behind its Authenticate hook:
+// each caller's sessions are its own.
+func ExampleNew_mounted() {
+	greeter, _ := llmagent.New(llmagent.Config{Name: "greeter", Model: scripted.NewSequence("m", scripted.Text("Hello!"))})
+	r, _ := runner.New(runner.Config{AppName: "greeter", Agent: greeter, Sessions: memsession.NewService()})
+	authenticate := func(req *http.Request) (string, error) {
+		if user, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer "); ok && user != "" {
+			return user, nil
+		}
+		return "", errors.New("no bearer token")
+	}
+
+	mcpHandler, err := mcpserver.New(mcpserver.Config{Runner: r})
+	if err != nil {
+		panic(err)
+	}
+	defer mcpHandler.Close()
+	api, err := server.New(server.Config{
+		Apps:         []*runner.Runner{r},
+		Authenticate: authenticate, // the caller's user, or an error (401)
+		Mounts:       map[string]http.Handler{"/mcp/greeter": mcpHandler},
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer api.Close()
+
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/mcp/greeter", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+	if err != nil {
+		panic(err)
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode)
+	// Output:
+	// 401
 }
