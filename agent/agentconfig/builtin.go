@@ -432,14 +432,11 @@ func (l longRunning) Declaration() *genai.FunctionDeclaration {
 	return &c
 }
 
-// skillToolsetArgs is the schema of a SkillToolset entry's args, a Loom
-// kind (ADK's files have none):
-//
-//   - name: SkillToolset
-//     args:
-//     skills_dir: skills   # relative to the file, inside the app's directory
-//     max_active: 2        # optional (default skilltool.DefaultMaxActive)
-//     code_executor: local # optional: scripts run in codeexec.Local
+// skillToolsetArgs is the schema of the args of a SkillToolset entry, a
+// Loom kind (ADK's files have none): skills_dir (required; relative to the
+// file, inside the app's directory), max_active (default
+// skilltool.DefaultMaxActive) and code_executor ("local": scripts run in
+// codeexec.Local; absent: they do not run).
 var skillToolsetArgs = &jsonschema.Schema{
 	Type: "object",
 	Properties: map[string]*jsonschema.Schema{
