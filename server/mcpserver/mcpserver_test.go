@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,12 +14,17 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/examples/assistant"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/server/mcpserver"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
+	"github.com/loomkit/loom/tool"
+	"github.com/loomkit/loom/tool/functiontool"
 )
 
 // protocols are the protocol versions clients ask for: their latest
@@ -425,5 +431,49 @@ func TestCloseEndsStreams(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server did not close within 10s of Handler.Close")
+	}
+}
+
+type ticketArgs struct {
+	Title string `json:"title"`
+}
+
+// A long-running tool's pause is asked as text; the answer is the tool's
+// response {"response": text}.
+func TestElicitLongRunningTool(t *testing.T) {
+	ticket, err := functiontool.New(functiontool.Config{Name: "open_ticket", Description: "Opens a ticket.", LongRunning: true},
+		func(context.Context, tool.Context, ticketArgs) (map[string]any, error) {
+			return map[string]any{"status": "pending"}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	llm := scripted.New("m", func(_ context.Context, req *model.Request) (scripted.Turn, error) {
+		if fr := scripted.LastFunctionResponse(req); len(fr) > 0 {
+			return scripted.Text(fmt.Sprintf("Ticket %v.", fr[0].Response["response"])), nil
+		}
+		return scripted.Call("open_ticket", map[string]any{"title": "printer"}), nil
+	})
+	root, err := llmagent.New(llmagent.Config{Name: "desk", Model: llm, Tools: []tool.Tool{ticket}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "desk", Agent: root, Sessions: session.NewService(memsession.New(), nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, url := serve(t, mcpserver.Config{Runner: r})
+	var asked string
+	cs := connect(t, url, "", nil, func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked = req.Params.Message
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"response": "closed"}}, nil
+	})
+	ctx := context.Background()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "desk", Arguments: map[string]any{"request": "my printer is broken"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(res); res.IsError || got != "Ticket closed." || !strings.Contains(asked, "open_ticket") {
+		t.Errorf("result %q (asked %q), want Ticket closed. after asking about open_ticket", got, asked)
 	}
 }
