@@ -23,6 +23,7 @@ import (
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/server/a2aserver"
+	"github.com/loomkit/loom/server/mcpserver"
 	"github.com/loomkit/loom/server/ui"
 )
 
@@ -51,6 +52,7 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 	port := fs.Int("port", 8000, "`port` to listen on (0 picks a free one)")
 	origins := fs.String("allow-origins", "", "comma-separated browser `origins` allowed to call the API (\"*\" for any, without credentials)")
 	evals := fs.String("evals", DefaultEvals, "`directory` of the eval sets and results the evaluation routes serve (results go to the session database when --sessions names one other than the default)")
+	withMCP := fs.Bool("mcp", false, "also serve every application as an MCP server over Streamable HTTP, at /mcp/APP: one tool, the agent")
 	withA2A := fs.Bool("a2a", false, "also serve every application over the Agent2Agent (A2A) protocol, at /a2a/APP (agent card at /a2a/APP"+a2aserver.CardPath+")")
 	var tf temporalFlags
 	tf.registerClient(fs, "start invocations there, as workflows that loom worker runs, instead of in this process")
@@ -129,6 +131,12 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 			return err
 		}
 	}
+	var mcps []*mcpserver.Handler
+	if *withMCP {
+		if mounts, mcps, err = mcpMounts(runners, mounts); err != nil {
+			return err
+		}
+	}
 	cfg := server.Config{Apps: runners, AllowedOrigins: splitList(*origins), AllowedHosts: allowed, Version: version(), Traces: traceRoutes{tel}, Mounts: mounts, Status: statusOf(apps), AppFiles: appFilesOf(apps)}
 	cfg.Evals, _ = evalStore(&o, svc, *evals)
 	cfg.EvalMetrics = p.EvalMetrics
@@ -166,6 +174,9 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 		for _, a := range agents {
 			a.Close()
 		}
+		for _, m := range mcps {
+			m.Close()
+		}
 	})
 
 	base := baseURL(ln.Addr())
@@ -177,6 +188,9 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 	for _, r := range runners {
 		if *withA2A {
 			fmt.Fprintf(env.Stderr, "loom: A2A agent %s at %s%s\n", r.AppName(), base, A2APath(r.AppName()))
+		}
+		if *withMCP {
+			fmt.Fprintf(env.Stderr, "loom: MCP server %s at %s%s\n", r.AppName(), base, MCPPath(r.AppName()))
 		}
 	}
 	errc := make(chan error, 1)
@@ -299,6 +313,28 @@ func (t traceRoutes) EventAttributes(ctx context.Context, q server.TraceQuery, e
 // application app over A2A, as ADK's servers do: JSON-RPC at the path
 // itself, the agent card below it at a2aserver.CardPath.
 func A2APath(app string) string { return "/a2a/" + app }
+
+// MCPPath is where "loom web --mcp" and "loom api --mcp" serve the
+// application app as an MCP server (Streamable HTTP).
+func MCPPath(app string) string { return "/mcp/" + app }
+
+// mcpMounts adds the MCP handlers of the runners to mounts (a new map if
+// nil), by mount path.
+func mcpMounts(runners []*runner.Runner, mounts map[string]http.Handler) (map[string]http.Handler, []*mcpserver.Handler, error) {
+	if mounts == nil {
+		mounts = map[string]http.Handler{}
+	}
+	var handlers []*mcpserver.Handler
+	for _, r := range runners {
+		h, err := mcpserver.New(mcpserver.Config{Runner: r, Version: version()})
+		if err != nil {
+			return nil, nil, err
+		}
+		mounts[MCPPath(r.AppName())] = h
+		handlers = append(handlers, h)
+	}
+	return mounts, handlers, nil
+}
 
 // a2aMounts returns the A2A handlers of the runners, by mount path.
 func a2aMounts(runners []*runner.Runner) (map[string]http.Handler, []*a2aserver.Handler, error) {

@@ -2,8 +2,8 @@
 # test.sh runs Loom's whole test suite on a fresh machine.
 #
 # It installs and starts what the tests need (a local PostgreSQL server and
-# Debian's Chromium, both via apt when missing, an MCP server and the A2A
-# JavaScript SDK from the npm registry, and a Temporal development server
+# Debian's Chromium, both via apt when missing, an MCP server, an MCP client
+# and the A2A JavaScript SDK from the npm registry, and a Temporal development server
 # built from the Go module proxy; run as root), then runs every test of the
 # module under the race detector in shuffled order.
 set -euo pipefail
@@ -34,6 +34,12 @@ echo "test.sh: MCP server at $LOOM_MCP_EVERYTHING" >&2
 # The older release ADK's conformance case tool/mcp_001 was recorded against.
 LOOM_MCP_EVERYTHING_ADK=$(scripts/mcp-server.sh adk)
 export LOOM_MCP_EVERYTHING_ADK
+
+# A real MCP client (the MCP inspector's CLI, from the npm registry) for the
+# tests of Loom agents served as MCP servers.
+LOOM_MCP_INSPECTOR=$(scripts/mcp-inspector.sh)
+export LOOM_MCP_INSPECTOR
+echo "test.sh: MCP inspector CLI at $LOOM_MCP_INSPECTOR" >&2
 
 # The A2A JavaScript SDK (from the npm registry) for the A2A server and
 # remote agent tests, which run its client and a scripted server with node.

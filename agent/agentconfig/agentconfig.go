@@ -17,8 +17,9 @@
 // SequentialAgent, ParallelAgent and LoopAgent, with or without ADK's
 // "google.adk.agents." prefix. Tools are named: the built-in exit_loop,
 // load_artifacts and load_memory; the kinds McpToolset (the tools of an MCP
-// server, by its connection settings in args) and AgentTool (an agent as a
-// tool); and tools, toolsets, callbacks, output schemas and agents that Go
+// server, by its connection settings in args), AgentTool (an agent as a
+// tool) and Loom's SkillToolset (the Agent Skills of a directory beside
+// the file: args skills_dir, max_active, code_executor: local); and tools, toolsets, callbacks, output schemas and agents that Go
 // code registers by name in a [Registry], which can also add agent classes
 // and tool kinds.
 //

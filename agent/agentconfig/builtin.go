@@ -17,6 +17,7 @@ import (
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/agent/workflowagent"
+	"github.com/loomkit/loom/codeexec"
 	"github.com/loomkit/loom/tool"
 	"github.com/loomkit/loom/tool/advisortool"
 	"github.com/loomkit/loom/tool/agenttool"
@@ -26,6 +27,7 @@ import (
 	"github.com/loomkit/loom/tool/loadartifactstool"
 	"github.com/loomkit/loom/tool/loadmemorytool"
 	"github.com/loomkit/loom/tool/mcptool"
+	"github.com/loomkit/loom/tool/skilltool"
 )
 
 // builtinClasses are the agent classes every load knows, and builtinKinds
@@ -54,6 +56,7 @@ func init() {
 			"AdvisorTool":             {Args: Def("AdvisorToolArgs"), New: newAdvisorTool},
 			"VertexAiSearchTool":      {Args: Def("VertexAiSearchToolArgs"), New: newVertexAISearch},
 			"LongRunningFunctionTool": {Args: Def("LongRunningFunctionToolArgs"), New: newLongRunning},
+			"SkillToolset":            {Args: skillToolsetArgs, New: newSkillToolset},
 		}
 	})
 }
@@ -457,4 +460,54 @@ func (l longRunning) Declaration() *genai.FunctionDeclaration {
 	c := *d
 	c.Description = l.Description()
 	return &c
+}
+
+// skillToolsetArgs is the schema of the args of a SkillToolset entry, a
+// Loom kind (ADK's files have none): skills_dir (required; relative to the
+// file, inside the app's directory), max_active (default
+// skilltool.DefaultMaxActive) and code_executor ("local": scripts run in
+// codeexec.Local; absent: they do not run).
+var skillToolsetArgs = &jsonschema.Schema{
+	Type: "object",
+	Properties: map[string]*jsonschema.Schema{
+		"skills_dir":    {Type: "string", MinLength: new(1)},
+		"max_active":    {Type: "integer", Minimum: new(1.0)},
+		"code_executor": {Type: "string", Enum: []any{"local"}},
+	},
+	Required:             []string{"skills_dir"},
+	AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
+}
+
+// skillToolsetArgsOf are the args of a SkillToolset entry.
+type skillToolsetArgsOf struct {
+	SkillsDir    string `yaml:"skills_dir"`
+	MaxActive    int    `yaml:"max_active"`
+	CodeExecutor string `yaml:"code_executor"`
+}
+
+func newSkillToolset(t *ToolSpec) (tool.Tool, tool.Toolset, error) {
+	var a skillToolsetArgsOf
+	if err := t.Decode(&a); err != nil {
+		return nil, nil, err
+	}
+	if filepath.IsAbs(a.SkillsDir) || filepath.VolumeName(a.SkillsDir) != "" {
+		return nil, nil, t.Errorf("skills_dir", "must be a path relative to %s", filepath.Base(t.spec.File()))
+	}
+	dir, err := t.spec.l.inside(filepath.Join(filepath.Dir(t.spec.File()), filepath.FromSlash(a.SkillsDir)))
+	if err != nil {
+		return nil, nil, t.Errorf("skills_dir", "%s %v", a.SkillsDir, err)
+	}
+	found, err := skilltool.DiscoverDir(dir)
+	if err != nil {
+		return nil, nil, t.Errorf("skills_dir", "%v", err)
+	}
+	cfg := skilltool.Config{Skills: found, MaxActive: a.MaxActive}
+	if a.CodeExecutor == "local" {
+		cfg.Executor = &codeexec.Local{}
+	}
+	ts, err := skilltool.New(cfg)
+	if err != nil {
+		return nil, nil, t.Errorf("skills_dir", "%v", err)
+	}
+	return nil, ts, nil
 }

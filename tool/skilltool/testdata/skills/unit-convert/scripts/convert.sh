@@ -1,0 +1,1 @@
+echo "converted $1 $2"

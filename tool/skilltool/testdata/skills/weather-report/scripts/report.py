@@ -1,0 +1,2 @@
+import sys
+print("report for", " ".join(sys.argv[1:]))
