@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"github.com/loomkit/loom/durable/temporal"
+	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session/memsession"
 )
 
@@ -31,7 +32,11 @@ func BenchmarkS1Temporal(b *testing.B) {
 	}
 	defer c.Close()
 	svc := memsession.NewService()
-	r := newRunner(b, newS1Agent(b), svc)
+	// Temporal runs resumable applications only (temporal.NewWorker).
+	r, err := runner.New(runner.Config{AppName: "bench", Agent: newS1Agent(b), Sessions: svc, Resumable: true})
+	if err != nil {
+		b.Fatal(err)
+	}
 	queue := fmt.Sprintf("bench-s1-%d", os.Getpid())
 	w, err := temporal.NewWorker(c, queue, r)
 	if err != nil {
