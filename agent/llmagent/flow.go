@@ -7,7 +7,6 @@ import (
 	"iter"
 	"slices"
 	"strings"
-	"sync"
 
 	"google.golang.org/genai"
 
@@ -413,22 +412,19 @@ func (a *Agent) runCalls(ctx context.Context, inv *agent.Invocation, calls []*ge
 		results = one[:]
 	} else {
 		many := make([]callResult, len(calls))
-		var wg sync.WaitGroup
-		for i, fc := range calls {
-			wg.Go(func() {
-				// A panic of a callback, on this goroutine, would end the
-				// process: it becomes the call's error response, as a
-				// tool's own panic does.
-				defer func() {
-					if p := recover(); p != nil {
-						many[i] = callResult{part: &genai.Part{FunctionResponse: &genai.FunctionResponse{
-							ID: fc.ID, Name: fc.Name, Response: errorResult(fmt.Errorf("tool %q: a callback panicked: %v", fc.Name, p))}}}
-					}
-				}()
-				many[i] = a.runCall(ctx, inv, fc, answerAt(answers, i), tools)
-			})
+		panics := agent.Concurrently(len(calls), func(i int) {
+			many[i] = a.runCall(ctx, inv, calls[i], answerAt(answers, i), tools)
+		})
+		for i, p := range panics {
+			// A panic of a callback, which would end the process on its
+			// goroutine, becomes the call's error response, as a tool's
+			// own panic does.
+			if p != nil {
+				fc := calls[i]
+				many[i] = callResult{part: &genai.Part{FunctionResponse: &genai.FunctionResponse{
+					ID: fc.ID, Name: fc.Name, Response: errorResult(fmt.Errorf("tool %q: a callback panicked: %v", fc.Name, p.Value))}}}
+			}
 		}
-		wg.Wait()
 		results = many
 	}
 	ev := inv.NewEvent()
@@ -568,12 +564,10 @@ func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.Fu
 
 // safeRun runs a tool, turning a panic into an error.
 func safeRun(ctx context.Context, t tool.Tool, tc tool.Context, args map[string]any) (res map[string]any, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("tool %q panicked: %v", t.Name(), p)
-		}
-	}()
-	return t.Run(ctx, tc, args)
+	if p := agent.Safely(func() { res, err = t.Run(ctx, tc, args) }); p != nil {
+		return nil, fmt.Errorf("tool %q panicked: %v", t.Name(), p.Value)
+	}
+	return res, err
 }
 
 func errorResult(err error) map[string]any { return map[string]any{"error": err.Error()} }

@@ -467,67 +467,33 @@ func (r *run) wave(ctx context.Context, ready []activation, emit func(*event.Eve
 	if len(ready) == 1 {
 		return []result{r.execute(ctx, r.inv, ready[0], true, emit)}
 	}
-	type message struct {
-		ev     *event.Event
-		resume chan struct{}
-		done   bool
-		index  int
-		res    result
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
-	msgs := make(chan message)
 	results := make([]result, len(ready))
-	for i, a := range ready {
-		binv := r.inv.WithBranch(r.branchOf(a.node)).WithEndScope()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			resume := make(chan struct{}, 1)
-			bemit := func(ev *event.Event) bool {
-				select {
-				case msgs <- message{ev: ev, resume: resume}:
-				case <-cctx.Done():
-					return false
-				}
-				select {
-				case <-resume:
-					return true
-				case <-cctx.Done():
-					return false
-				}
+	outs := make([]result, len(ready)) // written by the node runs, read once they are done
+	err := agent.Relay{
+		Event: func(_ int, ev *event.Event) bool {
+			if emit(ev) {
+				return true
 			}
-			res := r.execute(cctx, binv, a, true, bemit)
-			select {
-			case msgs <- message{done: true, index: i, res: res}:
-			case <-cctx.Done():
-			}
-		}()
-	}
-	for running := len(ready); running > 0; {
-		select {
-		case m := <-msgs:
-			if m.done {
-				results[m.index] = m.res
-				running--
-				continue
-			}
-			if !emit(m.ev) {
-				for i := range results {
-					results[i].stopped = true
-				}
-				return results
-			}
-			m.resume <- struct{}{}
-		case <-ctx.Done():
 			for i := range results {
-				results[i].err = ctx.Err()
+				results[i].stopped = true
 			}
-			return results
+			return false
+		},
+		Done: func(i int, err error) bool {
+			results[i] = outs[i]
+			if err != nil { // a panic outside the node itself
+				results[i] = result{err: err}
+			}
+			return true
+		},
+	}.Run(ctx, len(ready), func(ctx context.Context, i int, emit func(*event.Event) bool) error {
+		a := ready[i]
+		outs[i] = r.execute(ctx, r.inv.WithBranch(r.branchOf(a.node)).WithEndScope(), a, true, emit)
+		return nil
+	})
+	if err != nil {
+		for i := range results {
+			results[i].err = err
 		}
 	}
 	return results
@@ -575,7 +541,6 @@ func (r *run) execute(ctx context.Context, winv *agent.Invocation, a activation,
 // attempt runs a node once. A panic of the node is its failure; a panic
 // of the caller, raised while an event is handed to it, goes on.
 func (r *run) attempt(ctx context.Context, winv *agent.Invocation, a activation, resumable bool, emit func(*event.Event) bool) (res result) {
-	n := a.node
 	emitting := false
 	caller := emit
 	emit = func(ev *event.Event) bool {
@@ -584,14 +549,19 @@ func (r *run) attempt(ctx context.Context, winv *agent.Invocation, a activation,
 		emitting = false
 		return ok
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			if emitting {
-				panic(p)
-			}
-			res = result{err: fmt.Errorf("panic: %v", p)}
+	p := agent.Safely(func() { res = r.attemptNode(ctx, winv, a, resumable, emit) })
+	if p != nil {
+		if emitting {
+			panic(p.Value)
 		}
-	}()
+		res = result{err: p}
+	}
+	return res
+}
+
+// attemptNode runs a node once, within its timeout.
+func (r *run) attemptNode(ctx context.Context, winv *agent.Invocation, a activation, resumable bool, emit func(*event.Event) bool) (res result) {
+	n := a.node
 	actx := ctx
 	if n.timeout > 0 {
 		var cancel context.CancelFunc
