@@ -176,3 +176,15 @@ func ExampleSafely() {
 	fmt.Println(p)
 	// Output: panic: out of cheese
 }
+
+func ExampleConcurrently() {
+	squares := make([]int, 3)
+	panics := agent.Concurrently(3, func(i int) {
+		if i == 2 {
+			panic("too big")
+		}
+		squares[i] = i * i
+	})
+	fmt.Println(squares, panics[0] == nil, panics[2])
+	// Output: [0 1 0] true panic: too big
+}

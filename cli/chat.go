@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/runner"
@@ -428,10 +429,8 @@ func describeConfirmation(fc *genai.FunctionCall) (hint, call string) {
 			hint = h
 		}
 	}
-	if orig, ok := fc.Args["originalFunctionCall"].(map[string]any); ok {
-		name, _ := orig["name"].(string)
-		args, _ := orig["args"].(map[string]any)
-		call = fmt.Sprintf("%s(%s)", name, compact(args))
+	if orig, err := agent.OriginalCall(fc); err == nil {
+		call = fmt.Sprintf("%s(%s)", orig.Name, compact(orig.Args))
 	}
 	return hint, call
 }

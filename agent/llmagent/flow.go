@@ -609,21 +609,11 @@ func clientRequests(inv *agent.Invocation, calls []*genai.FunctionCall, actions 
 			if conf.Payload != nil {
 				confJSON["payload"] = conf.Payload
 			}
-			add(event.FunctionRequestConfirmation, map[string]any{"originalFunctionCall": orig, "toolConfirmation": confJSON})
+			add(event.FunctionRequestConfirmation, map[string]any{agent.ArgOriginalCall: orig, "toolConfirmation": confJSON})
 		}
 		if cfg, ok := actions.RequestedAuthConfigs[fc.ID]; ok {
-			add(event.FunctionRequestCredential, map[string]any{"originalFunctionCall": orig, "authConfig": cfg})
+			add(event.FunctionRequestCredential, map[string]any{agent.ArgOriginalCall: orig, "authConfig": cfg})
 		}
 	}
 	return ev
-}
-
-// parseAnswer reads a confirmation answer. Anything but an explicit
-// {"confirmed": true} is a rejection: the gate fails closed.
-func parseAnswer(resp map[string]any) *event.ToolConfirmation {
-	confirmed, _ := resp["confirmed"].(bool)
-	if inner, ok := resp["response"].(map[string]any); ok && !confirmed {
-		confirmed, _ = inner["confirmed"].(bool)
-	}
-	return &event.ToolConfirmation{Confirmed: confirmed, Payload: resp["payload"]}
 }
