@@ -65,6 +65,7 @@ func (w *winding) OnResubscribeToTask(ctx context.Context, p *a2a.TaskIDParams) 
 	}
 }
 
+// (CONFORMANCE P2)
 func TestSettling(t *testing.T) {
 	onTask := &a2a.MessageSendParams{Message: &a2a.Message{TaskID: "t"}}
 	other := &a2a.MessageSendParams{Message: &a2a.Message{TaskID: "u"}}
@@ -126,6 +127,8 @@ func (b blocking) Cancel(ctx context.Context, rc *a2asrv.RequestContext, q event
 
 // TestSettlingWaitsForTheSDK: the SDK refuses a second execution of a task
 // while the first runs, and settling waits the first one out.
+//
+// (CONFORMANCE P2)
 func TestSettlingWaitsForTheSDK(t *testing.T) {
 	ctx := context.Background()
 	b := blocking{release: make(chan struct{})}
