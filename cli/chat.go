@@ -17,6 +17,7 @@ import (
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
 )
@@ -220,7 +221,7 @@ func (c *chatter) history(events []*event.Event) {
 			for _, fr := range ev.FunctionResponses() {
 				delete(open, fr.ID)
 			}
-			if text := visibleText(ev); text != "" && show {
+			if text := model.Text(ev.Content, ""); text != "" && show {
 				fmt.Fprintf(c.env.Stderr, "> %s\n", shorten(text))
 				shown++
 			}
@@ -321,7 +322,7 @@ func (c *chatter) close() {
 
 func (c *chatter) print(ev *event.Event) {
 	out := c.env.Stdout
-	text := visibleText(ev)
+	text := model.Text(ev.Content, "")
 	if ev.Partial {
 		if text == "" {
 			return
@@ -433,19 +434,6 @@ func describeConfirmation(fc *genai.FunctionCall) (hint, call string) {
 		call = fmt.Sprintf("%s(%s)", orig.Name, compact(orig.Args))
 	}
 	return hint, call
-}
-
-func visibleText(ev *event.Event) string {
-	if ev.Content == nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range ev.Content.Parts {
-		if p != nil && !p.Thought {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
 }
 
 func compact(v any) string {

@@ -127,3 +127,12 @@ func ExampleModelView() {
 	// The user asked 1 + 2; the agent said 3.
 	// And 2 + 2?
 }
+
+func ExampleTypedText() {
+	contents := []*genai.Content{
+		genai.NewContentFromText("What's the weather?", genai.RoleUser),
+		{Role: genai.RoleUser, Parts: []*genai.Part{{Text: event.ContextPrefix}, {Text: "[helper] said: sunny"}}},
+	}
+	fmt.Println(event.TypedText(contents))
+	// Output: What's the weather?
+}

@@ -53,6 +53,7 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/tool"
 )
 
@@ -440,11 +441,11 @@ func (r *run) load() {
 func (r *run) userText() any {
 	for _, ev := range r.inv.Session().InvocationEvents(r.inv.ID()) {
 		if ev.Author == event.AuthorUser {
-			return contentText(ev.Content)
+			return model.Text(ev.Content, "")
 		}
 	}
 	if uc := r.inv.UserContent(); uc != nil {
-		return contentText(uc)
+		return model.Text(uc, "")
 	}
 	return nil
 }
@@ -651,7 +652,7 @@ func (r *run) runAgent(ctx context.Context, winv *agent.Invocation, a activation
 			}
 		}
 		if ev.Content != nil && len(ev.FunctionCalls()) == 0 && len(ev.FunctionResponses()) == 0 {
-			if t := contentText(ev.Content); t != "" {
+			if t := model.Text(ev.Content, ""); t != "" {
 				final = t
 			}
 		}
@@ -739,20 +740,6 @@ func (r *run) runAgent(ctx context.Context, winv *agent.Invocation, a activation
 		return result{stopped: true}
 	}
 	return result{output: p}
-}
-
-// contentText returns the text parts of c, concatenated, thoughts left out.
-func contentText(c *genai.Content) string {
-	if c == nil {
-		return ""
-	}
-	s := ""
-	for _, p := range c.Parts {
-		if p != nil && !p.Thought {
-			s += p.Text
-		}
-	}
-	return s
 }
 
 // inputText renders a node input as the text of a message.
