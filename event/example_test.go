@@ -136,3 +136,12 @@ func ExampleTypedText() {
 	fmt.Println(event.TypedText(contents))
 	// Output: What's the weather?
 }
+
+func ExampleJSONForm() {
+	type point struct {
+		X int `json:"x"`
+	}
+	v, err := event.JSONForm([]point{{X: 1}})
+	fmt.Printf("%#v %v\n", v, err)
+	// Output: []interface {}{map[string]interface {}{"x":1}} <nil>
+}

@@ -103,7 +103,7 @@ func checkState(m map[string]any) (map[string]any, error) {
 		if !foreign {
 			continue
 		}
-		j, err := jsonValue(v)
+		j, err := event.JSONForm(v)
 		if err != nil {
 			return nil, fmt.Errorf("%w: state key %q: %w", ErrInvalid, k, err)
 		}
@@ -111,49 +111,6 @@ func checkState(m map[string]any) (map[string]any, error) {
 			out, copied = maps.Clone(m), true
 		}
 		out[k] = j
-	}
-	return out, nil
-}
-
-// jsonValue returns v in its JSON form: the value encoding/json decodes
-// v's encoding into, made of nil, bool, float64, string, map[string]any and
-// []any only, and sharing no memory with v. Stores keep state as JSON, so
-// this is what every backend reads back: an int is a float64, a struct or
-// typed map a map[string]any, a typed slice a []any, a []byte its base64
-// string, a value whose encoding is null (a nil pointer, map or slice) nil.
-// v must have passed the checker.
-func jsonValue(v any) (any, error) {
-	// Integers, which the checker keeps within ±2^53, are float64s
-	// exactly: no need of an encoding.
-	switch x := v.(type) {
-	case int:
-		return float64(x), nil
-	case int8:
-		return float64(x), nil
-	case int16:
-		return float64(x), nil
-	case int32:
-		return float64(x), nil
-	case int64:
-		return float64(x), nil
-	case uint:
-		return float64(x), nil
-	case uint8:
-		return float64(x), nil
-	case uint16:
-		return float64(x), nil
-	case uint32:
-		return float64(x), nil
-	case uint64:
-		return float64(x), nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("a value of type %T: %w", v, err)
-	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, fmt.Errorf("a value of type %T: %w", v, err)
 	}
 	return out, nil
 }
@@ -238,7 +195,7 @@ func eventJSONForm(ev *event.Event) error {
 		if isJSON(tc.Payload) {
 			continue
 		}
-		if tc.Payload, err = jsonValue(tc.Payload); err != nil {
+		if tc.Payload, err = event.JSONForm(tc.Payload); err != nil {
 			return fmt.Errorf("confirmation payload of call %s: %w", id, err)
 		}
 		if !copied {
@@ -258,7 +215,7 @@ func eventJSONForm(ev *event.Event) error {
 		}
 	}
 	if !isJSON(ev.Output) {
-		if ev.Output, err = jsonValue(ev.Output); err != nil {
+		if ev.Output, err = event.JSONForm(ev.Output); err != nil {
 			return fmt.Errorf("output: %w", err)
 		}
 	}
@@ -350,7 +307,7 @@ func mapJSONForm(m map[string]any, what string) (out map[string]any, changed boo
 		if isJSON(v) {
 			continue
 		}
-		j, err := jsonValue(v)
+		j, err := event.JSONForm(v)
 		if err != nil {
 			return nil, false, fmt.Errorf("%s, key %q: %w", what, k, err)
 		}
