@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -54,6 +55,15 @@ import (
 // callback or a plugin, a checkpoint) does not use it. If the process
 // stops between the answer and the owner's next such commit, the answer is
 // delivered again when the invocation resumes.
+//
+// # Confirmations
+//
+// A confirmation or credential request names the call it is about
+// ([OriginalCall]); the client's answer approves that call only if it says
+// so explicitly ([ParseConfirmation]), and an approval given once holds for
+// the rest of the invocation ([Approval]). A client that sees the waiting
+// calls rather than the log (an A2A task) checks its replies against them
+// with [CheckReplies].
 
 // ErrNotPending is wrapped by the errors of [Pending] for a message whose
 // function responses do not answer pending calls of one agent branch.
@@ -420,4 +430,77 @@ func (inv *Invocation) Answers() []Answer {
 // the message that resumes the invocation.
 func (inv *Invocation) DeliverAnswers(floor int) {
 	inv.shared.answers = openAnswers(inv.Session(), floor, inv.ID())
+}
+
+// CheckReplies checks function responses a client sends against waiting,
+// the pausing calls it was shown as waiting (an A2A task's status, before
+// the reply reaches the log and [Pending]): it fails, with an error
+// wrapping ErrNotPending, when a response answers no call of waiting or
+// when two answer the same call.
+func CheckReplies(waiting []*genai.FunctionCall, replies []*genai.FunctionResponse) error {
+	answered := make(map[string]bool, len(replies))
+	for _, fr := range replies {
+		if !slices.ContainsFunc(waiting, func(fc *genai.FunctionCall) bool { return fc.ID == fr.ID }) {
+			return fmt.Errorf("%w: no pending function call with id %q", ErrNotPending, fr.ID)
+		}
+		if answered[fr.ID] {
+			return fmt.Errorf("%w: the message answers call %q twice", ErrNotPending, fr.ID)
+		}
+		answered[fr.ID] = true
+	}
+	return nil
+}
+
+// ArgOriginalCall is the argument of a confirmation or credential request
+// that holds the call it is about, in ADK's form.
+const ArgOriginalCall = "originalFunctionCall"
+
+// OriginalCall returns the call a confirmation or credential request fc is
+// about: the call that runs once the request is answered.
+func OriginalCall(fc *genai.FunctionCall) (*genai.FunctionCall, error) {
+	var orig genai.FunctionCall
+	b, _ := json.Marshal(fc.Args[ArgOriginalCall])
+	if err := json.Unmarshal(b, &orig); err != nil || orig.Name == "" {
+		return nil, fmt.Errorf("%s request %q has no valid original function call", fc.Name, fc.ID)
+	}
+	return &orig, nil
+}
+
+// ParseConfirmation reads a client's answer to a confirmation request.
+// Anything but an explicit {"confirmed": true} (or ADK's
+// {"response": {"confirmed": true}}) is a rejection: the gate fails closed.
+func ParseConfirmation(resp map[string]any) *event.ToolConfirmation {
+	confirmed, _ := resp["confirmed"].(bool)
+	if inner, ok := resp["response"].(map[string]any); ok && !confirmed {
+		confirmed, _ = inner["confirmed"].(bool)
+	}
+	return &event.ToolConfirmation{Confirmed: confirmed, Payload: resp["payload"]}
+}
+
+// Approval returns the confirmation the client gave, among evs (events of
+// one invocation, oldest first), for the call id: the answer to the latest
+// confirmation request about that call, or nil. A tool that needs both an
+// approval and a credential is not asked to be approved again when the
+// credential arrives.
+func Approval(evs []*event.Event, id string) *event.ToolConfirmation {
+	requests := map[string]bool{} // confirmation requests about call id
+	var approval *event.ToolConfirmation
+	for _, e := range evs {
+		if e.Author == event.AuthorUser {
+			for _, fr := range e.FunctionResponses() {
+				if requests[fr.ID] {
+					approval = ParseConfirmation(fr.Response)
+				}
+			}
+			continue
+		}
+		for _, fc := range e.FunctionCalls() {
+			if fc.Name == event.FunctionRequestConfirmation {
+				if orig, err := OriginalCall(fc); err == nil && orig.ID == id {
+					requests[fc.ID] = true
+				}
+			}
+		}
+	}
+	return approval
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
 )
@@ -232,4 +233,68 @@ func TestT3AskedInputWaits(t *testing.T) {
 	if asked, waiting := agent.Asked(append(evs, ans), "in-1"); !asked || waiting {
 		t.Fatalf("after the answer: asked %v, waiting %v; want true, false", asked, waiting)
 	}
+}
+
+// TestT2LedgerReadsConfirmations checks the ledger's reading of a
+// confirmation: the call a request is about, the client's approval of that
+// call in the invocation (the latest answer wins, anything but an explicit
+// yes rejects), and which replies a client shown waiting calls may send.
+func TestT2LedgerReadsConfirmations(t *testing.T) {
+	request := func(id, about string) *genai.FunctionCall {
+		return &genai.FunctionCall{ID: id, Name: event.FunctionRequestConfirmation, Args: map[string]any{
+			agent.ArgOriginalCall: map[string]any{"id": about, "name": "delete_file", "args": map[string]any{"path": "/tmp/x"}}}}
+	}
+	orig, err := agent.OriginalCall(request("r1", "c1"))
+	if err != nil || orig.ID != "c1" || orig.Name != "delete_file" || orig.Args["path"] != "/tmp/x" {
+		t.Fatalf("original call = %+v, %v", orig, err)
+	}
+	if _, err := agent.OriginalCall(&genai.FunctionCall{ID: "r2", Name: event.FunctionRequestConfirmation}); err == nil {
+		t.Error("a request without its original call was read")
+	}
+	reply := func(id string, resp map[string]any) *event.Event {
+		return &event.Event{Author: event.AuthorUser, Response: model.Response{Content: &genai.Content{Role: genai.RoleUser,
+			Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{ID: id, Name: event.FunctionRequestConfirmation, Response: resp}}}}}}
+	}
+	asks := func(fc *genai.FunctionCall) *event.Event {
+		return &event.Event{Author: "root", Response: model.Response{Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: fc}}}}}
+	}
+	evs := []*event.Event{asks(request("r1", "c1")), reply("r1", map[string]any{"confirmed": false}),
+		asks(request("r2", "c1")), reply("r2", map[string]any{"response": map[string]any{"confirmed": true}, "payload": 7}),
+		asks(request("r3", "c9")), reply("r3", map[string]any{"confirmed": "yes"})}
+	if a := agent.Approval(evs, "c1"); a == nil || !a.Confirmed || a.Payload != 7 {
+		t.Errorf("approval of c1 = %+v, want the latest answer, confirmed", a)
+	}
+	if a := agent.Approval(evs, "c9"); a == nil || a.Confirmed {
+		t.Errorf("approval of c9 = %+v, want a rejection: only true approves", a)
+	}
+	if a := agent.Approval(evs, "c2"); a != nil {
+		t.Errorf("approval of an unasked call = %+v", a)
+	}
+	waiting := []*genai.FunctionCall{request("r1", "c1"), {ID: "t1", Name: "open_ticket"}}
+	if err := agent.CheckReplies(waiting, []*genai.FunctionResponse{{ID: "t1"}, {ID: "r1"}}); err != nil {
+		t.Errorf("answers to the waiting calls: %v", err)
+	}
+	if err := agent.CheckReplies(waiting, []*genai.FunctionResponse{{ID: "t2"}}); !errors.Is(err, agent.ErrNotPending) {
+		t.Errorf("an answer to another call: %v, want ErrNotPending", err)
+	}
+	if err := agent.CheckReplies(waiting, []*genai.FunctionResponse{{ID: "t1"}, {ID: "t1"}}); !errors.Is(err, agent.ErrNotPending) {
+		t.Errorf("two answers to one call: %v, want ErrNotPending", err)
+	}
+}
+
+func ExampleOriginalCall() {
+	request := &genai.FunctionCall{ID: "r1", Name: event.FunctionRequestConfirmation, Args: map[string]any{
+		agent.ArgOriginalCall: map[string]any{"id": "c1", "name": "delete_file"}}}
+	orig, err := agent.OriginalCall(request)
+	fmt.Println(orig.ID, orig.Name, err)
+	// Output: c1 delete_file <nil>
+}
+
+func ExampleCheckReplies() {
+	waiting := []*genai.FunctionCall{{ID: "t1", Name: "open_ticket"}}
+	fmt.Println(agent.CheckReplies(waiting, []*genai.FunctionResponse{{ID: "t1"}}))
+	fmt.Println(agent.CheckReplies(waiting, []*genai.FunctionResponse{{ID: "t2"}}))
+	// Output:
+	// <nil>
+	// agent: no pending call: no pending function call with id "t2"
 }

@@ -16,9 +16,11 @@ import (
 	"golang.org/x/term"
 	"google.golang.org/genai"
 
+	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/agentconfig"
 	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
 )
@@ -262,7 +264,7 @@ func (c *chatter) history(events []*event.Event) {
 			for _, fr := range ev.FunctionResponses() {
 				delete(open, fr.ID)
 			}
-			if text := visibleText(ev); text != "" && show {
+			if text := model.Text(ev.Content, ""); text != "" && show {
 				fmt.Fprintf(c.env.Stderr, "> %s\n", shorten(text))
 				shown++
 			}
@@ -397,7 +399,7 @@ func (c *chatter) print(ev *event.Event) {
 	if c.out != nil {
 		out = c.out
 	}
-	text := visibleText(ev)
+	text := model.Text(ev.Content, "")
 	if ev.Partial {
 		if text == "" {
 			return
@@ -500,25 +502,10 @@ func describeConfirmation(fc *genai.FunctionCall) (hint, call string) {
 			hint = h
 		}
 	}
-	if orig, ok := fc.Args["originalFunctionCall"].(map[string]any); ok {
-		name, _ := orig["name"].(string)
-		args, _ := orig["args"].(map[string]any)
-		call = fmt.Sprintf("%s(%s)", name, compact(args))
+	if orig, err := agent.OriginalCall(fc); err == nil {
+		call = fmt.Sprintf("%s(%s)", orig.Name, compact(orig.Args))
 	}
 	return hint, call
-}
-
-func visibleText(ev *event.Event) string {
-	if ev.Content == nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range ev.Content.Parts {
-		if p != nil && !p.Thought {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
 }
 
 func compact(v any) string {

@@ -8,10 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/genai"
-
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/conformance"
+	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/provider"
 	"github.com/loomkit/loom/model/retry"
@@ -181,24 +180,7 @@ func declares(req *model.Request, name string) bool {
 
 // typedText is the latest text the user typed: user-role contents that
 // relay other agents' turns ("For context: ...") are skipped.
-func typedText(req *model.Request) string {
-	for i := len(req.Contents) - 1; i >= 0; i-- {
-		c := req.Contents[i]
-		if c == nil || c.Role != genai.RoleUser {
-			continue
-		}
-		var b strings.Builder
-		for _, p := range c.Parts {
-			if p != nil && !p.Thought {
-				b.WriteString(p.Text)
-			}
-		}
-		if t := b.String(); t != "" && !strings.HasPrefix(t, "For context:") {
-			return t
-		}
-	}
-	return ""
-}
+func typedText(req *model.Request) string { return event.TypedText(req.Contents) }
 
 // renamed is a model reporting another name.
 type renamed struct {

@@ -137,7 +137,7 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 			return err
 		}
 	}
-	cfg := server.Config{Apps: runners, AllowedOrigins: splitList(*origins), AllowedHosts: allowed, Version: version(), Traces: traceRoutes{tel}, Mounts: mounts, Status: statusOf(apps), AppFiles: appFilesOf(apps)}
+	cfg := server.Config{Apps: runners, AllowedOrigins: splitList(*origins), AllowedHosts: allowed, Version: version(), Traces: server.TelemetryTraces(tel), Mounts: mounts, Status: statusOf(apps), AppFiles: appFilesOf(apps)}
 	cfg.Evals, _ = evalStore(&o, svc, *evals)
 	cfg.EvalMetrics = p.EvalMetrics
 	if name := cmp.Or(o.model, defaultModel(env.Getenv)); name != "" {
@@ -289,24 +289,6 @@ func baseURL(addr net.Addr) string {
 		host = "localhost"
 	}
 	return "http://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port))
-}
-
-// traceRoutes answers the server's debug trace routes from the telemetry
-// plugin's in-memory spans. (The plugin, a lower layer, knows nothing of the
-// server; this is where the two meet.)
-type traceRoutes struct{ *telemetry.Telemetry }
-
-func (t traceRoutes) SessionSpans(ctx context.Context, q server.TraceQuery) ([]server.Span, error) {
-	spans, err := t.Telemetry.SessionSpans(ctx, telemetry.Owner(q))
-	out := make([]server.Span, len(spans))
-	for i, s := range spans {
-		out[i] = server.Span(s)
-	}
-	return out, err
-}
-
-func (t traceRoutes) EventAttributes(ctx context.Context, q server.TraceQuery, eventID string) (map[string]any, error) {
-	return t.Telemetry.EventAttributes(ctx, telemetry.Owner(q), eventID)
 }
 
 // A2APath is where "loom web --a2a" and "loom api --a2a" serve the

@@ -131,6 +131,8 @@ func TestLocalTreeKilledOnReturn(t *testing.T) {
 
 // TestLocalTreeKilledOnTimeout is TestLocalTreeKilledOnReturn for code
 // that runs past its timeout.
+//
+// (CONFORMANCE C2)
 func TestLocalTreeKilledOnTimeout(t *testing.T) {
 	tag := numericTag(t)
 	res := confined(t, &codeexec.Local{Timeout: 3 * time.Second}, strings.ReplaceAll(daemonCode, "TAG", tag)+"import time\ntime.sleep(60)\n")
@@ -275,6 +277,8 @@ print(" ".join(results))
 // TestLocalDiskQuota checks that the code cannot write more than
 // DiskBytes in all, however many files it writes, nor keep files in memory
 // elsewhere (memfd, /dev/shm).
+//
+// (CONFORMANCE C2)
 func TestLocalDiskQuota(t *testing.T) {
 	res := confined(t, &codeexec.Local{DiskBytes: 8 << 20, FileBytes: 4 << 20}, `
 import os

@@ -36,6 +36,8 @@ func run(t *testing.T, l *codeexec.Local, code string, files ...codeexec.File) c
 
 // TestLocalOutputAndFiles checks stdout, that input files are readable in
 // the working directory, and that new or changed files come back.
+//
+// (CONFORMANCE C2)
 func TestLocalOutputAndFiles(t *testing.T) {
 	needPython(t)
 	res := run(t, &codeexec.Local{AllowNetwork: true}, `
@@ -60,6 +62,8 @@ open("sub/x.txt", "w").write("x")
 
 // TestLocalErrorIsResult checks that an exception is a failed result with
 // the traceback, not an error.
+//
+// (CONFORMANCE C2)
 func TestLocalErrorIsResult(t *testing.T) {
 	needPython(t)
 	res := run(t, &codeexec.Local{AllowNetwork: true}, "1/0")
@@ -69,6 +73,8 @@ func TestLocalErrorIsResult(t *testing.T) {
 }
 
 // TestLocalTimeout checks that a runaway loop is stopped by the timeout.
+//
+// (CONFORMANCE C2)
 func TestLocalTimeout(t *testing.T) {
 	needPython(t)
 	start := time.Now()
@@ -101,6 +107,8 @@ time.sleep(30)
 // TestLocalWriteOutsideFails checks that the code cannot create, change
 // or delete files outside its working directory, while writing inside it
 // works.
+//
+// (CONFORMANCE C2)
 func TestLocalWriteOutsideFails(t *testing.T) {
 	needPython(t)
 	outside := t.TempDir()
@@ -157,6 +165,8 @@ print(" ".join(results))
 
 // TestLocalNoNetwork checks that the code cannot reach a server on the
 // host.
+//
+// (CONFORMANCE C2)
 func TestLocalNoNetwork(t *testing.T) {
 	needPython(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -191,6 +201,8 @@ except OSError as e:
 
 // TestLocalLimits checks the memory and file size limits and the output
 // cap.
+//
+// (CONFORMANCE C2)
 func TestLocalLimits(t *testing.T) {
 	needPython(t)
 	l := &codeexec.Local{MemoryBytes: 256 << 20, FileBytes: 1 << 20, AllowNetwork: true}

@@ -200,6 +200,8 @@ func TestCustomMetricByConfigName(t *testing.T) {
 
 // TestEveryADKMetricKnown checks that every metric ADK's registry and its
 // list of prebuilt metrics name has a scorer.
+//
+// (CONFORMANCE Q2)
 func TestEveryADKMetricKnown(t *testing.T) {
 	reg := NewRegistry()
 	for _, name := range []string{

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/model"
 	"google.golang.org/genai"
 )
 
@@ -422,15 +423,4 @@ func writeFileAtomic(path string, data []byte) error {
 // seconds is a time as ADK's float seconds.
 // Text joins the text parts of content with newlines, as ADK's metrics
 // read a response. Thoughts are left out.
-func Text(c *genai.Content) string {
-	if c == nil {
-		return ""
-	}
-	var parts []string
-	for _, p := range c.Parts {
-		if p != nil && p.Text != "" && !p.Thought {
-			parts = append(parts, p.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
+func Text(c *genai.Content) string { return model.Text(c, "\n") }

@@ -34,6 +34,7 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
+// (CONFORMANCE Q1)
 func TestSetFileRoundTrip(t *testing.T) {
 	s, err := ReadSetFile("testdata/adk.evalset.json")
 	if err != nil {
@@ -108,6 +109,7 @@ func TestSetFileRoundTrip(t *testing.T) {
 	}
 }
 
+// (CONFORMANCE Q1)
 func TestResultFileRoundTrip(t *testing.T) {
 	r, err := ReadResultFile("testdata/adk.evalset_result.json")
 	if err != nil {
@@ -185,6 +187,7 @@ func TestConfig(t *testing.T) {
 	}
 }
 
+// (CONFORMANCE Q1)
 func TestOldTestFile(t *testing.T) {
 	s, err := ReadSetFile("testdata/old/weather.test.json")
 	if err != nil {
@@ -216,6 +219,7 @@ func TestOldTestFile(t *testing.T) {
 	}
 }
 
+// (CONFORMANCE Q1)
 func TestBadFilesNameFileCaseAndField(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct {

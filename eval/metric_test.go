@@ -14,6 +14,7 @@ import (
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
+// (CONFORMANCE Q2)
 func TestRouge1HandComputed(t *testing.T) {
 	cases := []struct {
 		cand, ref string
@@ -93,6 +94,7 @@ func inv(user, response string, calls ...*genai.FunctionCall) *Invocation {
 	}
 }
 
+// (CONFORMANCE Q2)
 func TestTrajectoryAndResponseScores(t *testing.T) {
 	ctx := context.Background()
 	expected := []*Invocation{inv("q1", "The cat is on the mat", call("a", nil)), inv("q2", "hello world", call("a", nil), call("b", nil))}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/runner"
@@ -143,42 +143,44 @@ func Run(ctx context.Context, set *Set, opts Options) (*Report, error) {
 		par = 4
 	}
 	type job struct{ c, run int }
+	var mu sync.Mutex
+	done, total := 0, len(cases)*runs
+	progress := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		done++
+		if opts.Progress != nil {
+			opts.Progress(done, total)
+		}
+	}
 	results := make([][]*CaseResult, len(cases))
 	errs := make([][]error, len(cases))
 	for i := range cases {
 		results[i] = make([]*CaseResult, runs)
 		errs[i] = make([]error, runs)
 	}
-	jobs := make(chan job)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	done, total := 0, len(cases)*runs
-	for range min(par, total) {
-		wg.Go(func() {
-			for j := range jobs {
-				res, err := runCase(ctx, set, cases[j.c], &opts, scorers)
-				results[j.c][j.run], errs[j.c][j.run] = res, err
-				mu.Lock()
-				done++
-				if opts.Progress != nil {
-					opts.Progress(done, total)
-				}
-				mu.Unlock()
-			}
-		})
-	}
-feed:
+	jobs := make(chan job, total)
 	for i := range cases {
 		for r := range runs {
-			select {
-			case jobs <- job{i, r}:
-			case <-ctx.Done():
-				break feed
-			}
+			jobs <- job{i, r}
 		}
 	}
 	close(jobs)
-	wg.Wait()
+	panics := agent.Concurrently(min(par, total), func(int) {
+		for j := range jobs {
+			if ctx.Err() != nil {
+				return
+			}
+			res, err := runCase(ctx, set, cases[j.c], &opts, scorers)
+			results[j.c][j.run], errs[j.c][j.run] = res, err
+			progress()
+		}
+	})
+	for _, p := range panics {
+		if p != nil {
+			return nil, fmt.Errorf("eval: progress callback: %w", p)
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -269,11 +271,14 @@ func runCase(ctx context.Context, set *Set, c *Case, opts *Options, scorers []Sc
 	for _, m := range opts.Metrics {
 		res.OverallEvalMetricResults = append(res.OverallEvalMetricResults, newResult(m, nil))
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("eval case %s: panic: %v\n%s", c.EvalID, p, debug.Stack())
-		}
-	}()
+	if p := agent.Safely(func() { err = inferAndScore(ctx, c, opts, scorers, userID, res) }); p != nil {
+		err = fmt.Errorf("eval case %s: panic: %v\n%s", c.EvalID, p.Value, p.Stack)
+	}
+	return res, err
+}
+
+// inferAndScore runs a case and scores it into res.
+func inferAndScore(ctx context.Context, c *Case, opts *Options, scorers []Scorer, userID string, res *CaseResult) error {
 	actual, sid, err := Infer(ctx, opts.Runner, c, userID, opts)
 	res.SessionID = sid
 	if sess, gerr := opts.Runner.Sessions().Get(ctx, session.Key{AppName: opts.Runner.AppName(), UserID: userID, SessionID: sid}, nil); gerr == nil {
@@ -288,7 +293,7 @@ func runCase(ctx context.Context, set *Set, c *Case, opts *Options, scorers []Sc
 		}()
 	}
 	if err != nil {
-		return res, fmt.Errorf("eval case %s: %w", c.EvalID, err)
+		return fmt.Errorf("eval case %s: %w", c.EvalID, err)
 	}
 	in := &ScoreInput{Case: c, Actual: actual}
 	if c.ConversationScenario == nil {
@@ -306,7 +311,7 @@ func runCase(ctx context.Context, set *Set, c *Case, opts *Options, scorers []Sc
 		in.Criterion = m.criterion()
 		score, err := scorers[i].Score(ctx, in)
 		if err != nil {
-			return res, fmt.Errorf("eval case %s: metric %s: %w", c.EvalID, m.MetricName, err)
+			return fmt.Errorf("eval case %s: metric %s: %w", c.EvalID, m.MetricName, err)
 		}
 		r := newResult(m, score.Overall)
 		r.Details = score.Details
@@ -334,7 +339,7 @@ func runCase(ctx context.Context, set *Set, c *Case, opts *Options, scorers []Sc
 	default:
 		res.FinalEvalStatus = NotEvaluated
 	}
-	return res, nil
+	return nil
 }
 
 func newResult(m *Metric, score *float64) *MetricResult {

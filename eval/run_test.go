@@ -50,6 +50,8 @@ func forecast(city string) string {
 
 // TestRunParallel runs many cases, several times each, in parallel through
 // the real runner (run it under -race).
+//
+// (CONFORMANCE Q3)
 func TestRunParallel(t *testing.T) {
 	ag, err := assistant.New(assistant.Offline())
 	if err != nil {
@@ -194,6 +196,7 @@ func TestRunScenario(t *testing.T) {
 	}
 }
 
+// (CONFORMANCE Q3)
 func TestRunRecordsAgentFailure(t *testing.T) {
 	llm := scripted.NewSequence("m") // exhausted at once
 	ag, err := llmagent.New(llmagent.Config{Name: "root", Model: llm})
@@ -283,6 +286,8 @@ func TestResultIDBounded(t *testing.T) {
 // TestRunDeletesSessions checks Options.DeleteSessions: each case's
 // session is gone once its run is scored, the result still holds the
 // session's details, and without the option the sessions stay.
+//
+// (CONFORMANCE Q3)
 func TestRunDeletesSessions(t *testing.T) {
 	ag, err := assistant.New(assistant.Offline())
 	if err != nil {

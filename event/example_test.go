@@ -127,3 +127,21 @@ func ExampleModelView() {
 	// The user asked 1 + 2; the agent said 3.
 	// And 2 + 2?
 }
+
+func ExampleTypedText() {
+	contents := []*genai.Content{
+		genai.NewContentFromText("What's the weather?", genai.RoleUser),
+		{Role: genai.RoleUser, Parts: []*genai.Part{{Text: event.ContextPrefix}, {Text: "[helper] said: sunny"}}},
+	}
+	fmt.Println(event.TypedText(contents))
+	// Output: What's the weather?
+}
+
+func ExampleJSONForm() {
+	type point struct {
+		X int `json:"x"`
+	}
+	v, err := event.JSONForm([]point{{X: 1}})
+	fmt.Printf("%#v %v\n", v, err)
+	// Output: []interface {}{map[string]interface {}{"x":1}} <nil>
+}

@@ -396,7 +396,7 @@ func stripGeneratedID(p *genai.Part) *genai.Part {
 // model never mistakes them for its own turns. The wording is ADK's, and
 // arguments and results are written as Python writes a dict, as ADK does.
 func otherAgentContent(author string, parts []*genai.Part) *genai.Content {
-	out := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: "For context:"}}}
+	out := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: ContextPrefix}}}
 	for _, p := range parts {
 		switch {
 		case p.Thought:

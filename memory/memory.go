@@ -20,6 +20,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/session"
 )
 
@@ -41,21 +42,7 @@ type Entry struct {
 }
 
 // Text returns the entry's text.
-func (e *Entry) Text() string {
-	if e.Content == nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range e.Content.Parts {
-		if p != nil && p.Text != "" && !p.Thought {
-			if b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
-}
+func (e *Entry) Text() string { return model.Text(e.Content, " ") }
 
 // Words returns the words of text in order, lower-cased (strings.ToLower),
 // repeats included. A word is a maximal run of Unicode letters and digits

@@ -124,21 +124,35 @@ type Response struct {
 
 // Text returns the concatenated text of the response's non-thought parts.
 func (r *Response) Text() string {
-	if r == nil || r.Content == nil {
+	if r == nil {
 		return ""
 	}
-	var n int
-	for _, p := range r.Content.Parts {
-		if p != nil && !p.Thought {
+	return Text(r.Content, "")
+}
+
+// Text returns the text of c: its text parts, thoughts left out, joined by
+// sep ("" to concatenate them as a reply reads, "\n" as ADK's metrics read
+// a response). A nil content has no text. It allocates the result only.
+func Text(c *genai.Content, sep string) string {
+	if c == nil {
+		return ""
+	}
+	n, parts := 0, 0
+	for _, p := range c.Parts {
+		if p != nil && p.Text != "" && !p.Thought {
 			n += len(p.Text)
+			parts++
 		}
 	}
-	if n == 0 {
+	if parts == 0 {
 		return ""
 	}
-	b := make([]byte, 0, n)
-	for _, p := range r.Content.Parts {
-		if p != nil && !p.Thought {
+	b := make([]byte, 0, n+(parts-1)*len(sep))
+	for _, p := range c.Parts {
+		if p != nil && p.Text != "" && !p.Thought {
+			if len(b) > 0 {
+				b = append(b, sep...)
+			}
 			b = append(b, p.Text...)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/eval"
 	"github.com/loomkit/loom/runner"
 )
@@ -239,8 +240,12 @@ func (s *Server) streamEvalRun(w http.ResponseWriter, r *http.Request, run *eval
 	}
 	finished := make(chan outcome, 1)
 	go func() {
-		body, err := s.doEvalRun(ctx, r, run, report)
-		finished <- outcome{body, err}
+		var o outcome
+		// The run is user code on a goroutine of its own: a panic is its error.
+		if p := agent.Safely(func() { o.body, o.err = s.doEvalRun(ctx, r, run, report) }); p != nil {
+			o.err = p
+		}
+		finished <- o
 	}()
 
 	rc := http.NewResponseController(w)

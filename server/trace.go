@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/loomkit/loom/plugin/telemetry"
 )
 
 // Span is one recorded trace span as the debug trace routes report it.
@@ -162,4 +164,26 @@ func (s *Server) traceEvent(w http.ResponseWriter, r *http.Request) error {
 		return &detailError{detail: "Trace not found: " + r.PathValue("eventID"), err: errNotFound}
 	}
 	return writeJSON(w, http.StatusOK, attrs)
+}
+
+// TelemetryTraces answers the debug trace routes from the spans a
+// telemetry plugin keeps (plugin/telemetry's in-memory exporter), each
+// query reading only its owner's: Config{Traces: TelemetryTraces(tel)}.
+func TelemetryTraces(tel *telemetry.Telemetry) TraceSource { return telemetryTraces{tel} }
+
+// telemetryTraces adapts a telemetry plugin to TraceSource. (The plugin, a
+// lower layer, knows nothing of the server; this is where the two meet.)
+type telemetryTraces struct{ tel *telemetry.Telemetry }
+
+func (t telemetryTraces) SessionSpans(ctx context.Context, q TraceQuery) ([]Span, error) {
+	spans, err := t.tel.SessionSpans(ctx, telemetry.Owner(q))
+	out := make([]Span, len(spans))
+	for i, s := range spans {
+		out[i] = Span(s)
+	}
+	return out, err
+}
+
+func (t telemetryTraces) EventAttributes(ctx context.Context, q TraceQuery, eventID string) (map[string]any, error) {
+	return t.tel.EventAttributes(ctx, telemetry.Owner(q), eventID)
 }

@@ -84,7 +84,7 @@ func checkKey(key Key, sessionOptional bool) error {
 
 // checkState validates a state delta or initial state: keys of valid UTF-8
 // without NUL, at most MaxIDLen bytes; values as checkValue says. It
-// returns the state in its JSON form (see jsonValue), as every store keeps
+// returns the state in its JSON form (see event.JSONForm), as every store keeps
 // it and the live session holds it: m itself when all its values are made
 // of JSON's own Go values, else a copy of m with the others replaced.
 func checkState(m map[string]any) (map[string]any, error) {
@@ -103,7 +103,7 @@ func checkState(m map[string]any) (map[string]any, error) {
 		if !foreign {
 			continue
 		}
-		j, err := jsonValue(v)
+		j, err := event.JSONForm(v)
 		if err != nil {
 			return nil, fmt.Errorf("%w: state key %q: %w", ErrInvalid, k, err)
 		}
@@ -111,49 +111,6 @@ func checkState(m map[string]any) (map[string]any, error) {
 			out, copied = maps.Clone(m), true
 		}
 		out[k] = j
-	}
-	return out, nil
-}
-
-// jsonValue returns v in its JSON form: the value encoding/json decodes
-// v's encoding into, made of nil, bool, float64, string, map[string]any and
-// []any only, and sharing no memory with v. Stores keep state as JSON, so
-// this is what every backend reads back: an int is a float64, a struct or
-// typed map a map[string]any, a typed slice a []any, a []byte its base64
-// string, a value whose encoding is null (a nil pointer, map or slice) nil.
-// v must have passed the checker.
-func jsonValue(v any) (any, error) {
-	// Integers, which the checker keeps within ±2^53, are float64s
-	// exactly: no need of an encoding.
-	switch x := v.(type) {
-	case int:
-		return float64(x), nil
-	case int8:
-		return float64(x), nil
-	case int16:
-		return float64(x), nil
-	case int32:
-		return float64(x), nil
-	case int64:
-		return float64(x), nil
-	case uint:
-		return float64(x), nil
-	case uint8:
-		return float64(x), nil
-	case uint16:
-		return float64(x), nil
-	case uint32:
-		return float64(x), nil
-	case uint64:
-		return float64(x), nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("a value of type %T: %w", v, err)
-	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, fmt.Errorf("a value of type %T: %w", v, err)
 	}
 	return out, nil
 }
@@ -216,7 +173,7 @@ func checkEvent(ev *event.Event) (foreign bool, err error) {
 }
 
 // eventJSONForm puts the free-form values of ev, a valid event, in their
-// JSON form (see jsonValue), as state values are: the arguments and
+// JSON form (see event.JSONForm), as state values are: the arguments and
 // responses of its function calls, part and custom metadata, its agent
 // state, auth configs and confirmation payloads, and its output. Every
 // wire and store then carries the same values, whatever Go types the
@@ -244,7 +201,7 @@ func eventJSONForm(ev *event.Event) error {
 		if isJSON(tc.Payload) {
 			continue
 		}
-		if tc.Payload, err = jsonValue(tc.Payload); err != nil {
+		if tc.Payload, err = event.JSONForm(tc.Payload); err != nil {
 			return fmt.Errorf("confirmation payload of call %s: %w", id, err)
 		}
 		if !copied {
@@ -264,22 +221,22 @@ func eventJSONForm(ev *event.Event) error {
 		}
 	}
 	if !isJSON(ev.Output) {
-		if ev.Output, err = jsonValue(ev.Output); err != nil {
+		if ev.Output, err = event.JSONForm(ev.Output); err != nil {
 			return fmt.Errorf("output: %w", err)
 		}
 	}
 	if !isJSON(a.Route) {
-		if a.Route, err = jsonValue(a.Route); err != nil {
+		if a.Route, err = event.JSONForm(a.Route); err != nil {
 			return fmt.Errorf("route: %w", err)
 		}
 	}
 	if !isJSON(a.SetModelResponse) {
-		if a.SetModelResponse, err = jsonValue(a.SetModelResponse); err != nil {
+		if a.SetModelResponse, err = event.JSONForm(a.SetModelResponse); err != nil {
 			return fmt.Errorf("model response: %w", err)
 		}
 	}
 	if a.RenderUIWidgets != nil && !isJSON(a.RenderUIWidgets) {
-		w, err := jsonValue(a.RenderUIWidgets)
+		w, err := event.JSONForm(a.RenderUIWidgets)
 		if err != nil {
 			return fmt.Errorf("UI widgets: %w", err)
 		}
@@ -384,7 +341,7 @@ func mapJSONForm(m map[string]any, what string) (out map[string]any, changed boo
 		if isJSON(v) {
 			continue
 		}
-		j, err := jsonValue(v)
+		j, err := event.JSONForm(v)
 		if err != nil {
 			return nil, false, fmt.Errorf("%s, key %q: %w", what, k, err)
 		}

@@ -94,6 +94,7 @@ func texts(events []*event.Event) []string {
 	return out
 }
 
+// (CONFORMANCE Y1)
 func TestSingleAgent(t *testing.T) {
 	m := newModels(echo)
 	app := load(t, "single", &agentconfig.Options{Model: m.open})
@@ -169,6 +170,7 @@ func instruction(req *model.Request) string {
 	return own
 }
 
+// (CONFORMANCE Y1)
 func TestSequential(t *testing.T) {
 	m := newModels(func(_ context.Context, req *model.Request) (scripted.Turn, error) {
 		if strings.Contains(instruction(req), "Review this code") {
@@ -229,6 +231,7 @@ func TestLoop(t *testing.T) {
 	}
 }
 
+// (CONFORMANCE Y1)
 func TestToolsAndCallbacksByName(t *testing.T) {
 	type args struct {
 		City string `json:"city"`
@@ -277,6 +280,8 @@ func TestToolsAndCallbacksByName(t *testing.T) {
 
 // TestErrors checks that bad files are refused with errors naming the file,
 // line and field.
+//
+// (CONFORMANCE Y2)
 func TestErrors(t *testing.T) {
 	reg := agentconfig.NewRegistry().Callback("cb.model", agent.BeforeModelCallback(nil))
 	reg.Callback("cb.agent", func(context.Context, *agent.CallbackContext) (*genai.Content, error) { return nil, nil })
@@ -349,6 +354,8 @@ func TestErrors(t *testing.T) {
 }
 
 // TestCycle refuses config files that include each other.
+//
+// (CONFORMANCE Y2)
 func TestCycle(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "root_agent.yaml", "agent_class: SequentialAgent\nname: a\nsub_agents:\n  - config_path: b.yaml\n")
@@ -363,6 +370,8 @@ func TestCycle(t *testing.T) {
 // reference each other so that the tree doubles at every file: 13 small
 // files would build 2^12 copies of the last one. The load stops at the
 // bound, naming the file and key, instead of running for minutes.
+//
+// (CONFORMANCE Y2)
 func TestConfigFileReadsAreBounded(t *testing.T) {
 	dir := t.TempDir()
 	const n = 12
@@ -392,6 +401,8 @@ func write(t *testing.T, dir, name, text string) {
 
 // TestSchemaIsValid checks that the published schema resolves and accepts
 // the test apps' root files.
+//
+// (CONFORMANCE Y1)
 func TestSchemaIsValid(t *testing.T) {
 	for _, def := range []string{"LlmAgentConfig", "BaseAgentConfig", "LoopAgentConfig", "McpToolsetArgs", "AgentToolArgs", "AdvisorToolArgs"} {
 		if _, err := agentconfig.Def(def).Resolve(nil); err != nil {

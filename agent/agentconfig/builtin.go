@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"google.golang.org/genai"
@@ -18,6 +17,7 @@ import (
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/agent/workflowagent"
 	"github.com/loomkit/loom/codeexec"
+	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/tool"
 	"github.com/loomkit/loom/tool/advisortool"
 	"github.com/loomkit/loom/tool/agenttool"
@@ -166,7 +166,7 @@ var reservedGenerate = map[string]string{
 // an error.
 func generateConfig(n node) (*genai.GenerateContentConfig, error) {
 	for k := range n.pairs() {
-		if use, ok := reservedGenerate[camel(k.n.Value)]; ok {
+		if use, ok := reservedGenerate[event.CamelCase(k.n.Value)]; ok {
 			return nil, k.errorf("is set by the agent's %s key, not in generate_content_config", use)
 		}
 	}
@@ -186,7 +186,7 @@ func generateConfig(n node) (*genai.GenerateContentConfig, error) {
 		if field, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
 			field = strings.Trim(field, `"`)
 			for k := range n.pairs() {
-				if camel(k.n.Value) == field {
+				if event.CamelCase(k.n.Value) == field {
 					return nil, k.errorf("is not a key of generate_content_config")
 				}
 			}
@@ -202,7 +202,7 @@ func camelKeys(v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, val := range x {
-			out[camel(k)] = camelKeys(val)
+			out[event.CamelCase(k)] = camelKeys(val)
 		}
 		return out
 	case []any:
@@ -213,17 +213,6 @@ func camelKeys(v any) any {
 		return out
 	}
 	return v
-}
-
-func camel(s string) string {
-	parts := strings.Split(s, "_")
-	for i := 1; i < len(parts); i++ {
-		if p := []rune(parts[i]); len(p) > 0 {
-			p[0] = unicode.ToUpper(p[0])
-			parts[i] = string(p)
-		}
-	}
-	return strings.Join(parts, "")
 }
 
 // mcpArgs are the args of an McpToolset entry (schema: McpToolsetArgs).
@@ -382,7 +371,7 @@ func contentKeys(v any, data bool) any {
 				out[k] = contentKeys(val, true)
 				continue
 			}
-			out[camel(k)] = contentKeys(val, k == "args" || k == "response")
+			out[event.CamelCase(k)] = contentKeys(val, k == "args" || k == "response")
 		}
 		return out
 	case []any:

@@ -57,6 +57,8 @@ func TestAgentNamesFollowTheRule(t *testing.T) {
 // TestRootFileLinkOutsideIsRefused refuses a root_agent.yaml that is a
 // symbolic link to a file outside the app's directory, as a config_path
 // leading out is refused; a link to a file inside the directory loads.
+//
+// (CONFORMANCE Y2)
 func TestRootFileLinkOutsideIsRefused(t *testing.T) {
 	outside := t.TempDir()
 	write(t, outside, "secret.yaml", "agent_class: SequentialAgent\nname: leaked\n")

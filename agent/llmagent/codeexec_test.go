@@ -38,6 +38,8 @@ func (f *fakeExecutor) Execute(_ context.Context, in codeexec.Input) (codeexec.R
 // response is committed as executableCode and run, its output committed as
 // codeExecutionResult, its files saved as artifacts, and the next request
 // shows code and output as text blocks.
+//
+// (CONFORMANCE C1)
 func TestCodeExecution(t *testing.T) {
 	m := scripted.NewSequence("m",
 		scripted.Turn{Text: "Let me compute.\n```tool_code\nprint(6*7)\n```\nThe answer is 41."},
@@ -89,6 +91,8 @@ func TestCodeExecution(t *testing.T) {
 // TestCodeExecutionRetriesBounded checks that failed executions are fed
 // back and retried at most CodeErrorRetries times; then the response is
 // kept as text.
+//
+// (CONFORMANCE C1)
 func TestCodeExecutionRetriesBounded(t *testing.T) {
 	turn := scripted.Turn{Text: "```python\nboom()\n```"}
 	m := scripted.NewSequence("m", turn, turn, turn, turn)
@@ -113,6 +117,8 @@ func TestCodeExecutionRetriesBounded(t *testing.T) {
 // TestBuiltInCodeExecutor checks that the built-in executor adds the
 // provider's code execution tool and runs nothing locally, keeping the
 // model's code parts.
+//
+// (CONFORMANCE C1)
 func TestBuiltInCodeExecutor(t *testing.T) {
 	m := scripted.NewSequence("m", scripted.Turn{Text: "```python\nprint(1)\n```"})
 	f := newFixture(t, mustAgent(t, llmagent.Config{Name: "a", Model: m, CodeExecutor: codeexec.BuiltIn{}}), nil, nil)
@@ -127,6 +133,8 @@ func TestBuiltInCodeExecutor(t *testing.T) {
 }
 
 // TestLocalCodeExecutorEndToEnd runs real Python through the agent.
+//
+// (CONFORMANCE C1)
 func TestLocalCodeExecutorEndToEnd(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -154,6 +162,8 @@ func TestLocalCodeExecutorEndToEnd(t *testing.T) {
 // TestCodeExecutionOutputsStayInSession checks that an output file whose
 // name would make it one of the user's shared ("user:") artifacts is not
 // saved: code cannot overwrite what every session of the user shares.
+//
+// (CONFORMANCE C1)
 func TestCodeExecutionOutputsStayInSession(t *testing.T) {
 	m := scripted.NewSequence("m", scripted.Turn{Text: "```tool_code\nwrite()\n```"}, scripted.Turn{Text: "done"})
 	ex := &fakeExecutor{results: []codeexec.Result{{Files: []codeexec.File{

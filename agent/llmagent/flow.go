@@ -7,7 +7,6 @@ import (
 	"iter"
 	"slices"
 	"strings"
-	"sync"
 
 	"google.golang.org/genai"
 
@@ -421,22 +420,19 @@ func (a *Agent) runCalls(ctx context.Context, inv *agent.Invocation, calls []*ge
 		results = one[:]
 	} else {
 		many := make([]callResult, len(calls))
-		var wg sync.WaitGroup
-		for i, fc := range calls {
-			wg.Go(func() {
-				// A panic of a callback, on this goroutine, would end the
-				// process: it becomes the call's error response, as a
-				// tool's own panic does.
-				defer func() {
-					if p := recover(); p != nil {
-						many[i] = callResult{part: &genai.Part{FunctionResponse: &genai.FunctionResponse{
-							ID: fc.ID, Name: fc.Name, Response: errorResult(fmt.Errorf("tool %q: a callback panicked: %v", fc.Name, p))}}}
-					}
-				}()
-				many[i] = a.runCall(ctx, inv, fc, answerAt(answers, i), tools)
-			})
+		panics := agent.Concurrently(len(calls), func(i int) {
+			many[i] = a.runCall(ctx, inv, calls[i], answerAt(answers, i), tools)
+		})
+		for i, p := range panics {
+			// A panic of a callback, which would end the process on its
+			// goroutine, becomes the call's error response, as a tool's
+			// own panic does.
+			if p != nil {
+				fc := calls[i]
+				many[i] = callResult{part: &genai.Part{FunctionResponse: &genai.FunctionResponse{
+					ID: fc.ID, Name: fc.Name, Response: errorResult(fmt.Errorf("tool %q: a callback panicked: %v", fc.Name, p.Value))}}}
+			}
 		}
-		wg.Wait()
 		results = many
 	}
 	ev := inv.NewEvent()
@@ -591,12 +587,10 @@ func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.Fu
 
 // safeRun runs a tool, turning a panic into an error.
 func safeRun(ctx context.Context, t tool.Tool, tc tool.Context, args map[string]any) (res map[string]any, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("tool %q panicked: %v", t.Name(), p)
-		}
-	}()
-	return t.Run(ctx, tc, args)
+	if p := agent.Safely(func() { res, err = t.Run(ctx, tc, args) }); p != nil {
+		return nil, fmt.Errorf("tool %q panicked: %v", t.Name(), p.Value)
+	}
+	return res, err
 }
 
 func errorResult(err error) map[string]any { return map[string]any{"error": err.Error()} }
@@ -638,21 +632,11 @@ func clientRequests(inv *agent.Invocation, calls []*genai.FunctionCall, actions 
 			if conf.Payload != nil {
 				confJSON["payload"] = conf.Payload
 			}
-			add(event.FunctionRequestConfirmation, map[string]any{"originalFunctionCall": orig, "toolConfirmation": confJSON})
+			add(event.FunctionRequestConfirmation, map[string]any{agent.ArgOriginalCall: orig, "toolConfirmation": confJSON})
 		}
 		if cfg, ok := actions.RequestedAuthConfigs[fc.ID]; ok {
-			add(event.FunctionRequestCredential, map[string]any{"originalFunctionCall": orig, "authConfig": cfg})
+			add(event.FunctionRequestCredential, map[string]any{agent.ArgOriginalCall: orig, "authConfig": cfg})
 		}
 	}
 	return ev
-}
-
-// parseAnswer reads a confirmation answer. Anything but an explicit
-// {"confirmed": true} is a rejection: the gate fails closed.
-func parseAnswer(resp map[string]any) *event.ToolConfirmation {
-	confirmed, _ := resp["confirmed"].(bool)
-	if inner, ok := resp["response"].(map[string]any); ok && !confirmed {
-		confirmed, _ = inner["confirmed"].(bool)
-	}
-	return &event.ToolConfirmation{Confirmed: confirmed, Payload: resp["payload"]}
 }

@@ -2,7 +2,6 @@ package llmagent
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"google.golang.org/genai"
@@ -101,14 +100,14 @@ func (a *Agent) resumeRequests(ctx context.Context, inv *agent.Invocation, p *pa
 	var run []*genai.FunctionCall
 	var resumes []agent.ToolResume
 	for _, fc := range p.calls.FunctionCalls() {
-		orig, err := originalCall(fc)
+		orig, err := agent.OriginalCall(fc)
 		if err != nil {
 			yield(nil, fmt.Errorf("llmagent: %s: %w", a.Name(), err))
 			return nil, false
 		}
 		if ans, ok := p.answers[fc.ID]; ok {
 			run = append(run, orig)
-			resumes = append(resumes, clientAnswer(inv, ans, p.approval(orig.ID)))
+			resumes = append(resumes, clientAnswer(inv, ans, agent.Approval(p.evs, orig.ID)))
 		}
 	}
 	if len(run) > 0 {
@@ -203,49 +202,13 @@ func isClientRequest(e *event.Event) bool {
 // be approved again.
 func clientAnswer(inv *agent.Invocation, ans agent.Answer, approval *event.ToolConfirmation) agent.ToolResume {
 	if ans.Kind == agent.PauseConfirmation {
-		return agent.ToolResume{Confirmation: parseAnswer(ans.Response.Response)}
+		return agent.ToolResume{Confirmation: agent.ParseConfirmation(ans.Response.Response)}
 	}
 	cred, _ := inv.Credential(ans.Call.ID)
 	if cred == nil {
 		cred = map[string]any{}
 	}
 	return agent.ToolResume{Credential: cred, Confirmation: approval}
-}
-
-// approval returns the confirmation the client gave, in this invocation,
-// for the agent's call id, or nil.
-func (p *paused) approval(id string) *event.ToolConfirmation {
-	requests := map[string]bool{} // confirmation requests about call id
-	var approval *event.ToolConfirmation
-	for _, e := range p.evs {
-		if e.Author == event.AuthorUser {
-			for _, fr := range e.FunctionResponses() {
-				if requests[fr.ID] {
-					approval = parseAnswer(fr.Response)
-				}
-			}
-			continue
-		}
-		for _, fc := range e.FunctionCalls() {
-			if fc.Name == event.FunctionRequestConfirmation {
-				if orig, err := originalCall(fc); err == nil && orig.ID == id {
-					requests[fc.ID] = true
-				}
-			}
-		}
-	}
-	return approval
-}
-
-// originalCall returns the call a confirmation or credential request is
-// about.
-func originalCall(fc *genai.FunctionCall) (*genai.FunctionCall, error) {
-	var orig genai.FunctionCall
-	b, _ := json.Marshal(fc.Args["originalFunctionCall"])
-	if err := json.Unmarshal(b, &orig); err != nil || orig.Name == "" {
-		return nil, fmt.Errorf("%s request %q has no valid original function call", fc.Name, fc.ID)
-	}
-	return &orig, nil
 }
 
 // ResumesFromLog reports that the agent continues from the session log when

@@ -33,6 +33,7 @@ func fakeServer(t *testing.T, streaming bool, reply func(w http.ResponseWriter, 
 	return srv.URL
 }
 
+// (CONFORMANCE P3)
 func TestJSONRPCErrorIsErrorEvent(t *testing.T) {
 	base := fakeServer(t, false, func(w http.ResponseWriter, id string) {
 		fmt.Fprint(w, `{"jsonrpc":"2.0","id":`+id+`,"error":{"code":-32001,"message":"Task not found"}}`)
@@ -44,6 +45,7 @@ func TestJSONRPCErrorIsErrorEvent(t *testing.T) {
 	}
 }
 
+// (CONFORMANCE P3)
 func TestStreamEndingEarlyIsErrorEvent(t *testing.T) {
 	base := fakeServer(t, true, func(w http.ResponseWriter, id string) {
 		w.Header().Set("Content-Type", "text/event-stream")

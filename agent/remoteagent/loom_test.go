@@ -104,6 +104,7 @@ func loomServer(t *testing.T) string {
 	return ""
 }
 
+// (CONFORMANCE P3)
 func TestLoomProcess(t *testing.T) {
 	base := loomServer(t)
 	remote := newRemote(t, "remote_assistant", base+cli.A2APath("assistant"))

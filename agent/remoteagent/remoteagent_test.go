@@ -158,6 +158,7 @@ func answer(fc *genai.FunctionCall, resp map[string]any) *genai.Content {
 	return &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{ID: fc.ID, Name: fc.Name, Response: resp}}}}
 }
 
+// (CONFORMANCE P3)
 func TestJSServer(t *testing.T) {
 	base := jsServer(t)
 	r := newRunner(t, newRemote(t, "js", base))
@@ -186,6 +187,7 @@ func TestJSServer(t *testing.T) {
 	}
 }
 
+// (CONFORMANCE P3)
 func TestJSServerInputRequired(t *testing.T) {
 	base := jsServer(t)
 	r := newRunner(t, newRemote(t, "js", base))
@@ -237,6 +239,7 @@ func router(t *testing.T, respond scripted.Responder, subs []agent.Agent, tools 
 	return a
 }
 
+// (CONFORMANCE P3)
 func TestJSServerAsSubAgent(t *testing.T) {
 	base := jsServer(t)
 	remote := newRemote(t, "js", base)
@@ -255,6 +258,7 @@ func TestJSServerAsSubAgent(t *testing.T) {
 	}
 }
 
+// (CONFORMANCE P3)
 func TestJSServerAsTool(t *testing.T) {
 	base := jsServer(t)
 	at, err := agenttool.New(newRemote(t, "js", base), nil)
@@ -276,6 +280,8 @@ func TestJSServerAsTool(t *testing.T) {
 
 // As a workflow node: the remote's pause pauses the workflow, and the
 // answer resumes the remote task, then the workflow goes on.
+//
+// (CONFORMANCE P3)
 func TestJSServerInWorkflow(t *testing.T) {
 	base := jsServer(t)
 	after, err := llmagent.New(llmagent.Config{Name: "after", Model: scripted.New("m", func(context.Context, *model.Request) (scripted.Turn, error) {

@@ -205,15 +205,7 @@ func plain(v any) (any, error) {
 	case nil, string, bool, float64, map[string]any, []any:
 		return v, nil
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return event.JSONForm(v)
 }
 
 // funcAgent is the identity a function, tool or join node has in the

@@ -57,6 +57,7 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/tool"
 )
 
@@ -393,11 +394,11 @@ func (r *run) load() {
 func (r *run) userText() any {
 	for _, ev := range r.inv.Session().InvocationEvents(r.inv.ID()) {
 		if ev.Author == event.AuthorUser {
-			return contentText(ev.Content)
+			return model.Text(ev.Content, "")
 		}
 	}
 	if uc := r.inv.UserContent(); uc != nil {
-		return contentText(uc)
+		return model.Text(uc, "")
 	}
 	return nil
 }
@@ -470,7 +471,6 @@ func (r *run) execute(ctx context.Context, winv *agent.Invocation, a activation,
 // attempt runs a node once. A panic of the node is its failure; a panic
 // of the caller, raised while an event is handed to it, goes on.
 func (r *run) attempt(ctx context.Context, winv *agent.Invocation, a activation, resumable bool, emit func(*event.Event) bool) (res result) {
-	n := a.node
 	emitting := false
 	caller := emit
 	emit = func(ev *event.Event) bool {
@@ -479,14 +479,19 @@ func (r *run) attempt(ctx context.Context, winv *agent.Invocation, a activation,
 		emitting = false
 		return ok
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			if emitting {
-				panic(p)
-			}
-			res = result{err: fmt.Errorf("panic: %v", p)}
+	p := agent.Safely(func() { res = r.attemptNode(ctx, winv, a, resumable, emit) })
+	if p != nil {
+		if emitting {
+			panic(p.Value)
 		}
-	}()
+		res = result{err: p}
+	}
+	return res
+}
+
+// attemptNode runs a node once, within its timeout.
+func (r *run) attemptNode(ctx context.Context, winv *agent.Invocation, a activation, resumable bool, emit func(*event.Event) bool) (res result) {
+	n := a.node
 	actx := ctx
 	if n.timeout > 0 {
 		var cancel context.CancelFunc
@@ -603,7 +608,7 @@ func (r *run) runAgent(ctx context.Context, winv *agent.Invocation, a activation
 			}
 		}
 		if ev.Content != nil && len(ev.FunctionCalls()) == 0 && len(ev.FunctionResponses()) == 0 {
-			if t := contentText(ev.Content); t != "" {
+			if t := model.Text(ev.Content, ""); t != "" {
 				final = t
 			}
 		}
@@ -691,20 +696,6 @@ func (r *run) runAgent(ctx context.Context, winv *agent.Invocation, a activation
 		return result{stopped: true}
 	}
 	return result{output: p}
-}
-
-// contentText returns the text parts of c, concatenated, thoughts left out.
-func contentText(c *genai.Content) string {
-	if c == nil {
-		return ""
-	}
-	s := ""
-	for _, p := range c.Parts {
-		if p != nil && !p.Thought {
-			s += p.Text
-		}
-	}
-	return s
 }
 
 // inputText renders a node input as the text of a message.

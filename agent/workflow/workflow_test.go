@@ -174,6 +174,8 @@ func TestBoundedLoop(t *testing.T) {
 
 // TestMaxStepsEndsUnboundedLoop: a loop without a bound is stopped by
 // MaxSteps with an error event.
+//
+// (CONFORMANCE G1)
 func TestMaxStepsEndsUnboundedLoop(t *testing.T) {
 	w := mustNew(t, workflow.Config{Name: "spin", MaxSteps: 5,
 		Nodes: []*workflow.Node{upper("a"), upper("b")},
@@ -188,6 +190,8 @@ func TestMaxStepsEndsUnboundedLoop(t *testing.T) {
 
 // TestMaxStepsCountsDynamicNodes: a node that runs itself as a dynamic
 // child, without end, is stopped by MaxSteps with an error event.
+//
+// (CONFORMANCE G1)
 func TestMaxStepsCountsDynamicNodes(t *testing.T) {
 	var self *workflow.Node
 	self = workflow.Func("self", func(ctx context.Context, nc *workflow.Context, in string) (string, error) {
@@ -207,6 +211,8 @@ func TestMaxStepsCountsDynamicNodes(t *testing.T) {
 }
 
 // TestRetryThenSucceed: a failing node is retried with backoff.
+//
+// (CONFORMANCE G1)
 func TestRetryThenSucceed(t *testing.T) {
 	var calls atomic.Int32
 	flaky := workflow.Func("flaky", func(context.Context, *workflow.Context, string) (string, error) {
@@ -258,6 +264,8 @@ func TestRetryExhaustedEndsWithError(t *testing.T) {
 
 // TestTimeout: an attempt that outlives its timeout fails, naming the
 // timeout.
+//
+// (CONFORMANCE G1)
 func TestTimeout(t *testing.T) {
 	slow := workflow.Func("slow", func(ctx context.Context, _ *workflow.Context, _ string) (string, error) {
 		select {
@@ -282,6 +290,8 @@ func TestTimeout(t *testing.T) {
 
 // TestToolNode: a tool node gets its input as arguments; its result is the
 // output and its state writes are committed.
+//
+// (CONFORMANCE G3)
 func TestToolNode(t *testing.T) {
 	type args struct {
 		A int `json:"a"`
@@ -310,6 +320,8 @@ func TestToolNode(t *testing.T) {
 
 // TestAgentNode: an LLM agent node gets the previous output as a message
 // and its final text is its output.
+//
+// (CONFORMANCE G3)
 func TestAgentNode(t *testing.T) {
 	model := scripted.NewSequence("m", scripted.Text("a haiku about KITES"))
 	poet := llm(t, "poet", model.Recording())
@@ -411,6 +423,8 @@ func TestConfigErrors(t *testing.T) {
 }
 
 // TestConcurrentInvocations: one workflow serves many invocations at once.
+//
+// (CONFORMANCE G2)
 func TestConcurrentInvocations(t *testing.T) {
 	w := mustNew(t, workflow.Config{Name: "fan",
 		Nodes: []*workflow.Node{upper("start"), upper("a"), upper("b"), workflow.Join("all")},
@@ -593,6 +607,8 @@ func TestNodeAsksTwice(t *testing.T) {
 // of a fan-out, fails like a node that returns an error: the workflow ends
 // with an error event naming the node and the panic, and the next message
 // runs the workflow again.
+//
+// (CONFORMANCE G2)
 func TestPanickingNodeEndsWithError(t *testing.T) {
 	boom := func(name string) *workflow.Node {
 		return workflow.Func(name, func(_ context.Context, nc *workflow.Context, in string) (string, error) {
@@ -636,6 +652,8 @@ func TestPanickingNodeEndsWithError(t *testing.T) {
 // is a failed attempt of its workflow node: when the node's retry then
 // succeeds, no error event was emitted; when every attempt fails, one
 // error event ends the outer workflow, naming both nodes.
+//
+// (CONFORMANCE G2)
 func TestNestedWorkflowFailureReportedOnce(t *testing.T) {
 	var calls atomic.Int32
 	flaky := workflow.Func("flaky", func(_ context.Context, _ *workflow.Context, in string) (string, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"sync"
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/event"
@@ -56,20 +55,6 @@ func (p *Parallel) branchOf(inv *agent.Invocation, i int) string {
 	return p.branches[i]
 }
 
-// message is what a child goroutine sends to the parent's iterator: an
-// event or error to forward, or (done) the news that the child has finished.
-type message struct {
-	ev   *event.Event
-	err  error
-	done bool
-	// branch is the index of the sending branch (with an event or done).
-	branch int
-	// resume, when not nil, receives a value once the event has been
-	// forwarded and yield returned true. It has room for one value, so the
-	// parent never blocks on it.
-	resume chan struct{}
-}
-
 func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
 	return func(yield func(*event.Event, error) bool) {
 		children := p.cfg.SubAgents
@@ -111,54 +96,53 @@ func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 			agents = append(agents, child)
 		}
 
-		cctx, cancel := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		// Whatever the way out, stop the children and wait for all of them:
-		// no goroutine outlives the iterator.
-		defer func() {
-			cancel()
-			wg.Wait()
-		}()
-
-		msgs := make(chan message)
-		for i, child := range agents {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				runBranch(cctx, branches[i], i, child, msgs)
-			}()
-		}
-
 		paused := false
 		selfEnded := make([]bool, len(branches)) // the branch recorded its own end
-		for running := len(branches); running > 0; {
-			select {
-			case m := <-msgs:
-				switch {
-				case m.done:
-					running--
-					b := branches[m.branch]
-					if b.Ended() {
-						paused = true
-					} else if !selfEnded[m.branch] && !checkpoint(inv, agent.NewEndOfAgent(b), yield) {
-						return
-					}
-				case m.err != nil:
-					yield(nil, m.err)
-					return
-				default:
-					if ev := m.ev; !ev.Partial && ev.Actions.EndOfAgent && ev.Author == agents[m.branch].Name() {
-						selfEnded[m.branch] = true
-					}
-					if !yield(m.ev, nil) {
-						return
-					}
-					m.resume <- struct{}{}
+		stopped := false                         // the caller stopped ranging or an error was yielded
+		err := agent.Relay{
+			Event: func(i int, ev *event.Event) bool {
+				if !ev.Partial && ev.Actions.EndOfAgent && ev.Author == agents[i].Name() {
+					selfEnded[i] = true
 				}
-			case <-ctx.Done():
-				yield(nil, fmt.Errorf("workflowagent: %s: %w", p.Name(), ctx.Err()))
-				return
+				stopped = !yield(ev, nil)
+				return !stopped
+			},
+			Done: func(i int, err error) bool {
+				pe, panicked := err.(*agent.PanicError)
+				switch {
+				case panicked:
+					err = fmt.Errorf("workflowagent: branch %s panicked: %v", agents[i].Name(), pe.Value)
+				case err != nil:
+				case branches[i].Ended():
+					paused = true
+					return true
+				case selfEnded[i]:
+					return true
+				default:
+					stopped = !checkpoint(inv, agent.NewEndOfAgent(branches[i]), yield)
+					return !stopped
+				}
+				yield(nil, err)
+				stopped = true
+				return false
+			},
+		}.Run(ctx, len(agents), func(ctx context.Context, i int, emit func(*event.Event) bool) error {
+			for ev, err := range agents[i].Run(ctx, branches[i]) {
+				if err != nil {
+					return err
+				}
+				if ev != nil && !emit(ev) {
+					return nil
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			yield(nil, fmt.Errorf("workflowagent: %s: %w", p.Name(), err))
+			return
+		}
+		if stopped {
+			return
 		}
 		if paused {
 			inv.End() // a branch paused: the enclosing agents stop too
@@ -167,46 +151,5 @@ func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 		if !inv.Ended() {
 			checkpoint(inv, agent.NewEndOfAgent(inv), yield)
 		}
-	}
-}
-
-// runBranch runs one child and sends its events to the parent, waiting after
-// each one until the parent has forwarded it. It returns when the child is
-// finished or ctx is cancelled. A panic of the child, which nothing could
-// recover on this goroutine and would end the process, is sent as an error.
-func runBranch(ctx context.Context, inv *agent.Invocation, index int, child agent.Agent, msgs chan<- message) {
-	defer func() {
-		if p := recover(); p != nil {
-			send(ctx, msgs, message{err: fmt.Errorf("workflowagent: branch %s panicked: %v", child.Name(), p)})
-		}
-	}()
-	resume := make(chan struct{}, 1)
-	for ev, err := range child.Run(ctx, inv) {
-		if err != nil {
-			send(ctx, msgs, message{err: err})
-			return
-		}
-		if ev == nil {
-			continue
-		}
-		if !send(ctx, msgs, message{ev: ev, branch: index, resume: resume}) {
-			return
-		}
-		select {
-		case <-resume:
-		case <-ctx.Done():
-			return
-		}
-	}
-	send(ctx, msgs, message{done: true, branch: index})
-}
-
-// send sends m to the parent, reporting false if ctx ended first.
-func send(ctx context.Context, msgs chan<- message, m message) bool {
-	select {
-	case msgs <- m:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

@@ -58,6 +58,8 @@ func sse(t *testing.T, base, sessionID string, msg *genai.Content) []map[string]
 // Temporal, a tool confirmation pauses the invocation, the answer posted
 // to /run_sse later resumes it on the worker, and the session log equals
 // that of an in-process run.
+//
+// (CONFORMANCE D1)
 func TestHTTPConfirmation(t *testing.T) {
 	c := dial(t)
 	dir := t.TempDir()

@@ -48,6 +48,8 @@ func countingEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *runner.Runn
 // Steps (a model turn calling a tool, the tool round, the answers), are
 // signalled one after the other; however long the session has grown, the
 // activities of a message read a bounded number of events.
+//
+// (CONFORMANCE D2)
 func TestStepReadsDoNotGrow(t *testing.T) {
 	env, app, store, _ := countingEnv(t)
 	const n = 21

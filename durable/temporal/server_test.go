@@ -184,6 +184,8 @@ func collect(it func(func(*event.Event, error) bool)) <-chan result {
 // invocation. The tool completed exactly once, the session log equals that
 // of an uninterrupted in-process run, and the client streamed every event
 // from the log while the workflow ran in other processes.
+//
+// (CONFORMANCE D1)
 func TestWorkerKilledMidTool(t *testing.T) {
 	c := dial(t)
 	dir := t.TempDir()
@@ -314,6 +316,8 @@ func inProcessClient(t *testing.T, c client.Client, app *runner.Runner, opts tem
 // TestCancelStopsWorkflow: Cancel cancels the session's workflow while its
 // slow tool runs: the tool stops, the client's stream ends with an error,
 // and the workflow is cancelled.
+//
+// (CONFORMANCE D2)
 func TestCancelStopsWorkflow(t *testing.T) {
 	c := dial(t)
 	dir := t.TempDir()

@@ -70,6 +70,8 @@ func stored(t *testing.T, app *runner.Runner, id string) *session.Session {
 // tool confirmation waits durably; the answer, signalled ten minutes of
 // workflow time later, resumes it: the tool runs once and the log equals
 // that of an in-process run of the same conversation.
+//
+// (CONFORMANCE D1)
 func TestConfirmationAnsweredTenMinutesLater(t *testing.T) {
 	env, app, dir := suiteEnv(t)
 	start := env.Now()
@@ -114,6 +116,8 @@ func TestConfirmationAnsweredTenMinutesLater(t *testing.T) {
 // TestChangedTreeRefused: a workflow started with another agent tree is
 // refused by the worker with an error naming both trees, and nothing is
 // stored.
+//
+// (CONFORMANCE D2)
 func TestChangedTreeRefused(t *testing.T) {
 	env, app, _ := suiteEnv(t)
 	env.RegisterDelayedCallback(func() {

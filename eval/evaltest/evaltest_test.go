@@ -39,6 +39,7 @@ const failingSet = `{
   }]
 }`
 
+// (CONFORMANCE Q3)
 func TestCheckFailsWithReadableDiff(t *testing.T) {
 	ag, err := assistant.New(assistant.Offline())
 	if err != nil {
@@ -76,6 +77,7 @@ func TestCheckFailsWithReadableDiff(t *testing.T) {
 	}
 }
 
+// (CONFORMANCE Q3)
 func TestCheckPasses(t *testing.T) {
 	ag, err := assistant.New(assistant.Offline())
 	if err != nil {

@@ -24,16 +24,21 @@ import (
 // root is the module root, relative to this package's directory.
 const root = "../.."
 
+// letters are the sections of docs/CONFORMANCE.md: events, sessions,
+// runner, agents, tools, graph workflows, evaluation, A2A, OpenAPI, YAML
+// applications, durable execution and code execution.
+const letters = "ESRATGQPOYDC"
+
 var (
 	// idRE matches one behaviour id, or a range of them ("S1–S10").
-	idRE = regexp.MustCompile(`\b([ESRAT])([0-9]+)\b(?:\s*[–-]\s*([ESRAT])?([0-9]+)\b)?`)
+	idRE = regexp.MustCompile(`\b([` + letters + `])([0-9]+)\b(?:\s*[–-]\s*([` + letters + `])?([0-9]+)\b)?`)
 	// nameRE matches a test function named after ids: TestT3..., TestT2T3...,
 	// and the lower-case test functions of the conformance suites.
-	nameRE = regexp.MustCompile(`^(?:Test|test)((?:[ESRAT][0-9]+)+)(?:[A-Z_]|$)`)
+	nameRE = regexp.MustCompile(`^(?:Test|test)((?:[` + letters + `][0-9]+)+)(?:[A-Z_]|$)`)
 	// oneIDRE splits the ids of a test name ("T2T3").
-	oneIDRE = regexp.MustCompile(`[ESRAT][0-9]+`)
+	oneIDRE = regexp.MustCompile(`[` + letters + `][0-9]+`)
 	// docIDRE matches the line that defines an id in CONFORMANCE.md.
-	docIDRE = regexp.MustCompile(`^([ESRAT][0-9]+)\. `)
+	docIDRE = regexp.MustCompile(`^([` + letters + `][0-9]+)\. `)
 	// docTestRE matches one test named on a "Tests:" line: `dir.Func`.
 	docTestRE = regexp.MustCompile("`([a-z0-9_/]+)\\.([A-Za-z0-9_]+)`")
 )

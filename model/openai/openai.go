@@ -189,7 +189,7 @@ func (m *Model) params(req *model.Request) (oai.ChatCompletionNewParams, error) 
 	if cfg == nil {
 		cfg = &genai.GenerateContentConfig{}
 	}
-	if sys := joinText(cfg.SystemInstruction); sys != "" {
+	if sys := model.Text(cfg.SystemInstruction, "\n"); sys != "" {
 		p.Messages = append(p.Messages, oai.SystemMessage(sys))
 	}
 	for _, c := range req.Contents {
@@ -278,23 +278,6 @@ func (m *Model) params(req *model.Request) (oai.ChatCompletionNewParams, error) 
 		p.ReasoningEffort = shared.ReasoningEffort(effort)
 	}
 	return p, nil
-}
-
-func joinText(c *genai.Content) string {
-	if c == nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range c.Parts {
-		if p == nil || p.Text == "" || p.Thought {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString("\n")
-		}
-		b.WriteString(p.Text)
-	}
-	return b.String()
 }
 
 // messages converts one genai content into Chat Completions messages. A

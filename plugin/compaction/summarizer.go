@@ -70,7 +70,7 @@ func Transcript(events []*event.Event) string {
 	for _, e := range events {
 		if c := e.Actions.Compaction; c != nil {
 			b.WriteString("[summary of earlier conversation] ")
-			b.WriteString(strings.TrimSpace(contentText(c.Content)))
+			b.WriteString(strings.TrimSpace(model.Text(c.Content, "")))
 			b.WriteByte('\n')
 			continue
 		}
@@ -95,19 +95,6 @@ func Transcript(events []*event.Event) string {
 			case p.CodeExecutionResult != nil:
 				fmt.Fprintf(&b, "code output: %s\n", p.CodeExecutionResult.Output)
 			}
-		}
-	}
-	return b.String()
-}
-
-func contentText(c *genai.Content) string {
-	if c == nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range c.Parts {
-		if p != nil && !p.Thought {
-			b.WriteString(p.Text)
 		}
 	}
 	return b.String()

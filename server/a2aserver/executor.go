@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 
@@ -293,16 +292,12 @@ func answers(calls []*genai.FunctionCall, reply []a2a.Part) ([]*genai.Part, erro
 		if err != nil {
 			return nil, err
 		}
-		answered := map[string]bool{}
-		for _, p := range parts {
-			id := p.FunctionResponse.ID
-			if !slices.ContainsFunc(calls, func(fc *genai.FunctionCall) bool { return fc.ID == id }) {
-				return nil, fmt.Errorf("the reply answers call %q, which the task does not wait for", id)
-			}
-			if answered[id] {
-				return nil, fmt.Errorf("the reply answers call %q twice", id)
-			}
-			answered[id] = true
+		replies := make([]*genai.FunctionResponse, len(parts))
+		for i, p := range parts {
+			replies[i] = p.FunctionResponse
+		}
+		if err := agent.CheckReplies(calls, replies); err != nil {
+			return nil, err
 		}
 		return parts, nil
 	}

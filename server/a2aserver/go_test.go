@@ -71,6 +71,8 @@ func pendingCall(t *testing.T, task *a2a.Task) map[string]any {
 }
 
 // A long-running tool pauses the task; a data part answers it.
+//
+// (CONFORMANCE P1)
 func TestLongRunningTool(t *testing.T) {
 	_, base := serve(t, newRunner(t))
 	c := goClient(t, base)
@@ -88,6 +90,8 @@ func TestLongRunningTool(t *testing.T) {
 
 // ADK's own form of an answer: a function_response data part naming the
 // call.
+//
+// (CONFORMANCE P1)
 func TestExplicitFunctionResponse(t *testing.T) {
 	_, base := serve(t, newRunner(t))
 	c := goClient(t, base)

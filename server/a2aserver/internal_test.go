@@ -28,6 +28,7 @@ func TestApproves(t *testing.T) {
 	}
 }
 
+// (CONFORMANCE P1)
 func TestAnswers(t *testing.T) {
 	confirm := &genai.FunctionCall{ID: "c1", Name: event.FunctionRequestConfirmation}
 	tool := &genai.FunctionCall{ID: "t1", Name: "open_ticket"}

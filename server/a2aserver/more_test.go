@@ -22,6 +22,8 @@ import (
 
 // A tool asking for a credential makes the task auth-required; the
 // credential in a data part resumes it, and never reaches the session.
+//
+// (CONFORMANCE P1)
 func TestCredentialIsAuthRequired(t *testing.T) {
 	const secret = "k-123"
 	fetch, err := functiontool.New(functiontool.Config{Name: "fetch_report", Description: "Fetches a private report."},
@@ -103,6 +105,8 @@ func TestConcurrentTasks(t *testing.T) {
 }
 
 // A paused task can be cancelled; its context goes on with new tasks.
+//
+// (CONFORMANCE P2)
 func TestCancelPausedTask(t *testing.T) {
 	_, base := serve(t, newRunner(t))
 	c := goClient(t, base)

@@ -17,6 +17,8 @@ import (
 // function response naming a call the task does not wait for) is refused
 // as invalid and changes nothing: the task stays paused, its session
 // unchanged, and the right answer still resumes it once.
+//
+// (CONFORMANCE P2)
 func TestBadReplyLeavesTaskPaused(t *testing.T) {
 	r := newRunner(t)
 	_, base := serve(t, r)

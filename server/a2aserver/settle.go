@@ -2,9 +2,10 @@ package a2aserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
-	"strings"
+	"runtime"
 	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
@@ -15,41 +16,43 @@ import (
 // whose previous execution is still winding down waits for it instead of
 // failing. The SDK sends a task's final event to the client a moment
 // before it forgets the execution, so a client that answers an
-// input-required task at once may otherwise be refused with an internal
-// error. It also refuses a reply that answers none of a paused task's
-// calls before the SDK records it (checkReply), and a resubscription to
-// another user's task.
+// input-required task at once would otherwise be refused. It also refuses
+// a reply that answers none of a paused task's calls before the SDK
+// records it (checkReply), and a resubscription to another user's task.
 type settling struct {
 	a2asrv.RequestHandler
 	store *taskStore // the handler's task store, to check replies
 }
 
-// settleTries and settleDelay bound the wait: about 0.6 s in all.
-const (
-	settleTries = 8
-	settleDelay = 5 * time.Millisecond
-)
-
-// inProgress reports whether err is the SDK's refusal of a second
-// execution of a task (its error is internal to the SDK, so it is
-// recognized by its text).
-func inProgress(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "task execution is already in progress")
-}
+// settleWindow bounds the wait for a task's previous execution; a task
+// still busy after it is refused by the SDK.
+const settleWindow = 600 * time.Millisecond
 
 func onTask(p *a2a.MessageSendParams) bool {
 	return p != nil && p.Message != nil && p.Message.TaskID != ""
 }
 
-// wait sleeps before try number i, or returns false when ctx is done.
-func wait(ctx context.Context, i int) bool {
-	t := time.NewTimer(settleDelay << i)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
+// settle waits, for settleWindow at the most, until the SDK runs no
+// execution of the task p continues. It asks the SDK itself: a
+// resubscription follows the running execution to its end, and is refused
+// with a2a.ErrTaskNotFound once the SDK has forgotten it, which is when
+// the SDK accepts a new one.
+func (s settling) settle(ctx context.Context, p *a2a.MessageSendParams) {
+	if !onTask(p) {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, settleWindow)
+	defer cancel()
+	for {
+		gone := false
+		for _, err := range s.RequestHandler.OnResubscribeToTask(wctx, &a2a.TaskIDParams{ID: p.Message.TaskID}) {
+			gone = gone || errors.Is(err, a2a.ErrTaskNotFound)
+		}
+		if gone || wctx.Err() != nil {
+			return
+		}
+		// The execution has ended but the SDK is still forgetting it.
+		runtime.Gosched()
 	}
 }
 
@@ -83,12 +86,8 @@ func (s settling) OnSendMessage(ctx context.Context, p *a2a.MessageSendParams) (
 	if err := s.checkReply(ctx, p); err != nil {
 		return nil, err
 	}
-	for i := 0; ; i++ {
-		res, err := s.RequestHandler.OnSendMessage(ctx, p)
-		if !inProgress(err) || !onTask(p) || i == settleTries-1 || !wait(ctx, i) {
-			return res, err
-		}
-	}
+	s.settle(ctx, p)
+	return s.RequestHandler.OnSendMessage(ctx, p)
 }
 
 // OnSendMessageStream implements a2asrv.RequestHandler.
@@ -98,19 +97,9 @@ func (s settling) OnSendMessageStream(ctx context.Context, p *a2a.MessageSendPar
 			yield(nil, err)
 			return
 		}
-		for i := 0; ; i++ {
-			first, retry := true, false
-			for ev, err := range s.RequestHandler.OnSendMessageStream(ctx, p) {
-				if first && inProgress(err) && onTask(p) && i < settleTries-1 {
-					retry = true
-					break
-				}
-				first = false
-				if !yield(ev, err) {
-					return
-				}
-			}
-			if !retry || !wait(ctx, i) {
+		s.settle(ctx, p)
+		for ev, err := range s.RequestHandler.OnSendMessageStream(ctx, p) {
+			if !yield(ev, err) {
 				return
 			}
 		}

@@ -3,73 +3,106 @@ package a2aserver
 import (
 	"context"
 	"errors"
-	"fmt"
 	"iter"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2asrv"
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
 )
 
-// busy refuses the first n messages as the SDK refuses a second execution
-// of a task.
-type busy struct {
+// winding is a request handler whose previous execution of task "t" runs
+// until end is closed, as the SDK's does for a moment after its final
+// event. It refuses a message while that execution runs, with an error
+// settling cannot recognize by its text.
+type winding struct {
 	a2asrv.RequestHandler
-	n, calls int
+	end   chan struct{}
+	calls atomic.Int32
 }
 
-var errBusy = fmt.Errorf("wrapped: %w", errors.New("task execution is already in progress"))
+var errBusy = errors.New("busy")
 
-func (b *busy) OnSendMessage(ctx context.Context, p *a2a.MessageSendParams) (a2a.SendMessageResult, error) {
-	b.calls++
-	if b.calls <= b.n {
+func (w *winding) running() bool {
+	select {
+	case <-w.end:
+		return false
+	default:
+		return true
+	}
+}
+
+func (w *winding) OnSendMessage(ctx context.Context, p *a2a.MessageSendParams) (a2a.SendMessageResult, error) {
+	w.calls.Add(1)
+	if p.Message.TaskID == "t" && w.running() {
 		return nil, errBusy
 	}
 	return &a2a.Task{ID: "t"}, nil
 }
 
-func (b *busy) OnSendMessageStream(ctx context.Context, p *a2a.MessageSendParams) iter.Seq2[a2a.Event, error] {
+func (w *winding) OnSendMessageStream(ctx context.Context, p *a2a.MessageSendParams) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
-		b.calls++
-		if b.calls <= b.n {
-			yield(nil, errBusy)
-			return
-		}
-		yield(&a2a.Task{ID: "t"}, nil)
+		res, err := w.OnSendMessage(ctx, p)
+		yield(res, err)
 	}
 }
 
+// OnResubscribeToTask follows the running execution until it ends, as the
+// SDK does, and reports a task without one as not found.
+func (w *winding) OnResubscribeToTask(ctx context.Context, p *a2a.TaskIDParams) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		if p.ID != "t" || !w.running() {
+			yield(nil, a2a.ErrTaskNotFound)
+			return
+		}
+		select {
+		case <-w.end:
+		case <-ctx.Done():
+			yield(nil, ctx.Err())
+		}
+	}
+}
+
+// (CONFORMANCE P2)
 func TestSettling(t *testing.T) {
 	onTask := &a2a.MessageSendParams{Message: &a2a.Message{TaskID: "t"}}
-	fresh := &a2a.MessageSendParams{Message: &a2a.Message{}}
+	other := &a2a.MessageSendParams{Message: &a2a.Message{TaskID: "u"}}
 	ctx := context.Background()
-
-	b := &busy{n: 2}
-	if _, err := (settling{RequestHandler: b}).OnSendMessage(ctx, onTask); err != nil || b.calls != 3 {
-		t.Errorf("send: err %v after %d calls, want success on the third", err, b.calls)
+	endSoon := func() *winding {
+		w := &winding{end: make(chan struct{})}
+		time.AfterFunc(20*time.Millisecond, func() { close(w.end) })
+		return w
 	}
-	b = &busy{n: 2}
+
+	w := endSoon()
+	if _, err := (settling{RequestHandler: w}).OnSendMessage(ctx, onTask); err != nil || w.calls.Load() != 1 {
+		t.Errorf("send: err %v after %d calls, want success once the previous execution ended", err, w.calls.Load())
+	}
+	w = endSoon()
 	var errs []error
-	for ev, err := range (settling{RequestHandler: b}).OnSendMessageStream(ctx, onTask) {
+	for ev, err := range (settling{RequestHandler: w}).OnSendMessageStream(ctx, onTask) {
 		if err != nil {
 			errs = append(errs, err)
 		} else if ev == nil {
 			t.Error("nil event")
 		}
 	}
-	if len(errs) != 0 || b.calls != 3 {
-		t.Errorf("stream: errors %v after %d calls, want the events of the third", errs, b.calls)
+	if len(errs) != 0 || w.calls.Load() != 1 {
+		t.Errorf("stream: errors %v after %d calls, want the events once the previous execution ended", errs, w.calls.Load())
 	}
-	// A new task is never the one in progress: no retry.
-	b = &busy{n: 1}
-	if _, err := (settling{RequestHandler: b}).OnSendMessage(ctx, fresh); !errors.Is(err, errBusy) || b.calls != 1 {
-		t.Errorf("new task: err %v after %d calls, want the refusal at once", err, b.calls)
+	// A task without an execution, or a new task, is sent at once.
+	w = &winding{end: make(chan struct{})}
+	start := time.Now()
+	if _, err := (settling{RequestHandler: w}).OnSendMessage(ctx, other); err != nil || time.Since(start) > settleWindow/2 {
+		t.Errorf("idle task: err %v after %v", err, time.Since(start))
 	}
-	// The wait is bounded.
-	b = &busy{n: 100}
-	if _, err := (settling{RequestHandler: b}).OnSendMessage(ctx, onTask); !errors.Is(err, errBusy) || b.calls != settleTries {
-		t.Errorf("always busy: err %v after %d calls, want the refusal after %d", err, b.calls, settleTries)
+	// The wait is bounded: a task that stays busy is refused by the SDK.
+	w = &winding{end: make(chan struct{})}
+	start = time.Now()
+	if _, err := (settling{RequestHandler: w}).OnSendMessage(ctx, onTask); !errors.Is(err, errBusy) || w.calls.Load() != 1 || time.Since(start) < settleWindow {
+		t.Errorf("always busy: err %v after %d calls and %v, want the refusal after %v", err, w.calls.Load(), time.Since(start), settleWindow)
 	}
 }
 
@@ -92,9 +125,11 @@ func (b blocking) Cancel(ctx context.Context, rc *a2asrv.RequestContext, q event
 	return nil
 }
 
-// TestInProgressMatchesTheSDK: the SDK's refusal of a second execution of
-// a task is the error inProgress recognizes, and settling waits it out.
-func TestInProgressMatchesTheSDK(t *testing.T) {
+// TestSettlingWaitsForTheSDK: the SDK refuses a second execution of a task
+// while the first runs, and settling waits the first one out.
+//
+// (CONFORMANCE P2)
+func TestSettlingWaitsForTheSDK(t *testing.T) {
 	ctx := context.Background()
 	b := blocking{release: make(chan struct{})}
 	h := a2asrv.NewHandler(b)
@@ -108,8 +143,8 @@ func TestInProgressMatchesTheSDK(t *testing.T) {
 	id := ev.TaskInfo().TaskID
 	again := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "b"})
 	again.TaskID = id
-	if _, err := h.OnSendMessage(ctx, &a2a.MessageSendParams{Message: again}); !inProgress(err) {
-		t.Fatalf("second execution: err = %v, want the SDK's in-progress refusal", err)
+	if _, err := h.OnSendMessage(ctx, &a2a.MessageSendParams{Message: again}); err == nil {
+		t.Fatal("second execution: the SDK accepted it while the first ran")
 	}
 	// Through settling, the second message waits for the first execution.
 	done := make(chan error, 1)

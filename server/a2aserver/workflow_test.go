@@ -29,6 +29,8 @@ func workflowRunner(t testing.TB) *runner.Runner {
 // A workflow node's request for input, whose payload is a Go struct,
 // pauses the task with the payload in its JSON form; a text answer
 // resumes the workflow, which completes the refund.
+//
+// (CONFORMANCE P1)
 func TestWorkflowInputRequest(t *testing.T) {
 	_, base := serve(t, workflowRunner(t))
 	c := goClient(t, base)

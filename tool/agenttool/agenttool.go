@@ -40,6 +40,7 @@ import (
 	"github.com/loomkit/loom/artifact"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/memory"
+	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
@@ -178,7 +179,7 @@ func (t *Tool) Run(ctx context.Context, tc tool.Context, args map[string]any) (m
 			continue
 		}
 		if ev.IsFinalResponse() {
-			if text := textOf(ev.Content); text != "" {
+			if text := model.Text(ev.Content, ""); text != "" {
 				answer, failure = text, nil
 			}
 		}
@@ -212,20 +213,6 @@ func forwardState(tc tool.Context, seed, changes map[string]any) {
 		}
 		tc.State().Set(k, v)
 	}
-}
-
-// textOf joins the non-thought text parts of a content.
-func textOf(c *genai.Content) string {
-	if c == nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range c.Parts {
-		if p != nil && p.Text != "" && !p.Thought {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
 }
 
 func typeName(v any) string {

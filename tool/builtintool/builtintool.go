@@ -1,10 +1,14 @@
 // Package builtintool provides typed wrappers for tools that run inside the
-// model provider rather than in the agent: Google Search grounding, URL
-// context and code execution. Each is a [tool.RequestProcessor] that adds
-// its genai tool to every request of the agent that has it; the model is
+// model provider rather than in the agent: grounding in Google Search,
+// enterprise web search, Google Maps or Vertex AI Search, and URL context.
+// Each is a [tool.RequestProcessor] that adds its genai tool to every request of the agent that has it; the model is
 // never asked to call it as a function.
 //
-// Gemini runs all three. The other adapters map what their provider has:
+// The provider's code execution is a code executor, codeexec.BuiltIn, not
+// a tool here: an LLM agent with it adds the provider's tool and runs
+// nothing itself.
+//
+// Gemini runs them all. The other adapters map what their provider has:
 // Anthropic and OpenAI run GoogleSearch as their own web search (Anthropic's
 // web_search server tool, OpenAI's web_search_options). Any other
 // combination fails before anything is sent, with an error that wraps
@@ -31,7 +35,6 @@ import (
 const (
 	GoogleSearchName        = "google_search"
 	URLContextName          = "url_context"
-	CodeExecutionName       = "code_execution"
 	GoogleMapsName          = "google_maps_grounding"
 	EnterpriseWebSearchName = "enterprise_web_search"
 	VertexAISearchName      = "vertex_ai_search"
@@ -58,13 +61,6 @@ func GoogleSearch() *Tool {
 func URLContext() *Tool {
 	return &Tool{name: URLContextName, description: "Reads the web pages at URLs given in the conversation.",
 		gt: genai.Tool{URLContext: &genai.URLContext{}}}
-}
-
-// CodeExecution returns the code execution tool: the model writes Python
-// and the provider runs it in its own sandbox (Gemini only).
-func CodeExecution() *Tool {
-	return &Tool{name: CodeExecutionName, description: "Runs Python code the model writes, in the provider's sandbox.",
-		gt: genai.Tool{CodeExecution: &genai.ToolCodeExecution{}}}
 }
 
 // GoogleMaps returns the Google Maps grounding tool: the model grounds its

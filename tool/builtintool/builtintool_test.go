@@ -10,6 +10,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent/llmagent"
+	"github.com/loomkit/loom/codeexec"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/anthropic"
 	"github.com/loomkit/loom/runner"
@@ -36,7 +37,14 @@ func (g *groundedModel) Generate(_ context.Context, req *model.Request, _ bool) 
 
 func run(t *testing.T, m model.LLM, tools ...tool.Tool) (*session.Session, error) {
 	t.Helper()
-	a, err := llmagent.New(llmagent.Config{Name: "a", Model: m, Tools: tools})
+	return runConfig(t, m, llmagent.Config{Tools: tools})
+}
+
+// runConfig runs an agent of configuration cfg, named "a", on m.
+func runConfig(t *testing.T, m model.LLM, cfg llmagent.Config) (*session.Session, error) {
+	t.Helper()
+	cfg.Name, cfg.Model = "a", m
+	a, err := llmagent.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,13 +66,14 @@ func run(t *testing.T, m model.LLM, tools ...tool.Tool) (*session.Session, error
 }
 
 // TestBuiltInToolsInRequest checks that built-in tools reach the request
-// as genai tools next to the function declarations, are never declared as
-// functions, and that the grounding metadata of the answer is kept on the
-// committed event.
+// as genai tools next to the function declarations (and next to the
+// provider's code execution, which codeexec.BuiltIn adds), are never
+// declared as functions, and that the grounding metadata of the answer is
+// kept on the committed event.
 func TestBuiltInToolsInRequest(t *testing.T) {
 	lm, _ := loadmemorytool.New()
 	m := &groundedModel{}
-	sess, err := run(t, m, builtintool.GoogleSearch(), builtintool.URLContext(), builtintool.CodeExecution(), lm)
+	sess, err := runConfig(t, m, llmagent.Config{Tools: []tool.Tool{builtintool.GoogleSearch(), builtintool.URLContext(), lm}, CodeExecutor: codeexec.BuiltIn{}})
 	if err != nil {
 		t.Fatal(err)
 	}

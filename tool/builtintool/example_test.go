@@ -9,12 +9,11 @@ import (
 // Give the tools to an LLM agent like any other; they add themselves to
 // each request instead of being declared as functions.
 func ExampleGoogleSearch() {
-	for _, t := range []*builtintool.Tool{builtintool.GoogleSearch(), builtintool.URLContext(), builtintool.CodeExecution()} {
+	for _, t := range []*builtintool.Tool{builtintool.GoogleSearch(), builtintool.URLContext()} {
 		gt := t.GenaiTool()
 		fmt.Println(t.Name(), t.Declaration() == nil, gt.GoogleSearch != nil, gt.URLContext != nil, gt.CodeExecution != nil)
 	}
 	// Output:
 	// google_search true true false false
 	// url_context true false true false
-	// code_execution true false false true
 }

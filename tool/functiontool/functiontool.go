@@ -48,12 +48,12 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"runtime/debug"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"google.golang.org/genai"
 
+	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/tool"
 )
 
@@ -294,12 +294,10 @@ func (t *Tool[Args, Result]) Run(ctx context.Context, tc tool.Context, args map[
 
 // call runs the function, turning a panic into an error.
 func (t *Tool[Args, Result]) call(ctx context.Context, tc tool.Context, in Args) (out Result, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = &PanicError{Tool: t.cfg.Name, Value: p, Stack: debug.Stack()}
-		}
-	}()
-	return t.fn(ctx, tc, in)
+	if p := agent.Safely(func() { out, err = t.fn(ctx, tc, in) }); p != nil {
+		return out, &PanicError{Tool: t.cfg.Name, Value: p.Value, Stack: p.Stack}
+	}
+	return out, err
 }
 
 // decode validates the model's arguments against the schema and converts

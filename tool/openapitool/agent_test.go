@@ -116,6 +116,8 @@ func jsonEqual(t *testing.T, got, want any) bool {
 // calls eight operations of the test API through a runner, and checks the
 // exact requests the API received and the exact function responses the
 // model got, errors included.
+//
+// (CONFORMANCE O1)
 func TestAgentCallsOperations(t *testing.T) {
 	srv := newPetServer(t)
 	ts := newToolset(t, srv, openapitool.Config{Credentials: map[string]openapitool.Credential{

@@ -65,6 +65,8 @@ func TestToolNames(t *testing.T) {
 // location with their descriptions, a body built from $ref schemas (nested
 // and recursive) flattened into arguments, read-only properties left out,
 // and required arguments.
+//
+// (CONFORMANCE O1)
 func TestDeclarations(t *testing.T) {
 	tools := toolsByName(t, newToolset(t, newPetServer(t), openapitool.Config{}))
 	schemaOf := func(name string) map[string]any {
@@ -160,6 +162,8 @@ var creds = map[string]openapitool.Credential{
 
 // TestInvalidArguments checks that a missing required argument or an
 // argument the operation does not have is a clear error and sends nothing.
+//
+// (CONFORMANCE O2)
 func TestInvalidArguments(t *testing.T) {
 	srv := newPetServer(t)
 	tools := toolsByName(t, newToolset(t, srv, openapitool.Config{Credentials: creds}))
@@ -188,6 +192,8 @@ func TestInvalidArguments(t *testing.T) {
 // cannot move the request to another path: a slash is escaped, and a value
 // that is empty, "." or "..", or holds a dot segment (which servers resolve
 // after decoding %2F), is refused before anything is sent.
+//
+// (CONFORMANCE O2)
 func TestPathParametersStayInTheirSegment(t *testing.T) {
 	srv := newPetServer(t)
 	tools := toolsByName(t, newToolset(t, srv, openapitool.Config{Credentials: creds}))
@@ -220,6 +226,8 @@ func TestPathParametersStayInTheirSegment(t *testing.T) {
 // CR, LF or another control character cannot add a header, whatever
 // transport Config.HTTPClient uses: a header value is refused before the
 // request is built (nothing is sent) and a cookie value is percent-encoded.
+//
+// (CONFORMANCE O2)
 func TestHeaderValuesCannotInjectHeaders(t *testing.T) {
 	spec := `
 openapi: 3.0.3
@@ -342,6 +350,8 @@ func miniHandler(w http.ResponseWriter, r *http.Request) {
 
 // TestResponseTooLarge checks that a response over MaxResponseBytes is a
 // clear error, whether its length is announced or not.
+//
+// (CONFORMANCE O2)
 func TestResponseTooLarge(t *testing.T) {
 	srv, spec := miniAPI(t, miniPaths, miniHandler)
 	ts, err := openapitool.New(context.Background(), openapitool.Config{Spec: spec, BaseURL: srv.URL, MaxResponseBytes: 1000})
@@ -368,6 +378,8 @@ func TestResponseTooLarge(t *testing.T) {
 }
 
 // TestTimeout checks that a call is bounded by Config.Timeout.
+//
+// (CONFORMANCE O2)
 func TestTimeout(t *testing.T) {
 	srv, spec := miniAPI(t, miniPaths, miniHandler)
 	ts, err := openapitool.New(context.Background(), openapitool.Config{Spec: spec, BaseURL: srv.URL, Timeout: 100 * time.Millisecond})
@@ -386,6 +398,8 @@ func TestTimeout(t *testing.T) {
 
 // TestHTTPErrors checks that 4xx and 5xx responses are *HTTPError values
 // carrying the status and a short excerpt of the body.
+//
+// (CONFORMANCE O2)
 func TestHTTPErrors(t *testing.T) {
 	srv, spec := miniAPI(t, miniPaths, miniHandler)
 	ts, err := openapitool.New(context.Background(), openapitool.Config{Spec: spec, BaseURL: srv.URL})
@@ -603,6 +617,8 @@ func TestBadSpecs(t *testing.T) {
 
 // TestRedirects checks that the default client follows a redirect within
 // the API's host but not to another host, where the API key would go.
+//
+// (CONFORMANCE O2)
 func TestRedirects(t *testing.T) {
 	var otherSaw []string
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

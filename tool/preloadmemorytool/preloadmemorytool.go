@@ -52,7 +52,7 @@ func (*Tool) Run(context.Context, tool.Context, map[string]any) (map[string]any,
 // ProcessRequest implements tool.RequestProcessor. A missing memory
 // service is an error.
 func (t *Tool) ProcessRequest(ctx context.Context, tc tool.Context, req *model.Request) error {
-	query := text(tc.UserContent())
+	query := model.Text(tc.UserContent(), " ")
 	if strings.TrimSpace(query) == "" {
 		return nil
 	}
@@ -89,20 +89,4 @@ func (t *Tool) ProcessRequest(ctx context.Context, tc tool.Context, req *model.R
 		req.Config.SystemInstruction = genai.NewContentFromText(instr, genai.RoleUser)
 	}
 	return nil
-}
-
-func text(c *genai.Content) string {
-	if c == nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range c.Parts {
-		if p != nil && p.Text != "" && !p.Thought {
-			if b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
 }

@@ -9,37 +9,13 @@ import (
 	"strings"
 	"sync"
 
-	"google.golang.org/genai"
-
+	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 )
 
-// relayPrefix starts the user-role contents by which the LLM agent shows one
-// agent what other agents said and did; they are context, not user input.
-const relayPrefix = "For context:"
-
 // UserText returns the text of the latest message the user typed, skipping
 // function responses and relayed context from other agents.
-func UserText(req *model.Request) string {
-	for i := len(req.Contents) - 1; i >= 0; i-- {
-		c := req.Contents[i]
-		if c == nil || c.Role != genai.RoleUser {
-			continue
-		}
-		var b strings.Builder
-		for _, p := range c.Parts {
-			if p != nil && p.Text != "" && !p.Thought {
-				b.WriteString(p.Text)
-			}
-		}
-		text := b.String()
-		if text == "" || strings.HasPrefix(text, relayPrefix) {
-			continue
-		}
-		return text
-	}
-	return ""
-}
+func UserText(req *model.Request) string { return event.TypedText(req.Contents) }
 
 // HasTool reports whether the request declares a function named name.
 func HasTool(req *model.Request, name string) bool {
