@@ -225,6 +225,9 @@ func (t *Telemetry) newPlugin() *plugin.Plugin {
 			BeforeTool:   []agent.BeforeToolCallback{t.beforeTool},
 			AfterTool:    []agent.AfterToolCallback{t.afterTool},
 			OnToolError:  []agent.OnToolErrorCallback{t.onToolError},
+			ResumeAgent:  []agent.ResumeAgentCallback{t.resumeAgent},
+			BeforeNode:   []agent.BeforeNodeCallback{t.beforeNode},
+			AfterNode:    []agent.AfterNodeCallback{t.afterNode},
 			// The model hooks record the request; they never change it.
 			ReadOnlyModelHooks: true,
 		},
