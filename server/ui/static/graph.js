@@ -18,7 +18,8 @@ function svg(tag, attrs = {}, ...children) {
 // graphOf turns a build_graph entry into nodes and edges: a workflow's own
 // graph (ADK's shape: nodes with a name and a type, edges from_node →
 // to_node with an optional route, the START node left out), or the tree of
-// an agent and its sub-agents.
+// an agent and its sub-agents, each agent with an edge to each of its tools
+// (one node per tool name; a tool named like an agent is that agent).
 export function graphOf(info) {
   if (info.graph) {
     const g = info.graph;
@@ -38,14 +39,31 @@ export function graphOf(info) {
   }
   const nodes = [];
   const edges = [];
+  const seen = new Set();
+  const edge = (from, to) => {
+    if (!edges.some((e) => e.from === from && e.to === to)) edges.push({ from, to, label: '' });
+  };
   const walk = (a) => {
     nodes.push({ name: a.name, kind: 'agent' });
+    seen.add(a.name);
     for (const s of a.sub_agents || []) {
-      edges.push({ from: a.name, to: s.name, label: '' });
+      edge(a.name, s.name);
       walk(s);
     }
   };
   walk(info);
+  const tools = (a) => {
+    for (const t of a.tools || []) {
+      if (!t || !t.name) continue;
+      if (!seen.has(t.name)) {
+        nodes.push({ name: t.name, kind: 'tool' });
+        seen.add(t.name);
+      }
+      edge(a.name, t.name);
+    }
+    for (const s of a.sub_agents || []) tools(s);
+  };
+  tools(info);
   return { start: info.name, nodes, edges };
 }
 
@@ -192,7 +210,8 @@ export class GraphView {
       title.textContent = `${n.name} (${n.kind})${state ? `: ${state}` : ''}`;
       grp.append(title, svg('rect', { x: p.x, y: p.y, width: W, height: H, rx: n.kind === 'join' ? 18 : 8 }));
       const t = svg('text', { x: p.x + W / 2, y: p.y + H / 2 + 4, 'text-anchor': 'middle' });
-      t.textContent = n.name.length > 20 ? `${n.name.slice(0, 19)}…` : n.name;
+      const label = n.kind === 'tool' ? `🔧 ${n.name}` : n.name;
+      t.textContent = label.length > 20 ? `${label.slice(0, 19)}…` : label;
       grp.append(t);
       root.append(grp);
     }
