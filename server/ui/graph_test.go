@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"slices"
 	"testing"
 	"time"
 )
@@ -67,5 +68,42 @@ console.log(JSON.stringify(graphOf(` + info + `)));`
 	}
 	if g.Start != "assistant" {
 		t.Errorf("start %q", g.Start)
+	}
+}
+
+// TestTraceTabSpanNotes runs the Trace tab's spanNote (static/render.js)
+// with node: a retried node's attempt, a route, a pause, a failure and a
+// resumed agent are said beside the span's name; a plain span gets nothing.
+func TestTraceTabSpanNotes(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatal("node is needed to run the UI's modules:", err)
+	}
+	src, err := os.ReadFile("static/render.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := `[
+		{"attributes": {"loom.node.attempt": 1, "loom.node.max_attempts": 3, "error.type": "*errors.errorString"}},
+		{"attributes": {"loom.node.attempt": 2, "loom.node.max_attempts": 3}},
+		{"attributes": {"loom.node.attempt": 1, "loom.node.max_attempts": 1, "loom.node.route": "refund"}},
+		{"attributes": {"loom.node.attempt": 1, "loom.node.max_attempts": 1, "loom.node.paused": true}},
+		{"attributes": {"loom.resumed": true}},
+		{"attributes": {"gen_ai.tool.name": "add"}}
+	]`
+	script := `import { spanNote } from 'data:text/javascript;base64,` + base64.StdEncoding.EncodeToString(src) + `';
+console.log(JSON.stringify(` + spans + `.map(spanNote)));`
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "node", "--input-type=module", "-e", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	var got []string
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := []string{"attempt 1/3 · failed: *errors.errorString", "attempt 2/3", "→ refund", "paused", "resumed", ""}
+	if !slices.Equal(got, want) {
+		t.Errorf("notes %q, want %q", got, want)
 	}
 }
