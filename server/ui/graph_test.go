@@ -107,3 +107,46 @@ console.log(JSON.stringify(` + spans + `.map(spanNote)));`
 		t.Errorf("notes %q, want %q", got, want)
 	}
 }
+
+// TestGraphTabTakenEdges runs the Graph tab's nodeRoutes and takenEdges
+// (static/graph.js) with node: the edges a finished node took are those of
+// its route, without a route, or its default when no other edge has the
+// route; a node that has not ended took none.
+func TestGraphTabTakenEdges(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatal("node is needed to run the UI's modules:", err)
+	}
+	src, err := os.ReadFile("static/graph.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := func(name string) string { return `{"name":"` + name + `","type":"function"}` }
+	edge := func(from, to, route string) string {
+		return `{"from_node":` + node(from) + `,"to_node":` + node(to) + `,"route":"` + route + `"}`
+	}
+	info := `{"name":"desk","graph":{"nodes":[{"name":"__START__","type":"start"},` + node("classify") + `,` + node("answer") + `,` +
+		node("lookup") + `,` + node("facts") + `,` + node("other") + `],"edges":[` +
+		`{"from_node":{"name":"__START__","type":"start"},"to_node":` + node("classify") + `},` +
+		edge("classify", "answer", "question") + `,` + edge("classify", "lookup", "refund") + `,` + edge("lookup", "facts", "") + `,` +
+		edge("facts", "other", "__DEFAULT__") + `,` + edge("facts", "answer", "again") + `]}}`
+	end := func(path, route string) string {
+		return `{"author":"desk","nodeInfo":{"path":"` + path + `","outputFor":["` + path + `"]},"actions":{"endOfAgent":true,"route":"` + route + `"}}`
+	}
+	events := `[` + end("desk/classify@1", "refund") + `,` + end("desk/lookup@1", "") + `,` + end("desk/facts@1", "later") + `]`
+	script := `import { graphOf, nodeRoutes, takenEdges } from 'data:text/javascript;base64,` + base64.StdEncoding.EncodeToString(src) + `';
+const g = graphOf(` + info + `);
+console.log(JSON.stringify([...takenEdges(g, nodeRoutes(` + events + `))].map((e) => e.from + '->' + e.to)));`
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "node", "--input-type=module", "-e", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	var got []string
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if want := []string{"classify->lookup", "lookup->facts", "facts->other"}; !slices.Equal(got, want) {
+		t.Errorf("taken edges %q, want %q", got, want)
+	}
+}

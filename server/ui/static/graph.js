@@ -33,7 +33,7 @@ export function graphOf(info) {
         start = to.name;
         continue;
       }
-      edges.push({ from: from.name, to: to.name, label: [e.route, e.max ? `≤${e.max}` : ''].filter(Boolean).join(' ') });
+      edges.push({ from: from.name, to: to.name, route: e.route || '', label: [e.route, e.max ? `≤${e.max}` : ''].filter(Boolean).join(' ') });
     }
     return { start, nodes, edges };
   }
@@ -131,17 +131,47 @@ export function nodeStates(events) {
   return states;
 }
 
+// nodeRoutes reads, from a session's events, the route each node of the
+// top-level graph chose when it last ended (actions.route of its end).
+export function nodeRoutes(events) {
+  const routes = new Map();
+  for (const ev of events) {
+    const path = ev.nodeInfo && ev.nodeInfo.path;
+    if (!path || path.split('/').length !== 2 || !(ev.actions && ev.actions.endOfAgent)) continue;
+    if (!(ev.nodeInfo.outputFor || []).includes(path)) continue;
+    const name = path.split('/')[1].split('@')[0];
+    routes.set(name, typeof ev.actions.route === 'string' ? ev.actions.route : '');
+  }
+  return routes;
+}
+
+// takenEdges returns the edges of g a finished node took, by the rule the
+// workflow follows: an edge without a route, one with the node's route, a
+// default edge when no other edge out of the node has that route.
+export function takenEdges(g, routes) {
+  const taken = new Set();
+  for (const e of g.edges) {
+    if (!routes.has(e.from)) continue;
+    const r = routes.get(e.from);
+    const others = g.edges.filter((o) => o.from === e.from && o.route === r && r !== '');
+    if (!e.route || e.route === r || (e.route === '__DEFAULT__' && others.length === 0)) taken.add(e);
+  }
+  return taken;
+}
+
 // GraphView draws one app's graph into a container element.
 export class GraphView {
   constructor(container) {
     this.container = container;
     this.info = null;
     this.states = new Map();
+    this.routes = new Map();
   }
 
   async load(client, app) {
     this.info = null;
     this.states = new Map();
+    this.routes = new Map();
     if (app) {
       try {
         const res = await client.request('GET', `/dev/apps/${encodeURIComponent(app)}/build_graph`);
@@ -157,6 +187,7 @@ export class GraphView {
     this.events = events;
     if (this.container.closest('[hidden]')) return;
     this.states = nodeStates(events);
+    this.routes = nodeRoutes(events);
     this.render();
   }
 
@@ -171,6 +202,7 @@ export class GraphView {
       return;
     }
     const g = graphOf(this.info);
+    const taken = takenEdges(g, this.routes || new Map());
     const pos = layout(g);
     let w = 0;
     let h = 0;
@@ -195,7 +227,7 @@ export class GraphView {
       const d = back
         ? `M ${x1} ${y1} C ${x1 + 50} ${y1}, ${x2 + 50} ${y2}, ${x2} ${y2}`
         : `M ${x1} ${y1} C ${x1} ${y1 + GY / 2}, ${x2} ${y2 - GY / 2}, ${x2} ${y2}`;
-      root.append(svg('path', { d, class: 'graph-edge', 'marker-end': 'url(#arrow)' }));
+      root.append(svg('path', { d, class: taken.has(e) ? 'graph-edge taken' : 'graph-edge', 'marker-end': 'url(#arrow)' }));
       if (e.label) {
         const t = svg('text', { x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4, class: 'graph-label' });
         t.textContent = e.label;
