@@ -194,30 +194,24 @@ func TestA4RelayChildrenStartedOverTime(t *testing.T) {
 		t.Fatal("the child went on before its event was committed")
 	}
 	stopped := make(chan bool, 1)
+	gate := make(chan struct{})
 	second := r.Go(func(_ context.Context, emit func(*event.Event) bool) error {
+		<-gate
 		stopped <- !emit(&event.Event{Author: "second"})
 		return nil
 	})
 	if first != 0 || second != 1 || r.Running() != 2 {
 		t.Fatalf("indices %d %d, running %d", first, second, r.Running())
 	}
-	got := map[string]bool{}
-	for len(got) < 2 {
-		m, err := r.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch {
-		case m.Event == nil && m.Child == first:
-			got["first ended"] = true
-		case m.Event != nil && m.Child == second:
-			got["second emitted"] = true
-		default:
-			t.Fatalf("unexpected %+v", m)
-		}
+	if m, err := r.Next(); err != nil || m.Child != first || m.Event != nil || m.Err != nil {
+		t.Fatalf("Next = %+v, %v; want the first child's end", m, err)
 	}
 	if !emitted.Load() || r.Running() != 1 {
 		t.Errorf("committed %v, running %d", emitted.Load(), r.Running())
+	}
+	close(gate)
+	if m, err := r.Next(); err != nil || m.Child != second || m.Event == nil {
+		t.Fatalf("Next = %+v, %v; want the second child's event", m, err)
 	}
 	r.Close() // the second child's event is not committed
 	if !<-stopped {
