@@ -3,8 +3,8 @@ package workflow
 import (
 	"context"
 	"fmt"
-	"sync"
 
+	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/event"
 )
 
@@ -52,86 +52,60 @@ func (c *Context) runEach(ctx context.Context, n *Node, in any, limit int) (any,
 	if base == "" {
 		base = c.run.w.Name() + "." + c.inv.Agent().Name()
 	}
-	cctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
 	// Items run on goroutines of their own and hand their events to this
-	// one, which yields them one at a time.
-	msgs := make(chan relayed)
+	// one, which yields them one at a time. The relay numbers the items'
+	// runs as they start, which is in order: its index is the item's.
+	relay := agent.NewRelay(ctx)
+	defer relay.Close()
+	results := make([]result, len(items)) // each written by its item's run, read once it ended
 	var (
-		first   error // the first failure
-		paused  bool
-		next    int // the next item to start
-		running int
+		first  error // the first failure
+		paused bool
+		next   int // the next item to start
 	)
 	for {
-		for first == nil && !paused && running < limit && next < len(items) && cctx.Err() == nil {
+		for first == nil && !paused && relay.Running() < limit && next < len(items) {
 			if err := c.run.step(1); err != nil {
 				first = err
 				break
 			}
 			i := next
 			next++
-			running++
 			a := activation{node: n, input: items[i], path: fmt.Sprintf("%s/%s@%d", c.path, n.name, i+1)}
 			binv := c.inv.WithBranch(fmt.Sprintf("%s.%s@%d", base, n.name, i+1)).WithEndScope()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				resume := make(chan struct{}, 1)
-				emit := func(ev *event.Event) bool {
-					select {
-					case msgs <- relayed{ev: ev, resume: resume}:
-					case <-cctx.Done():
-						return false
-					}
-					select {
-					case <-resume:
-						return true
-					case <-cctx.Done():
-						return false
-					}
-				}
-				res := c.run.execute(cctx, binv, a, true, emit)
-				select {
-				case msgs <- relayed{done: &finished{a: a, res: res, index: i}}:
-				case <-cctx.Done():
-				}
-			}()
+			relay.Go(func(ctx context.Context, emit func(*event.Event) bool) error {
+				results[i] = c.run.execute(ctx, binv, a, true, emit)
+				return nil
+			})
 		}
-		if running == 0 {
+		if relay.Running() == 0 {
 			break
 		}
-		var m relayed
-		select {
-		case m = <-msgs:
-		case <-cctx.Done():
+		m, err := relay.Next() // commits the event yielded last
+		if err != nil {
 			if first == nil {
-				first = ctx.Err()
+				first = err
 			}
-			running = 0
-			continue
+			break
 		}
-		if m.done == nil {
-			if err := c.yield(m.ev); err != nil {
+		if m.Event != nil {
+			if err := c.yield(m.Event); err != nil {
 				return nil, err
 			}
-			m.resume <- struct{}{}
 			continue
 		}
-		running--
-		i := m.done.index
-		switch res := m.done.res; {
+		i, res := m.Child, results[m.Child]
+		if m.Err != nil { // a panic the node's own recovery did not see
+			res = result{err: m.Err}
+		}
+		switch {
 		case res.stopped:
 			c.err = errStopped
 			return nil, c.err
 		case res.err != nil:
 			if first == nil {
-				first = fmt.Errorf("item %d: %w", i+1, res.err)
-				cancel()
+				// Stops the others: the relay's Close cancels them.
+				return nil, fmt.Errorf("item %d: %w", i+1, res.err)
 			}
 		case res.paused:
 			paused = true
