@@ -29,17 +29,42 @@ func ParallelWorker(n *Node, maxWorkers int, opts ...Option) *Node {
 	return pw
 }
 
+// itemsOf returns the items of a parallel worker's input: a list, or a list
+// of one.
+func itemsOf(in any) ([]any, error) {
+	if items, ok := in.([]any); ok {
+		return items, nil
+	}
+	p, err := plain(in)
+	if err != nil {
+		return nil, err
+	}
+	if items, ok := p.([]any); ok {
+		return items, nil
+	}
+	return []any{p}, nil
+}
+
+// goItem starts the run of n over the i-th item on a branch of its own; the
+// run's result goes to *res.
+func (c *Context) goItem(relay *agent.Relay, n *Node, i int, item any, res *result) {
+	base := c.inv.Branch()
+	if base == "" {
+		base = c.run.w.Name() + "." + c.inv.Agent().Name()
+	}
+	a := activation{node: n, input: item, path: fmt.Sprintf("%s/%s@%d", c.path, n.name, i+1)}
+	binv := c.inv.WithBranch(fmt.Sprintf("%s.%s@%d", base, n.name, i+1)).WithEndScope()
+	relay.Go(func(ctx context.Context, emit func(*event.Event) bool) error {
+		*res = c.run.execute(ctx, binv, a, true, emit)
+		return nil
+	})
+}
+
 // runEach runs n over the items of in, as [ParallelWorker] describes.
 func (c *Context) runEach(ctx context.Context, n *Node, in any, limit int) (any, error) {
-	items, ok := in.([]any)
-	if !ok {
-		p, err := plain(in)
-		if err != nil {
-			return nil, fmt.Errorf("input of node %s: %w", c.inv.Agent().Name(), err)
-		}
-		if items, ok = p.([]any); !ok {
-			items = []any{p}
-		}
+	items, err := itemsOf(in)
+	if err != nil {
+		return nil, fmt.Errorf("input of node %s: %w", c.inv.Agent().Name(), err)
 	}
 	outs := make([]any, len(items))
 	if len(items) == 0 {
@@ -47,10 +72,6 @@ func (c *Context) runEach(ctx context.Context, n *Node, in any, limit int) (any,
 	}
 	if limit <= 0 || limit > len(items) {
 		limit = len(items)
-	}
-	base := c.inv.Branch()
-	if base == "" {
-		base = c.run.w.Name() + "." + c.inv.Agent().Name()
 	}
 	// Items run on goroutines of their own and hand their events to this
 	// one, which yields them one at a time. The relay numbers the items'
@@ -69,14 +90,8 @@ func (c *Context) runEach(ctx context.Context, n *Node, in any, limit int) (any,
 				first = err
 				break
 			}
-			i := next
+			c.goItem(relay, n, next, items[next], &results[next])
 			next++
-			a := activation{node: n, input: items[i], path: fmt.Sprintf("%s/%s@%d", c.path, n.name, i+1)}
-			binv := c.inv.WithBranch(fmt.Sprintf("%s.%s@%d", base, n.name, i+1)).WithEndScope()
-			relay.Go(func(ctx context.Context, emit func(*event.Event) bool) error {
-				results[i] = c.run.execute(ctx, binv, a, true, emit)
-				return nil
-			})
 		}
 		if relay.Running() == 0 {
 			break

@@ -57,8 +57,7 @@ func (p *Parallel) branchOf(inv *agent.Invocation, i int) string {
 
 func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
 	return func(yield func(*event.Event, error) bool) {
-		children := p.cfg.SubAgents
-		if len(children) == 0 {
+		if len(p.cfg.SubAgents) == 0 {
 			return
 		}
 		resume := false
@@ -79,22 +78,7 @@ func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 		if !resume && !checkpoint(inv, agent.NewCheckpoint(inv, map[string]any{stateStarted: true}), yield) {
 			return
 		}
-		// Each branch has its own end scope: a branch that pauses stops
-		// itself, and the others run to their end. Finished branches are
-		// not run again on resume.
-		var branches []*agent.Invocation
-		var agents []agent.Agent
-		for i, child := range children {
-			cinv := inv
-			if resume {
-				cinv = inv.ResumeChild(child)
-				if _, ended := agent.Checkpoint(cinv, child.Name()); ended {
-					continue
-				}
-			}
-			branches = append(branches, cinv.ForBranch(child, p.branchOf(inv, i)))
-			agents = append(agents, child)
-		}
+		agents, branches := p.branchesToRun(inv, resume)
 
 		paused := false
 		selfEnded := make([]bool, len(branches)) // the branch recorded its own end
@@ -142,6 +126,25 @@ func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 			checkpoint(inv, agent.NewEndOfAgent(inv), yield)
 		}
 	}
+}
+
+// branchesToRun returns the sub-agents to run and the invocation of each.
+// Each branch has its own end scope: a branch that pauses stops itself, and
+// the others run to their end. Finished branches are not run again on
+// resume.
+func (p *Parallel) branchesToRun(inv *agent.Invocation, resume bool) (agents []agent.Agent, branches []*agent.Invocation) {
+	for i, child := range p.cfg.SubAgents {
+		cinv := inv
+		if resume {
+			cinv = inv.ResumeChild(child)
+			if _, ended := agent.Checkpoint(cinv, child.Name()); ended {
+				continue
+			}
+		}
+		branches = append(branches, cinv.ForBranch(child, p.branchOf(inv, i)))
+		agents = append(agents, child)
+	}
+	return agents, branches
 }
 
 // branchEnded handles the end of a branch: err is what its sub-agent
