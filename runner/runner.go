@@ -304,7 +304,15 @@ func (r *Runner) withSession(ctx context.Context, userID, sessionID string, crea
 // invoke runs one invocation: it stores the user message, chooses the
 // agent, and drives the event loop. res, when not nil, resumes an
 // invocation (resume.go); msg is nil when resuming without a message.
+// Its context also ends when the session is cancelled from another
+// process (session.Service.Cancel), which aborts it (abort.go).
 func (r *Runner) invoke(ctx context.Context, tree *agent.Tree, sess *session.Session, msg *genai.Content, opts *RunOptions, res *resumption, yield func(*event.Event, error) bool) {
+	ctx, stop, err := r.cfg.Sessions.WatchCancel(ctx, sess.Key())
+	if err != nil {
+		yield(nil, fmt.Errorf("runner: %w", err))
+		return
+	}
+	defer stop()
 	var creds map[string]map[string]any
 	if msg != nil {
 		msg, creds = takeCredentials(msg)
@@ -338,7 +346,6 @@ func (r *Runner) invoke(ctx context.Context, tree *agent.Tree, sess *session.Ses
 	}()
 	inv = agent.NewInvocation(cfg)
 	if msg != nil {
-		var err error
 		if inv, err = r.storeUserMessage(ctx, inv, cfg, opts, res); err != nil {
 			yield(nil, err)
 			return
