@@ -14,7 +14,9 @@ import (
 // This file continues an agent from the session log when its invocation is
 // resumed (agent.Invocation.Resuming): after a long-running call or a
 // confirmation request was answered, or after the process stopped mid-way.
-// Nothing that was committed runs again.
+// Nothing that was committed runs again, and a stored call runs only as
+// the runtime stored it (agent.Invocation.CheckStoredCall): this is the one
+// place stored calls are executed.
 
 // resume decides, from the agent's events in this invocation, how it goes
 // on. Like step, it returns nil to call the model, a itself to stop (the
@@ -106,6 +108,12 @@ func (a *Agent) resumeRequests(ctx context.Context, inv *agent.Invocation, p *pa
 			return nil, false
 		}
 		if ans, ok := p.answers[fc.ID]; ok {
+			// The request's arguments hold the original call: its code
+			// covers what runs.
+			if err := inv.CheckStoredCall(p.calls, fc); err != nil {
+				yield(nil, fmt.Errorf("llmagent: %s: %w", a.Name(), err))
+				return nil, false
+			}
 			run = append(run, orig)
 			resumes = append(resumes, clientAnswer(inv, ans, agent.Approval(p.evs, orig.ID)))
 		}
@@ -130,6 +138,10 @@ func (a *Agent) resumeCalls(ctx context.Context, inv *agent.Invocation, p *pause
 	var run []*genai.FunctionCall
 	for _, fc := range p.calls.FunctionCalls() {
 		if !responded[fc.ID] {
+			if err := inv.CheckStoredCall(p.calls, fc); err != nil {
+				yield(nil, fmt.Errorf("llmagent: %s: %w", a.Name(), err))
+				return nil, false
+			}
 			run = append(run, fc)
 		}
 	}
