@@ -69,7 +69,7 @@ type InvocationConfig struct {
 	// CallKey, when set, authenticates stored function calls: the runner
 	// signs the calls of every event the agents yield before it commits
 	// it, and a call read back from the session log runs only if
-	// CheckStoredCall accepts it. Nil authenticates nothing.
+	// CheckStoredCalls accepts its event. Nil authenticates nothing.
 	CallKey *event.CallKey
 }
 
@@ -169,18 +169,18 @@ func (inv *Invocation) Credential(requestID string) (map[string]any, bool) {
 	return c, ok
 }
 
-// CheckStoredCall verifies, when the invocation authenticates calls
-// (InvocationConfig.CallKey), that fc, a function call of the stored event
-// ev, is the call the runtime stored: an agent calls it before it runs a
-// call it read back from the session log. The error wraps
-// event.ErrCallIntegrity. Without a key it accepts every call.
-func (inv *Invocation) CheckStoredCall(ev *event.Event, fc *genai.FunctionCall) error {
+// CheckStoredCalls verifies, when the invocation authenticates calls
+// (InvocationConfig.CallKey), that the function calls of ev, an event read
+// back from the session log, are the calls the runtime stored: an agent
+// calls it before it runs one of them. The error wraps
+// event.ErrCallIntegrity. Without a key it accepts every event.
+func (inv *Invocation) CheckStoredCalls(ev *event.Event) error {
 	k := inv.shared.cfg.CallKey
 	if k == nil {
 		return nil
 	}
 	s := inv.shared.cfg.Session
-	return k.Check(ev, s.AppName(), s.UserID(), fc)
+	return k.Check(ev, s.AppName(), s.UserID())
 }
 
 // End ends the invocation: agents stop after their current step. Within a

@@ -18,7 +18,7 @@
 // The runtime keeps marks of its own on events, which it needs when an
 // invocation resumes and ADK never writes: [Event.LLMCall], the
 // long-running calls already started ([MetadataStartedCalls]) and the
-// authentication codes of function calls ([MetadataCallMACs]). They are
+// authentication codes of function calls ([MetadataCallMAC]). They are
 // kept in storage only. [Event.MarshalJSON] (and so json.Marshal) writes
 // the wire form, without them: what servers, streams, A2A messages,
 // evaluation results and the command line send. Session stores write the
@@ -157,7 +157,7 @@ func (e *Event) StartedCalls() []string {
 // (stored) or on the wire. The stored form is CustomMetadata with the
 // LLMCall mark added; the wire form is CustomMetadata without the
 // runtime's reserved keys (MetadataLLMCall, MetadataStartedCalls,
-// MetadataCallMACs). Either
+// MetadataCallMAC). Either
 // is a copy when it differs from CustomMetadata, which is never changed.
 func (e *Event) metadata(stored bool) map[string]any {
 	m := e.CustomMetadata
@@ -167,13 +167,13 @@ func (e *Event) metadata(stored bool) map[string]any {
 		}
 		_, call := m[MetadataLLMCall]
 		_, started := m[MetadataStartedCalls]
-		_, macs := m[MetadataCallMACs]
+		_, macs := m[MetadataCallMAC]
 		if !call && !started && !macs {
 			return m
 		}
 		w := make(map[string]any, len(m))
 		for k, v := range m {
-			if k != MetadataLLMCall && k != MetadataStartedCalls && k != MetadataCallMACs {
+			if k != MetadataLLMCall && k != MetadataStartedCalls && k != MetadataCallMAC {
 				w[k] = v
 			}
 		}

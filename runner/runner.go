@@ -89,10 +89,10 @@ type Config struct {
 	SessionCacheBytes int64
 	// CallKey, when set, authenticates the function calls the agents
 	// store: before it commits an event the agents yield, the runner
-	// records an HMAC of each of its calls (name and arguments, for this
+	// records an HMAC of its calls (ids, names and arguments, for this
 	// application and user) in the event's storage-only metadata
-	// (event.MetadataCallMACs), and a resumed agent runs a stored call
-	// only if its code matches (agent.Invocation.CheckStoredCall). A
+	// (event.MetadataCallMAC), and a resumed agent runs a stored call
+	// only if its event's code matches (agent.Invocation.CheckStoredCalls). A
 	// session log edited outside the runtime then cannot make a tool run
 	// with arguments the model never gave. Nothing of it reaches the
 	// wire. Calls stored without the key (before it was set, or by another

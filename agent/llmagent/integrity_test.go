@@ -111,7 +111,7 @@ func TestI1EditedStoredCallRefused(t *testing.T) {
 	})
 	t.Run("mac removed", func(t *testing.T) {
 		sent, err := storedCallRun(t, testKey(t), func(db *sql.DB) {
-			if _, err := db.Exec(`UPDATE events SET event = CAST(replace(CAST(event AS TEXT), '"` + event.MetadataCallMACs + `"', '"x"') AS BLOB)`); err != nil {
+			if _, err := db.Exec(`UPDATE events SET event = CAST(replace(CAST(event AS TEXT), '"` + event.MetadataCallMAC + `"', '"x"') AS BLOB)`); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -156,11 +156,11 @@ func TestI1CallCodesStayInStorage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if bytes.Contains(wire, []byte(event.MetadataCallMACs)) {
+		if bytes.Contains(wire, []byte(event.MetadataCallMAC)) {
 			t.Fatalf("call codes on the wire: %s", wire)
 		}
 		if len(ev.FunctionCalls()) > 0 {
-			if !bytes.Contains(stored, []byte(event.MetadataCallMACs)) {
+			if !bytes.Contains(stored, []byte(event.MetadataCallMAC)) {
 				t.Fatalf("stored call without its code: %s", stored)
 			}
 			signed++

@@ -15,7 +15,7 @@ import (
 // resumed (agent.Invocation.Resuming): after a long-running call or a
 // confirmation request was answered, or after the process stopped mid-way.
 // Nothing that was committed runs again, and a stored call runs only as
-// the runtime stored it (agent.Invocation.CheckStoredCall): this is the one
+// the runtime stored it (agent.Invocation.CheckStoredCalls): this is the one
 // place stored calls are executed.
 
 // resume decides, from the agent's events in this invocation, how it goes
@@ -108,17 +108,17 @@ func (a *Agent) resumeRequests(ctx context.Context, inv *agent.Invocation, p *pa
 			return nil, false
 		}
 		if ans, ok := p.answers[fc.ID]; ok {
-			// The request's arguments hold the original call: its code
-			// covers what runs.
-			if err := inv.CheckStoredCall(p.calls, fc); err != nil {
-				yield(nil, fmt.Errorf("llmagent: %s: %w", a.Name(), err))
-				return nil, false
-			}
 			run = append(run, orig)
 			resumes = append(resumes, clientAnswer(inv, ans, agent.Approval(p.evs, orig.ID)))
 		}
 	}
 	if len(run) > 0 {
+		// The requests' arguments hold the original calls: the requests'
+		// code covers what runs.
+		if err := inv.CheckStoredCalls(p.calls); err != nil {
+			yield(nil, fmt.Errorf("llmagent: %s: %w", a.Name(), err))
+			return nil, false
+		}
 		return a.afterCalls(ctx, inv, run, resumes, tools, p.waiting, yield)
 	}
 	if p.waiting {
@@ -138,14 +138,14 @@ func (a *Agent) resumeCalls(ctx context.Context, inv *agent.Invocation, p *pause
 	var run []*genai.FunctionCall
 	for _, fc := range p.calls.FunctionCalls() {
 		if !responded[fc.ID] {
-			if err := inv.CheckStoredCall(p.calls, fc); err != nil {
-				yield(nil, fmt.Errorf("llmagent: %s: %w", a.Name(), err))
-				return nil, false
-			}
 			run = append(run, fc)
 		}
 	}
 	if len(run) > 0 {
+		if err := inv.CheckStoredCalls(p.calls); err != nil {
+			yield(nil, fmt.Errorf("llmagent: %s: %w", a.Name(), err))
+			return nil, false
+		}
 		return a.afterCalls(ctx, inv, run, nil, tools, p.waiting, yield)
 	}
 	if p.waiting {
