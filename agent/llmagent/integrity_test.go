@@ -211,3 +211,71 @@ func TestI2FencedRelayedText(t *testing.T) {
 		t.Fatalf("relayed words: %q", contents[1].Parts[2].Text)
 	}
 }
+
+// TestI1EditedCallRefusedOnCrashResume checks the other way a stored call
+// runs: the process stopped after the model's call was committed and
+// before its tool ran, and the invocation is resumed. An edited call is
+// refused before the tool runs; an unedited one runs once.
+func TestI1EditedCallRefusedOnCrashResume(t *testing.T) {
+	for _, edit := range []bool{true, false} {
+		ctx := context.Background()
+		file := filepath.Join(t.TempDir(), "sessions.db")
+		var sent []int
+		tl, err := functiontool.New(functiontool.Config{Name: "send_money", Description: "Sends money."},
+			func(ctx context.Context, tc tool.Context, args transferArgs) (map[string]any, error) {
+				sent = append(sent, args.Amount)
+				return map[string]any{"sent": args.Amount}, nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := scripted.NewSequence("m", scripted.Call("send_money", map[string]any{"amount": 50, "to": "bob"}), scripted.Text("Sent."))
+		root := mustAgent(t, llmagent.Config{Name: "bank", Model: m, Tools: []tool.Tool{tl}})
+		newRunner := func() *runner.Runner {
+			store, err := sqlsession.Open(ctx, "sqlite://"+file, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { store.Close() })
+			r, err := runner.New(runner.Config{AppName: app, Agent: root, Sessions: session.NewService(store, nil),
+				AutoCreateSession: true, CallKey: testKey(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		var inv string
+		for ev, err := range newRunner().Run(ctx, user, sid, genai.NewContentFromText("send 50 to bob", genai.RoleUser), nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ev.FunctionCalls()) > 0 {
+				inv = ev.InvocationID
+				break // the call is committed; its tool has not run
+			}
+		}
+		if inv == "" || len(sent) != 0 {
+			t.Fatalf("invocation %q, sent %v", inv, sent)
+		}
+		if edit {
+			db, err := sql.Open("sqlite", file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raiseAmount(t)(db)
+			db.Close()
+		}
+		var rerr error
+		for _, err := range newRunner().Resume(ctx, user, sid, inv, nil) {
+			if err != nil {
+				rerr = err
+			}
+		}
+		switch {
+		case edit && (!errors.Is(rerr, event.ErrCallIntegrity) || len(sent) != 0):
+			t.Fatalf("edited call resumed: err = %v, sent %v", rerr, sent)
+		case !edit && (rerr != nil || len(sent) != 1 || sent[0] != 50):
+			t.Fatalf("unedited call resumed: err = %v, sent %v, want [50]", rerr, sent)
+		}
+	}
+}
