@@ -445,8 +445,17 @@ func (r *run) execute(ctx context.Context, winv *agent.Invocation, a activation,
 		return result{output: rec.output, route: rec.route}
 	}
 	attempts := max(1, a.node.retry.MaxAttempts)
+	cbs := winv.Callbacks()
 	for n := 1; ; n++ {
+		na := agent.NodeAttempt{Workflow: r.w.Name(), Node: a.node.name, Kind: a.node.kind.String(), Path: a.path,
+			Attempt: n, MaxAttempts: attempts}
+		for _, cb := range cbs.BeforeNode {
+			cb(ctx, winv, na)
+		}
 		res := r.attempt(ctx, winv, a, resumable && n == 1, emit)
+		for _, cb := range cbs.AfterNode {
+			cb(ctx, winv, na, agent.NodeOutcome{Route: res.route, Err: res.err, Paused: res.paused, Stopped: res.stopped})
+		}
 		if res.err == nil || res.paused || res.stopped {
 			return res
 		}
