@@ -66,6 +66,11 @@ type InvocationConfig struct {
 	// those no committed event records (see PendingArtifacts). The runner
 	// sets it; nil records nothing.
 	PendingArtifacts *PendingArtifacts
+	// CallKey, when set, authenticates stored function calls: the runner
+	// signs the calls of every event the agents yield before it commits
+	// it, and a call read back from the session log runs only if
+	// CheckStoredCalls accepts its event. Nil authenticates nothing.
+	CallKey *event.CallKey
 }
 
 // Invocation is everything one user turn shares, from the user message to
@@ -162,6 +167,20 @@ func (inv *Invocation) Callbacks() *Callbacks { return &inv.shared.cfg.Callbacks
 func (inv *Invocation) Credential(requestID string) (map[string]any, bool) {
 	c, ok := inv.shared.cfg.Credentials[requestID]
 	return c, ok
+}
+
+// CheckStoredCalls verifies, when the invocation authenticates calls
+// (InvocationConfig.CallKey), that the function calls of ev, an event read
+// back from the session log, are the calls the runtime stored: an agent
+// calls it before it runs one of them. The error wraps
+// event.ErrCallIntegrity. Without a key it accepts every event.
+func (inv *Invocation) CheckStoredCalls(ev *event.Event) error {
+	k := inv.shared.cfg.CallKey
+	if k == nil {
+		return nil
+	}
+	s := inv.shared.cfg.Session
+	return k.Check(ev, s.AppName(), s.UserID())
 }
 
 // End ends the invocation: agents stop after their current step. Within a

@@ -13,6 +13,7 @@ import (
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/agent/workflowagent"
+	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/plugin"
@@ -104,8 +105,13 @@ func BenchmarkS1(b *testing.B) { benchS1(b) }
 // benchS1 runs S1 on a runner with the given plugins and checks every
 // session's events afterwards.
 func benchS1(b *testing.B, plugins ...*plugin.Plugin) {
+	benchS1Config(b, runner.Config{Plugins: plugins})
+}
+
+// benchS1Config runs S1 on a runner with cfg's plugins and call key.
+func benchS1Config(b *testing.B, cfg runner.Config) {
 	svc := memsession.NewService()
-	r, err := runner.New(runner.Config{AppName: "bench", Agent: newS1Agent(b), Sessions: svc, Plugins: plugins})
+	r, err := runner.New(runner.Config{AppName: "bench", Agent: newS1Agent(b), Sessions: svc, Plugins: cfg.Plugins, CallKey: cfg.CallKey})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -119,6 +125,49 @@ func benchS1(b *testing.B, plugins ...*plugin.Plugin) {
 	}
 	b.StopTimer()
 	checkS1Sessions(b, svc, ids, b.N)
+	if cfg.CallKey != nil {
+		sess, err := svc.Get(context.Background(), session.Key{AppName: "bench", UserID: "user", SessionID: ids[0]}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		call := sess.At(1)
+		if err := cfg.CallKey.Check(call, "bench", "user"); err != nil {
+			b.Fatalf("stored S1 call: %v", err)
+		}
+	}
+}
+
+// BenchmarkS1Integrity is S1 without (Plain) and with (CallKey) stored
+// calls authenticated by a call key, as "loom api" runs. Run it as
+// -benchtime=2000x and compare the two.
+func BenchmarkS1Integrity(b *testing.B) {
+	b.Run("Plain", func(b *testing.B) { benchS1(b) })
+	b.Run("CallKey", func(b *testing.B) {
+		key, err := event.NewCallKey([]byte("0123456789abcdef0123456789abcdef"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchS1Config(b, runner.Config{CallKey: key})
+	})
+	// What integrity adds to each S1 invocation, alone: signing its call
+	// event. On a loaded machine this is steadier than the difference of
+	// the two above.
+	b.Run("SignOnly", func(b *testing.B) {
+		key, err := event.NewCallKey([]byte("0123456789abcdef0123456789abcdef"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		call := event.New("inv", "calculator")
+		call.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{
+			ID: "adk-00000000-0000-4000-8000-000000000000", Name: "add", Args: map[string]any{"a": 1, "b": 2}}}}}
+		b.ReportAllocs()
+		for b.Loop() {
+			call.CustomMetadata = nil
+			if err := key.Sign(call, "bench", "user"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // BenchmarkS1Telemetry is S1 with the telemetry plugin recording into its

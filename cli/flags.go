@@ -34,6 +34,12 @@ type options struct {
 	// resumable makes the applications resumable (runner.Config.Resumable);
 	// Temporal turns it on.
 	resumable bool
+	// callKeyFile names the file of the key that authenticates stored
+	// function calls (see callKey).
+	callKeyFile string
+	// authCalls authenticates stored calls without --call-key-file, as
+	// "loom api" does (see callKey).
+	authCalls bool
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -42,6 +48,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.sessions, "sessions", DefaultSessions, "session storage `URL`: sqlite://FILE, postgres://..., memory://")
 	fs.StringVar(&o.artifacts, "artifacts", DefaultArtifacts, "artifact storage `URL`: file://DIR, memory://")
 	fs.StringVar(&o.memory, "memory", DefaultMemory, "memory service `URL`")
+	fs.StringVar(&o.callKeyFile, "call-key-file", "", "`file` holding the key (at least 32 random bytes) that authenticates stored function calls, so that a call edited in the session store is refused before its tool runs (loom api, without it: a key kept in "+CallKeyFile+" beside a SQLite session database, or one of the process for memory://)")
 	fs.BoolVar(&o.resumable, "resumable", false, "make the applications resumable, as ADK's ResumabilityConfig does: workflow agents record checkpoint events, so that an invocation can continue from the middle of a workflow after a pause or a crash (always on with Temporal)")
 }
 

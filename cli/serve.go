@@ -19,6 +19,7 @@ import (
 	"github.com/loomkit/loom/conformance"
 	"github.com/loomkit/loom/conformance/adkagents"
 	"github.com/loomkit/loom/durable/temporal"
+	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/plugin"
 	"github.com/loomkit/loom/plugin/telemetry"
 	"github.com/loomkit/loom/runner"
@@ -103,6 +104,7 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 	fs := newFlagSet(cmd, cmd+" [flags] [DIR...]\n\nServes "+what+" for the program's applications and, for each DIR, every sub-directory holding root_agent.yaml (or DIR itself if it holds one). Applications from files reload when their files change.", env)
 	var f serveFlags
 	f.register(fs)
+	f.o.authCalls = !withUI // nothing of it reaches the wire
 	apps, err := appsToServe(env, fs, args, p.Apps)
 	if err != nil {
 		return err
@@ -325,6 +327,10 @@ func setup(ctx context.Context, env Env, o *options, apps []App, reg *agentconfi
 			f.start(opts, log)
 		}
 	}
+	key, err := callKey(o, o.authCalls, func(note string) { fmt.Fprintf(env.Stderr, "loom: %s\n", note) })
+	if err != nil {
+		return nil, nil, err
+	}
 	svc, err := openServices(ctx, o)
 	if err != nil {
 		return nil, nil, err
@@ -332,7 +338,7 @@ func setup(ctx context.Context, env Env, o *options, apps []App, reg *agentconfi
 	runners := make([]*runner.Runner, 0, len(apps))
 	descs := make([]string, 0, len(apps))
 	for _, app := range apps {
-		r, desc, err := newRunner(app, choice, o, svc, plugins)
+		r, desc, err := newRunner(app, choice, o, svc, key, plugins)
 		if err != nil {
 			svc.close()
 			return nil, nil, err
@@ -345,7 +351,7 @@ func setup(ctx context.Context, env Env, o *options, apps []App, reg *agentconfi
 	return svc, runners, nil
 }
 
-func newRunner(app App, choice *modelChoice, o *options, svc *services, plugins []*plugin.Plugin) (*runner.Runner, string, error) {
+func newRunner(app App, choice *modelChoice, o *options, svc *services, key *event.CallKey, plugins []*plugin.Plugin) (*runner.Runner, string, error) {
 	cfg := runner.Config{
 		AppName:   app.Name,
 		Resumable: o.resumable,
@@ -353,6 +359,7 @@ func newRunner(app App, choice *modelChoice, o *options, svc *services, plugins 
 		Artifacts: svc.artifacts,
 		Memory:    svc.memory,
 		Plugins:   plugins,
+		CallKey:   key,
 	}
 	var desc string
 	if f := app.file; f != nil {

@@ -79,13 +79,8 @@ func (s *services) close() error {
 
 // makeParentDir creates the directory holding a local SQLite file.
 func makeParentDir(u string) error {
-	rest, ok := strings.CutPrefix(u, "sqlite:")
+	file, ok := sqliteFile(u)
 	if !ok {
-		return nil
-	}
-	rest = strings.TrimPrefix(rest, "//")
-	file, _, _ := strings.Cut(rest, "?")
-	if file == "" || file == ":memory:" {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {

@@ -64,6 +64,7 @@ func worker(ctx context.Context, env Env, args []string, p Program) error {
 	fs := newFlagSet("worker", "worker --temporal HOST:PORT [flags]\n\nRuns the applications' invocations started on Temporal (by loom web or api --temporal).", env)
 	var o options
 	o.register(fs)
+	o.authCalls = true // it runs what loom api starts, as loom api would
 	var tf temporalFlags
 	tf.register(fs, "the server whose workflows this worker runs (required)")
 	if err := parse(fs, args); err != nil {

@@ -16,8 +16,9 @@
 // # Stored form
 //
 // The runtime keeps marks of its own on events, which it needs when an
-// invocation resumes and ADK never writes: [Event.LLMCall] and the
-// long-running calls already started ([MetadataStartedCalls]). They are
+// invocation resumes and ADK never writes: [Event.LLMCall], the
+// long-running calls already started ([MetadataStartedCalls]) and the
+// authentication codes of function calls ([MetadataCallMAC]). They are
 // kept in storage only. [Event.MarshalJSON] (and so json.Marshal) writes
 // the wire form, without them: what servers, streams, A2A messages,
 // evaluation results and the command line send. Session stores write the
@@ -155,7 +156,8 @@ func (e *Event) StartedCalls() []string {
 // metadata returns the custom metadata the event has in the stored form
 // (stored) or on the wire. The stored form is CustomMetadata with the
 // LLMCall mark added; the wire form is CustomMetadata without the
-// runtime's reserved keys (MetadataLLMCall, MetadataStartedCalls). Either
+// runtime's reserved keys (MetadataLLMCall, MetadataStartedCalls,
+// MetadataCallMAC). Either
 // is a copy when it differs from CustomMetadata, which is never changed.
 func (e *Event) metadata(stored bool) map[string]any {
 	m := e.CustomMetadata
@@ -165,12 +167,13 @@ func (e *Event) metadata(stored bool) map[string]any {
 		}
 		_, call := m[MetadataLLMCall]
 		_, started := m[MetadataStartedCalls]
-		if !call && !started {
+		_, macs := m[MetadataCallMAC]
+		if !call && !started && !macs {
 			return m
 		}
 		w := make(map[string]any, len(m))
 		for k, v := range m {
-			if k != MetadataLLMCall && k != MetadataStartedCalls {
+			if k != MetadataLLMCall && k != MetadataStartedCalls && k != MetadataCallMAC {
 				w[k] = v
 			}
 		}

@@ -2,7 +2,9 @@ package event_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log"
 	"time"
 
 	"google.golang.org/genai"
@@ -144,4 +146,25 @@ func ExampleJSONForm() {
 	v, err := event.JSONForm([]point{{X: 1}})
 	fmt.Printf("%#v %v\n", v, err)
 	// Output: []interface {}{map[string]interface {}{"x":1}} <nil>
+}
+
+// A call key signs an event's calls before it is stored and checks them
+// before a stored call runs: an edited argument fails the check.
+func ExampleCallKey() {
+	key, err := event.NewCallKey([]byte("a secret of at least 32 bytes...")) // in practice: random bytes
+	if err != nil {
+		log.Fatal(err)
+	}
+	ev := event.New("inv-1", "bank")
+	ev.Content = genai.NewContentFromFunctionCall("send_money", map[string]any{"amount": 50}, genai.RoleModel)
+	ev.Content.Parts[0].FunctionCall.ID = "call-1"
+	if err := key.Sign(ev, "app", "alice"); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(key.Check(ev, "app", "alice"))
+	ev.FunctionCalls()[0].Args["amount"] = 5000
+	fmt.Println(errors.Is(key.Check(ev, "app", "alice"), event.ErrCallIntegrity))
+	// Output:
+	// <nil>
+	// true
 }

@@ -153,6 +153,10 @@ type HistoryOptions struct {
 	// Branch is the agent's branch. Events on other branches (neither this
 	// branch nor one of its ancestors) are left out.
 	Branch string
+	// Fence fences the text relayed from other agents and their tools
+	// ([FenceContext]), so that it cannot pose as instructions. It changes
+	// what the model reads from ADK's words, so it is off by default.
+	Fence bool
 }
 
 // History builds the contents a model receives from a session log: it applies
@@ -196,6 +200,9 @@ func (b *HistoryBuilder) Add(e *Event) {
 	c := e.ContentFor(b.opts.Agent, b.opts.Branch)
 	if c == nil {
 		return
+	}
+	if b.opts.Fence && e.Author != b.opts.Agent && e.Author != AuthorUser {
+		c = FenceContext(c)
 	}
 	var ids []string // the original ids of the responses ContentFor kept, in order
 	for _, p := range e.Content.Parts {

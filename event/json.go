@@ -306,7 +306,8 @@ func ToSeconds(t time.Time) float64 {
 func (e *Event) MarshalJSON() ([]byte, error) { return e.marshal(false) }
 
 // MarshalStored encodes the event in the stored form: the wire format
-// with the runtime's marks (Event.LLMCall, MetadataStartedCalls) in
+// with the runtime's marks (Event.LLMCall, MetadataStartedCalls,
+// MetadataCallMAC) in
 // "customMetadata". Session stores keep events so; Decoder and
 // UnmarshalJSON read the marks back.
 func (e *Event) MarshalStored() ([]byte, error) { return e.marshal(true) }
@@ -353,7 +354,7 @@ func (e *Event) appendJSON(dst []byte, stored bool) ([]byte, error) {
 // else the event decoded and encoded again. It fails if stored, holding a
 // mark, does not decode.
 func AppendStoredAsWire(dst, stored []byte) ([]byte, error) {
-	if !bytes.Contains(stored, storedLLMCallKey) && !bytes.Contains(stored, storedStartedKey) {
+	if !bytes.Contains(stored, storedLLMCallKey) && !bytes.Contains(stored, storedStartedKey) && !bytes.Contains(stored, storedMACKey) {
 		return append(dst, stored...), nil
 	}
 	var ev Event
@@ -368,6 +369,7 @@ func AppendStoredAsWire(dst, stored []byte) ([]byte, error) {
 var (
 	storedLLMCallKey = []byte(`"` + MetadataLLMCall + `":`)
 	storedStartedKey = []byte(`"` + MetadataStartedCalls + `":`)
+	storedMACKey     = []byte(`"` + MetadataCallMAC + `":`)
 )
 
 // encodeBuffers are the scratch buffers of MarshalJSON's fast path.

@@ -87,6 +87,17 @@ type Config struct {
 	// invocations a kept session holds only its latest events decoded
 	// (session.Session.Trim).
 	SessionCacheBytes int64
+	// CallKey, when set, authenticates the function calls the agents
+	// store: before it commits an event the agents yield, the runner
+	// records an HMAC of its calls (ids, names and arguments, for this
+	// application and user) in the event's storage-only metadata
+	// (event.MetadataCallMAC), and a resumed agent runs a stored call
+	// only if its event's code matches (agent.Invocation.CheckStoredCalls). A
+	// session log edited outside the runtime then cannot make a tool run
+	// with arguments the model never gave. Nothing of it reaches the
+	// wire. Calls stored without the key (before it was set, or by another
+	// runtime) are refused when an invocation resumes them.
+	CallKey *event.CallKey
 }
 
 // DefaultSessionCacheBytes is the default of Config.SessionCacheBytes.
@@ -331,6 +342,7 @@ func (r *Runner) invoke(ctx context.Context, tree *agent.Tree, sess *session.Ses
 		Credentials: creds,
 		// Shared by every invocation value built from cfg.
 		PendingArtifacts: &agent.PendingArtifacts{},
+		CallKey:          r.cfg.CallKey,
 	}
 	if msg == nil {
 		cfg.UserContent = res.userContent
@@ -435,6 +447,9 @@ func (r *Runner) loop(ctx context.Context, inv *agent.Invocation, pending *agent
 			ev.InvocationID = inv.ID()
 		}
 		if !ev.Partial {
+			if err := r.sign(inv, ev); err != nil {
+				return true, err
+			}
 			if err := r.commit(ctx, inv.Session(), ev, pending); err != nil {
 				return true, fmt.Errorf("runner: commit event: %w", err)
 			}
@@ -447,6 +462,20 @@ func (r *Runner) loop(ctx context.Context, inv *agent.Invocation, pending *agent
 		}
 	}
 	return true, nil
+}
+
+// sign authenticates the calls of ev, an event the agents yielded, when
+// the runner has a call key (Config.CallKey). Only the agents' events are
+// signed: what a client supplies never is.
+func (r *Runner) sign(inv *agent.Invocation, ev *event.Event) error {
+	if r.cfg.CallKey == nil {
+		return nil
+	}
+	sess := inv.Session()
+	if err := r.cfg.CallKey.Sign(ev, sess.AppName(), sess.UserID()); err != nil {
+		return fmt.Errorf("runner: sign calls: %w", err)
+	}
+	return nil
 }
 
 // afterAgents commits the events the plugins' AfterAgents hooks return once

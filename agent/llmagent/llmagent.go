@@ -96,6 +96,12 @@ type Config struct {
 	OutputSchema *jsonschema.Schema
 	// IncludeContents selects the history sent to the model.
 	IncludeContents IncludeContents
+	// FenceRelayedText fences what other agents and their tools said, as
+	// the history relays it to this agent's model, so that it cannot pose
+	// as instructions (event.FenceContext). It changes the text the model
+	// reads from ADK's ("For context:" and the relayed lines alone), so it
+	// is off by default.
+	FenceRelayedText bool
 	// Planner, if set, plans the model's work: BuiltInPlanner turns on the
 	// model's own thinking, PlanReActPlanner asks for a written plan.
 	Planner Planner

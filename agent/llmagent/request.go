@@ -308,7 +308,7 @@ func joinInstructions(a, b string) string {
 // whether it is known to hold no artifact reference (see resolveArtifacts).
 func (a *Agent) contents(inv *agent.Invocation) ([]*genai.Content, bool) {
 	sess := inv.Session()
-	opts := event.HistoryOptions{Agent: a.Name(), Branch: inv.Branch()}
+	opts := event.HistoryOptions{Agent: a.Name(), Branch: inv.Branch(), Fence: a.cfg.FenceRelayedText}
 	if a.cfg.IncludeContents == IncludeNone {
 		return currentTurn(sess, opts), false
 	}

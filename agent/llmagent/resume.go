@@ -14,7 +14,9 @@ import (
 // This file continues an agent from the session log when its invocation is
 // resumed (agent.Invocation.Resuming): after a long-running call or a
 // confirmation request was answered, or after the process stopped mid-way.
-// Nothing that was committed runs again.
+// Nothing that was committed runs again, and a stored call runs only as
+// the runtime stored it (agent.Invocation.CheckStoredCalls): this is the one
+// place stored calls are executed.
 
 // resume decides, from the agent's events in this invocation, how it goes
 // on. Like step, it returns nil to call the model, a itself to stop (the
@@ -111,6 +113,12 @@ func (a *Agent) resumeRequests(ctx context.Context, inv *agent.Invocation, p *pa
 		}
 	}
 	if len(run) > 0 {
+		// The requests' arguments hold the original calls: the requests'
+		// code covers what runs.
+		if err := inv.CheckStoredCalls(p.calls); err != nil {
+			yield(nil, fmt.Errorf("llmagent: %s: %w", a.Name(), err))
+			return nil, false
+		}
 		return a.afterCalls(ctx, inv, run, resumes, tools, p.waiting, yield)
 	}
 	if p.waiting {
@@ -134,6 +142,10 @@ func (a *Agent) resumeCalls(ctx context.Context, inv *agent.Invocation, p *pause
 		}
 	}
 	if len(run) > 0 {
+		if err := inv.CheckStoredCalls(p.calls); err != nil {
+			yield(nil, fmt.Errorf("llmagent: %s: %w", a.Name(), err))
+			return nil, false
+		}
 		return a.afterCalls(ctx, inv, run, nil, tools, p.waiting, yield)
 	}
 	if p.waiting {

@@ -26,8 +26,8 @@ const root = "../.."
 
 // letters are the sections of docs/CONFORMANCE.md: events, sessions,
 // runner, agents, tools, graph workflows, evaluation, A2A, OpenAPI, YAML
-// applications, durable execution and code execution.
-const letters = "ESRATGQPOYDC"
+// applications, durable execution, code execution and integrity.
+const letters = "ESRATGQPOYDCI"
 
 var (
 	// idRE matches one behaviour id, or a range of them ("S1–S10").
