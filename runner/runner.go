@@ -25,6 +25,7 @@ import (
 	"iter"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/genai"
 
@@ -87,6 +88,11 @@ type Config struct {
 	// invocations a kept session holds only its latest events decoded
 	// (session.Session.Trim).
 	SessionCacheBytes int64
+	// SessionTTL is the app's session retention: when positive,
+	// ExpireSessions deletes the sessions unused (no event, counting from
+	// creation) for longer, with their events, session state and
+	// artifacts. Zero, the default, keeps sessions until they are deleted.
+	SessionTTL time.Duration
 }
 
 // DefaultSessionCacheBytes is the default of Config.SessionCacheBytes.
