@@ -34,6 +34,9 @@ type options struct {
 	// resumable makes the applications resumable (runner.Config.Resumable);
 	// Temporal turns it on.
 	resumable bool
+	// sessionTTL is the session retention of the applications that set
+	// none of their own (App.SessionTTL).
+	sessionTTL time.Duration
 }
 
 func (o *options) register(fs *flag.FlagSet) {

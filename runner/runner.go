@@ -228,6 +228,10 @@ func (r *Runner) CacheUsage() (sessions int, bytes int64) {
 // AppName returns the application name.
 func (r *Runner) AppName() string { return r.cfg.AppName }
 
+// SessionTTL returns the application's session retention
+// (Config.SessionTTL); zero when sessions do not expire.
+func (r *Runner) SessionTTL() time.Duration { return r.cfg.SessionTTL }
+
 // Resumable reports whether the application is resumable
 // (Config.Resumable).
 func (r *Runner) Resumable() bool { return r.cfg.Resumable }
