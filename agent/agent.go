@@ -189,6 +189,17 @@ type Callbacks struct {
 	BeforeTool   []BeforeToolCallback
 	AfterTool    []AfterToolCallback
 	OnToolError  []OnToolErrorCallback
+	// ResumeAgent callbacks see an agent that continues an invocation in
+	// resume mode, where its before-agent callbacks do not run again (they
+	// ran before the pause); its after-agent callbacks run as usual. They
+	// observe and cannot change the run (tracing starts the agent's span
+	// there).
+	ResumeAgent []ResumeAgentCallback
+	// BeforeNode and AfterNode callbacks see each attempt of a node of a
+	// graph workflow (package agent/workflow), before it runs and when it
+	// has ended. They observe and cannot change the run.
+	BeforeNode []BeforeNodeCallback
+	AfterNode  []AfterNodeCallback
 	// ReadOnlyModelHooks declares that the BeforeModel and OnModelError
 	// callbacks above read the model request without changing it. A
 	// request that callbacks may change has contents of its own, a copy of
@@ -261,6 +272,12 @@ func RunWithCallbacks(ctx context.Context, inv *Invocation, before []BeforeAgent
 	return func(yield func(*event.Event, error) bool) {
 		if inv.Ended() {
 			return
+		}
+		if inv.Resuming() && len(global.ResumeAgent) > 0 {
+			cc := NewCallbackContext(inv)
+			for _, cb := range global.ResumeAgent {
+				cb(ctx, cc)
+			}
 		}
 		if len(before) > 0 && !inv.Resuming() { // a resumed agent has run them already
 			cc := NewCallbackContext(inv)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,38 +54,13 @@ func evalCmd(ctx context.Context, env Env, args []string, p Program) error {
 		fs.Usage()
 		return errUsage
 	}
-	type target struct {
-		set *eval.Set
-		ids []string
+	targets, err := readTargets(positional[1:])
+	if err != nil {
+		return err
 	}
-	var targets []target
-	for _, arg := range positional[1:] {
-		path, ids := splitSetArg(arg)
-		s, err := eval.ReadSetFile(path)
-		if err != nil {
-			return err
-		}
-		// A case named that the set lacks is a mistake of the command
-		// line: said before anything runs, once.
-		for _, id := range ids {
-			if s.Case(id) == nil {
-				return fmt.Errorf("eval set %s (%s) has no case %q", s.EvalSetID, path, id)
-			}
-		}
-		targets = append(targets, target{s, ids})
-	}
-	cfgPath := *config
-	if cfgPath == "" {
-		path, _ := splitSetArg(positional[1])
-		if beside := siblingConfig(path); beside != "" {
-			cfgPath = beside
-		}
-	}
-	cfg := eval.DefaultConfig()
-	if cfgPath != "" {
-		if cfg, err = eval.ReadConfig(cfgPath); err != nil {
-			return err
-		}
+	cfg, err := evalConfig(*config, positional[1])
+	if err != nil {
+		return err
 	}
 
 	svc, runners, err := setup(ctx, env, &o, []App{app}, p.Registry)
@@ -103,13 +79,7 @@ func evalCmd(ctx context.Context, env Env, args []string, p Program) error {
 		Simulator:   cfg.UserSimulatorConfig,
 		Models:      cachedModels(env, o.modelTimeout),
 	}
-	judgeName := *judge
-	if judgeName == "" {
-		judgeName = o.model
-	}
-	if judgeName == "" {
-		judgeName = defaultModel(env.Getenv)
-	}
+	judgeName := cmp.Or(*judge, o.model, defaultModel(env.Getenv))
 	sets := make([]*eval.Set, len(targets))
 	for i, t := range targets {
 		sets[i] = t.set
@@ -120,33 +90,84 @@ func evalCmd(ctx context.Context, env Env, args []string, p Program) error {
 		}
 	}
 	store, where := evalStore(&o, svc, *evals)
-	tty := isTerminal(env.Stderr)
 	failed := false
 	for _, t := range targets {
-		opts.CaseIDs = t.ids
-		if tty {
-			opts.Progress = func(done, total int) { progressBar(env.Stderr, t.set.EvalSetID, done, total) }
-		}
-		rep, err := eval.Run(ctx, t.set, opts)
-		if tty {
-			fmt.Fprint(env.Stderr, "\r\033[K")
-		}
+		passed, err := runTarget(ctx, env, t, opts, app.Name, store, where, *details)
 		if err != nil {
-			return fmt.Errorf("eval set %s: %w", t.set.EvalSetID, err)
+			return err
 		}
-		if err := store.SaveResult(ctx, app.Name, rep.Result); err != nil {
-			return fmt.Errorf("save result: %w", err)
-		}
-		printReport(env.Stdout, t.set, rep, *details)
-		fmt.Fprintf(env.Stderr, "loom: result %s saved in %s\n", rep.Result.EvalSetResultID, where)
-		if !rep.Passed() {
-			failed = true
-		}
+		failed = failed || !passed
 	}
 	if failed {
 		return errEvalFailed
 	}
 	return nil
+}
+
+// evalTarget is an eval set named on the command line, and the ids of the
+// cases to run (all when none).
+type evalTarget struct {
+	set *eval.Set
+	ids []string
+}
+
+// readTargets reads the eval sets the arguments name (FILE or
+// FILE:ID1,ID2).
+func readTargets(args []string) ([]evalTarget, error) {
+	var targets []evalTarget
+	for _, arg := range args {
+		path, ids := splitSetArg(arg)
+		s, err := eval.ReadSetFile(path)
+		if err != nil {
+			return nil, err
+		}
+		// A case named that the set lacks is a mistake of the command
+		// line: said before anything runs, once.
+		for _, id := range ids {
+			if s.Case(id) == nil {
+				return nil, fmt.Errorf("eval set %s (%s) has no case %q", s.EvalSetID, path, id)
+			}
+		}
+		targets = append(targets, evalTarget{s, ids})
+	}
+	return targets, nil
+}
+
+// evalConfig reads the criteria: the --config file, else a test_config.json
+// beside the first eval set (firstArg), else the defaults.
+func evalConfig(path, firstArg string) (*eval.Config, error) {
+	if path == "" {
+		set, _ := splitSetArg(firstArg)
+		path = siblingConfig(set)
+	}
+	if path == "" {
+		return eval.DefaultConfig(), nil
+	}
+	return eval.ReadConfig(path)
+}
+
+// runTarget runs the cases of one eval set, saves the result in store (which
+// where names) and prints its table; passed reports whether every case met
+// its thresholds.
+func runTarget(ctx context.Context, env Env, t evalTarget, opts eval.Options, app string, store eval.Store, where string, details bool) (passed bool, err error) {
+	tty := isTerminal(env.Stderr)
+	opts.CaseIDs = t.ids
+	if tty {
+		opts.Progress = func(done, total int) { progressBar(env.Stderr, t.set.EvalSetID, done, total) }
+	}
+	rep, err := eval.Run(ctx, t.set, opts)
+	if tty {
+		fmt.Fprint(env.Stderr, "\r\033[K")
+	}
+	if err != nil {
+		return false, fmt.Errorf("eval set %s: %w", t.set.EvalSetID, err)
+	}
+	if err := store.SaveResult(ctx, app, rep.Result); err != nil {
+		return false, fmt.Errorf("save result: %w", err)
+	}
+	printReport(env.Stdout, t.set, rep, details)
+	fmt.Fprintf(env.Stderr, "loom: result %s saved in %s\n", rep.Result.EvalSetResultID, where)
+	return rep.Passed(), nil
 }
 
 // evalStore keeps eval sets in dir, and results there too when sessions

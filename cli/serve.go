@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -39,6 +40,61 @@ var (
 	idleTimeout       = 2 * time.Minute
 )
 
+// serveFlags are the flags of "loom web" and "loom api".
+type serveFlags struct {
+	o         options
+	tf        temporalFlags
+	host      string
+	port      int
+	origins   string
+	evals     string
+	withMCP   bool
+	withA2A   bool
+	conf      bool
+	confRoots string
+	hosts     string
+}
+
+// register defines the flags in fs.
+func (f *serveFlags) register(fs *flag.FlagSet) {
+	f.o.register(fs)
+	fs.DurationVar(&f.o.sessionTTL, "session-ttl", 0, "delete the sessions of applications without a retention of their own that are unused for longer than this `duration` (e.g. 720h), with their events, state and artifacts, at start and then periodically; 0 keeps them")
+	fs.StringVar(&f.host, "host", "127.0.0.1", "`address` to listen on (0.0.0.0 for every interface)")
+	fs.IntVar(&f.port, "port", 8000, "`port` to listen on (0 picks a free one)")
+	fs.StringVar(&f.origins, "allow-origins", "", "comma-separated browser `origins` allowed to call the API (\"*\" for any, without credentials)")
+	fs.StringVar(&f.evals, "evals", DefaultEvals, "`directory` of the eval sets and results the evaluation routes serve (results go to the session database when --sessions names one other than the default)")
+	fs.BoolVar(&f.withMCP, "mcp", false, "also serve every application as an MCP server over Streamable HTTP, at /mcp/APP: one tool, the agent")
+	fs.BoolVar(&f.withA2A, "a2a", false, "also serve every application over the Agent2Agent (A2A) protocol, at /a2a/APP (agent card at /a2a/APP"+a2aserver.CardPath+")")
+	f.tf.registerClient(fs, "start invocations there, as workflows that loom worker runs, instead of in this process")
+	fs.BoolVar(&f.conf, "conformance", false, "honour ADK's conformance protocol: a run whose state delta holds _adk_replay_config answers model and tool calls from recordings, one holding _adk_recordings_config records them (it swaps models: for test servers only)")
+	fs.StringVar(&f.confRoots, "conformance-root", ".", "comma-separated `directories` the case directories of --conformance requests must lie in")
+	fs.StringVar(&f.hosts, "allowed-hosts", "", "comma-separated `hosts` (name or name:port) accepted in the Host header besides localhost, 127.0.0.1 and [::1], and the --host address; \"*\" for any")
+}
+
+// appsToServe parses the arguments, directories of applications, and
+// returns the program's applications with theirs.
+func appsToServe(env Env, fs *flag.FlagSet, args []string, programApps []App) ([]App, error) {
+	dirs, err := parseInterspersed(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			fmt.Fprintf(env.Stderr, "loom %s: unexpected argument %q: not a directory of applications\n", fs.Name(), d)
+			fs.Usage()
+			return nil, errUsage
+		}
+	}
+	apps, err := withFileApps(programApps, dirs)
+	if err != nil {
+		return nil, err
+	}
+	if len(apps) == 0 {
+		return nil, errors.New("no applications to serve")
+	}
+	return apps, nil
+}
+
 // serve runs "loom web" (withUI) or "loom api".
 func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) error {
 	cmd, what := "api", "the HTTP API"
@@ -46,42 +102,15 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 		cmd, what = "web", "the HTTP API and the dev web UI"
 	}
 	fs := newFlagSet(cmd, cmd+" [flags] [DIR...]\n\nServes "+what+" for the program's applications and, for each DIR, every sub-directory holding root_agent.yaml (or DIR itself if it holds one). Applications from files reload when their files change.", env)
-	var o options
-	o.register(fs)
-	fs.DurationVar(&o.sessionTTL, "session-ttl", 0, "delete the sessions of applications without a retention of their own that are unused for longer than this `duration` (e.g. 720h), with their events, state and artifacts, at start and then periodically; 0 keeps them")
-	host := fs.String("host", "127.0.0.1", "`address` to listen on (0.0.0.0 for every interface)")
-	port := fs.Int("port", 8000, "`port` to listen on (0 picks a free one)")
-	origins := fs.String("allow-origins", "", "comma-separated browser `origins` allowed to call the API (\"*\" for any, without credentials)")
-	evals := fs.String("evals", DefaultEvals, "`directory` of the eval sets and results the evaluation routes serve (results go to the session database when --sessions names one other than the default)")
-	withMCP := fs.Bool("mcp", false, "also serve every application as an MCP server over Streamable HTTP, at /mcp/APP: one tool, the agent")
-	withA2A := fs.Bool("a2a", false, "also serve every application over the Agent2Agent (A2A) protocol, at /a2a/APP (agent card at /a2a/APP"+a2aserver.CardPath+")")
-	var tf temporalFlags
-	tf.registerClient(fs, "start invocations there, as workflows that loom worker runs, instead of in this process")
-	conf := fs.Bool("conformance", false, "honour ADK's conformance protocol: a run whose state delta holds _adk_replay_config answers model and tool calls from recordings, one holding _adk_recordings_config records them (it swaps models: for test servers only)")
-	confRoots := fs.String("conformance-root", ".", "comma-separated `directories` the case directories of --conformance requests must lie in")
-	hosts := fs.String("allowed-hosts", "", "comma-separated `hosts` (name or name:port) accepted in the Host header besides localhost, 127.0.0.1 and [::1], and the --host address; \"*\" for any")
-	dirs, err := parseInterspersed(fs, args)
+	var f serveFlags
+	f.register(fs)
+	apps, err := appsToServe(env, fs, args, p.Apps)
 	if err != nil {
 		return err
 	}
-	for _, d := range dirs {
-		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-			fmt.Fprintf(env.Stderr, "loom %s: unexpected argument %q: not a directory of applications\n", cmd, d)
-			fs.Usage()
-			return errUsage
-		}
-	}
-	apps, err := withFileApps(p.Apps, dirs)
-	if err != nil {
-		return err
-	}
-	if len(apps) == 0 {
-		return errors.New("no applications to serve")
-	}
-
 	// Listen first: the port accepts connections from here on, and requests
 	// queue until the handler is ready a few milliseconds later.
-	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
@@ -93,73 +122,33 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 		return err
 	}
 	defer tel.Shutdown(context.WithoutCancel(ctx))
-	plugins := []*plugin.Plugin{tel.Plugin()}
-	reg := p.Registry
-	if *conf {
-		// The agents of the conformance suite name Go equivalents of
-		// its Python code; their models report the names the config
-		// files give, as the recordings expect.
-		if reg == nil {
-			reg = agentconfig.NewRegistry()
-		}
-		adkagents.Register(reg)
-		o.namedOffline = true
-		copts := &conformance.Options{Roots: splitList(*confRoots)}
-		plugins = append(plugins, conformance.Replay(copts), conformance.Record(copts))
-		fmt.Fprintf(env.Stderr, "loom: ADK conformance replay and recording on, for case directories in %s\n", strings.Join(copts.Roots, ", "))
-	}
-	if tf.addr != "" {
-		o.resumable = true // Temporal's steps continue invocations from their checkpoints
-	}
-	svc, runners, err := setup(ctx, env, &o, apps, reg, plugins...)
+	reg, plugins := f.extend(env, p.Registry, tel.Plugin())
+	svc, runners, err := setup(ctx, env, &f.o, apps, reg, plugins...)
 	if err != nil {
 		return err
 	}
 	defer svc.close()
 	defer closeFileApps(apps)
-	allowed := splitList(*hosts)
-	if ip := net.ParseIP(*host); *host != "" && (ip == nil || !ip.IsUnspecified()) {
-		// The address asked for is a name the server is reached by; a
-		// wildcard address is not, so its clients' names must be listed.
-		allowed = append(allowed, *host)
-	} else if len(allowed) == 0 {
-		fmt.Fprintf(env.Stderr, "loom: listening on every interface; only localhost names are accepted as Host: pass --allowed-hosts with the names or addresses clients use\n")
+	prot, err := mountProtocols(runners, f.withA2A, f.withMCP)
+	if err != nil {
+		return err
 	}
-	var mounts map[string]http.Handler
-	var agents []*a2aserver.Handler
-	if *withA2A {
-		if mounts, agents, err = a2aMounts(runners); err != nil {
-			return err
-		}
-	}
-	var mcps []*mcpserver.Handler
-	if *withMCP {
-		if mounts, mcps, err = mcpMounts(runners, mounts); err != nil {
-			return err
-		}
-	}
-	cfg := server.Config{Apps: runners, AllowedOrigins: splitList(*origins), AllowedHosts: allowed, Version: version(), Traces: server.TelemetryTraces(tel), Mounts: mounts, Status: statusOf(apps), AppFiles: appFilesOf(apps)}
-	cfg.Evals, _ = evalStore(&o, svc, *evals)
+	cfg := server.Config{Apps: runners, AllowedOrigins: splitList(f.origins), AllowedHosts: allowedHosts(env, f.host, f.hosts), Version: version(), Traces: server.TelemetryTraces(tel), Mounts: prot.mounts, Status: statusOf(apps), AppFiles: appFilesOf(apps)}
+	cfg.Evals, _ = evalStore(&f.o, svc, f.evals)
 	cfg.EvalMetrics = p.EvalMetrics
-	if name := cmp.Or(o.model, defaultModel(env.Getenv)); name != "" {
+	if name := cmp.Or(f.o.model, defaultModel(env.Getenv)); name != "" {
 		// The judge of LLM-judged metrics in eval runs started from the UI.
-		if cfg.EvalJudge, err = openModel(ctx, name, env.Getenv, o.modelTimeout); err != nil {
+		if cfg.EvalJudge, err = openModel(ctx, name, env.Getenv, f.o.modelTimeout); err != nil {
 			return fmt.Errorf("model %s: %w", name, err)
 		}
 	}
-	if tf.addr != "" {
-		if err := checkShared(o.sessions); err != nil {
-			return err
-		}
-		c, err := tf.dial(ctx, env)
+	if f.tf.addr != "" {
+		inv, closeClient, err := f.tf.invoker(ctx, env, &f.o)
 		if err != nil {
 			return err
 		}
-		defer c.Close()
-		if cfg.Invoker, err = temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: tf.queue, WorkflowIDPrefix: tf.prefix}); err != nil {
-			return err
-		}
-		fmt.Fprintf(env.Stderr, "loom: invocations run on Temporal %s, task queue %s, workflow ids %s/...\n", tf.addr, tf.queue, tf.prefix)
+		defer closeClient()
+		cfg.Invoker = inv
 	}
 	api, err := server.New(cfg)
 	if err != nil {
@@ -172,32 +161,139 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout}
 	hs.RegisterOnShutdown(func() {
 		api.Close()
-		for _, a := range agents {
-			a.Close()
-		}
-		for _, m := range mcps {
-			m.Close()
-		}
+		prot.close()
 	})
 
 	base := baseURL(ln.Addr())
+	announce(env, base, withUI, runners, f.withA2A, f.withMCP)
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	sweepDone := expireSessions(sweepCtx, env, runners, time.Now)
+	defer func() { stopSweep(); <-sweepDone }()
+	return serveUntilDone(ctx, env, hs, ln, base)
+}
+
+// extend returns the registry and plugins the applications get: the
+// telemetry plugin tp and, with --conformance, the protocol's. With
+// --temporal, the applications become resumable.
+func (f *serveFlags) extend(env Env, reg *agentconfig.Registry, tp *plugin.Plugin) (*agentconfig.Registry, []*plugin.Plugin) {
+	plugins := []*plugin.Plugin{tp}
+	if f.conf {
+		var cp []*plugin.Plugin
+		reg, cp = conformanceOn(env, reg, &f.o, f.confRoots)
+		plugins = append(plugins, cp...)
+	}
+	if f.tf.addr != "" {
+		f.o.resumable = true // Temporal's steps continue invocations from their checkpoints
+	}
+	return reg, plugins
+}
+
+// conformanceOn sets up ADK's conformance protocol for --conformance: the
+// registry gets the suite's agents, models are chosen by name offline, and
+// the returned plugins replay and record the cases under the roots.
+func conformanceOn(env Env, reg *agentconfig.Registry, o *options, roots string) (*agentconfig.Registry, []*plugin.Plugin) {
+	// The agents of the conformance suite name Go equivalents of its
+	// Python code; their models report the names the config files give,
+	// as the recordings expect.
+	if reg == nil {
+		reg = agentconfig.NewRegistry()
+	}
+	adkagents.Register(reg)
+	o.namedOffline = true
+	copts := &conformance.Options{Roots: splitList(roots)}
+	fmt.Fprintf(env.Stderr, "loom: ADK conformance replay and recording on, for case directories in %s\n", strings.Join(copts.Roots, ", "))
+	return reg, []*plugin.Plugin{conformance.Replay(copts), conformance.Record(copts)}
+}
+
+// protocols are the handlers served beside the API: A2A agents and MCP
+// servers, mounted under their paths.
+type protocols struct {
+	mounts map[string]http.Handler
+	a2a    []*a2aserver.Handler
+	mcp    []*mcpserver.Handler
+}
+
+// mountProtocols makes the A2A (withA2A) and MCP (withMCP) handlers of the
+// runners.
+func mountProtocols(runners []*runner.Runner, withA2A, withMCP bool) (p protocols, err error) {
+	if withA2A {
+		if p.mounts, p.a2a, err = a2aMounts(runners); err != nil {
+			return p, err
+		}
+	}
+	if withMCP {
+		if p.mounts, p.mcp, err = mcpMounts(runners, p.mounts); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+// close closes every handler.
+func (p protocols) close() {
+	for _, a := range p.a2a {
+		a.Close()
+	}
+	for _, m := range p.mcp {
+		m.Close()
+	}
+}
+
+// allowedHosts returns the Host header names accepted besides localhost:
+// the --allowed-hosts list and the --host address, unless that is a
+// wildcard, whose clients' names must be listed.
+func allowedHosts(env Env, host, hosts string) []string {
+	allowed := splitList(hosts)
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		// The address asked for is a name the server is reached by; a
+		// wildcard address is not, so its clients' names must be listed.
+		allowed = append(allowed, host)
+	} else if len(allowed) == 0 {
+		fmt.Fprintf(env.Stderr, "loom: listening on every interface; only localhost names are accepted as Host: pass --allowed-hosts with the names or addresses clients use\n")
+	}
+	return allowed
+}
+
+// invoker returns the invoker that starts invocations as Temporal
+// workflows, and the function that closes its client.
+func (t *temporalFlags) invoker(ctx context.Context, env Env, o *options) (server.Invoker, func(), error) {
+	if err := checkShared(o.sessions); err != nil {
+		return nil, nil, err
+	}
+	c, err := t.dial(ctx, env)
+	if err != nil {
+		return nil, nil, err
+	}
+	inv, err := temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: t.queue, WorkflowIDPrefix: t.prefix})
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	fmt.Fprintf(env.Stderr, "loom: invocations run on Temporal %s, task queue %s, workflow ids %s/...\n", t.addr, t.queue, t.prefix)
+	return inv, c.Close, nil
+}
+
+// announce tells where the server answers: the API or the dev UI, and the
+// A2A agents and MCP servers when they are on.
+func announce(env Env, base string, withUI bool, runners []*runner.Runner, withA2A, withMCP bool) {
 	if withUI {
 		fmt.Fprintf(env.Stderr, "loom: dev UI at %s%s (API at %s)\n", base, ui.Prefix, base)
 	} else {
 		fmt.Fprintf(env.Stderr, "loom: API at %s\n", base)
 	}
 	for _, r := range runners {
-		if *withA2A {
+		if withA2A {
 			fmt.Fprintf(env.Stderr, "loom: A2A agent %s at %s%s\n", r.AppName(), base, A2APath(r.AppName()))
 		}
-		if *withMCP {
+		if withMCP {
 			fmt.Fprintf(env.Stderr, "loom: MCP server %s at %s%s\n", r.AppName(), base, MCPPath(r.AppName()))
 		}
 	}
-	sweepCtx, stopSweep := context.WithCancel(ctx)
-	defer stopSweep()
-	sweepDone := expireSessions(sweepCtx, env, runners, time.Now)
-	defer func() { stopSweep(); <-sweepDone }()
+}
+
+// serveUntilDone serves on ln until ctx is done, then shuts the server down
+// gracefully, within shutdownTimeout.
+func serveUntilDone(ctx context.Context, env Env, hs *http.Server, ln net.Listener, base string) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	if env.Listening != nil {
@@ -211,7 +307,7 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 	fmt.Fprintln(env.Stderr, "loom: shutting down")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
-	err = hs.Shutdown(sctx)
+	err := hs.Shutdown(sctx)
 	<-errc
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)

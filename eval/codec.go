@@ -288,6 +288,8 @@ func encode(v any, camel bool) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// encodeValue writes rv's JSON form: the eval file format's, with camelCase
+// keys when camel is set, snake_case otherwise.
 func encodeValue(b *bytes.Buffer, rv reflect.Value, camel bool) error {
 	if !rv.IsValid() {
 		b.WriteString("null")
@@ -314,45 +316,62 @@ func encodeValue(b *bytes.Buffer, rv reflect.Value, camel bool) error {
 		b.Write(rv.Bytes())
 		return nil
 	case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8:
-		b.WriteByte('[')
-		for i := range rv.Len() {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			if err := encodeValue(b, rv.Index(i), camel); err != nil {
-				return err
-			}
-		}
-		b.WriteByte(']')
-		return nil
+		return encodeSlice(b, rv, camel)
 	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String && needsCodec(t.Elem()):
-		if rv.IsNil() {
-			b.WriteString("null")
-			return nil
-		}
-		keys := make([]string, 0, rv.Len())
-		for _, k := range rv.MapKeys() {
-			keys = append(keys, k.String())
-		}
-		slices.Sort(keys)
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeJSON(b, k)
-			b.WriteByte(':')
-			if err := encodeValue(b, rv.MapIndex(reflect.ValueOf(k).Convert(t.Key())), camel); err != nil {
-				return err
-			}
-		}
-		b.WriteByte('}')
-		return nil
+		return encodeMap(b, rv, camel)
 	}
 	si, ok := codecStruct(t)
 	if !ok {
 		return writeJSON(b, rv.Interface())
 	}
+	return encodeStruct(b, rv, si, camel)
+}
+
+// encodeSlice writes a list.
+func encodeSlice(b *bytes.Buffer, rv reflect.Value, camel bool) error {
+	b.WriteByte('[')
+	for i := range rv.Len() {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if err := encodeValue(b, rv.Index(i), camel); err != nil {
+			return err
+		}
+	}
+	b.WriteByte(']')
+	return nil
+}
+
+// encodeMap writes a map with string keys, its keys sorted.
+func encodeMap(b *bytes.Buffer, rv reflect.Value, camel bool) error {
+	t := rv.Type()
+	if rv.IsNil() {
+		b.WriteString("null")
+		return nil
+	}
+	keys := make([]string, 0, rv.Len())
+	for _, k := range rv.MapKeys() {
+		keys = append(keys, k.String())
+	}
+	slices.Sort(keys)
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeJSON(b, k)
+		b.WriteByte(':')
+		if err := encodeValue(b, rv.MapIndex(reflect.ValueOf(k).Convert(t.Key())), camel); err != nil {
+			return err
+		}
+	}
+	b.WriteByte('}')
+	return nil
+}
+
+// encodeStruct writes a struct of the eval format: its fields (an empty list
+// for a nil slice), then its extra members, sorted.
+func encodeStruct(b *bytes.Buffer, rv reflect.Value, si *structInfo, camel bool) error {
 	b.WriteByte('{')
 	n := 0
 	member := func(k string) {

@@ -15,7 +15,8 @@ import (
 
 // Logging returns a plugin that logs every step of every invocation to
 // logger (slog.Default() if nil): user messages, agents, model calls with
-// token usage, tool calls with their outcome, events, and the end of the run.
+// token usage, tool calls with their outcome, graph workflow node attempts
+// with their route or error, events, and the end of the run.
 // It never changes anything.
 func Logging(logger *slog.Logger) *Plugin {
 	if logger == nil {
@@ -76,6 +77,23 @@ func Logging(logger *slog.Logger) *Plugin {
 			OnToolError: []agent.OnToolErrorCallback{func(ctx context.Context, tc tool.Context, t tool.Tool, args map[string]any, err error) (map[string]any, error) {
 				logger.LogAttrs(ctx, slog.LevelWarn, "tool error", slog.String("tool", t.Name()), slog.String("call_id", tc.FunctionCallID()), slog.Any("error", err))
 				return nil, nil
+			}},
+			ResumeAgent: []agent.ResumeAgentCallback{func(ctx context.Context, cc *agent.CallbackContext) {
+				logger.LogAttrs(ctx, slog.LevelInfo, "agent resumed", attrs(cc.Invocation()), slog.String("agent", cc.AgentName()))
+			}},
+			AfterNode: []agent.AfterNodeCallback{func(ctx context.Context, inv *agent.Invocation, a agent.NodeAttempt, o agent.NodeOutcome) {
+				level := slog.LevelInfo
+				at := []slog.Attr{attrs(inv), slog.String("path", a.Path), slog.Int("attempt", a.Attempt), slog.Int("max_attempts", a.MaxAttempts)}
+				switch {
+				case o.Err != nil:
+					level = slog.LevelWarn
+					at = append(at, slog.Any("error", o.Err))
+				case o.Paused:
+					at = append(at, slog.Bool("paused", true))
+				case o.Route != "":
+					at = append(at, slog.String("route", o.Route))
+				}
+				logger.LogAttrs(ctx, level, "node attempt", at...)
 			}},
 			ReadOnlyModelHooks: true,
 		},

@@ -15,12 +15,15 @@
 //	OnUserMessage  the user message, before it is stored (may replace it)
 //	BeforeRun      before the root agent runs (content ends the run early)
 //	BeforeAgent    before each agent (content skips the agent)
+//	ResumeAgent    instead of BeforeAgent, when an agent continues a resumed invocation (observes)
+//	BeforeNode     before each attempt of a graph workflow's node (observes)
 //	BeforeModel    before each model call (a response skips the model)
 //	OnModelError   when a model call fails (a response recovers)
 //	AfterModel     after each complete model response (may replace it)
 //	BeforeTool     before each tool call (a result skips the tool)
 //	OnToolError    when a tool fails (a result recovers)
 //	AfterTool      after each tool call (may replace the result)
+//	AfterNode      after each attempt of a node, with its route or failure (observes)
 //	AfterAgent     after each agent (content is emitted as a response)
 //	OnEvent        after each event is committed (may replace what the caller receives)
 //	AfterAgents    when the agents have finished without error (an event to commit)
@@ -88,6 +91,9 @@ func Merge(plugins []*Plugin) agent.Callbacks {
 		c.BeforeTool = append(c.BeforeTool, p.BeforeTool...)
 		c.AfterTool = append(c.AfterTool, p.AfterTool...)
 		c.OnToolError = append(c.OnToolError, p.OnToolError...)
+		c.ResumeAgent = append(c.ResumeAgent, p.ResumeAgent...)
+		c.BeforeNode = append(c.BeforeNode, p.BeforeNode...)
+		c.AfterNode = append(c.AfterNode, p.AfterNode...)
 	}
 	return c
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/llmagent"
+	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/artifact"
 	"github.com/loomkit/loom/artifact/memartifact"
 	"github.com/loomkit/loom/event"
@@ -291,5 +292,56 @@ func TestMergeReadOnlyModelHooks(t *testing.T) {
 		if got := plugin.Merge(tc.plugins).ReadOnlyModelHooks; got != tc.want {
 			t.Errorf("%s: ReadOnlyModelHooks = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestMergeObserverHooks checks that Merge keeps the observing hooks of
+// every plugin, in order, and that the logging plugin reports each attempt
+// of a workflow node with its error or route.
+func TestMergeObserverHooks(t *testing.T) {
+	var order []string
+	mk := func(name string) *plugin.Plugin {
+		return &plugin.Plugin{Name: name, Callbacks: agent.Callbacks{
+			ResumeAgent: []agent.ResumeAgentCallback{func(context.Context, *agent.CallbackContext) { order = append(order, name+":resume") }},
+			BeforeNode:  []agent.BeforeNodeCallback{func(context.Context, *agent.Invocation, agent.NodeAttempt) { order = append(order, name+":before") }},
+			AfterNode: []agent.AfterNodeCallback{func(context.Context, *agent.Invocation, agent.NodeAttempt, agent.NodeOutcome) {
+				order = append(order, name+":after")
+			}},
+		}}
+	}
+	c := plugin.Merge([]*plugin.Plugin{mk("p1"), mk("p2")})
+	for _, cb := range c.ResumeAgent {
+		cb(context.Background(), nil)
+	}
+	for _, cb := range c.BeforeNode {
+		cb(context.Background(), nil, agent.NodeAttempt{})
+	}
+	for _, cb := range c.AfterNode {
+		cb(context.Background(), nil, agent.NodeAttempt{}, agent.NodeOutcome{})
+	}
+	if got := strings.Join(order, " "); got != "p1:resume p2:resume p1:before p2:before p1:after p2:after" {
+		t.Errorf("merged hooks ran as %q", got)
+	}
+
+	tries := 0
+	flaky := workflow.Func("lookup", func(context.Context, *workflow.Context, string) (string, error) {
+		if tries++; tries == 1 {
+			return "", errors.New("lookup unavailable")
+		}
+		return "ok", nil
+	}, workflow.WithRetry(workflow.Retry{MaxAttempts: 2}))
+	wf, err := workflow.New(workflow.Config{Name: "wf", Nodes: []*workflow.Node{flaky}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	r, _, _ := newRunner(t, wf, plugin.Logging(slog.New(slog.NewTextHandler(&buf, nil))))
+	if _, err := r.RunSync(context.Background(), "u", "s", genai.NewContentFromText("hi", genai.RoleUser), nil); err != nil {
+		t.Fatal(err)
+	}
+	log := buf.String()
+	if !strings.Contains(log, `level=WARN msg="node attempt"`) || !strings.Contains(log, `error="lookup unavailable"`) ||
+		!strings.Contains(log, "path=wf/lookup@1 attempt=2 max_attempts=2") {
+		t.Errorf("log of the node's attempts:\n%s", log)
 	}
 }

@@ -8,10 +8,12 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/tool"
 )
 
 // The graph routes of ADK's web UI: GET /dev/apps/{app}/build_graph
-// describes the app's agent tree, with the graph of each workflow, and GET
+// describes the app's agent tree, with the graph of each workflow and the
+// tools of each LLM agent, and GET
 // /dev/apps/{app}/build_graph_image draws it as Graphviz DOT source.
 
 // graphInfo is one agent of build_graph's tree, in the shape of ADK's
@@ -22,7 +24,49 @@ type graphInfo struct {
 	Description string         `json:"description"`
 	Type        string         `json:"type,omitempty"`
 	SubAgents   []graphInfo    `json:"sub_agents"`
+	Tools       []graphNode    `json:"tools,omitempty"`
 	Graph       *workflowGraph `json:"graph,omitempty"`
+}
+
+// graphTool is a tool of an agent as the graph shows it; agent is true for
+// an agent used as a tool.
+type graphTool struct {
+	name  string
+	agent bool
+}
+
+// toolsOf returns the tools an agent gives its model, as ADK draws them:
+// its tools, then its toolsets by name (listing a toolset's tools may reach
+// a server, which a graph route does not wait for), leaving out any named
+// like one of its sub-agents, which are drawn as agents.
+func toolsOf(a agent.Agent) []graphTool {
+	subs := map[string]bool{}
+	for _, sub := range agent.SubAgents(a) {
+		subs[sub.Name()] = true
+	}
+	var out []graphTool
+	add := func(name string, isAgent bool) {
+		if name != "" && !subs[name] {
+			out = append(out, graphTool{name: name, agent: isAgent})
+		}
+	}
+	if ts, ok := a.(interface{ Tools() []tool.Tool }); ok {
+		for _, t := range ts.Tools() {
+			if t == nil {
+				continue
+			}
+			_, isAgent := t.(interface{ Agent() agent.Agent })
+			add(t.Name(), isAgent)
+		}
+	}
+	if ts, ok := a.(interface{ Toolsets() []tool.Toolset }); ok {
+		for _, set := range ts.Toolsets() {
+			if set != nil {
+				add(set.Name(), false)
+			}
+		}
+	}
+	return out
 }
 
 // workflowGraph is a workflow's nodes and edges. The first node is ADK's
@@ -53,6 +97,9 @@ func describeGraph(a agent.Agent) graphInfo {
 	info := graphInfo{Name: a.Name(), Description: a.Description(), SubAgents: []graphInfo{}}
 	for _, sub := range agent.SubAgents(a) {
 		info.SubAgents = append(info.SubAgents, describeGraph(sub))
+	}
+	for _, t := range toolsOf(a) {
+		info.Tools = append(info.Tools, graphNode{Name: t.name, Type: "tool"})
 	}
 	w, ok := a.(*workflow.Workflow)
 	if !ok {
@@ -153,7 +200,9 @@ var (
 )
 
 // dot draws an agent as Graphviz DOT: a workflow as its graph, any other
-// agent as its tree of sub-agents.
+// agent as its tree of sub-agents, each LLM agent with its tools (a box
+// labelled 🔧, or 🤖 for an agent used as a tool, with an edge from the
+// agent, as ADK draws them).
 func dot(a agent.Agent, dark bool) string {
 	t := lightTheme
 	if dark {
@@ -194,18 +243,37 @@ func dot(a agent.Agent, dark bool) string {
 		}
 	} else {
 		var names []string
+		var agents []agent.Agent
 		var walk func(a agent.Agent)
 		edges := map[string][]string{}
 		walk = func(a agent.Agent) {
 			names = append(names, a.Name())
+			agents = append(agents, a)
 			for _, sub := range agent.SubAgents(a) {
 				edges[a.Name()] = append(edges[a.Name()], sub.Name())
 				walk(sub)
 			}
 		}
 		walk(a)
+		drawn := map[string]bool{}
 		for _, n := range names {
 			fmt.Fprintf(&b, "  %s;\n", quote(n))
+			drawn[n] = true
+		}
+		var toolEdges []string
+		for _, ag := range agents {
+			n := ag.Name()
+			for _, t := range toolsOf(ag) {
+				if !drawn[t.name] {
+					icon := "🔧 "
+					if t.agent {
+						icon = "🤖 "
+					}
+					fmt.Fprintf(&b, "  %s [label=%s shape=box];\n", quote(t.name), quote(icon+t.name))
+					drawn[t.name] = true
+				}
+				toolEdges = append(toolEdges, fmt.Sprintf("  %s -> %s;\n", quote(n), quote(t.name)))
+			}
 		}
 		parents := make([]string, 0, len(edges))
 		for p := range edges {
@@ -216,6 +284,9 @@ func dot(a agent.Agent, dark bool) string {
 			for _, c := range edges[p] {
 				fmt.Fprintf(&b, "  %s -> %s;\n", quote(p), quote(c))
 			}
+		}
+		for _, e := range toolEdges {
+			b.WriteString(e)
 		}
 	}
 	b.WriteString("}\n")

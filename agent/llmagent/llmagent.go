@@ -227,6 +227,9 @@ func (a *Agent) Model() model.LLM { return a.cfg.Model }
 // Tools returns the agent's tools (not including toolsets).
 func (a *Agent) Tools() []tool.Tool { return a.cfg.Tools }
 
+// Toolsets returns the agent's toolsets.
+func (a *Agent) Toolsets() []tool.Toolset { return a.cfg.Toolsets }
+
 // Run implements agent.Agent.
 func (a *Agent) Run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
 	return agent.RunWithCallbacks(ctx, inv, a.cfg.BeforeAgent, a.cfg.AfterAgent, a.body)

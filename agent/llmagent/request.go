@@ -89,40 +89,8 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 	// runtime's own instructions follow, the transfer rules last, then what
 	// the tools add.
 	instr = joinInstructions(joinInstructions(global, instr), identityInstruction(a))
-	if static := a.cfg.StaticInstruction; static != nil {
-		si := event.CloneContent(static) // the request owns its parts
-		si.Role = genai.RoleUser
-		if cfg.SystemInstruction != nil {
-			si.Parts = append(slices.Clip(si.Parts), cfg.SystemInstruction.Parts...)
-		}
-		cfg.SystemInstruction = si
-	}
-	if instr != "" {
-		if cfg.SystemInstruction == nil {
-			m.system.Role = genai.RoleUser
-			cfg.SystemInstruction = &m.system
-		}
-		m.instr.Text = instr
-		if len(cfg.SystemInstruction.Parts) == 0 {
-			m.instrParts[0] = &m.instr
-			cfg.SystemInstruction.Parts = m.instrParts[:]
-		} else {
-			cfg.SystemInstruction.Parts = append(cfg.SystemInstruction.Parts, &m.instr)
-		}
-	}
-	decls := a.decls // the static tools' declarations, computed once
-	if len(tools) != len(a.tools) {
-		decls = declarations(tools, order)
-	}
-	if len(decls) > 0 {
-		m.tool.FunctionDeclarations = decls
-		if len(cfg.Tools) == 0 {
-			m.tools[0] = &m.tool
-			cfg.Tools = m.tools[:]
-		} else {
-			cfg.Tools = append(cfg.Tools, &m.tool)
-		}
-	}
+	a.systemInstruction(m, instr)
+	a.declareTools(m, tools, order)
 	var finalTool bool
 	if a.cfg.OutputSchema != nil {
 		_, finalTool = tools[SetModelResponseName].(*setModelResponseTool)
@@ -131,17 +99,7 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 			cfg.ResponseJsonSchema = a.cfg.OutputSchema
 		}
 	}
-	contents, plain := a.contents(inv)
-	history := contents
-	if a.localExecutor() != nil {
-		contents = codeAsText(contents)
-	}
-	if a.cfg.Planner != nil && !a.cfg.KeepThoughts {
-		contents = withoutEarlierThoughts(contents)
-	}
-	if dynamic != "" {
-		contents = insertBeforeUserTurn(contents, genai.NewContentFromText(dynamic, genai.RoleUser))
-	}
+	contents, history, plain := a.requestContents(inv, dynamic)
 	m.req = model.Request{Model: a.cfg.Model.Name(), Contents: contents, Config: cfg}
 	if finalTool {
 		appendInstruction(&m.req, setModelResponseInstruction)
@@ -176,6 +134,70 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 		}
 	}
 	return &m.req, nil
+}
+
+// systemInstruction puts the static instruction, if any, and instr into
+// the request's system instruction.
+func (a *Agent) systemInstruction(m *requestMemory, instr string) {
+	cfg := &m.cfg
+	if static := a.cfg.StaticInstruction; static != nil {
+		si := event.CloneContent(static) // the request owns its parts
+		si.Role = genai.RoleUser
+		if cfg.SystemInstruction != nil {
+			si.Parts = append(slices.Clip(si.Parts), cfg.SystemInstruction.Parts...)
+		}
+		cfg.SystemInstruction = si
+	}
+	if instr != "" {
+		if cfg.SystemInstruction == nil {
+			m.system.Role = genai.RoleUser
+			cfg.SystemInstruction = &m.system
+		}
+		m.instr.Text = instr
+		if len(cfg.SystemInstruction.Parts) == 0 {
+			m.instrParts[0] = &m.instr
+			cfg.SystemInstruction.Parts = m.instrParts[:]
+		} else {
+			cfg.SystemInstruction.Parts = append(cfg.SystemInstruction.Parts, &m.instr)
+		}
+	}
+}
+
+// declareTools adds the declarations of the tools to the request's.
+func (a *Agent) declareTools(m *requestMemory, tools map[string]tool.Tool, order []string) {
+	cfg := &m.cfg
+	decls := a.decls // the static tools' declarations, computed once
+	if len(tools) != len(a.tools) {
+		decls = declarations(tools, order)
+	}
+	if len(decls) > 0 {
+		m.tool.FunctionDeclarations = decls
+		if len(cfg.Tools) == 0 {
+			m.tools[0] = &m.tool
+			cfg.Tools = m.tools[:]
+		} else {
+			cfg.Tools = append(cfg.Tools, &m.tool)
+		}
+	}
+}
+
+// requestContents returns the request's contents: the history as the
+// model is shown it, with the dynamic instruction, if any, before the user's
+// turn. history is the history as a.contents returned it; plain reports
+// that none of its events holds an artifact reference.
+func (a *Agent) requestContents(inv *agent.Invocation, dynamic string) (contents, history []*genai.Content, plain bool) {
+	contents, plain = a.contents(inv)
+	history = contents
+	if a.localExecutor() != nil {
+		contents = codeAsText(contents)
+	}
+	if a.cfg.Planner != nil && !a.cfg.KeepThoughts {
+		contents = withoutEarlierThoughts(contents)
+	}
+	if dynamic != "" {
+		contents = insertBeforeUserTurn(contents, genai.NewContentFromText(dynamic, genai.RoleUser))
+	}
+	return contents, history, plain
 }
 
 // processorNames returns the names of the tools that process requests,

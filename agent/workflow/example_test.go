@@ -2,12 +2,15 @@ package workflow_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"google.golang.org/genai"
 
+	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/plugin"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
@@ -185,4 +188,40 @@ func ExampleParallelWorker() {
 		}
 	}
 	// Output: [ONE! TWO! THREE!]
+}
+
+// A plugin's node callbacks see every attempt of every node: here a lookup
+// that fails once is tried again, and the route of a node is reported.
+func ExampleRetry_nodeCallbacks() {
+	tries := 0
+	classify := workflow.Func("classify", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+		nc.SetRoute("refund")
+		return in, nil
+	})
+	lookup := workflow.Func("lookup", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+		if tries++; tries == 1 {
+			return "", errors.New("service unavailable")
+		}
+		return "order 77", nil
+	}, workflow.WithRetry(workflow.Retry{MaxAttempts: 3}))
+	wf, err := workflow.New(workflow.Config{Name: "support", Nodes: []*workflow.Node{classify, lookup},
+		Edges: []workflow.Edge{{From: "classify", To: "lookup", Route: "refund"}}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	watch := &plugin.Plugin{Name: "watch", Callbacks: agent.Callbacks{
+		AfterNode: []agent.AfterNodeCallback{func(_ context.Context, _ *agent.Invocation, a agent.NodeAttempt, o agent.NodeOutcome) {
+			fmt.Printf("%s attempt %d/%d: route %q, error %v\n", a.Path, a.Attempt, a.MaxAttempts, o.Route, o.Err)
+		}},
+	}}
+	r, _ := runner.New(runner.Config{AppName: "docs", Agent: wf, Sessions: memsession.NewService(),
+		Plugins: []*plugin.Plugin{watch}, AutoCreateSession: true})
+	if _, err := r.RunSync(context.Background(), "ann", "s", genai.NewContentFromText("refund", genai.RoleUser), nil); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// support/classify@1 attempt 1/1: route "refund", error <nil>
+	// support/lookup@1 attempt 1/3: route "", error service unavailable
+	// support/lookup@1 attempt 2/3: route "", error <nil>
 }

@@ -3,8 +3,8 @@ package workflow
 import (
 	"context"
 	"fmt"
-	"sync"
 
+	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/event"
 )
 
@@ -29,17 +29,42 @@ func ParallelWorker(n *Node, maxWorkers int, opts ...Option) *Node {
 	return pw
 }
 
+// itemsOf returns the items of a parallel worker's input: a list, or a list
+// of one.
+func itemsOf(in any) ([]any, error) {
+	if items, ok := in.([]any); ok {
+		return items, nil
+	}
+	p, err := plain(in)
+	if err != nil {
+		return nil, err
+	}
+	if items, ok := p.([]any); ok {
+		return items, nil
+	}
+	return []any{p}, nil
+}
+
+// goItem starts the run of n over the i-th item on a branch of its own; the
+// run's result goes to *res.
+func (c *Context) goItem(relay *agent.Relay, n *Node, i int, item any, res *result) {
+	base := c.inv.Branch()
+	if base == "" {
+		base = c.run.w.Name() + "." + c.inv.Agent().Name()
+	}
+	a := activation{node: n, input: item, path: fmt.Sprintf("%s/%s@%d", c.path, n.name, i+1)}
+	binv := c.inv.WithBranch(fmt.Sprintf("%s.%s@%d", base, n.name, i+1)).WithEndScope()
+	relay.Go(func(ctx context.Context, emit func(*event.Event) bool) error {
+		*res = c.run.execute(ctx, binv, a, true, emit)
+		return nil
+	})
+}
+
 // runEach runs n over the items of in, as [ParallelWorker] describes.
 func (c *Context) runEach(ctx context.Context, n *Node, in any, limit int) (any, error) {
-	items, ok := in.([]any)
-	if !ok {
-		p, err := plain(in)
-		if err != nil {
-			return nil, fmt.Errorf("input of node %s: %w", c.inv.Agent().Name(), err)
-		}
-		if items, ok = p.([]any); !ok {
-			items = []any{p}
-		}
+	items, err := itemsOf(in)
+	if err != nil {
+		return nil, fmt.Errorf("input of node %s: %w", c.inv.Agent().Name(), err)
 	}
 	outs := make([]any, len(items))
 	if len(items) == 0 {
@@ -48,90 +73,54 @@ func (c *Context) runEach(ctx context.Context, n *Node, in any, limit int) (any,
 	if limit <= 0 || limit > len(items) {
 		limit = len(items)
 	}
-	base := c.inv.Branch()
-	if base == "" {
-		base = c.run.w.Name() + "." + c.inv.Agent().Name()
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
 	// Items run on goroutines of their own and hand their events to this
-	// one, which yields them one at a time.
-	msgs := make(chan relayed)
+	// one, which yields them one at a time. The relay numbers the items'
+	// runs as they start, which is in order: its index is the item's.
+	relay := agent.NewRelay(ctx)
+	defer relay.Close()
+	results := make([]result, len(items)) // each written by its item's run, read once it ended
 	var (
-		first   error // the first failure
-		paused  bool
-		next    int // the next item to start
-		running int
+		first  error // the first failure
+		paused bool
+		next   int // the next item to start
 	)
 	for {
-		for first == nil && !paused && running < limit && next < len(items) && cctx.Err() == nil {
+		for first == nil && !paused && relay.Running() < limit && next < len(items) {
 			if err := c.run.step(1); err != nil {
 				first = err
 				break
 			}
-			i := next
+			c.goItem(relay, n, next, items[next], &results[next])
 			next++
-			running++
-			a := activation{node: n, input: items[i], path: fmt.Sprintf("%s/%s@%d", c.path, n.name, i+1)}
-			binv := c.inv.WithBranch(fmt.Sprintf("%s.%s@%d", base, n.name, i+1)).WithEndScope()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				resume := make(chan struct{}, 1)
-				emit := func(ev *event.Event) bool {
-					select {
-					case msgs <- relayed{ev: ev, resume: resume}:
-					case <-cctx.Done():
-						return false
-					}
-					select {
-					case <-resume:
-						return true
-					case <-cctx.Done():
-						return false
-					}
-				}
-				res := c.run.execute(cctx, binv, a, true, emit)
-				select {
-				case msgs <- relayed{done: &finished{a: a, res: res, index: i}}:
-				case <-cctx.Done():
-				}
-			}()
 		}
-		if running == 0 {
+		if relay.Running() == 0 {
 			break
 		}
-		var m relayed
-		select {
-		case m = <-msgs:
-		case <-cctx.Done():
+		m, err := relay.Next() // commits the event yielded last
+		if err != nil {
 			if first == nil {
-				first = ctx.Err()
+				first = err
 			}
-			running = 0
-			continue
+			break
 		}
-		if m.done == nil {
-			if err := c.yield(m.ev); err != nil {
+		if m.Event != nil {
+			if err := c.yield(m.Event); err != nil {
 				return nil, err
 			}
-			m.resume <- struct{}{}
 			continue
 		}
-		running--
-		i := m.done.index
-		switch res := m.done.res; {
+		i, res := m.Child, results[m.Child]
+		if m.Err != nil { // a panic the node's own recovery did not see
+			res = result{err: m.Err}
+		}
+		switch {
 		case res.stopped:
 			c.err = errStopped
 			return nil, c.err
 		case res.err != nil:
 			if first == nil {
-				first = fmt.Errorf("item %d: %w", i+1, res.err)
-				cancel()
+				// Stops the others: the relay's Close cancels them.
+				return nil, fmt.Errorf("item %d: %w", i+1, res.err)
 			}
 		case res.paused:
 			paused = true

@@ -3,8 +3,8 @@ package workflow
 import (
 	"context"
 	"fmt"
-	"sync"
 
+	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/event"
 )
 
@@ -12,72 +12,37 @@ import (
 // input is ready, not in waves, so that a slow branch holds back only what
 // comes after it.
 type scheduler struct {
-	r      *run
-	ctx    context.Context
-	runs   map[string]int            // node runs so far, by node name
-	edges  []int                     // times each edge was taken
-	joins  map[string]map[string]any // a join's arrivals since it last ran
-	queue  []activation              // ready, not started
-	active map[string]int            // started or queued runs, by node name
-	last   any                       // output of the last node that scheduled nothing
-	paused bool                      // a node waits for the client: start nothing new
-	cancel context.CancelFunc        // stops the nodes running on branches of their own
+	r       *run
+	c       *call
+	yield   func(*event.Event, error) bool
+	runs    map[string]int            // node runs so far, by node name
+	edges   []int                     // times each edge was taken
+	joins   map[string]map[string]any // a join's arrivals since it last ran
+	queue   []activation              // ready, not started
+	active  map[string]int            // started or queued runs, by node name
+	last    any                       // output of the last node that scheduled nothing
+	paused  bool                      // a node waits for the client: start nothing new
+	relay   *agent.Relay              // the nodes running on branches of their own
+	onRelay map[int]branchRun         // by the relay's child index
 }
 
-// finished is a node run that ended on a branch of its own.
-type finished struct {
-	a     activation
-	res   result
-	index int // of the item, for a parallel worker
-}
-
-// relayed is an event of a node running on a branch of its own, handed to
-// the workflow's goroutine, which yields it and then lets the node go on.
-type relayed struct {
-	ev     *event.Event
-	resume chan struct{}
-	done   *finished
+// branchRun is a node run on a branch of its own; res is set when it ends.
+type branchRun struct {
+	a   activation
+	res *result
 }
 
 // schedule runs the graph from the start node and returns the workflow's
 // output; ok is false when the workflow ended otherwise (a failure reported,
 // a pause, the caller stopped).
 func (r *run) schedule(ctx context.Context, c *call, input any, fromUser bool, yield func(*event.Event, error) bool) (last any, ok bool) {
-	s := &scheduler{r: r, ctx: ctx, runs: map[string]int{}, edges: make([]int, len(r.w.cfg.Edges)),
-		joins: map[string]map[string]any{}, active: map[string]int{}}
+	s := &scheduler{r: r, c: c, yield: yield, runs: map[string]int{}, edges: make([]int, len(r.w.cfg.Edges)),
+		joins: map[string]map[string]any{}, active: map[string]int{},
+		relay: agent.NewRelay(ctx), onRelay: map[int]branchRun{}}
+	defer s.relay.Close()
 	emit := func(ev *event.Event) bool { return yield(ev, nil) }
 	s.enqueue(r.w.nodes[r.w.cfg.Start], input, fromUser)
-
-	// The machinery of concurrent nodes, made when the first one starts.
-	var (
-		cctx context.Context
-		wg   sync.WaitGroup
-		msgs chan relayed
-	)
-	defer func() {
-		if s.cancel != nil {
-			s.cancel()
-			wg.Wait()
-		}
-	}()
-	running := 0
-	// settle handles a node run's end; false ends the workflow.
-	settle := func(a activation, res result) bool {
-		switch {
-		case res.stopped:
-			return false
-		case res.err != nil:
-			r.fail(c, a.path, res.err, yield)
-			return false
-		case res.paused:
-			s.paused = true
-			s.active[a.node.name]--
-			return true
-		}
-		s.done(a, res)
-		return true
-	}
-	for len(s.queue) > 0 || running > 0 {
+	for len(s.queue) > 0 || s.relay.Running() > 0 {
 		if r.inv.Ended() {
 			return nil, false
 		}
@@ -94,74 +59,33 @@ func (r *run) schedule(ctx context.Context, c *call, input any, fromUser bool, y
 				return nil, false
 			}
 		}
-		if running == 0 && len(s.queue) == 1 {
+		if s.relay.Running() == 0 && len(s.queue) == 1 {
 			// Alone: the node runs on the workflow's branch, inline.
 			a := s.queue[0]
 			s.queue = s.queue[:0]
-			if !settle(a, r.execute(ctx, r.inv, a, true, emit)) {
+			if !s.settle(a, r.execute(ctx, r.inv, a, true, emit)) {
 				return nil, false
 			}
 			continue
 		}
-		ready := s.queue
-		s.queue = nil
-		for _, a := range ready {
-			if rec, ok := r.done[a.path]; ok {
-				// Finished before the invocation resumed: its recorded
-				// output, at once and in order.
-				if !settle(a, result{output: rec.output, route: rec.route}) {
-					return nil, false
-				}
-				continue
-			}
-			if msgs == nil {
-				cctx, s.cancel = context.WithCancel(ctx)
-				msgs = make(chan relayed)
-			}
-			binv := r.inv.WithBranch(r.branchOf(a.node)).WithEndScope()
-			running++
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				resume := make(chan struct{}, 1)
-				bemit := func(ev *event.Event) bool {
-					select {
-					case msgs <- relayed{ev: ev, resume: resume}:
-					case <-cctx.Done():
-						return false
-					}
-					select {
-					case <-resume:
-						return true
-					case <-cctx.Done():
-						return false
-					}
-				}
-				res := r.execute(cctx, binv, a, true, bemit)
-				select {
-				case msgs <- relayed{done: &finished{a: a, res: res}}:
-				case <-cctx.Done():
-				}
-			}()
+		if !s.startReady() {
+			return nil, false
 		}
-		if running == 0 {
+		if s.relay.Running() == 0 {
 			continue
 		}
-		select {
-		case m := <-msgs:
-			if m.done != nil {
-				running--
-				if !settle(m.done.a, m.done.res) {
-					return nil, false
-				}
-				continue
-			}
-			if !emit(m.ev) {
+		m, err := s.relay.Next() // commits the event relayed last
+		if err != nil {
+			yield(nil, fmt.Errorf("workflow %s: %w", r.w.Name(), err))
+			return nil, false
+		}
+		if m.Event != nil {
+			if !emit(m.Event) {
 				return nil, false
 			}
-			m.resume <- struct{}{}
-		case <-ctx.Done():
-			yield(nil, fmt.Errorf("workflow %s: %w", r.w.Name(), ctx.Err()))
+			continue
+		}
+		if !s.settle(s.ended(m)) {
 			return nil, false
 		}
 	}
@@ -170,6 +94,58 @@ func (r *run) schedule(ctx context.Context, c *call, input any, fromUser bool, y
 		return nil, false
 	}
 	return s.last, true
+}
+
+// startReady starts the queued node runs, each on a branch of its own; a
+// run that finished before the invocation resumed gives its recorded output
+// at once, in order. It returns false when the workflow ends.
+func (s *scheduler) startReady() bool {
+	r := s.r
+	ready := s.queue
+	s.queue = nil
+	for _, a := range ready {
+		if rec, ok := r.done[a.path]; ok {
+			if !s.settle(a, result{output: rec.output, route: rec.route}) {
+				return false
+			}
+			continue
+		}
+		binv := r.inv.WithBranch(r.branchOf(a.node)).WithEndScope()
+		res := new(result)
+		i := s.relay.Go(func(ctx context.Context, emit func(*event.Event) bool) error {
+			*res = r.execute(ctx, binv, a, true, emit)
+			return nil
+		})
+		s.onRelay[i] = branchRun{a: a, res: res}
+	}
+	return true
+}
+
+// ended returns the node run and result of a relayed end.
+func (s *scheduler) ended(m agent.Relayed) (activation, result) {
+	br := s.onRelay[m.Child]
+	delete(s.onRelay, m.Child)
+	if m.Err != nil { // a panic the node's own recovery did not see
+		return br.a, result{err: m.Err}
+	}
+	return br.a, *br.res
+}
+
+// settle handles a node run's end; false ends the workflow.
+func (s *scheduler) settle(a activation, res result) bool {
+	switch {
+	case res.stopped:
+		return false
+	case res.err != nil:
+		s.r.fail(s.c, a.path, res.err, s.yield)
+		return false
+	case res.paused:
+		s.paused = true
+		s.active[a.node.name]--
+		return true
+	}
+	s.done(a, res)
+	return true
 }
 
 // enqueue schedules a run of n with the given input.

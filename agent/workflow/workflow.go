@@ -445,8 +445,17 @@ func (r *run) execute(ctx context.Context, winv *agent.Invocation, a activation,
 		return result{output: rec.output, route: rec.route}
 	}
 	attempts := max(1, a.node.retry.MaxAttempts)
+	cbs := winv.Callbacks()
 	for n := 1; ; n++ {
+		na := agent.NodeAttempt{Workflow: r.w.Name(), Node: a.node.name, Kind: a.node.kind.String(), Path: a.path,
+			Attempt: n, MaxAttempts: attempts}
+		for _, cb := range cbs.BeforeNode {
+			cb(ctx, winv, na)
+		}
 		res := r.attempt(ctx, winv, a, resumable && n == 1, emit)
+		for _, cb := range cbs.AfterNode {
+			cb(ctx, winv, na, agent.NodeOutcome{Route: res.route, Err: res.err, Paused: res.paused, Stopped: res.stopped})
+		}
 		if res.err == nil || res.paused || res.stopped {
 			return res
 		}
@@ -587,65 +596,57 @@ func callTool(ctx context.Context, nc *Context, t tool.Tool, input any) (any, er
 	return t.Run(ctx, nc.cc, args)
 }
 
+// agentOutput is an agent node's output, taken from the agent's own events.
+type agentOutput struct {
+	agent     string         // the agent's name
+	path      string         // the node run's path
+	final     string         // the last text the agent said
+	finished  map[string]any // the arguments of a finish_task call
+	selfEnded bool           // the agent recorded its end with the output
+}
+
+// observe takes what an event says about the output.
+func (o *agentOutput) observe(ev *event.Event) {
+	if ev.Partial || ev.Author != o.agent {
+		return
+	}
+	if ev.Actions.EndOfAgent && ev.NodeInfo != nil && slices.Contains(ev.NodeInfo.OutputFor, o.path) {
+		o.selfEnded = true
+	}
+	for _, fc := range ev.FunctionCalls() {
+		if fc.Name == finishTask {
+			o.finished = fc.Args
+		}
+	}
+	if ev.Content != nil && len(ev.FunctionCalls()) == 0 && len(ev.FunctionResponses()) == 0 {
+		if t := model.Text(ev.Content, ""); t != "" {
+			o.final = t
+		}
+	}
+}
+
+// value returns the output: a nested workflow's (c is its call), a
+// finish_task call's arguments, or the last text.
+func (o *agentOutput) value(c *call) any {
+	switch {
+	case c != nil:
+		return c.output
+	case o.finished != nil:
+		return o.finished
+	case o.final != "":
+		return o.final
+	}
+	return nil
+}
+
 // runAgent runs an agent or nested workflow node.
 func (r *run) runAgent(ctx context.Context, winv *agent.Invocation, a activation, resumable bool, emit func(*event.Event) bool) result {
 	n := a.node
 	ag := n.agent
-	final := ""
-	var finished map[string]any // the arguments of a finish_task call
-	selfEnded := false
-	// observe takes the node's output from the agent's own events.
-	observe := func(ev *event.Event) {
-		if ev.Partial || ev.Author != ag.Name() {
-			return
-		}
-		if ev.Actions.EndOfAgent && ev.NodeInfo != nil && slices.Contains(ev.NodeInfo.OutputFor, a.path) {
-			selfEnded = true
-		}
-		for _, fc := range ev.FunctionCalls() {
-			if fc.Name == finishTask {
-				finished = fc.Args
-			}
-		}
-		if ev.Content != nil && len(ev.FunctionCalls()) == 0 && len(ev.FunctionResponses()) == 0 {
-			if t := model.Text(ev.Content, ""); t != "" {
-				final = t
-			}
-		}
-	}
-	needsInput := n.kind == KindAgent && a.input != nil && !a.fromUser
-	var cinv *agent.Invocation
-	if idx, ok := r.started[a.path]; ok && resumable {
-		// The node had started: what it said before the interruption
-		// counts towards its output, and its input is given now if the
-		// interruption came before it was.
-		cinv = winv.Fresh().For(ag).ResumeFrom(idx)
-		sess := r.inv.Session()
-		for j := idx + 1; j < sess.Len(); j++ {
-			ev := sess.At(j)
-			if ev.InvocationID != r.inv.ID() || ev.NodeInfo == nil || ev.NodeInfo.Path != a.path {
-				continue
-			}
-			if ev.Author == winv.Agent().Name() && ev.Content != nil {
-				needsInput = false
-			}
-			observe(ev)
-		}
-	} else {
-		cp := agent.NewCheckpoint(winv, map[string]any{stateNode: a.path})
-		cp.NodeInfo = &event.NodeInfo{Path: r.base}
-		if !emit(cp) {
-			return result{stopped: true}
-		}
-		cinv = winv.Fresh().For(ag)
-	}
-	if needsInput {
-		ev := winv.NewEvent()
-		ev.Content = genai.NewContentFromText(inputText(a.input), genai.RoleUser)
-		ev.NodeInfo = &event.NodeInfo{Path: a.path}
-		if !emit(ev) {
-			return result{stopped: true}
-		}
+	out := &agentOutput{agent: ag.Name(), path: a.path}
+	cinv, ok := r.startAgent(winv, a, resumable, out, emit)
+	if !ok {
+		return result{stopped: true}
 	}
 	var c *call
 	if n.kind == KindWorkflow {
@@ -665,7 +666,7 @@ func (r *run) runAgent(ctx context.Context, winv *agent.Invocation, a activation
 		if !emit(ev) {
 			return result{stopped: true}
 		}
-		observe(ev)
+		out.observe(ev)
 	}
 	if c != nil && c.err != nil {
 		return result{err: c.err}
@@ -673,20 +674,11 @@ func (r *run) runAgent(ctx context.Context, winv *agent.Invocation, a activation
 	if cinv.Ended() {
 		return result{paused: true}
 	}
-	var out any
-	switch {
-	case c != nil:
-		out = c.output
-	case finished != nil:
-		out = finished
-	case final != "":
-		out = final
-	}
-	p, err := plain(out)
+	p, err := plain(out.value(c))
 	if err != nil {
 		return result{err: fmt.Errorf("output: %w", err)}
 	}
-	if selfEnded {
+	if out.selfEnded {
 		return result{output: p}
 	}
 	end := agent.NewEndOfAgent(cinv)
@@ -696,6 +688,48 @@ func (r *run) runAgent(ctx context.Context, winv *agent.Invocation, a activation
 		return result{stopped: true}
 	}
 	return result{output: p}
+}
+
+// startAgent returns the invocation an agent node runs in, after emitting
+// the node's start (a checkpoint) and its input, unless a resumed run
+// recorded them already; what the agent said before an interruption goes to
+// out. ok is false when the caller stopped.
+func (r *run) startAgent(winv *agent.Invocation, a activation, resumable bool, out *agentOutput, emit func(*event.Event) bool) (cinv *agent.Invocation, ok bool) {
+	ag := a.node.agent
+	needsInput := a.node.kind == KindAgent && a.input != nil && !a.fromUser
+	if idx, started := r.started[a.path]; started && resumable {
+		// The node had started: what it said before the interruption
+		// counts towards its output, and its input is given now if the
+		// interruption came before it was.
+		cinv = winv.Fresh().For(ag).ResumeFrom(idx)
+		sess := r.inv.Session()
+		for j := idx + 1; j < sess.Len(); j++ {
+			ev := sess.At(j)
+			if ev.InvocationID != r.inv.ID() || ev.NodeInfo == nil || ev.NodeInfo.Path != a.path {
+				continue
+			}
+			if ev.Author == winv.Agent().Name() && ev.Content != nil {
+				needsInput = false
+			}
+			out.observe(ev)
+		}
+	} else {
+		cp := agent.NewCheckpoint(winv, map[string]any{stateNode: a.path})
+		cp.NodeInfo = &event.NodeInfo{Path: r.base}
+		if !emit(cp) {
+			return nil, false
+		}
+		cinv = winv.Fresh().For(ag)
+	}
+	if needsInput {
+		ev := winv.NewEvent()
+		ev.Content = genai.NewContentFromText(inputText(a.input), genai.RoleUser)
+		ev.NodeInfo = &event.NodeInfo{Path: a.path}
+		if !emit(ev) {
+			return nil, false
+		}
+	}
+	return cinv, true
 }
 
 // inputText renders a node input as the text of a message.

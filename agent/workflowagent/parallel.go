@@ -57,8 +57,7 @@ func (p *Parallel) branchOf(inv *agent.Invocation, i int) string {
 
 func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {
 	return func(yield func(*event.Event, error) bool) {
-		children := p.cfg.SubAgents
-		if len(children) == 0 {
+		if len(p.cfg.SubAgents) == 0 {
 			return
 		}
 		resume := false
@@ -79,70 +78,45 @@ func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 		if !resume && !checkpoint(inv, agent.NewCheckpoint(inv, map[string]any{stateStarted: true}), yield) {
 			return
 		}
-		// Each branch has its own end scope: a branch that pauses stops
-		// itself, and the others run to their end. Finished branches are
-		// not run again on resume.
-		var branches []*agent.Invocation
-		var agents []agent.Agent
-		for i, child := range children {
-			cinv := inv
-			if resume {
-				cinv = inv.ResumeChild(child)
-				if _, ended := agent.Checkpoint(cinv, child.Name()); ended {
-					continue
-				}
-			}
-			branches = append(branches, cinv.ForBranch(child, p.branchOf(inv, i)))
-			agents = append(agents, child)
-		}
+		agents, branches := p.branchesToRun(inv, resume)
 
 		paused := false
 		selfEnded := make([]bool, len(branches)) // the branch recorded its own end
-		stopped := false                         // the caller stopped ranging or an error was yielded
-		err := agent.Relay{
-			Event: func(i int, ev *event.Event) bool {
+		relay := agent.NewRelay(ctx)
+		defer relay.Close()
+		for i := range agents {
+			relay.Go(func(ctx context.Context, emit func(*event.Event) bool) error {
+				for ev, err := range agents[i].Run(ctx, branches[i]) {
+					if err != nil {
+						return err
+					}
+					if !emit(ev) {
+						return nil
+					}
+				}
+				return nil
+			})
+		}
+		for relay.Running() > 0 {
+			m, err := relay.Next()
+			if err != nil {
+				yield(nil, fmt.Errorf("workflowagent: %s: %w", p.Name(), err))
+				return
+			}
+			if i, ev := m.Child, m.Event; ev != nil {
 				if !ev.Partial && ev.Actions.EndOfAgent && ev.Author == agents[i].Name() {
 					selfEnded[i] = true
 				}
-				stopped = !yield(ev, nil)
-				return !stopped
-			},
-			Done: func(i int, err error) bool {
-				pe, panicked := err.(*agent.PanicError)
-				switch {
-				case panicked:
-					err = fmt.Errorf("workflowagent: branch %s panicked: %v", agents[i].Name(), pe.Value)
-				case err != nil:
-				case branches[i].Ended():
-					paused = true
-					return true
-				case selfEnded[i]:
-					return true
-				default:
-					stopped = !checkpoint(inv, agent.NewEndOfAgent(branches[i]), yield)
-					return !stopped
+				if !yield(ev, nil) {
+					return
 				}
-				yield(nil, err)
-				stopped = true
-				return false
-			},
-		}.Run(ctx, len(agents), func(ctx context.Context, i int, emit func(*event.Event) bool) error {
-			for ev, err := range agents[i].Run(ctx, branches[i]) {
-				if err != nil {
-					return err
-				}
-				if ev != nil && !emit(ev) {
-					return nil
-				}
+				continue
 			}
-			return nil
-		})
-		if err != nil {
-			yield(nil, fmt.Errorf("workflowagent: %s: %w", p.Name(), err))
-			return
-		}
-		if stopped {
-			return
+			branchPaused, goOn := p.branchEnded(inv, branches[m.Child], selfEnded[m.Child], m.Err, yield)
+			if !goOn {
+				return
+			}
+			paused = paused || branchPaused
 		}
 		if paused {
 			inv.End() // a branch paused: the enclosing agents stop too
@@ -152,4 +126,43 @@ func (p *Parallel) run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*ev
 			checkpoint(inv, agent.NewEndOfAgent(inv), yield)
 		}
 	}
+}
+
+// branchesToRun returns the sub-agents to run and the invocation of each.
+// Each branch has its own end scope: a branch that pauses stops itself, and
+// the others run to their end. Finished branches are not run again on
+// resume.
+func (p *Parallel) branchesToRun(inv *agent.Invocation, resume bool) (agents []agent.Agent, branches []*agent.Invocation) {
+	for i, child := range p.cfg.SubAgents {
+		cinv := inv
+		if resume {
+			cinv = inv.ResumeChild(child)
+			if _, ended := agent.Checkpoint(cinv, child.Name()); ended {
+				continue
+			}
+		}
+		branches = append(branches, cinv.ForBranch(child, p.branchOf(inv, i)))
+		agents = append(agents, child)
+	}
+	return agents, branches
+}
+
+// branchEnded handles the end of a branch: err is what its sub-agent
+// returned. It reports whether the branch paused; one that finished without
+// recording its end gets it recorded. goOn is false when the parallel agent
+// stops: the branch failed (reported once) or the caller stopped.
+func (p *Parallel) branchEnded(inv, branch *agent.Invocation, selfEnded bool, err error, yield func(*event.Event, error) bool) (paused, goOn bool) {
+	if pe, ok := err.(*agent.PanicError); ok {
+		err = fmt.Errorf("workflowagent: branch %s panicked: %v", branch.Agent().Name(), pe.Value)
+	}
+	switch {
+	case err != nil:
+		yield(nil, err)
+		return false, false
+	case branch.Ended():
+		return true, true
+	case selfEnded:
+		return false, true
+	}
+	return false, checkpoint(inv, agent.NewEndOfAgent(branch), yield)
 }

@@ -129,48 +129,13 @@ func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID 
 			return
 		}
 		k := session.Key{AppName: app.AppName(), UserID: userID, SessionID: sessionID}
-		// Refuse here what the runner would refuse (runner.Runner.Admit):
-		// the client gets a clear error and nothing is sent. Only a
-		// message that answers calls or names an invocation needs the log
-		// for that. The calls a message answers are most often recent:
-		// they are looked for among the last events first, in the whole
-		// log only if that fails.
-		read := &session.GetOptions{NoEvents: true}
-		switch {
-		case opts.InvocationID != "":
-			read = nil
-		case answersCalls(msg):
-			read = &session.GetOptions{NumRecentEvents: recentCalls}
-		}
-		sess, err := app.Sessions().Get(ctx, k, read)
-		if err != nil {
+		if err := admit(ctx, app, k, msg, opts.InvocationID); err != nil {
 			yield(nil, err)
 			return
 		}
-		if err := app.Admit(sess, msg, opts.InvocationID); err != nil {
-			if offset(sess) > 0 { // the window left events out
-				if sess, err = app.Sessions().Get(ctx, k, nil); err != nil {
-					yield(nil, err)
-					return
-				}
-				err = app.Admit(sess, msg, opts.InvocationID)
-			}
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-		}
-		m := Message{RequestID: newRequestID(), Content: msg, StateDelta: opts.StateDelta, InvocationID: opts.InvocationID, MaxLLMCalls: opts.MaxLLMCalls}
-		id := c.WorkflowID(k.AppName, userID, sessionID)
-		in := SessionInput{App: k.AppName, User: userID, Session: sessionID, TreeHash: TreeHash(app.Tree()), Options: c.cfg.Options}
-		_, err = c.cfg.Client.SignalWithStartWorkflow(ctx, id, signalMessage, m, client.StartWorkflowOptions{
-			ID:                       id,
-			TaskQueue:                c.cfg.TaskQueue,
-			WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		}, WorkflowName, in)
+		id, m, err := c.send(ctx, app, k, msg, opts)
 		if err != nil {
-			yield(nil, fmt.Errorf("temporal: start session workflow: %w", err))
+			yield(nil, err)
 			return
 		}
 		var floor int
@@ -188,7 +153,8 @@ func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID 
 			werr = c.update(uctx, id, updateWait, m.RequestID, &st)
 		}()
 		// The invocation's events are those after the floor.
-		if sess, err = app.Sessions().Get(ctx, k, &session.GetOptions{AfterSeq: int64(floor)}); err != nil {
+		sess, err := app.Sessions().Get(ctx, k, &session.GetOptions{AfterSeq: int64(floor)})
+		if err != nil {
 			yield(nil, err)
 			return
 		}
@@ -215,6 +181,53 @@ func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID 
 			yield(nil, st.err())
 		}
 	}
+}
+
+// admit refuses what the runner would refuse (runner.Runner.Admit): the
+// client gets a clear error and nothing is sent.
+func admit(ctx context.Context, app *runner.Runner, k session.Key, msg *genai.Content, invocationID string) error {
+	// Only a message that answers calls or names an invocation needs
+	// the log for that. The calls a message answers are most often recent:
+	// they are looked for among the last events first, in the whole
+	// log only if that fails.
+	read := &session.GetOptions{NoEvents: true}
+	switch {
+	case invocationID != "":
+		read = nil
+	case answersCalls(msg):
+		read = &session.GetOptions{NumRecentEvents: recentCalls}
+	}
+	sess, err := app.Sessions().Get(ctx, k, read)
+	if err != nil {
+		return err
+	}
+	err = app.Admit(sess, msg, invocationID)
+	if err == nil || offset(sess) == 0 {
+		return err
+	}
+	// The window left events out.
+	if sess, err = app.Sessions().Get(ctx, k, nil); err != nil {
+		return err
+	}
+	return app.Admit(sess, msg, invocationID)
+}
+
+// send signals the message to the session's workflow, starting it if none
+// runs, and returns the workflow's id and the message as sent.
+func (c *Client) send(ctx context.Context, app *runner.Runner, k session.Key, msg *genai.Content, opts *runner.RunOptions) (string, Message, error) {
+	m := Message{RequestID: newRequestID(), Content: msg, StateDelta: opts.StateDelta, InvocationID: opts.InvocationID, MaxLLMCalls: opts.MaxLLMCalls}
+	id := c.WorkflowID(k.AppName, k.UserID, k.SessionID)
+	in := SessionInput{App: k.AppName, User: k.UserID, Session: k.SessionID, TreeHash: TreeHash(app.Tree()), Options: c.cfg.Options}
+	_, err := c.cfg.Client.SignalWithStartWorkflow(ctx, id, signalMessage, m, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                c.cfg.TaskQueue,
+		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}, WorkflowName, in)
+	if err != nil {
+		return "", Message{}, fmt.Errorf("temporal: start session workflow: %w", err)
+	}
+	return id, m, nil
 }
 
 // update runs an update of the workflow and waits for its result.

@@ -141,37 +141,10 @@ const errTreeChanged = "LoomTreeChanged"
 func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	opts := in.Options.withDefaults()
 	statuses := map[string]*Status{}
-	if err := workflow.SetUpdateHandler(ctx, updateWait, func(ctx workflow.Context, requestID string) (Status, error) {
-		if err := workflow.Await(ctx, func() bool { st := statuses[requestID]; return st != nil && st.Done }); err != nil {
-			return Status{}, err
-		}
-		return *statuses[requestID], nil
-	}); err != nil {
+	if err := setStatusHandlers(ctx, statuses); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandler(ctx, updateStarted, func(ctx workflow.Context, requestID string) (int, error) {
-		if err := workflow.Await(ctx, func() bool { st := statuses[requestID]; return st != nil && (st.Started || st.Done) }); err != nil {
-			return 0, err
-		}
-		st := statuses[requestID]
-		if !st.Started {
-			return 0, fmt.Errorf("temporal: message %s failed before it started: %s", requestID, st.Error)
-		}
-		return st.Floor, nil
-	}); err != nil {
-		return err
-	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: opts.StepTimeout,
-		HeartbeatTimeout:    opts.HeartbeatTimeout,
-		RetryPolicy: &sdktemporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			BackoffCoefficient:     2,
-			MaximumInterval:        time.Minute,
-			MaximumAttempts:        int32(opts.MaxAttempts),
-			NonRetryableErrorTypes: []string{errTreeChanged, errInvalidType},
-		},
-	})
+	actx := activityContext(ctx, opts)
 	ch := workflow.GetSignalChannel(ctx, signalMessage)
 	paused, waitFrom := in.Paused, in.WaitFrom
 	finish := func(err error) error {
@@ -187,23 +160,9 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 					App: in.App, User: in.User, Session: in.Session, TreeHash: in.TreeHash, Paused: paused, WaitFrom: waitFrom, Options: in.Options,
 				}))
 			}
-			got := false
-			wait := func() bool { return ch.Len() > 0 }
-			if paused {
-				// A pause waits as long as it takes.
-				if err := workflow.Await(ctx, wait); err != nil {
-					return finish(err)
-				}
-				got = true
-			} else {
-				ok, err := workflow.AwaitWithTimeout(ctx, opts.Idle, wait)
-				if err != nil {
-					return finish(err)
-				}
-				got = ok
-			}
-			if !got {
-				return finish(nil)
+			got, err := awaitMessage(ctx, ch, paused, opts.Idle)
+			if err != nil || !got {
+				return finish(err)
 			}
 			ch.ReceiveAsync(&msg)
 		}
@@ -231,6 +190,60 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 		}
 		paused, waitFrom = st.Paused, next
 	}
+}
+
+// setStatusHandlers answers the updates that wait for a message's start
+// (its floor in the log) and for its end (its status).
+func setStatusHandlers(ctx workflow.Context, statuses map[string]*Status) error {
+	if err := workflow.SetUpdateHandler(ctx, updateWait, func(ctx workflow.Context, requestID string) (Status, error) {
+		if err := workflow.Await(ctx, func() bool { st := statuses[requestID]; return st != nil && st.Done }); err != nil {
+			return Status{}, err
+		}
+		return *statuses[requestID], nil
+	}); err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandler(ctx, updateStarted, func(ctx workflow.Context, requestID string) (int, error) {
+		if err := workflow.Await(ctx, func() bool { st := statuses[requestID]; return st != nil && (st.Started || st.Done) }); err != nil {
+			return 0, err
+		}
+		st := statuses[requestID]
+		if !st.Started {
+			return 0, fmt.Errorf("temporal: message %s failed before it started: %s", requestID, st.Error)
+		}
+		return st.Floor, nil
+	})
+}
+
+// activityContext returns the context of the Step activities: their
+// timeouts and retries.
+func activityContext(ctx workflow.Context, opts Options) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: opts.StepTimeout,
+		HeartbeatTimeout:    opts.HeartbeatTimeout,
+		RetryPolicy: &sdktemporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        time.Minute,
+			MaximumAttempts:        int32(opts.MaxAttempts),
+			NonRetryableErrorTypes: []string{errTreeChanged, errInvalidType},
+		},
+	})
+}
+
+// awaitMessage waits until a message can be received: as long as it takes
+// when the invocation is paused, for at most idle otherwise. got is false
+// when the wait timed out.
+func awaitMessage(ctx workflow.Context, ch workflow.ReceiveChannel, paused bool, idle time.Duration) (got bool, err error) {
+	wait := func() bool { return ch.Len() > 0 }
+	if paused {
+		// A pause waits as long as it takes.
+		if err := workflow.Await(ctx, wait); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	return workflow.AwaitWithTimeout(ctx, idle, wait)
 }
 
 // runMessage runs one message: it records where the log ends, then runs

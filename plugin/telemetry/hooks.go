@@ -51,6 +51,15 @@ const (
 	keyLLMResponse    = "gcp.vertex.agent.llm_response"
 	keyToolArgs       = "gcp.vertex.agent.tool_call_args"
 	keyToolResponse   = "gcp.vertex.agent.tool_response"
+	keyResumed        = "loom.resumed"
+	keyNodeName       = "loom.node.name"
+	keyNodeKind       = "loom.node.kind"
+	keyNodePath       = "loom.node.path"
+	keyNodeWorkflow   = "loom.node.workflow"
+	keyNodeAttempt    = "loom.node.attempt"
+	keyNodeMax        = "loom.node.max_attempts"
+	keyNodeRoute      = "loom.node.route"
+	keyNodePaused     = "loom.node.paused"
 
 	systemName        = "gcp.vertex.agent"
 	opInvokeAgent     = "invoke_agent"
@@ -64,6 +73,7 @@ const (
 	SpanInvokeAgent = "invoke_agent" // followed by a space and the agent name
 	SpanCallLLM     = "call_llm"
 	SpanExecuteTool = "execute_tool" // followed by a space and the tool name
+	SpanExecuteNode = "execute_node" // followed by a space and the node name
 )
 
 // invState is the open spans of one invocation. Agents' spans are matched
@@ -79,7 +89,7 @@ type invState struct {
 	rootAgent string
 
 	mu      sync.Mutex
-	agents  []*call                          // open agent spans, in start order
+	agents  []*call                          // open agent and node spans, in start order
 	models  map[*agent.CallbackContext]*call // model calls without a response yet
 	pending []*call                          // model calls answered, waiting for their event
 	tools   map[string]*call                 // tool calls by call id, waiting for their event
@@ -94,7 +104,8 @@ type call struct {
 	branch string
 	model  string
 	tool   string
-	failed bool // the failure has been recorded (metrics included)
+	node   string // the path of a workflow node's run: a node span
+	failed bool   // the failure has been recorded (metrics included)
 	// result is a tool's result, recorded as its payload when the span
 	// ends unless a committed function response replaced it.
 	result map[string]any
@@ -165,12 +176,13 @@ func (t *Telemetry) beforeRun(ctx context.Context, cc *agent.CallbackContext) (*
 // parentLocked returns the span a new span should be a child of. For a
 // model or tool call (name set) it is the newest open span of that agent on
 // that branch. Otherwise, or if there is none, it is the newest open agent
-// span on the branch or an enclosing one (the agent that transferred to
-// this one, the workflow running it), else the invocation span.
+// or node span on the branch or an enclosing one (the agent that
+// transferred to this one, the workflow node running it, the workflow),
+// else the invocation span.
 func (st *invState) parentLocked(branch, name string) trace.Span {
 	if name != "" {
 		for i := len(st.agents) - 1; i >= 0; i-- {
-			if a := st.agents[i]; a.agent == name && a.branch == branch {
+			if a := st.agents[i]; a.node == "" && a.agent == name && a.branch == branch {
 				return a.span
 			}
 		}
@@ -185,14 +197,26 @@ func (st *invState) parentLocked(branch, name string) trace.Span {
 }
 
 func (t *Telemetry) beforeAgent(ctx context.Context, cc *agent.CallbackContext) (*genai.Content, error) {
-	inv := cc.Invocation()
+	t.startAgent(ctx, cc.Invocation(), false)
+	return nil, nil
+}
+
+// resumeAgent starts the span of an agent that continues a resumed
+// invocation: its before-agent hook ran in the run that paused.
+func (t *Telemetry) resumeAgent(ctx context.Context, cc *agent.CallbackContext) {
+	t.startAgent(ctx, cc.Invocation(), true)
+}
+
+// startAgent starts an agent's span; resumed marks an agent that continues
+// a resumed invocation.
+func (t *Telemetry) startAgent(ctx context.Context, inv *agent.Invocation, resumed bool) {
 	st := t.state(inv.ID())
 	if st == nil {
-		return nil, nil
+		return
 	}
 	a := inv.Agent()
 	c := &call{start: time.Now(), agent: a.Name(), branch: inv.Branch()}
-	attrs := append(make([]attribute.KeyValue, 0, 6),
+	attrs := append(make([]attribute.KeyValue, 0, 7),
 		attribute.String(keyOperationName, opInvokeAgent),
 		attribute.String(keyAgentName, a.Name()),
 		attribute.String(keyAgentDesc, a.Description()),
@@ -202,13 +226,76 @@ func (t *Telemetry) beforeAgent(ctx context.Context, cc *agent.CallbackContext) 
 	if c.branch != "" {
 		attrs = append(attrs, attribute.String(keyBranch, c.branch))
 	}
+	if resumed {
+		attrs = append(attrs, attribute.Bool(keyResumed, true))
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	parent := st.parentLocked(c.branch, "")
 	_, c.span = t.tracer.Start(trace.ContextWithSpan(ctx, parent), SpanInvokeAgent+" "+a.Name(),
 		trace.WithAttributes(attrs...))
 	st.agents = append(st.agents, c)
-	return nil, nil
+}
+
+// beforeNode starts the span of a workflow node's attempt, under the
+// newest open span of its branch (the workflow's agent span, or the node
+// that runs it as a dynamic child).
+func (t *Telemetry) beforeNode(ctx context.Context, inv *agent.Invocation, a agent.NodeAttempt) {
+	st := t.state(inv.ID())
+	if st == nil {
+		return
+	}
+	c := &call{start: time.Now(), agent: a.Node, branch: inv.Branch(), node: a.Path}
+	attrs := []attribute.KeyValue{
+		attribute.String(keyNodeName, a.Node),
+		attribute.String(keyNodeKind, a.Kind),
+		attribute.String(keyNodePath, a.Path),
+		attribute.String(keyNodeWorkflow, a.Workflow),
+		attribute.Int(keyNodeAttempt, a.Attempt),
+		attribute.Int(keyNodeMax, a.MaxAttempts),
+		attribute.String(keyInvocationID, inv.ID()),
+		attribute.String(keySessionID, st.sessionID),
+		attribute.String(keyAppName, st.appName),
+		attribute.String(keyUserID, st.userID),
+	}
+	if c.branch != "" {
+		attrs = append(attrs, attribute.String(keyBranch, c.branch))
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	parent := st.parentLocked(c.branch, "")
+	_, c.span = t.tracer.Start(trace.ContextWithSpan(ctx, parent), SpanExecuteNode+" "+a.Node,
+		trace.WithAttributes(attrs...))
+	st.agents = append(st.agents, c)
+}
+
+// afterNode ends a node attempt's span with its route, or its failure.
+func (t *Telemetry) afterNode(_ context.Context, inv *agent.Invocation, a agent.NodeAttempt, o agent.NodeOutcome) {
+	st := t.state(inv.ID())
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for i := len(st.agents) - 1; i >= 0; i-- {
+		c := st.agents[i]
+		if c.node != a.Path || c.branch != inv.Branch() {
+			continue
+		}
+		switch {
+		case o.Err != nil:
+			c.span.RecordError(o.Err)
+			c.span.SetStatus(codes.Error, o.Err.Error())
+			c.span.SetAttributes(attribute.String(keyErrorType, errorType(o.Err)))
+		case o.Paused:
+			c.span.SetAttributes(attribute.Bool(keyNodePaused, true))
+		case o.Route != "":
+			c.span.SetAttributes(attribute.String(keyNodeRoute, o.Route))
+		}
+		c.span.End()
+		st.agents = append(st.agents[:i], st.agents[i+1:]...)
+		return
+	}
 }
 
 func (t *Telemetry) afterAgent(_ context.Context, cc *agent.CallbackContext) (*genai.Content, error) {
@@ -221,7 +308,7 @@ func (t *Telemetry) afterAgent(_ context.Context, cc *agent.CallbackContext) (*g
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	for i := len(st.agents) - 1; i >= 0; i-- {
-		if c := st.agents[i]; c.agent == name && c.branch == branch {
+		if c := st.agents[i]; c.node == "" && c.agent == name && c.branch == branch {
 			c.span.End()
 			st.agents = append(st.agents[:i], st.agents[i+1:]...)
 			break

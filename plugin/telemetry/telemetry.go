@@ -16,6 +16,8 @@
 //	  invoke_agent <agent>     one per agent run, under the invocation or the agent that ran it
 //	    call_llm               one per model call
 //	    execute_tool <tool>    one per tool call
+//	    execute_node <node>    one per attempt of a graph workflow's node, under the workflow
+//	      invoke_agent <agent> an agent node's agent
 //
 // call_llm carries gen_ai.system ("gcp.vertex.agent"), gen_ai.request.model,
 // gen_ai.operation.name, token usage (gen_ai.usage.input_tokens and
@@ -27,6 +29,16 @@
 // gen_ai.tool.call.id, the arguments and response as JSON and the id of the
 // function-response event. Model and tool failures are recorded on their
 // span, whose status becomes Error.
+//
+// execute_node is Loom's (ADK has no node spans): loom.node.name, kind,
+// path, workflow, attempt and max_attempts, and, as the attempt ended, the
+// route it chose (loom.node.route), its failure (status Error, error.type,
+// an exception event) or loom.node.paused. A failed attempt that is tried
+// again is one span, the next attempt another.
+//
+// An agent that continues a resumed invocation (its before-agent hook ran
+// before the pause and does not run again) has its span all the same,
+// marked loom.resumed.
 //
 // An agent span ends in the after-agent hook. A call_llm or execute_tool
 // span ends when the runner commits the event carrying its result, so that
@@ -225,6 +237,9 @@ func (t *Telemetry) newPlugin() *plugin.Plugin {
 			BeforeTool:   []agent.BeforeToolCallback{t.beforeTool},
 			AfterTool:    []agent.AfterToolCallback{t.afterTool},
 			OnToolError:  []agent.OnToolErrorCallback{t.onToolError},
+			ResumeAgent:  []agent.ResumeAgentCallback{t.resumeAgent},
+			BeforeNode:   []agent.BeforeNodeCallback{t.beforeNode},
+			AfterNode:    []agent.AfterNodeCallback{t.afterNode},
 			// The model hooks record the request; they never change it.
 			ReadOnlyModelHooks: true,
 		},

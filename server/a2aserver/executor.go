@@ -100,79 +100,99 @@ func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 		return err
 	}
 
-	var (
-		pausing  []*genai.Part
-		longRun  []string
-		failure  *a2a.Message
-		artifact = a2a.NewArtifactID()
-		appended bool
-		// credentialsOnly: every pausing call asks for a credential, and
-		// the task waits in "auth-required" instead of "input-required".
-		credentialsOnly = true
-	)
+	t := &taskRun{rc: rc, q: q, artifact: a2a.NewArtifactID(), credentialsOnly: true}
 	for ev, err := range e.r.Run(runCtx, userID, rc.ContextID, msg, nil) {
 		if err != nil {
-			if errors.Is(context.Cause(runCtx), errCanceled) {
-				break
+			if !errors.Is(context.Cause(runCtx), errCanceled) {
+				t.failure = agentMessage(rc, nil, a2a.TextPart{Text: err.Error()})
 			}
-			failure = agentMessage(rc, nil, a2a.TextPart{Text: err.Error()})
 			break
 		}
-		if ev.Partial {
-			continue
-		}
-		calls, kinds := agent.PausingCalls(ev)
-		for i, fc := range calls {
-			pausing = append(pausing, &genai.Part{FunctionCall: fc})
-			longRun = append(longRun, fc.ID)
-			credentialsOnly = credentialsOnly && kinds[i] == agent.PauseCredential
-		}
-		var parts []a2a.Part
-		if ev.Content != nil {
-			parts = a2aparts.FromGenai(ev.Content.Parts, ev.LongRunningToolIDs)
-		}
-		if ev.ErrorCode != "" || ev.ErrorMessage != "" {
-			text := ev.ErrorMessage
-			if text == "" {
-				text = ev.ErrorCode
-			}
-			failure = agentMessage(rc, eventMeta(ev), a2a.TextPart{Text: text})
-			failure.Metadata[MetaErrorCode] = ev.ErrorCode
-		}
-		if len(parts) == 0 {
-			continue
-		}
-		if err := q.Write(ctx, a2a.NewStatusUpdateEvent(rc, a2a.TaskStateWorking, agentMessage(rc, eventMeta(ev), parts...))); err != nil {
+		if err := t.event(ctx, ev); err != nil {
 			return err
 		}
-		if text := finalText(ev); len(text) > 0 {
-			up := a2a.NewArtifactUpdateEvent(rc, artifact, text...)
-			up.Append = appended
-			up.Artifact.Name = "response"
-			appended = true
-			if err := q.Write(ctx, up); err != nil {
-				return err
-			}
-		}
 	}
-
-	var final *a2a.TaskStatusUpdateEvent
-	switch {
-	case errors.Is(context.Cause(runCtx), errCanceled):
-		final = a2a.NewStatusUpdateEvent(rc, a2a.TaskStateCanceled, nil)
-	case failure != nil:
-		final = a2a.NewStatusUpdateEvent(rc, a2a.TaskStateFailed, failure)
-	case len(pausing) > 0:
-		state := a2a.TaskStateInputRequired
-		if credentialsOnly {
-			state = a2a.TaskStateAuthRequired
-		}
-		final = a2a.NewStatusUpdateEvent(rc, state, agentMessage(rc, nil, a2aparts.FromGenai(pausing, longRun)...))
-	default:
-		final = a2a.NewStatusUpdateEvent(rc, a2a.TaskStateCompleted, nil)
-	}
+	final := t.final(errors.Is(context.Cause(runCtx), errCanceled))
 	final.Final = true
 	return q.Write(ctx, final)
+}
+
+// taskRun is the A2A side of one invocation of a task: what it wrote and
+// what its final status will say.
+type taskRun struct {
+	rc       *a2asrv.RequestContext
+	q        eventqueue.Queue
+	pausing  []*genai.Part // the calls the invocation paused on
+	longRun  []string      // their ids
+	failure  *a2a.Message
+	artifact a2a.ArtifactID // of the response
+	appended bool           // the response artifact was written to
+	// credentialsOnly: every pausing call asks for a credential, and the
+	// task waits in "auth-required" instead of "input-required".
+	credentialsOnly bool
+}
+
+// event writes an event of the invocation as a working status with its
+// parts and its final text as the response artifact, and notes its pausing
+// calls and error.
+func (t *taskRun) event(ctx context.Context, ev *event.Event) error {
+	rc := t.rc
+	if ev.Partial {
+		return nil
+	}
+	calls, kinds := agent.PausingCalls(ev)
+	for i, fc := range calls {
+		t.pausing = append(t.pausing, &genai.Part{FunctionCall: fc})
+		t.longRun = append(t.longRun, fc.ID)
+		t.credentialsOnly = t.credentialsOnly && kinds[i] == agent.PauseCredential
+	}
+	var parts []a2a.Part
+	if ev.Content != nil {
+		parts = a2aparts.FromGenai(ev.Content.Parts, ev.LongRunningToolIDs)
+	}
+	if ev.ErrorCode != "" || ev.ErrorMessage != "" {
+		text := ev.ErrorMessage
+		if text == "" {
+			text = ev.ErrorCode
+		}
+		t.failure = agentMessage(rc, eventMeta(ev), a2a.TextPart{Text: text})
+		t.failure.Metadata[MetaErrorCode] = ev.ErrorCode
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	if err := t.q.Write(ctx, a2a.NewStatusUpdateEvent(rc, a2a.TaskStateWorking, agentMessage(rc, eventMeta(ev), parts...))); err != nil {
+		return err
+	}
+	if text := finalText(ev); len(text) > 0 {
+		up := a2a.NewArtifactUpdateEvent(rc, t.artifact, text...)
+		up.Append = t.appended
+		up.Artifact.Name = "response"
+		t.appended = true
+		if err := t.q.Write(ctx, up); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// final returns the task's final status: canceled (when the client
+// canceled it), failed, waiting for input or credentials, or completed.
+func (t *taskRun) final(canceled bool) *a2a.TaskStatusUpdateEvent {
+	rc := t.rc
+	switch {
+	case canceled:
+		return a2a.NewStatusUpdateEvent(rc, a2a.TaskStateCanceled, nil)
+	case t.failure != nil:
+		return a2a.NewStatusUpdateEvent(rc, a2a.TaskStateFailed, t.failure)
+	case len(t.pausing) > 0:
+		state := a2a.TaskStateInputRequired
+		if t.credentialsOnly {
+			state = a2a.TaskStateAuthRequired
+		}
+		return a2a.NewStatusUpdateEvent(rc, state, agentMessage(rc, nil, a2aparts.FromGenai(t.pausing, t.longRun)...))
+	}
+	return a2a.NewStatusUpdateEvent(rc, a2a.TaskStateCompleted, nil)
 }
 
 // Cancel cancels the task's invocation if it runs (Execute then ends the

@@ -18,7 +18,8 @@ function svg(tag, attrs = {}, ...children) {
 // graphOf turns a build_graph entry into nodes and edges: a workflow's own
 // graph (ADK's shape: nodes with a name and a type, edges from_node →
 // to_node with an optional route, the START node left out), or the tree of
-// an agent and its sub-agents.
+// an agent and its sub-agents, each agent with an edge to each of its tools
+// (one node per tool name; a tool named like an agent is that agent).
 export function graphOf(info) {
   if (info.graph) {
     const g = info.graph;
@@ -32,20 +33,37 @@ export function graphOf(info) {
         start = to.name;
         continue;
       }
-      edges.push({ from: from.name, to: to.name, label: [e.route, e.max ? `≤${e.max}` : ''].filter(Boolean).join(' ') });
+      edges.push({ from: from.name, to: to.name, route: e.route || '', label: [e.route, e.max ? `≤${e.max}` : ''].filter(Boolean).join(' ') });
     }
     return { start, nodes, edges };
   }
   const nodes = [];
   const edges = [];
+  const seen = new Set();
+  const edge = (from, to) => {
+    if (!edges.some((e) => e.from === from && e.to === to)) edges.push({ from, to, label: '' });
+  };
   const walk = (a) => {
     nodes.push({ name: a.name, kind: 'agent' });
+    seen.add(a.name);
     for (const s of a.sub_agents || []) {
-      edges.push({ from: a.name, to: s.name, label: '' });
+      edge(a.name, s.name);
       walk(s);
     }
   };
   walk(info);
+  const tools = (a) => {
+    for (const t of a.tools || []) {
+      if (!t || !t.name) continue;
+      if (!seen.has(t.name)) {
+        nodes.push({ name: t.name, kind: 'tool' });
+        seen.add(t.name);
+      }
+      edge(a.name, t.name);
+    }
+    for (const s of a.sub_agents || []) tools(s);
+  };
+  tools(info);
   return { start: info.name, nodes, edges };
 }
 
@@ -113,17 +131,47 @@ export function nodeStates(events) {
   return states;
 }
 
+// nodeRoutes reads, from a session's events, the route each node of the
+// top-level graph chose when it last ended (actions.route of its end).
+export function nodeRoutes(events) {
+  const routes = new Map();
+  for (const ev of events) {
+    const path = ev.nodeInfo && ev.nodeInfo.path;
+    if (!path || path.split('/').length !== 2 || !(ev.actions && ev.actions.endOfAgent)) continue;
+    if (!(ev.nodeInfo.outputFor || []).includes(path)) continue;
+    const name = path.split('/')[1].split('@')[0];
+    routes.set(name, typeof ev.actions.route === 'string' ? ev.actions.route : '');
+  }
+  return routes;
+}
+
+// takenEdges returns the edges of g a finished node took, by the rule the
+// workflow follows: an edge without a route, one with the node's route, a
+// default edge when no other edge out of the node has that route.
+export function takenEdges(g, routes) {
+  const taken = new Set();
+  for (const e of g.edges) {
+    if (!routes.has(e.from)) continue;
+    const r = routes.get(e.from);
+    const others = g.edges.filter((o) => o.from === e.from && o.route === r && r !== '');
+    if (!e.route || e.route === r || (e.route === '__DEFAULT__' && others.length === 0)) taken.add(e);
+  }
+  return taken;
+}
+
 // GraphView draws one app's graph into a container element.
 export class GraphView {
   constructor(container) {
     this.container = container;
     this.info = null;
     this.states = new Map();
+    this.routes = new Map();
   }
 
   async load(client, app) {
     this.info = null;
     this.states = new Map();
+    this.routes = new Map();
     if (app) {
       try {
         const res = await client.request('GET', `/dev/apps/${encodeURIComponent(app)}/build_graph`);
@@ -139,6 +187,7 @@ export class GraphView {
     this.events = events;
     if (this.container.closest('[hidden]')) return;
     this.states = nodeStates(events);
+    this.routes = nodeRoutes(events);
     this.render();
   }
 
@@ -153,6 +202,7 @@ export class GraphView {
       return;
     }
     const g = graphOf(this.info);
+    const taken = takenEdges(g, this.routes || new Map());
     const pos = layout(g);
     let w = 0;
     let h = 0;
@@ -177,7 +227,7 @@ export class GraphView {
       const d = back
         ? `M ${x1} ${y1} C ${x1 + 50} ${y1}, ${x2 + 50} ${y2}, ${x2} ${y2}`
         : `M ${x1} ${y1} C ${x1} ${y1 + GY / 2}, ${x2} ${y2 - GY / 2}, ${x2} ${y2}`;
-      root.append(svg('path', { d, class: 'graph-edge', 'marker-end': 'url(#arrow)' }));
+      root.append(svg('path', { d, class: taken.has(e) ? 'graph-edge taken' : 'graph-edge', 'marker-end': 'url(#arrow)' }));
       if (e.label) {
         const t = svg('text', { x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4, class: 'graph-label' });
         t.textContent = e.label;
@@ -192,7 +242,8 @@ export class GraphView {
       title.textContent = `${n.name} (${n.kind})${state ? `: ${state}` : ''}`;
       grp.append(title, svg('rect', { x: p.x, y: p.y, width: W, height: H, rx: n.kind === 'join' ? 18 : 8 }));
       const t = svg('text', { x: p.x + W / 2, y: p.y + H / 2 + 4, 'text-anchor': 'middle' });
-      t.textContent = n.name.length > 20 ? `${n.name.slice(0, 19)}…` : n.name;
+      const label = n.kind === 'tool' ? `🔧 ${n.name}` : n.name;
+      t.textContent = label.length > 20 ? `${label.slice(0, 19)}…` : label;
       grp.append(t);
       root.append(grp);
     }

@@ -329,7 +329,22 @@ function spanKind(name) {
   if (name === 'call_llm') return 'llm';
   if (name.startsWith('execute_tool')) return 'tool';
   if (name.startsWith('invoke_agent')) return 'agent';
+  if (name.startsWith('execute_node')) return 'node';
   return 'other';
+}
+
+// spanNote is what a row adds to a span's name: a workflow node's attempt
+// (when it may be retried), the route it chose, its pause; a failure; an
+// agent that continued a resumed invocation.
+export function spanNote(s) {
+  const a = s.attributes || {};
+  const notes = [];
+  if (a['loom.node.max_attempts'] > 1) notes.push(`attempt ${a['loom.node.attempt']}/${a['loom.node.max_attempts']}`);
+  if (a['loom.node.route']) notes.push(`→ ${a['loom.node.route']}`);
+  if (a['loom.node.paused']) notes.push('paused');
+  if (a['loom.resumed']) notes.push('resumed');
+  if (a['error.type']) notes.push(`failed: ${a['error.type']}`);
+  return notes.join(' · ');
 }
 
 /**
@@ -372,11 +387,14 @@ export function traceTree(spans, onSelect) {
     return el('div', { class: 'trace' }, head, el('ol', { class: 'span-list' }, rows.map(({ s, depth }) => {
       const left = ((s.start_time - t0) / total) * 100;
       const width = Math.max(((s.end_time - s.start_time) / total) * 100, 0.5);
+      const note = spanNote(s);
+      const failed = s.attributes && s.attributes['error.type'] ? ' span-failed' : '';
+      const label = note ? `${s.name} (${note})` : s.name;
       const row = el('li', {
-        class: `span-row span-${spanKind(s.name)}`, tabindex: 0, title: s.name,
+        class: `span-row span-${spanKind(s.name)}${failed}`, tabindex: 0, title: label,
         dataset: { spanId: s.span_id, name: s.name },
       },
-      el('span', { class: 'span-name', style: `padding-left:${depth * 14}px`, text: s.name, title: s.name }),
+      el('span', { class: 'span-name', style: `padding-left:${depth * 14}px`, text: label, title: label }),
       el('span', { class: 'span-track' }, el('span', { class: 'span-bar', style: `left:${left}%;width:${Math.min(width, 100 - left)}%` })),
       el('span', { class: 'span-dur', text: formatDuration(s.end_time - s.start_time) }));
       row.addEventListener('click', () => onSelect(s, row));
