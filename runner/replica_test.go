@@ -41,7 +41,7 @@ import (
 )
 
 const (
-	envReplica = "LOOM_RUNNER_REPLICA" // "turns" or "hold"
+	envReplica = "LOOM_RUNNER_REPLICA" // "turns", "hold" or "cancellable"
 	envDSN     = "LOOM_RUNNER_REPLICA_DSN"
 	envProc    = "LOOM_RUNNER_REPLICA_PROC"
 
@@ -116,11 +116,19 @@ func replicaMain(mode, dsn, proc string) error {
 	// A replica never outlives a test that went wrong by long.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	r, store, err := replicaRunner(ctx, dsn, mode == "hold")
+	r, store, err := replicaRunner(ctx, dsn, mode == "hold" || mode == "cancellable")
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	if mode == "cancellable" {
+		// Held until another process cancels the session.
+		_, err := r.RunSync(ctx, replicaUser, replicaShared, userText("p"+proc+"-held"), nil)
+		if !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("the held turn ended with %v, want it cancelled", err)
+		}
+		return nil
+	}
 	if mode == "hold" {
 		_, err := r.RunSync(ctx, replicaUser, replicaShared, userText("p"+proc+"-held"), nil)
 		return fmt.Errorf("the held turn ended: %v", err)

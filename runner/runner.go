@@ -314,7 +314,15 @@ func (r *Runner) withSession(ctx context.Context, userID, sessionID string, crea
 // invoke runs one invocation: it stores the user message, chooses the
 // agent, and drives the event loop. res, when not nil, resumes an
 // invocation (resume.go); msg is nil when resuming without a message.
+// Its context also ends when the session is cancelled from another
+// process (session.Service.Cancel), which aborts it (abort.go).
 func (r *Runner) invoke(ctx context.Context, tree *agent.Tree, sess *session.Session, msg *genai.Content, opts *RunOptions, res *resumption, yield func(*event.Event, error) bool) {
+	ctx, stop, err := r.cfg.Sessions.WatchCancel(ctx, sess.Key())
+	if err != nil {
+		yield(nil, fmt.Errorf("runner: %w", err))
+		return
+	}
+	defer stop()
 	var creds map[string]map[string]any
 	if msg != nil {
 		msg, creds = takeCredentials(msg)
@@ -348,7 +356,6 @@ func (r *Runner) invoke(ctx context.Context, tree *agent.Tree, sess *session.Ses
 	}()
 	inv = agent.NewInvocation(cfg)
 	if msg != nil {
-		var err error
 		if inv, err = r.storeUserMessage(ctx, inv, cfg, opts, res); err != nil {
 			yield(nil, err)
 			return
@@ -364,14 +371,21 @@ func (r *Runner) invoke(ctx context.Context, tree *agent.Tree, sess *session.Ses
 		agInv = inv.For(ag)
 	}
 	events := ag.Run(ctx, agInv)
-	if early, err := r.beforeRun(ctx, agInv, pending); err != nil {
-		yield(nil, err)
-		return
-	} else if early != nil {
-		events = func(y func(*event.Event, error) bool) { y(early, nil) }
+	early, err := r.beforeRun(ctx, agInv, pending)
+	reading := true
+	if err == nil {
+		if early != nil {
+			events = func(y func(*event.Event, error) bool) { y(early, nil) }
+		}
+		if reading, err = r.loop(ctx, inv, pending, events, yield); err == nil && reading {
+			err = r.afterAgents(ctx, inv, pending)
+		}
 	}
-	if r.loop(ctx, inv, pending, events, yield) {
-		r.afterAgents(ctx, inv, pending, yield)
+	if ctx.Err() != nil {
+		reading = r.abort(ctx, inv, pending, reading, yield) // abort.go
+	}
+	if err != nil && reading {
+		yield(nil, err)
 	}
 }
 
@@ -417,13 +431,12 @@ func (r *Runner) storeUserMessage(ctx context.Context, inv *agent.Invocation, cf
 
 // loop is the event loop: it commits each complete event the agents yield
 // before passing it on (and before the agent's yield returns), and passes
-// partial events on uncommitted. It reports whether the agents finished
-// without error and the caller kept reading.
-func (r *Runner) loop(ctx context.Context, inv *agent.Invocation, pending *agent.PendingArtifacts, events iter.Seq2[*event.Event, error], yield func(*event.Event, error) bool) bool {
+// partial events on uncommitted. It returns the error that ended the
+// agents, if any, and whether the caller still reads.
+func (r *Runner) loop(ctx context.Context, inv *agent.Invocation, pending *agent.PendingArtifacts, events iter.Seq2[*event.Event, error], yield func(*event.Event, error) bool) (reading bool, err error) {
 	for ev, err := range events {
 		if err != nil {
-			yield(nil, err)
-			return false
+			return true, err
 		}
 		if ev == nil {
 			continue
@@ -433,24 +446,22 @@ func (r *Runner) loop(ctx context.Context, inv *agent.Invocation, pending *agent
 		}
 		if !ev.Partial {
 			if err := r.commit(ctx, inv.Session(), ev, pending); err != nil {
-				yield(nil, fmt.Errorf("runner: commit event: %w", err))
-				return false
+				return true, fmt.Errorf("runner: commit event: %w", err)
 			}
 			if ev, err = r.onEvent(ctx, inv, ev); err != nil {
-				yield(nil, err)
-				return false
+				return true, err
 			}
 		}
 		if !yield(ev, nil) {
-			return false
+			return false, nil
 		}
 	}
-	return true
+	return true, nil
 }
 
 // afterAgents commits the events the plugins' AfterAgents hooks return once
 // the agents have finished. They are not sent to the caller.
-func (r *Runner) afterAgents(ctx context.Context, inv *agent.Invocation, pending *agent.PendingArtifacts, yield func(*event.Event, error) bool) {
+func (r *Runner) afterAgents(ctx context.Context, inv *agent.Invocation, pending *agent.PendingArtifacts) error {
 	for _, p := range r.cfg.Plugins {
 		if p.AfterAgents == nil {
 			continue
@@ -463,10 +474,10 @@ func (r *Runner) afterAgents(ctx context.Context, inv *agent.Invocation, pending
 			err = r.commit(ctx, inv.Session(), ev, pending)
 		}
 		if err != nil {
-			yield(nil, fmt.Errorf("runner: plugin %s: after agents: %w", p.Name, err))
-			return
+			return fmt.Errorf("runner: plugin %s: after agents: %w", p.Name, err)
 		}
 	}
+	return nil
 }
 
 // commit appends ev to the session: every event the runner writes goes
@@ -568,8 +579,8 @@ func (r *Runner) RunSync(ctx context.Context, userID, sessionID string, msg *gen
 func selectAgent(tree *agent.Tree, sess *session.Session) agent.Agent {
 	root := tree.Root()
 	for _, ev := range event.Visible(sess) {
-		if ev.Author == event.AuthorUser {
-			continue
+		if ev.Author == event.AuthorUser || event.IsAbort(ev) {
+			continue // an abort event's author did not speak last
 		}
 		if ev.Author == root.Name() {
 			return root

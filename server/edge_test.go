@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/agent/llmagent"
+	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/retry"
 	"github.com/loomkit/loom/model/scripted"
@@ -300,8 +301,8 @@ func TestCancelBeforeFirstFrame(t *testing.T) {
 		t.Fatalf("stream: %d %q %v, want 200", res.code, res.body, res.err)
 	}
 	frames := sseFrames(res.body)
-	if len(frames) != 1 || frameEvent(t, frames[0])["error"] != "Invocation cancelled" {
-		t.Errorf("frames %q, want one cancellation frame", frames)
+	if len(frames) != 2 || frameEvent(t, frames[0])["errorCode"] != event.ErrorCodeAborted || frameEvent(t, frames[1])["error"] != "Invocation cancelled" {
+		t.Errorf("frames %q, want the abort event and the cancellation frame", frames)
 	}
 	wait(t, f.observed, "the agent to observe cancellation")
 

@@ -20,6 +20,7 @@ var (
 	errBadRequest    = errors.New("bad request")
 	errUnprocessable = errors.New("unprocessable request")
 	errCancelled     = errors.New("invocation cancelled")
+	errClientGone    = errors.New("client disconnected")
 	errForbidden     = errors.New("forbidden") // a user other than the authenticated one, a refused history
 	errShutdown      = errors.New("server is shutting down")
 	errNotFound      = errors.New("not found")
@@ -95,7 +96,7 @@ func status(err error) int {
 		return http.StatusTooManyRequests
 	case errors.Is(err, errNotImplemented):
 		return http.StatusNotImplemented
-	case errors.Is(err, errCancelled):
+	case isCancelled(err):
 		// Cancelled through the cancel route while the client waits.
 		return http.StatusConflict
 	case errors.Is(err, context.Canceled):
@@ -143,7 +144,7 @@ func detail(err error) string {
 		return fmt.Sprintf("Request body too large (limit %d bytes)", maxErr.Limit)
 	case errors.Is(err, errShutdown):
 		return "Server is shutting down"
-	case errors.Is(err, errCancelled):
+	case isCancelled(err):
 		return "Invocation cancelled"
 	}
 	return err.Error()
@@ -184,4 +185,11 @@ func writeJSON(w http.ResponseWriter, code int, v any) error {
 	w.WriteHeader(code)
 	_, _ = w.Write(b) // a failed write means the client is gone: nothing left to do
 	return nil
+}
+
+// isCancelled reports whether err ends an invocation cancelled on request:
+// through this server's cancel route, or through another replica's when
+// the replicas share a session store (session.ErrCancelRequested).
+func isCancelled(err error) bool {
+	return errors.Is(err, errCancelled) || errors.Is(err, session.ErrCancelRequested)
 }

@@ -80,33 +80,50 @@ func decodeRunRequest(r *http.Request) (*runRequest, error) {
 	return &req, nil
 }
 
-// invoke starts the invocation a run request asks for. done must be called
-// once the returned iterator is no longer used.
-func (s *Server) invoke(r *http.Request, req *runRequest, streaming bool) (ctx context.Context, events iter.Seq2[*event.Event, error], done func(), err error) {
+// invocation is an invocation a run request started.
+type invocation struct {
+	ctx    context.Context
+	events iter.Seq2[*event.Event, error]
+	// stop cancels the invocation with a cause; done must be called once
+	// events is no longer used.
+	stop context.CancelCauseFunc
+	done func()
+}
+
+// invoke starts the invocation a run request asks for. Its context ends
+// with the request's, unless Config.KeepRunningOnDisconnect is set.
+func (s *Server) invoke(r *http.Request, req *runRequest, streaming bool) (*invocation, error) {
 	a, err := s.app(req.AppName)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	if err := s.authorizeState(r, req.UserID, req.StateDelta); err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	ctx, done, err = s.runs.start(r.Context(), sessionRef{a.AppName(), req.UserID, req.SessionID})
+	parent := r.Context()
+	if s.cfg.KeepRunningOnDisconnect {
+		parent = context.WithoutCancel(parent)
+	}
+	ctx, stop, done, err := s.runs.start(parent, sessionRef{a.AppName(), req.UserID, req.SessionID})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
+	inv := &invocation{ctx: ctx, stop: stop, done: done}
 	opts := &runner.RunOptions{Streaming: streaming, StateDelta: req.StateDelta, InvocationID: req.InvocationID}
-	if req.RetryOf != "" {
+	switch {
+	case req.RetryOf != "":
 		id, err := s.retryInvocation(r.Context(), a, req)
 		if err != nil {
 			done()
-			return nil, nil, nil, err
+			return nil, err
 		}
-		return ctx, a.Resume(ctx, req.UserID, req.SessionID, id, opts), done, nil
+		inv.events = a.Resume(ctx, req.UserID, req.SessionID, id, opts)
+	case s.cfg.Invoker != nil:
+		inv.events = s.cfg.Invoker.Run(ctx, a, req.UserID, req.SessionID, req.NewMessage, opts)
+	default:
+		inv.events = a.Run(ctx, req.UserID, req.SessionID, req.NewMessage, opts)
 	}
-	if s.cfg.Invoker != nil {
-		return ctx, s.cfg.Invoker.Run(ctx, a, req.UserID, req.SessionID, req.NewMessage, opts), done, nil
-	}
-	return ctx, a.Run(ctx, req.UserID, req.SessionID, req.NewMessage, opts), done, nil
+	return inv, nil
 }
 
 // retryInvocation checks a retry (runRequest.RetryOf) against the session
@@ -161,13 +178,14 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx, events, done, err := s.invoke(r, req, false)
+	inv, err := s.invoke(r, req, false)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer inv.done()
+	ctx := inv.ctx
 	out := []*event.Event{}
-	for ev, err := range events {
+	for ev, err := range inv.events {
 		if err != nil {
 			return runError(ctx, req, err)
 		}
@@ -192,27 +210,42 @@ func (s *Server) runSSE(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx, events, done, err := s.invoke(r, req, req.Streaming)
+	inv, err := s.invoke(r, req, req.Streaming)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer inv.done()
+	ctx := inv.ctx
 	// The writer's deadline, moved to now when the invocation is
 	// cancelled, ends a write blocked on a client that stopped reading;
 	// without it the handler would wait in Write, and the invocation hold
 	// the session, for as long as the client stalls.
 	st := &sseStream{sw: NewStreamWriter(ctx, w, s.cfg.StreamWriteTimeout)}
 	defer st.close()
-	for ev, err := range events {
+	gone := false
+	for ev, err := range inv.events {
 		if err != nil {
+			if gone {
+				return nil
+			}
 			return st.fail(runError(ctx, req, err), s)
 		}
-		if ev.Partial && !req.Streaming {
+		if gone || (ev.Partial && !req.Streaming) {
 			continue
 		}
 		if !st.event(ev) {
-			return nil // the client is gone; leaving the loop stops the invocation
+			if s.cfg.KeepRunningOnDisconnect {
+				gone = true // the invocation runs on, unread
+				continue
+			}
+			// The client is gone: the invocation is aborted, and the
+			// runner closes it in the session before the loop ends.
+			inv.stop(errClientGone)
+			return nil
 		}
+	}
+	if gone {
+		return nil
 	}
 	if err := context.Cause(ctx); err != nil {
 		// The agent stopped quietly on cancellation: still tell the client.
@@ -368,7 +401,7 @@ func (st *sseStream) event(ev *event.Event) bool {
 // is not a failure of the request: it always gets a 200 stream that ends
 // with the error frame, as it does after the first event.
 func (st *sseStream) fail(err error, s *Server) error {
-	if !st.started && !errors.Is(err, errCancelled) {
+	if !st.started && !isCancelled(err) {
 		return err
 	}
 	if code := status(err); code >= http.StatusInternalServerError && code != http.StatusServiceUnavailable {

@@ -69,7 +69,11 @@
 // # Cancellation and shutdown
 //
 // An invocation runs under its request's context: a client that disconnects
-// cancels it. The cancel route above cancels it on demand (a /run_sse client
+// cancels it, as in ADK, unless [Config.KeepRunningOnDisconnect] is set. A
+// cancelled invocation is closed in the session as the runner closes every
+// aborted invocation (its open calls answered with INVOCATION_ABORTED
+// responses, see package runner), so the session's next turn works. The
+// cancel route above cancels it on demand (a /run_sse client
 // then gets a 200 stream ending with the error frame "Invocation
 // cancelled", even before any event; a /run client gets 409), and [Server.Close]
 // cancels every invocation in flight and refuses new ones, which lets
@@ -186,6 +190,13 @@ type Config struct {
 	// stream are not limited. Cancelling the invocation (the cancel route,
 	// Close, the client leaving) also ends a write in progress.
 	StreamWriteTimeout time.Duration
+	// KeepRunningOnDisconnect lets an invocation started by /run or
+	// /run_sse run on to its end, committing its events, when its client
+	// disconnects (or is cut off by StreamWriteTimeout); the cancel route
+	// and Close still stop it. The default is ADK's: a disconnect aborts
+	// the invocation, whose open calls are then answered with
+	// INVOCATION_ABORTED responses (see package runner).
+	KeepRunningOnDisconnect bool
 	// Evals keeps the eval sets and results the evaluation routes serve
 	// (see server/eval.go); without it those routes answer 501.
 	Evals eval.Store
@@ -570,14 +581,15 @@ type runHandle struct{ cancel context.CancelCauseFunc }
 
 // start derives the context of one invocation and registers its cancel
 // function. done must be called when the invocation has ended.
-func (t *runTracker) start(parent context.Context, ref sessionRef) (ctx context.Context, done func(), err error) {
+// stop cancels that invocation alone, with cause.
+func (t *runTracker) start(parent context.Context, ref sessionRef) (ctx context.Context, stop context.CancelCauseFunc, done func(), err error) {
 	ctx, cancel := context.WithCancelCause(parent)
 	h := &runHandle{cancel: cancel}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		cancel(errShutdown)
-		return nil, nil, errShutdown
+		return nil, nil, nil, errShutdown
 	}
 	if t.runs == nil {
 		t.runs = map[sessionRef]map[*runHandle]struct{}{}
@@ -588,7 +600,7 @@ func (t *runTracker) start(parent context.Context, ref sessionRef) (ctx context.
 		t.runs[ref] = set
 	}
 	set[h] = struct{}{}
-	return ctx, func() {
+	return ctx, cancel, func() {
 		t.mu.Lock()
 		delete(set, h)
 		if len(set) == 0 {

@@ -229,8 +229,8 @@ func TestCancelEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	frames := sseFrames(strings.TrimPrefix(string(rest), "\n"))
-	if len(frames) != 1 || frameEvent(t, frames[0])["error"] != "Invocation cancelled" {
-		t.Errorf("after cancel got %q, want one error frame", rest)
+	if len(frames) != 2 || frameEvent(t, frames[0])["errorCode"] != event.ErrorCodeAborted || frameEvent(t, frames[1])["error"] != "Invocation cancelled" {
+		t.Errorf("after cancel got %q, want the abort event and the error frame", rest)
 	}
 }
 

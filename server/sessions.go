@@ -242,5 +242,11 @@ func (s *Server) cancelSession(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	n := s.runs.cancel(sessionRef{key.AppName, key.UserID, key.SessionID})
+	// Replicas sharing the session store get the cancel too: an invocation
+	// of the session running on another one stops within the store's
+	// polling delay. n counts this server's invocations only.
+	if _, err := a.Sessions().Cancel(r.Context(), key); err != nil {
+		return err
+	}
 	return writeJSON(w, http.StatusOK, map[string]int{"cancelled": n})
 }

@@ -143,16 +143,19 @@ func later(t *testing.T, srv *server.Server) map[string]any {
 
 // TestStalledStreamIsCutOff: a /run_sse client that stops reading is cut
 // off once a frame has waited Config.StreamWriteTimeout; its invocation
-// stops as if the client had left, what it committed stays, and the
-// session is free for the next run.
+// stops as if the client had left (aborted, CONFORMANCE R13), what it
+// committed stays, and the session is free for the next run.
 func TestStalledStreamIsCutOff(t *testing.T) {
 	fl, srv, ts := newFloodServer(t, server.Config{StreamWriteTimeout: 300 * time.Millisecond})
 	stall(t, fl, ts)
 	waitFinished(t, fl, 5*time.Second, "after the write timeout")
 	sess := later(t, srv)
 	events, _ := sess["events"].([]any)
-	if st, _ := sess["state"].(map[string]any); st["started"] != true || len(events) != 4 {
-		t.Errorf("the session after the cut stream and a later run: state %v, %d events, want started and 4 events", sess["state"], len(events))
+	if st, _ := sess["state"].(map[string]any); st["started"] != true || len(events) != 5 {
+		t.Fatalf("the session after the cut stream and a later run: state %v, %d events, want started and 5 events", sess["state"], len(events))
+	}
+	if ab, _ := events[2].(map[string]any); ab["errorCode"] != event.ErrorCodeAborted {
+		t.Errorf("event 2 of the session %v, want the abort event", ab)
 	}
 }
 

@@ -433,6 +433,63 @@ func (s *Service) Leases() bool {
 
 func noRelease() {}
 
+// ErrCancelRequested is the cause of a context from WatchCancel that a
+// request to cancel the session (Service.Cancel) ended.
+var ErrCancelRequested = errors.New("session: cancel requested")
+
+// Cancel asks every process sharing the service's store to cancel the
+// invocations running in the session (those watching it, see WatchCancel).
+// It reports false, doing nothing, for a store that carries no cancels
+// between processes (see [Canceller]): there the process running an
+// invocation is the one to cancel it.
+func (s *Service) Cancel(ctx context.Context, key Key) (bool, error) {
+	if err := checkKey(key, false); err != nil {
+		return false, err
+	}
+	c, ok := s.store.(Canceller)
+	if !ok {
+		return false, nil
+	}
+	if err := c.RequestCancel(ctx, key); err != nil {
+		return false, fmt.Errorf("session: cancel %s: %w", key.SessionID, err)
+	}
+	return true, nil
+}
+
+// WatchCancel returns a context derived from ctx that ends, with cause
+// ErrCancelRequested, when Cancel is called for the session from any
+// process after WatchCancel returns, and the function that stops watching
+// (it cancels the returned context too). For a store that carries no
+// cancels between processes it returns a context that ends with ctx only.
+func (s *Service) WatchCancel(ctx context.Context, key Key) (context.Context, func(), error) {
+	c, ok := s.store.(Canceller)
+	if !ok {
+		return ctx, noRelease, nil
+	}
+	ch, stopWatch, err := c.WatchCancel(ctx, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("session: watch cancels of %s: %w", key.SessionID, err)
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ch:
+			cancel(ErrCancelRequested)
+		case <-done:
+		case <-wctx.Done():
+		}
+	}()
+	var once sync.Once
+	return wctx, func() {
+		once.Do(func() {
+			close(done)
+			stopWatch()
+			cancel(context.Canceled)
+		})
+	}, nil
+}
+
 // Create creates a session. If key.SessionID is empty an id is generated.
 // The initial state is split by scope: app: and user: keys update those
 // scopes, temp: keys are dropped. Its values are stored in their JSON form

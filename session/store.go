@@ -145,3 +145,17 @@ type EncodedAppender interface {
 type Leaser interface {
 	Lease(ctx context.Context, key Key) (release func(), err error)
 }
+
+// Canceller is an optional interface of a Store whose sessions several
+// processes share: it carries a request to cancel a session's running
+// invocations from the process that receives it to the one that runs them.
+//
+// RequestCancel records a request to cancel the invocations of key that
+// are running now, in any process. WatchCancel starts watching key: the
+// returned channel is closed when a cancel of key is requested after
+// WatchCancel was called (in this process or another), within a delay the
+// store documents; stop ends the watch and may be called more than once.
+type Canceller interface {
+	RequestCancel(ctx context.Context, key Key) error
+	WatchCancel(ctx context.Context, key Key) (cancelled <-chan struct{}, stop func(), err error)
+}

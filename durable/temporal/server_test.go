@@ -352,6 +352,21 @@ func TestCancelStopsWorkflow(t *testing.T) {
 	if n := lines(t, dir, "slow.count"); n != 0 {
 		t.Fatalf("the cancelled tool completed %d times", n)
 	}
+	// The worker closed the aborted invocation in the log (CONFORMANCE
+	// R13): the slow call is answered with the abort response. (The
+	// workflow may be reported cancelled before its activity has stopped.)
+	var last *event.Event
+	waitFor(t, 30*time.Second, "the abort event", func() bool {
+		sess, err := svc.Get(ctx, k, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = sess.At(sess.Len() - 1)
+		return event.IsAbort(last)
+	})
+	if frs := last.FunctionResponses(); len(frs) != 1 || frs[0].Response["error"] != event.AbortMessage {
+		t.Fatalf("the cancelled invocation ends with %+v, want the slow call's abort response", last)
+	}
 }
 
 // TestR7LimitOnServer: on a real server, a message whose agent's model

@@ -50,6 +50,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -120,6 +121,7 @@ type Handler struct {
 	mcp      http.Handler
 	calls    chan struct{} // a slot per running call
 	sessions chan struct{} // a slot per open MCP session
+	counted  sync.Map      // *mcp.ServerSession → true: the sessions holding a slot
 	ctx      context.Context
 	cancel   context.CancelFunc
 }
@@ -160,9 +162,9 @@ func New(cfg Config) (*Handler, error) {
 		cancel:   cancel,
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: cfg.Runner.AppName(), Version: cfg.Version}, &mcp.ServerOptions{
-		Logger:             cfg.Logger,
-		InitializedHandler: h.opened,
+		Logger: cfg.Logger,
 	})
+	srv.AddReceivingMiddleware(h.countSessions)
 	desc := cfg.Runner.Agent().Description()
 	if desc == "" {
 		desc = "The " + cfg.Runner.AppName() + " agent."
@@ -255,18 +257,35 @@ func userOf(ctx context.Context) (string, bool) {
 	return server.AuthenticatedUser(ctx)
 }
 
-// opened counts an MCP session until it closes.
-func (h *Handler) opened(_ context.Context, req *mcp.InitializedRequest) {
-	select {
-	case h.sessions <- struct{}{}:
-	default: // over the bound by a race of initialize requests: not counted
-		return
+// countSessions takes a slot of the session bound when a client
+// initializes an MCP session, before it is answered, and gives it back when
+// the session ends: initialize requests racing past ServeHTTP's early check
+// cannot open more sessions than MaxSessions.
+func (h *Handler) countSessions(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		ss, ok := req.GetSession().(*mcp.ServerSession)
+		if method != "initialize" || !ok {
+			return next(ctx, method, req)
+		}
+		if _, counted := h.counted.LoadOrStore(ss, true); !counted {
+			select {
+			case h.sessions <- struct{}{}:
+			default:
+				h.counted.Delete(ss)
+				return nil, errTooManySessions
+			}
+			go func() {
+				_ = ss.Wait()
+				h.counted.Delete(ss)
+				<-h.sessions
+			}()
+		}
+		return next(ctx, method, req)
 	}
-	go func() {
-		_ = req.Session.Wait()
-		<-h.sessions
-	}()
 }
+
+// errTooManySessions refuses an initialize request beyond MaxSessions.
+var errTooManySessions = errors.New("too many MCP sessions; try again later")
 
 // Close cancels the running calls, whose invocations stop as when a
 // client disconnects, and ends the requests in progress, the event

@@ -42,3 +42,26 @@ func ExampleOpen() {
 	fmt.Println(got.Len(), topic, visits)
 	// Output: 1 greetings 1
 }
+
+// A cancel sent through one replica's service reaches an invocation that
+// watches the session on another replica over the same database.
+func ExampleStore_WatchCancel() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "loom")
+	defer os.RemoveAll(dir)
+	url := "sqlite://" + filepath.Join(dir, "sessions.db")
+	replicaA, _ := sqlsession.NewService(ctx, url, nil)
+	defer replicaA.Close()
+	replicaB, _ := sqlsession.NewService(ctx, url, nil)
+	defer replicaB.Close()
+	key := session.Key{AppName: "demo", UserID: "ada", SessionID: "s1"}
+
+	// Replica B runs an invocation under this context (the runner does it).
+	running, stop, _ := replicaB.WatchCancel(ctx, key)
+	defer stop()
+	// Replica A gets the cancel request.
+	sent, _ := replicaA.Cancel(ctx, key)
+	<-running.Done()
+	fmt.Println(sent, context.Cause(running))
+	// Output: true session: cancel requested
+}

@@ -100,9 +100,10 @@ type Store struct {
 	db *sqldb.DB
 	// w are the write statements on the write pool, for PostgreSQL and an
 	// in-memory SQLite database; a SQLite file writes through pin instead.
-	w     [numWrite]*sql.Stmt
-	pin   *pinned
-	stmts statements
+	w       [numWrite]*sql.Stmt
+	pin     *pinned
+	cancels cancels // cancel.go
+	stmts   statements
 	// pgAppend caches the texts of PostgreSQL's append, by shape.
 	pgAppend [1 << 6]atomic.Pointer[string]
 	// leases are the session leases (lease.go).

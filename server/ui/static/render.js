@@ -97,6 +97,9 @@ function approvalCall(fc) {
   return `${original.name || 'tool'}${callArgs(original.args)}`;
 }
 
+/** The error code of the event that closes an aborted (stopped) turn. */
+const ABORTED = 'INVOCATION_ABORTED';
+
 /**
  * Whether an event is runtime bookkeeping: a workflow checkpoint
  * (actions.agentState) or an end-of-agent marker, with no content and no
@@ -113,6 +116,7 @@ export function isBookkeeping(ev) {
 export function summarize(ev) {
   const a = ev.actions || {};
   if (ev.error) return { kind: 'error', label: ev.error };
+  if (ev.errorCode === ABORTED) return { kind: 'stopped', label: 'stopped: the turn was aborted' };
   if (ev.errorCode || ev.errorMessage) return { kind: 'error', label: [ev.errorCode, ev.errorMessage].filter(Boolean).join(': ') };
   const calls = functionCalls(ev);
   if (calls.length && calls.every((c) => c.name === CONFIRMATION)) {
@@ -280,7 +284,10 @@ export function chatItems(ev, handlers) {
   }
   if (a.transferToAgent) out.push(el('div', { class: 'note', text: `${author} transferred the conversation to ${a.transferToAgent}` }));
   if (a.escalate) out.push(el('div', { class: 'note', text: `${author} escalated` }));
-  if (ev.errorCode || ev.errorMessage) {
+  if (ev.errorCode === ABORTED) {
+    // The runtime closed a stopped turn: not a failure of the agent.
+    out.push(el('div', { class: 'note stopped', text: 'Stopped.' }));
+  } else if (ev.errorCode || ev.errorMessage) {
     out.push(el('div', { class: 'msg error' }, el('strong', { text: `${author}: ` }), [ev.errorCode, ev.errorMessage].filter(Boolean).join(': ')));
   }
   return out;

@@ -1,0 +1,12 @@
+-- Requests to cancel a session's running invocations (session.Canceller):
+-- the process that runs an invocation polls for rows newer than the id it
+-- started watching from. Ids are never reused (AUTOINCREMENT), so deleting
+-- old rows cannot make a new request look old. Rows are deleted once older
+-- than a minute.
+CREATE TABLE session_cancels (
+	id         INTEGER PRIMARY KEY AUTOINCREMENT,
+	app_name   TEXT    NOT NULL,
+	user_id    TEXT    NOT NULL,
+	session_id TEXT    NOT NULL,
+	requested  INTEGER NOT NULL
+);
