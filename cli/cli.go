@@ -29,7 +29,9 @@
 // browser, "*" for any), --evals (the directory of the eval sets and
 // results the evaluation routes serve, default ./.loom/evals) and --a2a
 // (also serve every application over the Agent2Agent protocol at
-// [A2APath], package server/a2aserver). run takes the application's name,
+// [A2APath], package server/a2aserver) and --session-ttl (the session
+// retention of the applications without one of their own, App.SessionTTL:
+// expired sessions are deleted at start and then periodically). run takes the application's name,
 // --session to continue a session (its earlier conversation is shown
 // first), --user and --no-stream, before or after the name; it does not
 // take --host, --port or --allow-origins. In a terminal run edits lines
@@ -105,6 +107,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/agentconfig"
@@ -132,6 +135,11 @@ type App struct {
 	// key is set: typically a scripted model, so the application works
 	// without a network. Optional.
 	Offline func() model.LLM
+	// SessionTTL is the application's session retention
+	// (runner.Config.SessionTTL): when positive, "loom web" and "loom api"
+	// delete its sessions unused for longer, with their events, state and
+	// artifacts. Zero takes the --session-ttl flag (off by default).
+	SessionTTL time.Duration
 
 	// file is set for an application defined by config files (directory
 	// mode, fileapps.go).

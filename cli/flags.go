@@ -40,6 +40,9 @@ type options struct {
 	// authCalls authenticates stored calls without --call-key-file, as
 	// "loom api" does (see callKey).
 	authCalls bool
+	// sessionTTL is the session retention of the applications that set
+	// none of their own (App.SessionTTL).
+	sessionTTL time.Duration
 }
 
 func (o *options) register(fs *flag.FlagSet) {

@@ -59,6 +59,7 @@ type serveFlags struct {
 // register defines the flags in fs.
 func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.o.register(fs)
+	fs.DurationVar(&f.o.sessionTTL, "session-ttl", 0, "delete the sessions of applications without a retention of their own that are unused for longer than this `duration` (e.g. 720h), with their events, state and artifacts, at start and then periodically; 0 keeps them")
 	fs.StringVar(&f.host, "host", "127.0.0.1", "`address` to listen on (0.0.0.0 for every interface)")
 	fs.IntVar(&f.port, "port", 8000, "`port` to listen on (0 picks a free one)")
 	fs.StringVar(&f.origins, "allow-origins", "", "comma-separated browser `origins` allowed to call the API (\"*\" for any, without credentials)")
@@ -167,6 +168,9 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 
 	base := baseURL(ln.Addr())
 	announce(env, base, withUI, runners, f.withA2A, f.withMCP)
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	sweepDone := expireSessions(sweepCtx, env, runners, time.Now)
+	defer func() { stopSweep(); <-sweepDone }()
 	return serveUntilDone(ctx, env, hs, ln, base)
 }
 
@@ -353,13 +357,14 @@ func setup(ctx context.Context, env Env, o *options, apps []App, reg *agentconfi
 
 func newRunner(app App, choice *modelChoice, o *options, svc *services, key *event.CallKey, plugins []*plugin.Plugin) (*runner.Runner, string, error) {
 	cfg := runner.Config{
-		AppName:   app.Name,
-		Resumable: o.resumable,
-		Sessions:  svc.sessions,
-		Artifacts: svc.artifacts,
-		Memory:    svc.memory,
-		Plugins:   plugins,
-		CallKey:   key,
+		AppName:    app.Name,
+		SessionTTL: cmp.Or(app.SessionTTL, o.sessionTTL),
+		Resumable:  o.resumable,
+		Sessions:   svc.sessions,
+		Artifacts:  svc.artifacts,
+		Memory:     svc.memory,
+		Plugins:    plugins,
+		CallKey:    key,
 	}
 	var desc string
 	if f := app.file; f != nil {
@@ -436,4 +441,49 @@ func a2aMounts(runners []*runner.Runner) (map[string]http.Handler, []*a2aserver.
 		handlers = append(handlers, h)
 	}
 	return mounts, handlers, nil
+}
+
+// maxSweepInterval bounds the time between two retention sweeps.
+const maxSweepInterval = time.Hour
+
+// expireSessions applies the retention of the runners that have one
+// (runner.Config.SessionTTL) at once and then every tenth of the shortest
+// TTL (at most an hour), until ctx is done, reporting what it deletes and
+// what fails on stderr. The returned channel is closed when it has
+// stopped; it is closed at once when no runner has a TTL.
+func expireSessions(ctx context.Context, env Env, runners []*runner.Runner, now func() time.Time) <-chan struct{} {
+	done := make(chan struct{})
+	var ttl time.Duration
+	for _, r := range runners {
+		if t := r.SessionTTL(); t > 0 && (ttl == 0 || t < ttl) {
+			ttl = t
+		}
+	}
+	if ttl == 0 {
+		close(done)
+		return done
+	}
+	interval := min(max(ttl/10, time.Second), maxSweepInterval)
+	go func() {
+		defer close(done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			for _, r := range runners {
+				n, err := r.ExpireSessions(ctx, now())
+				if err != nil && ctx.Err() == nil {
+					fmt.Fprintf(env.Stderr, "loom: app %s: expiring sessions: %v\n", r.AppName(), err)
+				}
+				if n > 0 {
+					fmt.Fprintf(env.Stderr, "loom: app %s: %d expired sessions deleted\n", r.AppName(), n)
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return done
 }

@@ -25,6 +25,7 @@ import (
 	"iter"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/genai"
 
@@ -98,6 +99,11 @@ type Config struct {
 	// wire. Calls stored without the key (before it was set, or by another
 	// runtime) are refused when an invocation resumes them.
 	CallKey *event.CallKey
+	// SessionTTL is the app's session retention: when positive,
+	// ExpireSessions deletes the sessions unused (no event, counting from
+	// creation) for longer, with their events, session state and
+	// artifacts. Zero, the default, keeps sessions until they are deleted.
+	SessionTTL time.Duration
 }
 
 // DefaultSessionCacheBytes is the default of Config.SessionCacheBytes.
@@ -232,6 +238,10 @@ func (r *Runner) CacheUsage() (sessions int, bytes int64) {
 
 // AppName returns the application name.
 func (r *Runner) AppName() string { return r.cfg.AppName }
+
+// SessionTTL returns the application's session retention
+// (Config.SessionTTL); zero when sessions do not expire.
+func (r *Runner) SessionTTL() time.Duration { return r.cfg.SessionTTL }
 
 // Resumable reports whether the application is resumable
 // (Config.Resumable).

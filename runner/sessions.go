@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/genai"
 
@@ -168,4 +169,45 @@ func rewindDeleted(meta map[string]any) []string {
 		return out
 	}
 	return nil
+}
+
+// ExpireSessions applies the app's retention (Config.SessionTTL): it
+// deletes every session of the app, of every user, whose last update (its
+// last event, or its creation) is older than the TTL at now, each with its
+// events, session state and session-scoped artifacts, as DeleteSession
+// does; app and user state, and the user's "user:" artifacts, are kept. It
+// returns how many sessions it deleted. With no TTL it does nothing.
+//
+// Each session is checked again and deleted under its lease
+// (session.Service.DeleteIfIdle), artifacts first, so a session that a
+// process leasing it has just used is kept, and a failure leaves the
+// session to the next run, never artifacts without their session. It
+// stops at the first error, which it returns with the count so far; it is
+// safe to run concurrently with invocations and with itself.
+func (r *Runner) ExpireSessions(ctx context.Context, now time.Time) (int, error) {
+	if r.cfg.SessionTTL <= 0 {
+		return 0, nil
+	}
+	cutoff := now.Add(-r.cfg.SessionTTL)
+	svc := r.cfg.Sessions
+	n := 0
+	for key, err := range svc.Expired(ctx, r.cfg.AppName, cutoff) {
+		if err != nil {
+			return n, fmt.Errorf("runner: expire sessions: %w", err)
+		}
+		var artifacts func(context.Context) error
+		if r.cfg.Artifacts != nil {
+			artifacts = func(ctx context.Context) error {
+				return r.cfg.Artifacts.DeleteSession(ctx, key.AppName, key.UserID, key.SessionID)
+			}
+		}
+		deleted, err := svc.DeleteIfIdle(ctx, key, cutoff, artifacts)
+		if err != nil {
+			return n, fmt.Errorf("runner: expire sessions: %w", err)
+		}
+		if deleted {
+			n++
+		}
+	}
+	return n, nil
 }

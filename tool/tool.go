@@ -41,6 +41,17 @@ type Tool interface {
 	Run(ctx context.Context, tc Context, args map[string]any) (map[string]any, error)
 }
 
+// MediaTool is implemented by tools whose responses can carry media
+// (images, audio, documents) besides the JSON object. The LLM agent calls
+// RunMedia instead of Run: the parts go into the function response's Parts
+// (genai.FunctionResponse.Parts), are stored with the event, and reach the
+// model as each adapter supports it (see the model adapters' docs). Run
+// stays the plain form for callers that only read JSON.
+type MediaTool interface {
+	Tool
+	RunMedia(ctx context.Context, tc Context, args map[string]any) (map[string]any, []*genai.FunctionResponsePart, error)
+}
+
 // LongRunning is implemented by tools whose work continues after Run
 // returns: their call ids are listed in the event's long-running tool ids and
 // the invocation pauses until a client sends the final function response.

@@ -536,7 +536,10 @@ func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.Fu
 			return respond(res)
 		}
 	}
-	res, err := safeRun(ctx, t, tc, args)
+	res, media, err := safeRun(ctx, t, tc, args)
+	if err != nil {
+		media = nil
+	}
 	if answer == nil && tc.ConfirmationRequested() {
 		// The tool asked for approval: what it returned is the interim
 		// response; it runs again once approved.
@@ -574,7 +577,7 @@ func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.Fu
 			break
 		}
 	}
-	if res == nil {
+	if res == nil && media == nil {
 		if lr, ok := t.(tool.LongRunning); ok && lr.IsLongRunning() {
 			// A long-running tool with nothing to say yet: the client sends
 			// the response later.
@@ -582,15 +585,22 @@ func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.Fu
 		}
 		res = map[string]any{}
 	}
-	return respond(res)
+	r := respond(res)
+	r.part.FunctionResponse.Parts = media // the tool's media, whatever the callbacks made of its JSON
+	return r
 }
 
 // safeRun runs a tool, turning a panic into an error.
-func safeRun(ctx context.Context, t tool.Tool, tc tool.Context, args map[string]any) (res map[string]any, err error) {
-	if p := agent.Safely(func() { res, err = t.Run(ctx, tc, args) }); p != nil {
-		return nil, fmt.Errorf("tool %q panicked: %v", t.Name(), p.Value)
+// A tool.MediaTool runs through RunMedia, and its media come back too.
+func safeRun(ctx context.Context, t tool.Tool, tc tool.Context, args map[string]any) (res map[string]any, media []*genai.FunctionResponsePart, err error) {
+	run := func() { res, err = t.Run(ctx, tc, args) }
+	if mt, ok := t.(tool.MediaTool); ok {
+		run = func() { res, media, err = mt.RunMedia(ctx, tc, args) }
 	}
-	return res, err
+	if p := agent.Safely(run); p != nil {
+		return nil, nil, fmt.Errorf("tool %q panicked: %v", t.Name(), p.Value)
+	}
+	return res, media, err
 }
 
 func errorResult(err error) map[string]any { return map[string]any{"error": err.Error()} }

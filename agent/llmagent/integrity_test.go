@@ -64,7 +64,9 @@ func storedCallRun(t *testing.T, key *event.CallKey, edit func(db *sql.DB)) (sen
 		t.Fatal("gated tool ran before approval")
 	}
 	if edit != nil {
-		db, err := sql.Open("sqlite", file)
+		// The first runner's store stays open, as a process's would: wait
+		// for its writes rather than fail on its lock.
+		db, err := sql.Open("sqlite", file+"?_pragma=busy_timeout(10000)")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +260,9 @@ func TestI1EditedCallRefusedOnCrashResume(t *testing.T) {
 			t.Fatalf("invocation %q, sent %v", inv, sent)
 		}
 		if edit {
-			db, err := sql.Open("sqlite", file)
+			// The first runner's store stays open, as a process's would: wait
+		// for its writes rather than fail on its lock.
+		db, err := sql.Open("sqlite", file+"?_pragma=busy_timeout(10000)")
 			if err != nil {
 				t.Fatal(err)
 			}

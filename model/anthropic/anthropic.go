@@ -7,7 +7,11 @@
 // PDFs as base64 document blocks.
 // Function declarations become tools with an input_schema; model function
 // calls are tool_use blocks (ids kept) and function responses are
-// tool_result blocks. Thinking blocks become thought parts whose
+// tool_result blocks; a function response's media (genai
+// FunctionResponse.Parts) join its tool_result as image blocks (JPEG, PNG,
+// GIF, WebP inline, or any image by http(s) URL) and document blocks (PDF
+// inline or by URL, plain text); other media fail with
+// model.ErrUnsupportedContent. Thinking blocks become thought parts whose
 // ThoughtSignature holds Anthropic's signature, so they can be sent back
 // unchanged in the next turn. A genai GoogleSearch tool becomes Anthropic's
 // web_search server tool; the searches it runs and the pages it finds come
@@ -326,9 +330,11 @@ func message(c *genai.Content) (sdk.MessageParam, bool, error) {
 			}
 			blocks = append(blocks, sdk.NewToolUseBlock(p.FunctionCall.ID, args, p.FunctionCall.Name))
 		case p.FunctionResponse != nil:
-			_, isErr := p.FunctionResponse.Response["error"]
-			isErr = isErr && len(p.FunctionResponse.Response) == 1
-			blocks = append(blocks, sdk.NewToolResultBlock(p.FunctionResponse.ID, adapter.ResponseJSON(p.FunctionResponse), isErr))
+			b, err := toolResult(p.FunctionResponse)
+			if err != nil {
+				return sdk.MessageParam{}, false, err
+			}
+			blocks = append(blocks, b)
 		case p.Text != "":
 			blocks = append(blocks, sdk.NewTextBlock(p.Text))
 		case p.InlineData != nil && strings.HasPrefix(p.InlineData.MIMEType, "image/"):
@@ -350,6 +356,76 @@ func message(c *genai.Content) (sdk.MessageParam, bool, error) {
 		return sdk.NewAssistantMessage(blocks...), true, nil
 	}
 	return sdk.NewUserMessage(blocks...), true, nil
+}
+
+// toolResult converts a function response to a tool_result block: its JSON
+// as text, then its media (Parts) as image and document blocks, which are
+// the media a tool result can hold. Other media are an
+// model.ErrUnsupportedContent error, not silently dropped.
+func toolResult(fr *genai.FunctionResponse) (sdk.ContentBlockParamUnion, error) {
+	_, isErr := fr.Response["error"]
+	isErr = isErr && len(fr.Response) == 1
+	b := sdk.NewToolResultBlock(fr.ID, adapter.ResponseJSON(fr), isErr)
+	for _, p := range fr.Parts {
+		c, err := toolResultMedia(p)
+		if err != nil {
+			return b, fmt.Errorf("anthropic: %w: function response of %s: %v", model.ErrUnsupportedContent, fr.Name, err)
+		}
+		b.OfToolResult.Content = append(b.OfToolResult.Content, c)
+	}
+	return b, nil
+}
+
+// toolResultMedia converts one function response part.
+func toolResultMedia(p *genai.FunctionResponsePart) (sdk.ToolResultBlockParamContentUnion, error) {
+	var c sdk.ToolResultBlockParamContentUnion
+	switch {
+	case p == nil:
+		return c, errors.New("a nil part")
+	case p.InlineData != nil:
+		d := p.InlineData
+		data := base64.StdEncoding.EncodeToString(d.Data)
+		switch {
+		case anthropicImage(d.MIMEType):
+			c.OfImage = &sdk.ImageBlockParam{Source: sdk.ImageBlockParamSourceUnion{
+				OfBase64: &sdk.Base64ImageSourceParam{Data: data, MediaType: sdk.Base64ImageSourceMediaType(d.MIMEType)}}}
+		case d.MIMEType == "application/pdf":
+			c.OfDocument = &sdk.DocumentBlockParam{Source: sdk.DocumentBlockParamSourceUnion{
+				OfBase64: &sdk.Base64PDFSourceParam{Data: data}}}
+		case d.MIMEType == "text/plain":
+			c.OfDocument = &sdk.DocumentBlockParam{Source: sdk.DocumentBlockParamSourceUnion{
+				OfText: &sdk.PlainTextSourceParam{Data: string(d.Data)}}}
+		default:
+			return c, fmt.Errorf("inline data of type %q", d.MIMEType)
+		}
+		if d.DisplayName != "" && c.OfDocument != nil {
+			c.OfDocument.Title = sdk.String(d.DisplayName)
+		}
+	case p.FileData != nil:
+		f := p.FileData
+		web := strings.HasPrefix(f.FileURI, "https://") || strings.HasPrefix(f.FileURI, "http://")
+		switch {
+		case web && strings.HasPrefix(f.MIMEType, "image/"):
+			c.OfImage = &sdk.ImageBlockParam{Source: sdk.ImageBlockParamSourceUnion{OfURL: &sdk.URLImageSourceParam{URL: f.FileURI}}}
+		case web && f.MIMEType == "application/pdf":
+			c.OfDocument = &sdk.DocumentBlockParam{Source: sdk.DocumentBlockParamSourceUnion{OfURL: &sdk.URLPDFSourceParam{URL: f.FileURI}}}
+		default:
+			return c, fmt.Errorf("file data of type %q at %q (only http(s) images and PDFs)", f.MIMEType, f.FileURI)
+		}
+	default:
+		return c, errors.New("a part with neither inline nor file data")
+	}
+	return c, nil
+}
+
+// anthropicImage reports whether the Messages API takes images of a MIME
+// type.
+func anthropicImage(mime string) bool {
+	switch mime {
+	case "image/jpeg", "image/png", "image/gif", "image/webp":
+		return true
+	}
+	return false
 }
 
 func finish(resp *model.Response, reason sdk.StopReason) {

@@ -8,7 +8,10 @@
 //
 // # Mapping
 //
-// Requests are already in the genai vocabulary and pass through unchanged.
+// Requests are already in the genai vocabulary and pass through unchanged;
+// a function response's media (FunctionResponse.Parts) are sent as the
+// API's multimodal function response parts, which Gemini 3 models accept
+// and earlier ones refuse with a 400 error the adapter returns as it is.
 // The first candidate's content, finish reason, grounding and citation
 // metadata and average log-probability, the usage metadata and the model
 // version are copied onto the [model.Response]. A blocked prompt or a

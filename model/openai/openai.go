@@ -9,9 +9,14 @@
 // # Mapping
 //
 // The system instruction becomes a system message; user contents become user
-// messages (images as data-URL image_url parts); model contents become
-// assistant messages whose function calls are tool_calls; function
-// responses become tool messages carrying the tool_call_id. Function
+// messages (images as data-URL image_url parts, WAV and MP3 as input_audio,
+// PDFs as file parts); model contents become assistant messages whose
+// function calls are tool_calls; function responses become tool messages
+// carrying the tool_call_id. Tool messages hold only text, so the media of
+// function responses (genai FunctionResponse.Parts) follow the tool
+// messages in one user message, each response's media introduced by
+// [MediaIntro]; media Chat Completions cannot take fail with
+// model.ErrUnsupportedContent. Function
 // declarations become function tools with their JSON Schema. A genai
 // GoogleSearch tool sets web_search_options (for search models); URL
 // citations in the answer become grounding metadata. Other built-in tools
@@ -291,12 +296,16 @@ func messages(c *genai.Content) ([]oai.ChatCompletionMessageParamUnion, error) {
 		return assistant(c)
 	}
 	var out []oai.ChatCompletionMessageParamUnion
-	var parts []oai.ChatCompletionContentPartUnionParam
+	var parts, media []oai.ChatCompletionContentPartUnionParam
 	for _, p := range c.Parts {
 		switch {
 		case p == nil || p.Thought:
 		case p.FunctionResponse != nil:
 			out = append(out, oai.ToolMessage(adapter.ResponseJSON(p.FunctionResponse), p.FunctionResponse.ID))
+			var err error
+			if media, err = responseMedia(media, p.FunctionResponse); err != nil {
+				return nil, err
+			}
 		case p.Text != "":
 			parts = append(parts, oai.TextContentPart(p.Text))
 		case p.InlineData != nil:
@@ -311,6 +320,9 @@ func messages(c *genai.Content) ([]oai.ChatCompletionMessageParamUnion, error) {
 			return nil, fmt.Errorf("openai: %w: file data of type %q", model.ErrUnsupportedContent, p.FileData.MIMEType)
 		}
 	}
+	// A tool message holds only text: the media of the function responses
+	// follow all of them, in one user message of their own.
+	parts = append(media, parts...)
 	if len(parts) > 0 {
 		if len(parts) == 1 && parts[0].OfText != nil {
 			out = append(out, oai.UserMessage(parts[0].OfText.Text))
@@ -321,8 +333,59 @@ func messages(c *genai.Content) ([]oai.ChatCompletionMessageParamUnion, error) {
 	return out, nil
 }
 
+// MediaIntro introduces, in the user message that follows the tool
+// messages, the media of one function response: Chat Completions tool
+// messages hold only text. It is formatted with the function's name and the
+// call id.
+const MediaIntro = "Media returned by the function %s (call %s):"
+
+// responseMedia appends the media of a function response (its Parts),
+// after a text naming the call, as user message content parts: images
+// (inline or by URL), WAV and MP3 audio, and PDF files. Other media are a
+// model.ErrUnsupportedContent error.
+func responseMedia(dst []oai.ChatCompletionContentPartUnionParam, fr *genai.FunctionResponse) ([]oai.ChatCompletionContentPartUnionParam, error) {
+	if len(fr.Parts) == 0 {
+		return dst, nil
+	}
+	dst = append(dst, oai.TextContentPart(fmt.Sprintf(MediaIntro, fr.Name, fr.ID)))
+	for _, p := range fr.Parts {
+		var part oai.ChatCompletionContentPartUnionParam
+		var err error
+		switch {
+		case p != nil && p.InlineData != nil:
+			part, err = inlinePart(&genai.Blob{MIMEType: p.InlineData.MIMEType, Data: p.InlineData.Data, DisplayName: p.InlineData.DisplayName})
+		case p != nil && p.FileData != nil && strings.HasPrefix(p.FileData.MIMEType, "image/"):
+			part = oai.ImageContentPart(oai.ChatCompletionContentPartImageImageURLParam{URL: p.FileData.FileURI})
+		case p != nil && p.FileData != nil:
+			err = fmt.Errorf("openai: %w: file data of type %q", model.ErrUnsupportedContent, p.FileData.MIMEType)
+		default:
+			err = fmt.Errorf("openai: %w: a function response part with neither inline nor file data", model.ErrUnsupportedContent)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w (function response of %s)", err, fr.Name)
+		}
+		dst = append(dst, part)
+	}
+	return dst, nil
+}
+
 func inlinePart(b *genai.Blob) (oai.ChatCompletionContentPartUnionParam, error) {
 	switch {
+	case b.MIMEType == "audio/wav" || b.MIMEType == "audio/x-wav" || b.MIMEType == "audio/mpeg" || b.MIMEType == "audio/mp3":
+		format := "wav"
+		if b.MIMEType == "audio/mpeg" || b.MIMEType == "audio/mp3" {
+			format = "mp3"
+		}
+		return oai.InputAudioContentPart(oai.ChatCompletionContentPartInputAudioInputAudioParam{
+			Data: base64.StdEncoding.EncodeToString(b.Data), Format: format}), nil
+	case b.MIMEType == "application/pdf":
+		name := b.DisplayName
+		if name == "" {
+			name = "file.pdf"
+		}
+		return oai.FileContentPart(oai.ChatCompletionContentPartFileFileParam{
+			FileData: oai.String("data:application/pdf;base64," + base64.StdEncoding.EncodeToString(b.Data)),
+			Filename: oai.String(name)}), nil
 	case strings.HasPrefix(b.MIMEType, "image/"):
 		url := "data:" + b.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(b.Data)
 		return oai.ImageContentPart(oai.ChatCompletionContentPartImageImageURLParam{URL: url}), nil

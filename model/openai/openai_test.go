@@ -450,7 +450,7 @@ func TestUnsupportedPart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := &model.Request{Contents: []*genai.Content{{Role: genai.RoleUser, Parts: []*genai.Part{{InlineData: &genai.Blob{MIMEType: "audio/wav", Data: []byte{1}}}}}}}
+	req := &model.Request{Contents: []*genai.Content{{Role: genai.RoleUser, Parts: []*genai.Part{{InlineData: &genai.Blob{MIMEType: "video/mp4", Data: []byte{1}}}}}}}
 	_, err = fakeapi.Collect(m.Generate(t.Context(), req, false))
 	if !errors.Is(err, model.ErrUnsupportedContent) {
 		t.Errorf("err = %v, want model.ErrUnsupportedContent", err)

@@ -108,6 +108,7 @@ var cases = []testCase{
 	{"V10UnknownOutcome", testV10UnknownOutcome},
 	{"EventTimeRange", testEventTimeRange},
 	{"LeaseOneService", testLeaseOneService},
+	{"S14Expiry", testS14Expiry},
 }
 
 // base is the first instant of the deterministic clock.

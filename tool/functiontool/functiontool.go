@@ -39,6 +39,13 @@
 // {"result": v}, and a nil pointer, map or interface gives a nil response. A
 // panic in the function is recovered and returned as a [*PanicError]; the
 // process and the session are unaffected.
+//
+// # Media
+//
+// A function that returns [Media] gives the model images, audio or files
+// (parts, or artifacts of the session by name) with its JSON response: they
+// become the function response's Parts. The tool implements
+// tool.MediaTool, through which the LLM agent receives them.
 package functiontool
 
 import (
@@ -209,6 +216,9 @@ func responseSchema[Result any]() *jsonschema.Schema {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if t == reflect.TypeFor[Media]() {
+		return nil // the response's shape is Media.Response's, unknown here
+	}
 	if t.Kind() == reflect.Interface || t.Kind() == reflect.Map {
 		return nil
 	}
@@ -276,20 +286,11 @@ func (t *Tool[Args, Result]) Declaration() *genai.FunctionDeclaration {
 
 // Run implements tool.Tool: it validates args, decodes them, calls the
 // function and encodes its result.
+// The media of a [Media] result are checked but left out: the LLM agent
+// calls RunMedia, which keeps them.
 func (t *Tool[Args, Result]) Run(ctx context.Context, tc tool.Context, args map[string]any) (map[string]any, error) {
-	in, err := t.decode(args)
-	if err != nil {
-		return nil, err
-	}
-	out, err := t.call(ctx, tc, in)
-	if err != nil {
-		return nil, err
-	}
-	res, err := encodeResult(out)
-	if err != nil {
-		return nil, fmt.Errorf("tool %q: encode result: %w", t.cfg.Name, err)
-	}
-	return res, nil
+	res, _, err := t.RunMedia(ctx, tc, args)
+	return res, err
 }
 
 // call runs the function, turning a panic into an error.
