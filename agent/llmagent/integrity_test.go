@@ -261,8 +261,8 @@ func TestI1EditedCallRefusedOnCrashResume(t *testing.T) {
 		}
 		if edit {
 			// The first runner's store stays open, as a process's would: wait
-		// for its writes rather than fail on its lock.
-		db, err := sql.Open("sqlite", file+"?_pragma=busy_timeout(10000)")
+			// for its writes rather than fail on its lock.
+			db, err := sql.Open("sqlite", file+"?_pragma=busy_timeout(10000)")
 			if err != nil {
 				t.Fatal(err)
 			}
