@@ -217,3 +217,31 @@ func TestEveryADKMetricKnown(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigWithoutConfigKeys: a JSON object holding none of an eval
+// config's keys (a metric list in a form ADK does not read, or another
+// program's settings) is refused, naming what it holds, rather than run
+// with no metric; an empty object is a config without criteria, as in ADK.
+func TestConfigWithoutConfigKeys(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"metrics.json":  `{"metrics": [{"name": "response_match_score", "pass_threshold": 0.8}]}`,
+		"settings.json": `{"openai_model": "x", "schema": {}}`,
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadConfig(path)
+		if err == nil || !strings.Contains(err.Error(), "not an eval config") {
+			t.Errorf("%s: err = %v, want a refusal", name, err)
+		}
+	}
+	empty := filepath.Join(dir, "empty.json")
+	if err := os.WriteFile(empty, []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := ReadConfig(empty); err != nil || len(c.Metrics()) != 0 {
+		t.Errorf("an empty config: %v, %v; want no metrics and no error", c, err)
+	}
+}

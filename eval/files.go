@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -293,7 +295,8 @@ func WriteTestFile(path string, s *Set) error {
 
 // ReadConfig reads a test_config.json or eval_config.json, in any form ADK
 // reads: criteria as thresholds or as objects, custom metrics, a user
-// simulator config. Missing criteria are none, as in ADK.
+// simulator config. Missing criteria are none, as in ADK; a file with keys
+// but none of an eval config's is refused, since it would score nothing.
 func ReadConfig(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -302,6 +305,12 @@ func ReadConfig(path string) (*Config, error) {
 	var c Config
 	if err := Unmarshal(data, &c); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if c.Criteria == nil && c.CustomMetrics == nil && c.UserSimulatorConfig == nil && len(c.Extra) > 0 {
+		// Keys, but none of an eval config's: another file, or a metric
+		// list in a form ADK does not read. Running it would score nothing.
+		return nil, fmt.Errorf("%s: not an eval config: it holds none of criteria, custom_metrics and user_simulator_config (it holds %s)",
+			path, strings.Join(slices.Sorted(maps.Keys(c.Extra)), ", "))
 	}
 	if c.Criteria == nil {
 		c.Criteria = map[string]*Criterion{}
