@@ -117,6 +117,16 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 		return fmt.Errorf("listen: %w", err)
 	}
 	defer ln.Close()
+	if f.conf {
+		// The suite's MCP agent starts its server with npx: the release
+		// its recording was made against, when scripts/mcp-server.sh
+		// installed it.
+		restore, err := mcpEverythingShim(env)
+		if err != nil {
+			return err
+		}
+		defer restore()
+	}
 
 	// Traces of every app, kept in memory for the debug trace routes.
 	tel, err := telemetry.New(telemetry.Config{})
