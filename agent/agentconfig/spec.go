@@ -272,4 +272,5 @@ func (t *ToolSpec) BuildAgent(key string) (agent.Agent, error) {
 	return t.spec.l.ref(n, t.spec.model)
 }
 
+// String names the spec by its agent and its file, for messages.
 func (s *Spec) String() string { return fmt.Sprintf("%s (%s)", s.Name(), s.File()) }

@@ -23,6 +23,7 @@ type ToolError struct {
 	Text string
 }
 
+// Error implements error: the tool's name and the text of its result.
 func (e *ToolError) Error() string {
 	if e.Text == "" {
 		return fmt.Sprintf("tool %s failed", e.Tool)
