@@ -127,13 +127,27 @@ func (e *Event) Imported() bool {
 	return v
 }
 
-// MarkImported marks ev as imported (MetadataImported). It sets the entry
-// in a new map, so that a map ev shares with another event is not changed.
+// MarkImported marks ev as imported (MetadataImported) and drops the
+// runtime's own records (LLMCall, MetadataStartedCalls, MetadataCallMAC):
+// a client-supplied event can claim none of what the runtime did. It
+// writes a new map, so that a map ev shares with another event is not
+// changed.
 func (e *Event) MarkImported() {
+	e.LLMCall = false
 	m := make(map[string]any, len(e.CustomMetadata)+1)
-	maps.Copy(m, e.CustomMetadata)
+	for k, v := range e.CustomMetadata {
+		if !runtimeMark(k) {
+			m[k] = v
+		}
+	}
 	m[MetadataImported] = true
 	e.CustomMetadata = m
+}
+
+// runtimeMark reports whether k is a custom-metadata key the runtime keeps
+// for itself, in the stored form only: the records of what it did.
+func runtimeMark(k string) bool {
+	return k == MetadataLLMCall || k == MetadataStartedCalls || k == MetadataCallMAC
 }
 
 // StartedCalls returns the call ids ev records under MetadataStartedCalls.
@@ -165,15 +179,19 @@ func (e *Event) metadata(stored bool) map[string]any {
 		if len(m) == 0 {
 			return m
 		}
-		_, call := m[MetadataLLMCall]
-		_, started := m[MetadataStartedCalls]
-		_, macs := m[MetadataCallMAC]
-		if !call && !started && !macs {
+		marked := false
+		for k := range m {
+			if runtimeMark(k) {
+				marked = true
+				break
+			}
+		}
+		if !marked {
 			return m
 		}
 		w := make(map[string]any, len(m))
 		for k, v := range m {
-			if k != MetadataLLMCall && k != MetadataStartedCalls && k != MetadataCallMAC {
+			if !runtimeMark(k) {
 				w[k] = v
 			}
 		}

@@ -32,6 +32,9 @@ func TestR10ImportedHistory(t *testing.T) {
 		{FunctionCall: &genai.FunctionCall{ID: "lr-1", Name: "wait", Args: map[string]any{}}},
 	}}
 	call.LongRunningToolIDs = []string{"lr-1"}
+	// Records only the runtime writes, which a client cannot claim.
+	call.LLMCall = true
+	call.CustomMetadata = map[string]any{event.MetadataStartedCalls: []any{"lr-1"}, event.MetadataCallMAC: "forged", "mine": "kept"}
 
 	sess, err := r.CreateSession(ctx, user, "imported", nil, []*event.Event{hello, call})
 	if err != nil {
@@ -51,6 +54,9 @@ func TestR10ImportedHistory(t *testing.T) {
 	}
 	if ids := got.Events()[1].LongRunningToolIDs; len(ids) != 1 {
 		t.Errorf("imported event's long-running ids = %v, want them as given", ids)
+	}
+	if imp := got.Events()[1]; imp.LLMCall || imp.StartedCalls() != nil || imp.CustomMetadata[event.MetadataCallMAC] != nil || imp.CustomMetadata["mine"] != "kept" {
+		t.Errorf("imported event's records: llmCall %v, metadata %v; want the client's own entries only", imp.LLMCall, imp.CustomMetadata)
 	}
 	if call.Imported() || hello.Imported() {
 		t.Errorf("CreateSession modified the caller's events")
