@@ -197,8 +197,9 @@ func testE5MarksStored(t *testing.T, h *harness) {
 	call := textEvent("call", "x", nil)
 	call.LLMCall = true
 	started := textEvent("started", "y", nil)
-	started.CustomMetadata = map[string]any{event.MetadataStartedCalls: []string{"c1"}, "own": "kept"}
-	started.MarkImported()
+	started.MarkImported() // which drops what a client could claim: the marks come after
+	started.CustomMetadata[event.MetadataStartedCalls] = []string{"c1"}
+	started.CustomMetadata["own"] = "kept"
 	h.appendEv(t, s, call)
 	h.appendEv(t, s, started)
 	h.appendEv(t, s, textEvent("last", "z", nil))
