@@ -15,21 +15,8 @@ version=1.0.3
 pkg=@modelcontextprotocol/inspector-cli
 cache=${LOOM_MCP_CACHE:-${HOME:-/tmp}/.cache/loom-mcp}
 bin=$cache/node_modules/.bin/mcp-inspector-cli
-manifest=$cache/node_modules/$pkg/package.json
 
-installed() {
-	[ -x "$bin" ] && [ -f "$manifest" ] &&
-		node -e 'process.exit(require(process.argv[1]).version === process.argv[2] ? 0 : 1)' "$manifest" "$version"
-}
-
-if ! installed; then
-	if ! command -v npm >/dev/null 2>&1; then
-		echo "mcp-inspector.sh: npm is not installed (apt-get install nodejs npm)" >&2
-		exit 1
-	fi
-	echo "mcp-inspector.sh: installing $pkg@$version into $cache" >&2
-	mkdir -p "$cache"
-	npm install --prefix "$cache" --no-audit --no-fund --loglevel=error "$pkg@$version" >&2
-	installed || { echo "mcp-inspector.sh: $bin is missing after the install" >&2; exit 1; }
-fi
+. "$(dirname "$0")/npm-install.sh"
+npm_install_once mcp-inspector.sh "$cache" "$pkg" "$version"
+[ -x "$bin" ] || { echo "mcp-inspector.sh: $bin is missing after the install" >&2; exit 1; }
 echo "$bin"

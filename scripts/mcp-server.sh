@@ -32,21 +32,8 @@ adk)
 	;;
 esac
 bin=$cache/node_modules/.bin/mcp-server-everything
-manifest=$cache/node_modules/$pkg/package.json
 
-installed() {
-	[ -x "$bin" ] && [ -f "$manifest" ] &&
-		node -e 'process.exit(require(process.argv[1]).version === process.argv[2] ? 0 : 1)' "$manifest" "$version"
-}
-
-if ! installed; then
-	if ! command -v npm >/dev/null 2>&1; then
-		echo "mcp-server.sh: npm is not installed (apt-get install nodejs npm)" >&2
-		exit 1
-	fi
-	echo "mcp-server.sh: installing $pkg@$version into $cache" >&2
-	mkdir -p "$cache"
-	npm install --prefix "$cache" --no-audit --no-fund --loglevel=error "$pkg@$version" >&2
-	installed || { echo "mcp-server.sh: $bin is missing after the install" >&2; exit 1; }
-fi
+. "$(dirname "$0")/npm-install.sh"
+npm_install_once mcp-server.sh "$cache" "$pkg" "$version"
+[ -x "$bin" ] || { echo "mcp-server.sh: $bin is missing after the install" >&2; exit 1; }
 echo "$bin"
