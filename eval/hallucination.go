@@ -2,7 +2,6 @@ package eval
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -117,25 +116,7 @@ func groundingContext(inv *Invocation, responses bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "user: %s\n", Text(inv.UserContent))
 	if d := inv.IntermediateData; d != nil {
-		for _, c := range d.ToolCalls() {
-			args, _ := json.Marshal(c.Args)
-			fmt.Fprintf(&b, "tool call: %s(%s)\n", c.Name, args)
-		}
-		for _, r := range d.ToolResponses {
-			resp, _ := json.Marshal(r.Response)
-			fmt.Fprintf(&b, "tool result of %s: %s\n", r.Name, resp)
-		}
-		for _, e := range d.InvocationEvents {
-			if e.Content == nil {
-				continue
-			}
-			for _, p := range e.Content.Parts {
-				if p != nil && p.FunctionResponse != nil {
-					resp, _ := json.Marshal(p.FunctionResponse.Response)
-					fmt.Fprintf(&b, "tool result of %s: %s\n", p.FunctionResponse.Name, resp)
-				}
-			}
-		}
+		writeTools(&b, d, "tool call: ", "tool result of ")
 		for _, r := range d.IntermediateResponses {
 			if responses {
 				fmt.Fprintf(&b, "%s: %s\n", r.Author, Text(&genai.Content{Parts: r.Parts}))

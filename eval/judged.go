@@ -28,17 +28,25 @@ const (
 // toolLog writes an invocation's tool calls and results, one a line.
 func toolLog(inv *Invocation) string {
 	var b strings.Builder
-	d := inv.IntermediateData
-	if d == nil {
+	if d := inv.IntermediateData; d != nil {
+		writeTools(&b, d, "call ", "result of ")
+	}
+	if b.Len() == 0 {
 		return "(no tool calls)\n"
 	}
+	return b.String()
+}
+
+// writeTools writes the tool calls and the tool results of d, one a line,
+// each behind its prefix: the recorded ones, then those of its events.
+func writeTools(b *strings.Builder, d *IntermediateData, callPrefix, resultPrefix string) {
 	for _, c := range d.ToolCalls() {
 		args, _ := json.Marshal(c.Args)
-		fmt.Fprintf(&b, "call %s(%s)\n", c.Name, args)
+		fmt.Fprintf(b, "%s%s(%s)\n", callPrefix, c.Name, args)
 	}
 	for _, r := range d.ToolResponses {
 		resp, _ := json.Marshal(r.Response)
-		fmt.Fprintf(&b, "result of %s: %s\n", r.Name, resp)
+		fmt.Fprintf(b, "%s%s: %s\n", resultPrefix, r.Name, resp)
 	}
 	for _, e := range d.InvocationEvents {
 		if e.Content == nil {
@@ -47,14 +55,10 @@ func toolLog(inv *Invocation) string {
 		for _, p := range e.Content.Parts {
 			if p != nil && p.FunctionResponse != nil {
 				resp, _ := json.Marshal(p.FunctionResponse.Response)
-				fmt.Fprintf(&b, "result of %s: %s\n", p.FunctionResponse.Name, resp)
+				fmt.Fprintf(b, "%s%s: %s\n", resultPrefix, p.FunctionResponse.Name, resp)
 			}
 		}
 	}
-	if b.Len() == 0 {
-		return "(no tool calls)\n"
-	}
-	return b.String()
 }
 
 // transcript writes a conversation turn by turn: the user's message, with
