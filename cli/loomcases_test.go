@@ -4,11 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/genai"
 
@@ -260,5 +262,41 @@ func TestConformanceCommand(t *testing.T) {
 	}
 	if code, _, _ := conformanceRun(t, "test", "--streaming-mode", "chunky", root); code != 2 {
 		t.Errorf("bad --streaming-mode: exit %d, want 2", code)
+	}
+}
+
+// TestConformanceOverHTTP drives "loom api --conformance" by URL, as ADK's
+// own runner does, with Loom's cases: the server reads each case from the
+// directory the request names, within --conformance-root, and every case
+// passes as it does in process.
+func TestConformanceOverHTTP(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	urls := make(chan string, 1)
+	done := make(chan int, 1)
+	var serverLog syncBuffer
+	go func() {
+		done <- cli.Program{Apps: loomCaseApps}.Run(ctx, []string{"api", "--port", "0", "--sessions", "memory://", "--artifacts", "memory://",
+			"--conformance", "--conformance-root", loomCasesDir},
+			cli.Env{Stdout: io.Discard, Stderr: &serverLog, Getenv: noEnv, Listening: func(u string) { urls <- u }})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	var base string
+	select {
+	case base = <-urls:
+	case code := <-done:
+		t.Fatalf("loom api exited with %d:\n%s", code, serverLog.String())
+	case <-time.After(time.Minute):
+		t.Fatal("loom api did not start")
+	}
+	cases, err := conformance.Discover([]string{loomCasesDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := conformanceRun(t, "test", "--url", base, loomCasesDir)
+	if code != 0 || !strings.HasSuffix(out, fmt.Sprintf("%d passed, 0 failed\n", len(cases))) {
+		t.Fatalf("exit %d\n%s\n%s\nserver:\n%s", code, out, errOut, serverLog.String())
 	}
 }
