@@ -1,9 +1,7 @@
 package runner_test
 
 import (
-	"bufio"
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,38 +17,7 @@ import (
 // and a next turn here works (CONFORMANCE R13).
 func TestR13CancelReachesOtherReplica(t *testing.T) {
 	replicaBackends(t, func(t *testing.T, dsn string) {
-		cmd := replicaCmd(t, "cancellable", dsn, 7)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			cmd.Wait()
-		})
-		held := make(chan bool, 1)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				if sc.Text() == "holding" {
-					held <- true
-				}
-			}
-			close(held)
-		}()
-		select {
-		case ok := <-held:
-			if !ok {
-				t.Fatalf("the replica exited: %s", stderr.String())
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("the replica never got into its turn: %s", stderr.String())
-		}
+		cmd, stderr := startHolding(t, "cancellable", dsn, 7)
 
 		ctx := context.Background()
 		r, store, err := replicaRunner(ctx, dsn, false)

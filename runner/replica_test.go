@@ -279,39 +279,7 @@ func text(ev *event.Event) string {
 // the connection; after the lease's expiry on SQLite) and completes.
 func TestReplicaCrashHoldingLease(t *testing.T) {
 	replicaBackends(t, func(t *testing.T, dsn string) {
-		cmd := replicaCmd(t, "hold", dsn, 9)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		// However the test ends, the holder does not outlive it.
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			cmd.Wait()
-		})
-		held := make(chan bool, 1)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				if sc.Text() == "holding" {
-					held <- true
-				}
-			}
-			close(held)
-		}()
-		select {
-		case ok := <-held:
-			if !ok {
-				t.Fatalf("the holder exited: %s", stderr.String())
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("the holder never got into its turn: %s", stderr.String())
-		}
+		cmd, _ := startHolding(t, "hold", dsn, 9)
 
 		ctx := context.Background()
 		r, store, err := replicaRunner(ctx, dsn, false)
@@ -418,4 +386,44 @@ func TestLeaseReleasedOnEveryPath(t *testing.T) {
 	if _, err := r.RunSync(ctx, replicaUser, "s", userText("hello"), nil); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// startHolding starts a replica process in mode, over dsn, and returns it
+// and its standard error once it reports "holding" (it is inside a turn);
+// the process is killed when the test ends, however it ends.
+func startHolding(t *testing.T, mode, dsn string, seed int) (*exec.Cmd, *strings.Builder) {
+	t.Helper()
+	cmd := replicaCmd(t, mode, dsn, seed)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	held := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if sc.Text() == "holding" {
+				held <- true
+			}
+		}
+		close(held)
+	}()
+	select {
+	case ok := <-held:
+		if !ok {
+			t.Fatalf("the replica exited: %s", stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the replica never got into its turn: %s", stderr.String())
+	}
+	return cmd, stderr
 }
