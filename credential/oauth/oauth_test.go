@@ -28,6 +28,7 @@ import (
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/sqlsession"
 	"github.com/loomkit/loom/tool"
@@ -500,5 +501,69 @@ func TestT20PerUser(t *testing.T) {
 	evs = a.run(t, "alice", "s2", ask("mine?"))
 	if got := finalText(evs); got != `calendar: {"events":["standup with alice"]}` {
 		t.Fatalf("alice after bob signed in: %q", got)
+	}
+}
+
+// TestT17SignInThroughTheHTTPServer plays ADK's client over the API server:
+// /run returns the credential request, the answer goes back through /run
+// as ADK's auth config with the redirect URL, and the tool's result comes
+// back; an answer with another state gets a 400 and changes nothing
+// (CONFORMANCE T17, T19).
+func TestT17SignInThroughTheHTTPServer(t *testing.T) {
+	a := newApp(t)
+	srv, err := server.New(server.Config{Apps: []*runner.Runner{a.r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	defer srv.Close()
+	post := func(path string, body any) (int, []byte) {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		resp, err := http.Post(hs.URL+path, "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out bytes.Buffer
+		out.ReadFrom(resp.Body)
+		return resp.StatusCode, out.Bytes()
+	}
+	if code, body := post("/apps/cal/users/alice/sessions/s1", map[string]any{}); code != http.StatusOK {
+		t.Fatalf("create session: %d %s", code, body)
+	}
+	run := func(msg *genai.Content) (int, []*event.Event) {
+		t.Helper()
+		code, body := post("/run", map[string]any{"appName": "cal", "userId": "alice", "sessionId": "s1", "newMessage": msg})
+		if code != http.StatusOK {
+			return code, nil
+		}
+		var evs []*event.Event
+		if err := json.Unmarshal(body, &evs); err != nil {
+			t.Fatalf("decode %s: %v", body, err)
+		}
+		return code, evs
+	}
+	_, evs := run(ask("what is on my calendar?"))
+	req := credentialRequest(t, evs)
+	if strings.Contains(fmt.Sprint(req.Args), clientSecret) {
+		t.Fatal("the request the client sees holds the client secret")
+	}
+	// A snake_case answer, as ADK's Python client writes it with
+	// model_dump(), with another state: refused.
+	forged := map[string]any{"exchanged_auth_credential": map[string]any{"auth_type": "oauth2", "oauth2": map[string]any{
+		"auth_response_uri": redirectURL + "?code=" + a.p.authorize("alice") + "&state=other"}}}
+	bad := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{
+		ID: req.ID, Name: event.FunctionRequestCredential, Response: forged}}}}
+	if code, body := post("/run", map[string]any{"appName": "cal", "userId": "alice", "sessionId": "s1", "newMessage": bad}); code != http.StatusBadRequest || !bytes.Contains(body, []byte("state")) {
+		t.Fatalf("forged state: status %d %s, want 400 about the state", code, body)
+	}
+	code, evs := run(signIn(t, a.p, req, "alice"))
+	if code != http.StatusOK || finalText(evs) != `calendar: {"events":["standup with alice"]}` {
+		t.Fatalf("answer: status %d, final %q", code, finalText(evs))
+	}
+	if n := a.p.count("authorization_code"); n != 1 {
+		t.Fatalf("authorization_code grants: %d, want 1", n)
 	}
 }
