@@ -349,6 +349,10 @@ func setup(ctx context.Context, env Env, o *options, apps []App, reg *agentconfi
 	if err != nil {
 		return nil, nil, err
 	}
+	if svc.credentials, svc.closeCredentials, err = openCredentials(ctx, env, o); err != nil {
+		svc.close()
+		return nil, nil, err
+	}
 	runners := make([]*runner.Runner, 0, len(apps))
 	descs := make([]string, 0, len(apps))
 	for _, app := range apps {
@@ -367,14 +371,15 @@ func setup(ctx context.Context, env Env, o *options, apps []App, reg *agentconfi
 
 func newRunner(app App, choice *modelChoice, o *options, svc *services, key *event.CallKey, plugins []*plugin.Plugin) (*runner.Runner, string, error) {
 	cfg := runner.Config{
-		AppName:    app.Name,
-		SessionTTL: cmp.Or(app.SessionTTL, o.sessionTTL),
-		Resumable:  o.resumable,
-		Sessions:   svc.sessions,
-		Artifacts:  svc.artifacts,
-		Memory:     svc.memory,
-		Plugins:    plugins,
-		CallKey:    key,
+		AppName:     app.Name,
+		SessionTTL:  cmp.Or(app.SessionTTL, o.sessionTTL),
+		Resumable:   o.resumable,
+		Sessions:    svc.sessions,
+		Artifacts:   svc.artifacts,
+		Memory:      svc.memory,
+		Plugins:     plugins,
+		CallKey:     key,
+		Credentials: svc.credentials,
 	}
 	var desc string
 	if f := app.file; f != nil {
