@@ -13,8 +13,7 @@ import (
 	"github.com/loomkit/loom/credential"
 )
 
-// Run runs the suite against stores made by newStore, one per subtest
-// (CONFORMANCE T20).
+// Run runs the suite against stores made by newStore, one per subtest.
 func Run(t *testing.T, newStore func(t *testing.T) credential.Store) {
 	t.Run("RoundTrip", func(t *testing.T) { testT20RoundTrip(t, newStore(t)) })
 	t.Run("PerUser", func(t *testing.T) { testT20PerUser(t, newStore(t)) })
