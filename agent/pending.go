@@ -42,7 +42,10 @@ import (
 // itself (its own function response, such as {"status": "pending"}); the
 // call stays pending until the client's response, which completes it. A
 // response to a call that does not pause, that is not pending any more, or
-// that the log does not hold is refused before anything is stored.
+// that the log does not hold is refused before anything is stored; so is
+// an answer to a credential request that started an OAuth2 authorization
+// whose state is not the request's (credential/oauth), which leaves the
+// request pending.
 //
 // # Ownership and use
 //
