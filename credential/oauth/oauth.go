@@ -111,23 +111,12 @@ func Token(ctx context.Context, tc tool.Context, cfg Config) (*oauth2.Token, err
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	var svc *credential.Service
-	if cc, ok := tc.(credentialContext); ok {
-		svc = cc.CredentialService()
-	}
-	key := credential.Key{AppName: tc.AppName(), UserID: tc.UserID(), Name: cfg.Name}
-	ctx = cfg.context(ctx)
+	svc, key := serviceOf(tc, cfg)
 	if answer := tc.Credential(); answer != nil {
-		return exchange(ctx, svc, key, cfg, answer)
+		return exchange(cfg.context(ctx), svc, key, cfg, answer)
 	}
-	if svc != nil {
-		mu := lockFor(key)
-		mu.Lock()
-		tok, err := kept(ctx, svc, key, cfg)
-		mu.Unlock()
-		if tok != nil || err != nil {
-			return tok, err
-		}
+	if tok, err := Kept(ctx, tc, cfg); tok != nil || err != nil {
+		return tok, err
 	}
 	state, err := newState()
 	if err != nil {
@@ -135,6 +124,45 @@ func Token(ctx context.Context, tc tool.Context, cfg Config) (*oauth2.Token, err
 	}
 	tc.RequestCredential(AuthConfig(cfg, state))
 	return nil, nil
+}
+
+// Kept returns the token kept for the user of tc under cfg.Name,
+// refreshed first if it has expired, without asking the client: nil when
+// there is none to use (none kept, no credential service, or a refresh
+// the server refused, after which the kept token is forgotten). Token
+// calls it; a tool that must not ask may call it alone.
+func Kept(ctx context.Context, tc tool.Context, cfg Config) (*oauth2.Token, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	svc, key := serviceOf(tc, cfg)
+	if svc == nil {
+		return nil, nil
+	}
+	mu := lockFor(key)
+	mu.Lock()
+	defer mu.Unlock()
+	return kept(cfg.context(ctx), svc, key, cfg)
+}
+
+// Forget forgets the token kept for the user of tc under cfg.Name, as
+// when the API it opens answers 401: the next Token asks again.
+func Forget(ctx context.Context, tc tool.Context, cfg Config) error {
+	svc, key := serviceOf(tc, cfg)
+	if svc == nil {
+		return nil
+	}
+	return svc.Delete(ctx, key)
+}
+
+// serviceOf returns the runtime's credential service, if tc reaches one,
+// and the key of the user's token.
+func serviceOf(tc tool.Context, cfg Config) (*credential.Service, credential.Key) {
+	var svc *credential.Service
+	if cc, ok := tc.(credentialContext); ok {
+		svc = cc.CredentialService()
+	}
+	return svc, credential.Key{AppName: tc.AppName(), UserID: tc.UserID(), Name: cfg.Name}
 }
 
 // exchange trades the client's answer for tokens and keeps them.
