@@ -112,7 +112,9 @@ func Token(ctx context.Context, tc tool.Context, cfg Config) (*oauth2.Token, err
 		return nil, err
 	}
 	svc, key := serviceOf(tc, cfg)
-	if answer := tc.Credential(); answer != nil {
+	// An empty answer is what a call resumed after a restart gets (the
+	// runtime keeps answers in memory only): it asks again.
+	if answer := tc.Credential(); len(answer) > 0 {
 		return exchange(cfg.context(ctx), svc, key, cfg, answer)
 	}
 	if tok, err := Kept(ctx, tc, cfg); tok != nil || err != nil {

@@ -567,3 +567,78 @@ func TestT17SignInThroughTheHTTPServer(t *testing.T) {
 		t.Fatalf("authorization_code grants: %d, want 1", n)
 	}
 }
+
+// TestAnswerLostInARestartAsksAgain: a call that runs again after a
+// restart gets no answer (answers live in memory only); instead of
+// failing, it asks the client again.
+func TestAnswerLostInARestartAsksAgain(t *testing.T) {
+	p := newProvider(t)
+	cfg := oauth.Config{Name: "calendar", OAuth2: p.config()}
+	tc := &fakeContext{credential: map[string]any{}}
+	tok, err := oauth.Token(context.Background(), tc, cfg)
+	if tok != nil || err != nil || tc.requested == nil {
+		t.Fatalf("Token = %v, %v; asked %v", tok, err, tc.requested != nil)
+	}
+	if oauth.RequestState(tc.requested) == "" {
+		t.Fatalf("the request names no state: %v", tc.requested)
+	}
+}
+
+// fakeContext is a tool context without a runtime: no credential
+// service, the given answer.
+type fakeContext struct {
+	tool.Context
+	credential map[string]any
+	requested  map[string]any
+}
+
+func (c *fakeContext) AppName() string                             { return "app" }
+func (c *fakeContext) UserID() string                              { return "alice" }
+func (c *fakeContext) Credential() map[string]any                  { return c.credential }
+func (c *fakeContext) RequestCredential(authConfig map[string]any) { c.requested = authConfig }
+
+// TestParseAnswer reads the authorization responses ADK's clients send:
+// camelCase or snake_case, the redirect URL's query or fragment, or a bare
+// code with its state; the state is read from the URL, never from the
+// request's copy beside it.
+func TestParseAnswer(t *testing.T) {
+	wrap := func(o map[string]any) map[string]any {
+		return map[string]any{"exchangedAuthCredential": map[string]any{"oauth2": o}}
+	}
+	for _, c := range []struct {
+		name   string
+		answer map[string]any
+		want   oauth.Answer
+		ok     bool
+	}{
+		{"query", wrap(map[string]any{"authResponseUri": "https://x/cb?code=c1&state=s1", "state": "issued"}), oauth.Answer{Code: "c1", State: "s1"}, true},
+		{"no state in the URL", wrap(map[string]any{"authResponseUri": "https://x/cb?code=c1", "state": "issued"}), oauth.Answer{Code: "c1"}, true},
+		{"fragment", wrap(map[string]any{"authResponseUri": "https://x/cb#code=c2&state=s2"}), oauth.Answer{Code: "c2", State: "s2"}, true},
+		{"denied", wrap(map[string]any{"authResponseUri": "https://x/cb?error=access_denied&state=s3"}), oauth.Answer{Error: "access_denied", State: "s3"}, true},
+		{"snake_case", map[string]any{"exchanged_auth_credential": map[string]any{"oauth2": map[string]any{
+			"auth_response_uri": "https://x/cb?code=c4&state=s4", "redirect_uri": "https://x/cb"}}}, oauth.Answer{Code: "c4", State: "s4", RedirectURI: "https://x/cb"}, true},
+		{"code and state", wrap(map[string]any{"authCode": "c5", "state": "s5"}), oauth.Answer{Code: "c5", State: "s5"}, true},
+		{"nothing", wrap(map[string]any{"accessToken": "t"}), oauth.Answer{}, false},
+		{"not an auth config", map[string]any{"apiKey": "k"}, oauth.Answer{}, false},
+	} {
+		got, ok := oauth.ParseAnswer(c.answer)
+		if got != c.want || ok != c.ok {
+			t.Errorf("%s: ParseAnswer = %+v, %v; want %+v, %v", c.name, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// TestDeniedAuthorization: a user who refused at the authorization server
+// gets an error naming it, and the token URL is not called.
+func TestDeniedAuthorization(t *testing.T) {
+	p := newProvider(t)
+	answer := map[string]any{"exchangedAuthCredential": map[string]any{"oauth2": map[string]any{
+		"authResponseUri": redirectURL + "?error=access_denied&state=s"}}}
+	tok, err := oauth.Token(context.Background(), &fakeContext{credential: answer}, oauth.Config{Name: "calendar", OAuth2: p.config()})
+	if tok != nil || err == nil || !strings.Contains(err.Error(), "access_denied") {
+		t.Fatalf("Token = %v, %v; want an error naming access_denied", tok, err)
+	}
+	if n := p.count("authorization_code"); n != 0 {
+		t.Fatalf("token URL called %d times", n)
+	}
+}
