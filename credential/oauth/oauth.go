@@ -157,6 +157,14 @@ func Forget(ctx context.Context, tc tool.Context, cfg Config) error {
 	return svc.Delete(ctx, key)
 }
 
+// Keeps reports whether the runtime of tc keeps users' tokens (it has a
+// credential service, runner.Config.Credentials). Without one, a token
+// lives as long as the caller holds it.
+func Keeps(tc tool.Context) bool {
+	svc, _ := serviceOf(tc, Config{})
+	return svc != nil
+}
+
 // serviceOf returns the runtime's credential service, if tc reaches one,
 // and the key of the user's token.
 func serviceOf(tc tool.Context, cfg Config) (*credential.Service, credential.Key) {

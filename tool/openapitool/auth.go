@@ -79,8 +79,11 @@ func (t *opTool) authorize(ctx context.Context, tc tool.Context) (auth authoriza
 		if tok == nil {
 			return auth, err == nil, err
 		}
-		// Kept in memory too, for a runtime without a credential service.
-		t.ts.creds.put(keyOf(tc, t.ts.cfg.Name, name), Credential{Token: tok.AccessToken})
+		if !oauth.Keeps(tc) {
+			// A runtime that keeps no tokens: the toolset's memory
+			// keeps it for the session, as it keeps other answers.
+			t.ts.creds.put(keyOf(tc, t.ts.cfg.Name, name), Credential{Token: tok.AccessToken})
+		}
 		if auth, ok, err := t.resolve(ctx, tc); ok || err != nil {
 			return auth, false, err
 		}
@@ -128,9 +131,6 @@ func (t *opTool) resolve(ctx context.Context, tc tool.Context) (authorization, b
 				complete = false
 			case fromKept:
 				auth.kept = append(auth.kept, t.ts.oauth[name])
-				// A copy may sit in memory too (see authorize): a 401
-				// forgets both.
-				auth.cached = append(auth.cached, keyOf(tc, t.ts.cfg.Name, name))
 			case fromCache:
 				auth.cached = append(auth.cached, keyOf(tc, t.ts.cfg.Name, name))
 			}
@@ -166,15 +166,13 @@ func (t *opTool) known(ctx context.Context, tc tool.Context, name string) (Crede
 	if tc == nil {
 		return Credential{}, fromNowhere, nil
 	}
-	if oc, ok := t.ts.oauth[name]; ok {
+	if oc, ok := t.ts.oauth[name]; ok && oauth.Keeps(tc) {
+		// The runtime keeps the user's tokens: they are the only source.
 		tok, err := oauth.Kept(ctx, tc, oc)
-		if err != nil || tok != nil {
-			var c Credential
-			if tok != nil {
-				c.Token = tok.AccessToken
-			}
-			return c, fromKept, err
+		if err != nil || tok == nil {
+			return Credential{}, fromNowhere, err
 		}
+		return Credential{Token: tok.AccessToken}, fromKept, nil
 	}
 	if c, ok := t.ts.creds.get(keyOf(tc, t.ts.cfg.Name, name)); ok {
 		return c, fromCache, nil

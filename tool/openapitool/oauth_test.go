@@ -83,15 +83,11 @@ func newCalendarServer(t *testing.T) *calendarServer {
 	return s
 }
 
-// TestT17OpenAPIOAuth2 runs an OpenAPI operation guarded by an oauth2
-// authorizationCode scheme whose client the toolset holds: the first call
-// asks the client with the flow's authorization URL, the answer is
-// exchanged at the flow's token URL, the request carries the access
-// token, and later sessions of the user use the kept token; a 401 forgets
-// it, and the next call asks again (CONFORMANCE T17).
-func TestT17OpenAPIOAuth2(t *testing.T) {
+// calendarApp runs an agent with the calendar toolset, keeping tokens in
+// creds (nil: none); it returns a run of one message and a sign-in in a
+// session.
+func calendarApp(t *testing.T, srv *calendarServer, creds *credential.Service) (run func(sid string, msg *genai.Content) []*event.Event, signIn func(sid string)) {
 	ctx := context.Background()
-	srv := newCalendarServer(t)
 	ts, err := openapitool.New(ctx, openapitool.Config{Name: "cal", Spec: []byte(fmt.Sprintf(calendarSpec, srv.URL)),
 		OAuth2: map[string]openapitool.OAuth2Client{"calendarAuth": {ClientID: "cal-client", ClientSecret: "cal-secret", RedirectURL: "http://127.0.0.1/cb"}}})
 	if err != nil {
@@ -108,15 +104,11 @@ func TestT17OpenAPIOAuth2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds, err := memcredential.NewService(credential.GenerateKey())
-	if err != nil {
-		t.Fatal(err)
-	}
 	r, err := runner.New(runner.Config{AppName: "cal", Agent: a, Sessions: memsession.NewService(), AutoCreateSession: true, Credentials: creds})
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(sid string, msg *genai.Content) []*event.Event {
+	run = func(sid string, msg *genai.Content) []*event.Event {
 		t.Helper()
 		evs, err := r.RunSync(ctx, "alice", sid, msg, nil)
 		if err != nil {
@@ -124,7 +116,7 @@ func TestT17OpenAPIOAuth2(t *testing.T) {
 		}
 		return evs
 	}
-	signIn := func(sid string) {
+	signIn = func(sid string) {
 		t.Helper()
 		evs := run(sid, genai.NewContentFromText("my events?", genai.RoleUser))
 		calls := evs[len(evs)-1].FunctionCalls()
@@ -144,6 +136,23 @@ func TestT17OpenAPIOAuth2(t *testing.T) {
 			t.Fatalf("after signing in: %q", got)
 		}
 	}
+	return run, signIn
+}
+
+// TestT17OpenAPIOAuth2 runs an OpenAPI operation guarded by an oauth2
+// authorizationCode scheme whose client the toolset holds: the first call
+// asks the client with the flow's authorization URL, the answer is
+// exchanged at the flow's token URL, the request carries the access
+// token, and later sessions of the user use the kept token; a 401 forgets
+// it, and the next call asks again (CONFORMANCE T17).
+func TestT17OpenAPIOAuth2(t *testing.T) {
+	ctx := context.Background()
+	srv := newCalendarServer(t)
+	creds, err := memcredential.NewService(credential.GenerateKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, signIn := calendarApp(t, srv, creds)
 	signIn("s1")
 	evs := run("s2", genai.NewContentFromText("again?", genai.RoleUser))
 	srv.mu.Lock()
@@ -178,4 +187,18 @@ func TestOAuth2ClientForAnotherScheme(t *testing.T) {
 	if !errors.Is(err, openapitool.ErrInvalidConfig) {
 		t.Fatalf("err = %v, want ErrInvalidConfig", err)
 	}
+}
+
+// TestOAuth2WithoutCredentialService: a runtime that keeps no tokens
+// (runner.Config.Credentials nil): the toolset keeps the token in its
+// memory for the session, and another session asks again.
+func TestOAuth2WithoutCredentialService(t *testing.T) {
+	srv := newCalendarServer(t)
+	run, signIn := calendarApp(t, srv, nil)
+	signIn("s1")
+	evs := run("s1", genai.NewContentFromText("again?", genai.RoleUser))
+	if got := evs[len(evs)-1].Text(); got != `{"events":["standup"]}` {
+		t.Fatalf("same session: %q", got)
+	}
+	signIn("s2")
 }
