@@ -9,6 +9,7 @@ import (
 
 	"github.com/loomkit/loom/cli"
 	"github.com/loomkit/loom/eval"
+	"github.com/loomkit/loom/eval/sqleval"
 	"github.com/loomkit/loom/session/sqlsession"
 )
 
@@ -98,14 +99,30 @@ func TestEvalResultsInSessionDatabase(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "evals", "assistant", "eval_history")); !os.IsNotExist(err) {
 		t.Errorf("results written to files: %v", err)
 	}
+	results, err := sqleval.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer results.Close()
+	ids, err := results.ListResults(t.Context(), "assistant")
+	if err != nil || len(ids) != 1 {
+		t.Errorf("results in the database: %v %v", ids, err)
+	}
+	// The run's sessions are gone once scored: no user's list holds them,
+	// and the result keeps their details (CONFORMANCE Q6).
 	sessions, err := sqlsession.NewService(t.Context(), db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sessions.Close()
-	ids, err := (&eval.SessionResults{Sessions: sessions}).ListResults(t.Context(), "assistant")
-	if err != nil || len(ids) != 1 {
-		t.Errorf("results in the database: %v %v", ids, err)
+	if res, err := sessions.List(t.Context(), "assistant", "", nil); err != nil || len(res.Sessions) != 0 {
+		t.Errorf("sessions left in the database: %v %v", res, err)
+	}
+	if len(ids) == 1 {
+		res, err := results.GetResult(t.Context(), "assistant", ids[0])
+		if err != nil || len(res.EvalCaseResults) != 1 || !strings.Contains(string(res.EvalCaseResults[0].SessionDetails), "Paris") {
+			t.Errorf("result %v: session details missing", err)
+		}
 	}
 }
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/loomkit/loom/cli"
 	"github.com/loomkit/loom/eval"
+	"github.com/loomkit/loom/eval/sqleval"
 	"github.com/loomkit/loom/examples/assistant"
-	"github.com/loomkit/loom/session/sqlsession"
 )
 
 // TestDevUIEval drives the dev UI's Eval tab in Chromium: chat in a
@@ -52,12 +52,12 @@ func TestDevUIEval(t *testing.T) {
 	}
 	// The server's sessions are in a database other than the default, so
 	// the result is kept there.
-	sessions, err := sqlsession.NewService(t.Context(), "sqlite://"+filepath.Join(dir, "sessions.db"), nil)
+	results, err := sqleval.Open(t.Context(), "sqlite://"+filepath.Join(dir, "sessions.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sessions.Close()
-	ids, err := (&eval.SessionResults{Sessions: sessions}).ListResults(t.Context(), "assistant")
+	defer results.Close()
+	ids, err := results.ListResults(t.Context(), "assistant")
 	if err != nil || len(ids) != 1 {
 		t.Errorf("stored results %v: %v", ids, err)
 	}

@@ -17,8 +17,9 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/eval"
+	"github.com/loomkit/loom/eval/sqleval"
+	"github.com/loomkit/loom/internal/sqldb/sqldbtest"
 	"github.com/loomkit/loom/server"
-	"github.com/loomkit/loom/session/memsession"
 )
 
 var (
@@ -379,8 +380,13 @@ func testEvalBadIDs(t *testing.T, cfg server.Config, auth []string, sets ...stri
 // under, is answered as if it did not exist.
 func TestEvalSetsAndResultsArePerUser(t *testing.T) {
 	t.Run("DirStore", func(t *testing.T) { testEvalsPerUser(t, eval.NewDirStore(t.TempDir())) })
-	t.Run("SessionResults", func(t *testing.T) {
-		testEvalsPerUser(t, &eval.SessionResults{Store: eval.NewDirStore(t.TempDir()), Sessions: memsession.NewService()})
+	t.Run("SQLResults", func(t *testing.T) {
+		results, err := sqleval.Open(t.Context(), sqldbtest.SQLiteURL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer results.Close()
+		testEvalsPerUser(t, eval.WithResults(eval.NewDirStore(t.TempDir()), results))
 	})
 }
 
