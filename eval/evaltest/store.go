@@ -40,7 +40,7 @@ func result(id, setID string) *eval.SetResult {
 		EvalSetResultID: id, EvalSetResultName: id, EvalSetID: setID, CreationTimestamp: 1700000000.5,
 		EvalCaseResults: []*eval.CaseResult{{
 			EvalSetID: setID, EvalID: "case_1", FinalEvalStatus: eval.Passed, UserID: "u1", SessionID: "s1",
-			OverallEvalMetricResults: []*eval.MetricResult{{MetricName: eval.ResponseMatchMetric, Threshold: &threshold, Score: &score, EvalStatus: eval.Passed}},
+			OverallEvalMetricResults:      []*eval.MetricResult{{MetricName: eval.ResponseMatchMetric, Threshold: &threshold, Score: &score, EvalStatus: eval.Passed}},
 			EvalMetricResultPerInvocation: []*eval.PerInvocation{},
 		}},
 	}
@@ -262,4 +262,3 @@ func testQ5ConcurrentUpdates(t *testing.T, st eval.Store) {
 		t.Fatalf("after %d concurrent additions: %v; want every case", n, err)
 	}
 }
-
