@@ -297,6 +297,12 @@ func printReport(w io.Writer, s *eval.Set, rep *eval.Report, details bool) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d of %d cases passed\n", passed, len(rep.Cases))
+	for _, c := range rep.Cases {
+		if e := c.Efficiency; e != nil {
+			fmt.Fprintf(w, "%s took %.3f s, %d model calls, %d tokens (%d prompt, %d candidates) a run\n",
+				c.EvalID, e.DurationSeconds, e.ModelCalls, e.TotalTokens, e.PromptTokens, e.CandidatesTokens)
+		}
+	}
 	if !details {
 		return
 	}

@@ -37,7 +37,7 @@ func TestEvalCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"CASE", "weather_then_sum  response_match_score       1.000  0.800", "tool_trajectory_avg_score  1.000  1.000      PASSED", "1 of 1 cases passed"} {
+	for _, want := range []string{"CASE", "weather_then_sum  response_match_score       1.000  0.800", "tool_trajectory_avg_score  1.000  1.000      PASSED", "1 of 1 cases passed", "weather_then_sum took ", " s, 4 model calls, "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

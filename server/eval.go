@@ -363,7 +363,9 @@ type runEvalResult struct {
 	EvalMetricResultPerInvocation []*eval.PerInvocation `json:"eval_metric_result_per_invocation"`
 	UserID                        string                `json:"user_id"`
 	SessionID                     string                `json:"session_id"`
-	Extra                         eval.Extra
+	// Efficiency, beyond ADK, is what the run took.
+	Efficiency *eval.Efficiency `json:"efficiency,omitempty"`
+	Extra      eval.Extra
 }
 
 // runEval serves the run routes: {evalIds or evalCaseIds, evalMetrics}

@@ -27,6 +27,7 @@ var (
 	evalSessionRE = regexp.MustCompile(`___eval___session___[0-9a-f-]+`)
 	evalResultRE  = regexp.MustCompile(`demo_smoke_[0-9]+\.[0-9]+`)
 	evalInvRE     = regexp.MustCompile(`"e-[0-9a-f-]+"`)
+	evalTookRE    = regexp.MustCompile(`"(durationSeconds|duration_seconds)": [0-9.e+-]+`)
 )
 
 // TestEvalRoutesGolden walks ADK's evaluation routes, older and newer
@@ -98,6 +99,7 @@ func TestEvalRoutesGolden(t *testing.T) {
 			body = evalSessionRE.ReplaceAllString(body, "___eval___session___<id>")
 			body = evalResultRE.ReplaceAllString(body, "demo_smoke_<time>")
 			body = evalInvRE.ReplaceAllString(body, `"e-<id>"`)
+			body = evalTookRE.ReplaceAllString(body, `"$1": "<duration>"`)
 			out.WriteString(body + "\n")
 		}
 		out.WriteString("\n")

@@ -160,6 +160,7 @@ func (s *Server) doEvalRun(ctx context.Context, r *http.Request, run *evalRun, p
 			EvalSetFile: run.set.EvalSetID, EvalSetID: run.set.EvalSetID, EvalID: cr.EvalID, FinalEvalStatus: cr.FinalEvalStatus,
 			EvalMetricResults: []json.RawMessage{}, OverallEvalMetricResults: cr.OverallEvalMetricResults,
 			EvalMetricResultPerInvocation: cr.EvalMetricResultPerInvocation, UserID: cr.UserID, SessionID: cr.SessionID,
+			Efficiency: cr.Efficiency,
 		})
 	}
 	if run.wrapped {
