@@ -10,6 +10,7 @@ import (
 	"github.com/loomkit/loom/cli"
 	"github.com/loomkit/loom/eval"
 	"github.com/loomkit/loom/eval/sqleval"
+	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/session/sqlsession"
 )
 
@@ -192,7 +193,7 @@ func (mentionsParis) Score(_ context.Context, in *eval.ScoreInput) (*eval.Score,
 	total := 0.0
 	for _, a := range in.Actual {
 		s := 0.0
-		if strings.Contains(eval.Text(a.FinalResponse), "Paris") {
+		if strings.Contains(model.Text(a.FinalResponse, "\n"), "Paris") {
 			s = 1
 		}
 		total += s

@@ -11,6 +11,7 @@ import (
 	"github.com/loomkit/loom/eval"
 	"github.com/loomkit/loom/eval/sqleval"
 	"github.com/loomkit/loom/examples/assistant"
+	"github.com/loomkit/loom/model"
 )
 
 // TestDevUIEval drives the dev UI's Eval tab in Chromium: chat in a
@@ -47,7 +48,7 @@ func TestDevUIEval(t *testing.T) {
 
 	// The set and the result are stored in ADK's file forms.
 	set, err := eval.ReadSetFile(filepath.Join(dir, "evals", "assistant", "weather_set.evalset.json"))
-	if err != nil || len(set.EvalCases) != 1 || eval.Text(set.EvalCases[0].Conversation[0].FinalResponse) != answer {
+	if err != nil || len(set.EvalCases) != 1 || model.Text(set.EvalCases[0].Conversation[0].FinalResponse, "\n") != answer {
 		t.Errorf("stored set %+v: %v", set, err)
 	}
 	// The server's sessions are in a database other than the default, so

@@ -266,7 +266,7 @@ type Criterion struct {
 
 func (c *Criterion) fromNumber(f float64) { *c = Criterion{Threshold: f, bare: true} }
 
-func (c Criterion) asNumber() (float64, bool) {
+func (c *Criterion) asNumber() (float64, bool) {
 	return c.Threshold, c.bare && c.MatchType == nil && c.JudgeOptions == nil && c.Rubrics == nil && len(c.Extra) == 0 &&
 		!c.IncludeIntermediateResponsesInFinal && !c.EvaluateIntermediateNLResponses && c.StopSignal == ""
 }

@@ -18,7 +18,9 @@ import (
 
 	"github.com/loomkit/loom/eval"
 	"github.com/loomkit/loom/eval/sqleval"
+	"github.com/loomkit/loom/internal/evaljson"
 	"github.com/loomkit/loom/internal/sqldb/sqldbtest"
+	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/server"
 )
 
@@ -116,7 +118,7 @@ func TestEvalRoutesGolden(t *testing.T) {
 	}
 	// The set is stored in ADK's file form.
 	set, err := eval.ReadSetFile(filepath.Join(store.Dir, "demo", "smoke.evalset.json"))
-	if err != nil || len(set.EvalCases) != 1 || eval.Text(set.EvalCases[0].Conversation[1].FinalResponse) != "Fine, thanks." {
+	if err != nil || len(set.EvalCases) != 1 || model.Text(set.EvalCases[0].Conversation[1].FinalResponse, "\n") != "Fine, thanks." {
 		t.Errorf("stored set: %+v %v", set, err)
 	}
 
@@ -145,7 +147,8 @@ func TestEvalRoutesNotConfigured(t *testing.T) {
 }
 
 // TestEvalSessionsNotListed checks that the sessions an eval run creates
-// stay out of the session list, as in ADK.
+// stay out of the session list, as in ADK: the run deletes them once
+// scored (CONFORMANCE Q6).
 func TestEvalSessionsNotListed(t *testing.T) {
 	f := newFixture(t, server.Config{Evals: eval.NewDirStore(t.TempDir())})
 	f.do(t, "POST", "/apps/demo/users/u1/sessions", `{"sessionId":"s1"}`)
@@ -250,7 +253,7 @@ func TestEvalCasesActAsTheAuthenticatedUser(t *testing.T) {
 		t.Fatalf("alice creates set old: %d %s", w.Code, w.Body)
 	}
 	var bobCase eval.Case
-	if err := eval.Unmarshal([]byte(caseFor("d", "bob")), &bobCase); err != nil {
+	if err := evaljson.Decode([]byte(caseFor("d", "bob")), &bobCase); err != nil {
 		t.Fatal(err)
 	}
 	ids, err := store.ListSets(context.Background(), "demo")
