@@ -2,7 +2,9 @@ package eval_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"google.golang.org/genai"
@@ -138,4 +140,21 @@ func ExampleReadConfig() {
 	// Output:
 	// true
 	// order_total_ok shop.metrics.order_total_ok <nil>
+}
+
+// Sets in one place, results in another: here two directories.
+func ExampleWithResults() {
+	dir, _ := os.MkdirTemp("", "evals")
+	defer os.RemoveAll(dir)
+	sets, results := eval.NewDirStore(dir+"/sets"), eval.NewDirStore(dir+"/results")
+	store := eval.WithResults(sets, results)
+	ctx := context.Background()
+	_ = store.SaveResult(ctx, "assistant", &eval.SetResult{EvalSetResultID: "example_result", EvalSetID: "smoke"})
+	_, err := sets.GetResult(ctx, "assistant", "example_result")
+	fmt.Println(errors.Is(err, eval.ErrNotFound))
+	r, err := results.GetResult(ctx, "assistant", "example_result")
+	fmt.Println(r.EvalSetID, err)
+	// Output:
+	// true
+	// smoke <nil>
 }
