@@ -202,6 +202,35 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 			p.Messages = append(p.Messages, msg)
 		}
 	}
+	if err := tools(&p, cfg); err != nil {
+		return p, err
+	}
+	if cfg.Temperature != nil {
+		p.Temperature = param.NewOpt(float64(*cfg.Temperature))
+	}
+	if cfg.TopP != nil {
+		p.TopP = param.NewOpt(float64(*cfg.TopP))
+	}
+	if cfg.TopK != nil {
+		p.TopK = param.NewOpt(int64(*cfg.TopK))
+	}
+	p.StopSequences = cfg.StopSequences
+	if budget := adapter.ThinkingBudget(cfg.ThinkingConfig); budget > 0 {
+		p.Thinking.OfEnabled = &sdk.ThinkingConfigEnabledParam{BudgetTokens: budget}
+	}
+	if schema := adapter.Schema(cfg.ResponseSchema, cfg.ResponseJsonSchema); schema != nil {
+		p.OutputConfig.Format = sdk.JSONOutputFormatParam{Schema: schema}
+	}
+	if m.cacheTTL != "" {
+		m.cacheBreakpoints(&p)
+	}
+	return p, nil
+}
+
+// tools sets the tools of p, and how the model may call them, from those
+// of cfg: function declarations as tools, Google Search as web_search; any
+// other built-in tool is refused.
+func tools(p *sdk.MessageNewParams, cfg *genai.GenerateContentConfig) error {
 	for _, t := range cfg.Tools {
 		if t == nil {
 			continue
@@ -212,7 +241,7 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 			p.Tools = append(p.Tools, sdk.ToolUnionParam{OfWebSearchTool20250305: &sdk.WebSearchTool20250305Param{}})
 			continue
 		default:
-			return p, fmt.Errorf("anthropic: %w: built-in tool %s cannot run on Anthropic models (google_search runs as web_search)",
+			return fmt.Errorf("anthropic: %w: built-in tool %s cannot run on Anthropic models (google_search runs as web_search)",
 				model.ErrUnsupportedContent, name)
 		}
 		for _, d := range t.FunctionDeclarations {
@@ -236,26 +265,7 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 			}
 		}
 	}
-	if cfg.Temperature != nil {
-		p.Temperature = param.NewOpt(float64(*cfg.Temperature))
-	}
-	if cfg.TopP != nil {
-		p.TopP = param.NewOpt(float64(*cfg.TopP))
-	}
-	if cfg.TopK != nil {
-		p.TopK = param.NewOpt(int64(*cfg.TopK))
-	}
-	p.StopSequences = cfg.StopSequences
-	if budget := adapter.ThinkingBudget(cfg.ThinkingConfig); budget > 0 {
-		p.Thinking.OfEnabled = &sdk.ThinkingConfigEnabledParam{BudgetTokens: budget}
-	}
-	if schema := adapter.Schema(cfg.ResponseSchema, cfg.ResponseJsonSchema); schema != nil {
-		p.OutputConfig.Format = sdk.JSONOutputFormatParam{Schema: schema}
-	}
-	if m.cacheTTL != "" {
-		m.cacheBreakpoints(&p)
-	}
-	return p, nil
+	return nil
 }
 
 // cacheBreakpoints marks the end of the tools, of the system prompt and of

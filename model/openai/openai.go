@@ -204,48 +204,8 @@ func (m *Model) params(req *model.Request) (oai.ChatCompletionNewParams, error) 
 		}
 		p.Messages = append(p.Messages, msgs...)
 	}
-	for _, t := range cfg.Tools {
-		if t == nil {
-			continue
-		}
-		switch name := adapter.BuiltInToolName(t); name {
-		case "":
-		case "google_search":
-			// Chat Completions search models search when web_search_options
-			// is present.
-			p.WebSearchOptions = oai.ChatCompletionNewParamsWebSearchOptions{SearchContextSize: "medium"}
-			continue
-		default:
-			return p, fmt.Errorf("openai: %w: built-in tool %s cannot run on Chat Completions models (google_search runs as web search)",
-				model.ErrUnsupportedContent, name)
-		}
-		for _, d := range t.FunctionDeclarations {
-			if d == nil {
-				continue
-			}
-			fd := shared.FunctionDefinitionParam{Name: d.Name, Parameters: shared.FunctionParameters(adapter.Parameters(d))}
-			if d.Description != "" {
-				fd.Description = param.NewOpt(d.Description)
-			}
-			p.Tools = append(p.Tools, oai.ChatCompletionFunctionTool(fd))
-		}
-	}
-	if tc := cfg.ToolConfig; tc != nil && tc.FunctionCallingConfig != nil && len(p.Tools) > 0 {
-		fc := tc.FunctionCallingConfig
-		switch fc.Mode {
-		case genai.FunctionCallingConfigModeAuto:
-			p.ToolChoice.OfAuto = param.NewOpt("auto")
-		case genai.FunctionCallingConfigModeNone:
-			p.ToolChoice.OfAuto = param.NewOpt("none")
-		case genai.FunctionCallingConfigModeAny:
-			if len(fc.AllowedFunctionNames) == 1 {
-				p.ToolChoice.OfFunctionToolChoice = &oai.ChatCompletionNamedToolChoiceParam{
-					Function: oai.ChatCompletionNamedToolChoiceFunctionParam{Name: fc.AllowedFunctionNames[0]},
-				}
-			} else {
-				p.ToolChoice.OfAuto = param.NewOpt("required")
-			}
-		}
+	if err := tools(&p, cfg); err != nil {
+		return p, err
 	}
 	if cfg.Temperature != nil {
 		p.Temperature = param.NewOpt(float64(*cfg.Temperature))
@@ -283,6 +243,56 @@ func (m *Model) params(req *model.Request) (oai.ChatCompletionNewParams, error) 
 		p.ReasoningEffort = shared.ReasoningEffort(effort)
 	}
 	return p, nil
+}
+
+// tools sets the tools of p, and how the model may call them, from those
+// of cfg: function declarations as function tools, Google Search as web
+// search; any other built-in tool is refused.
+func tools(p *oai.ChatCompletionNewParams, cfg *genai.GenerateContentConfig) error {
+	for _, t := range cfg.Tools {
+		if t == nil {
+			continue
+		}
+		switch name := adapter.BuiltInToolName(t); name {
+		case "":
+		case "google_search":
+			// Chat Completions search models search when web_search_options
+			// is present.
+			p.WebSearchOptions = oai.ChatCompletionNewParamsWebSearchOptions{SearchContextSize: "medium"}
+			continue
+		default:
+			return fmt.Errorf("openai: %w: built-in tool %s cannot run on Chat Completions models (google_search runs as web search)",
+				model.ErrUnsupportedContent, name)
+		}
+		for _, d := range t.FunctionDeclarations {
+			if d == nil {
+				continue
+			}
+			fd := shared.FunctionDefinitionParam{Name: d.Name, Parameters: shared.FunctionParameters(adapter.Parameters(d))}
+			if d.Description != "" {
+				fd.Description = param.NewOpt(d.Description)
+			}
+			p.Tools = append(p.Tools, oai.ChatCompletionFunctionTool(fd))
+		}
+	}
+	if tc := cfg.ToolConfig; tc != nil && tc.FunctionCallingConfig != nil && len(p.Tools) > 0 {
+		fc := tc.FunctionCallingConfig
+		switch fc.Mode {
+		case genai.FunctionCallingConfigModeAuto:
+			p.ToolChoice.OfAuto = param.NewOpt("auto")
+		case genai.FunctionCallingConfigModeNone:
+			p.ToolChoice.OfAuto = param.NewOpt("none")
+		case genai.FunctionCallingConfigModeAny:
+			if len(fc.AllowedFunctionNames) == 1 {
+				p.ToolChoice.OfFunctionToolChoice = &oai.ChatCompletionNamedToolChoiceParam{
+					Function: oai.ChatCompletionNamedToolChoiceFunctionParam{Name: fc.AllowedFunctionNames[0]},
+				}
+			} else {
+				p.ToolChoice.OfAuto = param.NewOpt("required")
+			}
+		}
+	}
+	return nil
 }
 
 // messages converts one genai content into Chat Completions messages. A
