@@ -44,13 +44,20 @@
 // # Building a runtime
 //
 // The runner, servers and durable engines use the rest, which no agent
-// needs: [NewInvocation] with [InvocationConfig] starts an invocation,
+// calls: [NewInvocation] with [InvocationConfig] starts an invocation (a
+// test of a tool or callback may start one too),
 // [Invocation.DeliverAnswers] hands it the answers it resumes with,
 // [PendingArtifacts] keeps its artifact versions until their events are
-// committed, [NeedsCheckpoints] and [ResolveMaxLLMCalls] read the tree and
-// the environment, and the ledger of pending calls (pending.go) decides
-// which calls pause an invocation and which replies answer them: [Pending],
-// [Waiting], [Asked], [StillWaiting], [FirstWaiting], [PausingCalls],
-// [CheckReplies], [OriginalCall], [ParseConfirmation] and [Approval], over
-// [PendingCall], [Answer] and [PauseKind].
+// committed, and [NeedsCheckpoints] and [ResolveMaxLLMCalls] read the tree
+// and the environment.
+//
+// # The ledger of pending calls
+//
+// One file, pending.go, decides which calls pause an invocation, which
+// replies answer them and who may send them. Runtimes and clients ask it
+// before a reply is stored ([Pending], [CheckReplies]) and to find what
+// still waits ([FirstWaiting], [PausingCalls], [Waiting]); an agent that
+// pauses asks it on resuming ([Asked], [StillWaiting], [OriginalCall],
+// [ParseConfirmation], [Approval]). Its values are [PendingCall], [Answer]
+// and [PauseKind].
 package agent
