@@ -60,6 +60,7 @@ const (
 	keyNodeMax        = "loom.node.max_attempts"
 	keyNodeRoute      = "loom.node.route"
 	keyNodePaused     = "loom.node.paused"
+	keyWorkflowNode   = "loom.workflow.node"
 
 	systemName        = "gcp.vertex.agent"
 	opInvokeAgent     = "invoke_agent"
@@ -460,7 +461,6 @@ func (t *Telemetry) afterModel(ctx context.Context, cc *agent.CallbackContext, r
 	if !c.failed { // a failed call's duration is already recorded
 		t.m.recordModelDuration(ctx, c, nil)
 	}
-	t.m.recordTokens(ctx, c, resp)
 	c.end = time.Now()
 	st.pending = append(st.pending, c)
 	return nil, nil
@@ -571,7 +571,7 @@ func (t *Telemetry) onToolError(ctx context.Context, tc tool.Context, _ tool.Too
 
 // onEvent ends the spans of the model call and tool calls whose results the
 // committed event carries, recording the event's id on them.
-func (t *Telemetry) onEvent(_ context.Context, inv *agent.Invocation, ev *event.Event) (*event.Event, error) {
+func (t *Telemetry) onEvent(ctx context.Context, inv *agent.Invocation, ev *event.Event) (*event.Event, error) {
 	if ev.Partial {
 		return nil, nil
 	}
@@ -585,6 +585,7 @@ func (t *Telemetry) onEvent(_ context.Context, inv *agent.Invocation, ev *event.
 	for i, c := range st.pending {
 		if c.agent == ev.Author && c.branch == ev.Branch {
 			c.span.SetAttributes(attribute.String(keyEventID, ev.ID))
+			t.m.recordUsage(ctx, st.appName, c, ev, t.prices)
 			c.finish(t)
 			st.pending = append(st.pending[:i], st.pending[i+1:]...)
 			break
