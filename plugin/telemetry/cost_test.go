@@ -22,7 +22,8 @@ import (
 // costApp is a sequence of an LLM agent, planner (model "fast"), and a
 // graph workflow, support, whose agent node is the LLM agent writer (model
 // "big"). Each agent answers once per turn, for two turns, with the usage
-// given: the second answers read part of their prompt from a cache.
+// given: the second answers read part of their prompt from a cache, and
+// the writer's names the release that answered ("big-002").
 func costApp(t *testing.T) agent.Agent {
 	t.Helper()
 	use := func(prompt, out, cached int32) *genai.GenerateContentResponseUsageMetadata {
@@ -37,7 +38,7 @@ func costApp(t *testing.T) agent.Agent {
 	}
 	writer, err := llmagent.New(llmagent.Config{Name: "writer", Model: scripted.NewSequence("big",
 		scripted.Turn{Text: "draft one", Usage: use(1000, 200, 0)},
-		scripted.Turn{Text: "draft two", Usage: use(1100, 300, 800)})})
+		scripted.Turn{Text: "draft two", Usage: use(1100, 300, 800), ModelVersion: "big-002"})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,14 +129,15 @@ func TestR14TokenAndCostMetrics(t *testing.T) {
 		t.Errorf("costs %v, want planner %v, writer %v", gotCost, wantPlanner, wantWriter)
 	}
 
-	// The stored session sums to the same tokens (its events name no
-	// model version, so they are unpriced there).
+	// The stored session sums to the same tokens; it prices responses by
+	// their model version only, which the writer's second names.
 	sess, err := f.runner.Sessions().Get(context.Background(), session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	total := cost.Session(sess.Events(), prices).Total
-	if total.Prompt != 2320 || total.Candidates != 522 || total.Cached != 900 || total.Total != 2842 || total.Responses != 4 {
+	if total.Prompt != 2320 || total.Candidates != 522 || total.Cached != 900 || total.Total != 2842 || total.Responses != 4 ||
+		total.Unpriced != 3 || math.Abs(total.Cost-7800/1e6) > 1e-12 {
 		t.Errorf("session totals %+v", total)
 	}
 }
