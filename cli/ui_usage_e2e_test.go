@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,4 +63,23 @@ func TestR16DevUIUsage(t *testing.T) {
 		}
 	}
 	b.screenshot("usage")
+}
+
+// TestR15ServeRefusesBadPrices checks that loom api stops before serving
+// when its --prices file is missing or wrong, saying which file and what
+// is wrong with it. (CONFORMANCE R15)
+func TestR15ServeRefusesBadPrices(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "prices.json")
+	if err := os.WriteFile(bad, []byte(`{"models": {"gpt-4o": {"input": 2.5, "ouput": 10}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{bad: "field ouput not found", filepath.Join(dir, "none.yaml"): "none.yaml"} {
+		var errb syncBuffer
+		code := cli.Run(context.Background(), []string{"api", "--port", "0", "--sessions", "memory://", "--prices", file},
+			cli.Env{Stdout: &errb, Stderr: &errb, Getenv: noEnv}, assistantApp)
+		if code == 0 || !strings.Contains(errb.String(), want) || !strings.Contains(errb.String(), filepath.Base(file)) {
+			t.Errorf("--prices %s: exit code %d: %s; want a failure naming the file and %q", file, code, errb.String(), want)
+		}
+	}
 }

@@ -83,10 +83,10 @@ func TestR15Lookup(t *testing.T) {
 	}
 }
 
-// TestR14Of prices a response: uncached input, cached input (at the input
+// TestR15Of prices a response: uncached input, cached input (at the input
 // price when no cached price is set) and output with thoughts; an unpriced
-// model's tokens are counted without cost. (CONFORMANCE R14)
-func TestR14Of(t *testing.T) {
+// model's tokens are counted without cost. (CONFORMANCE R15)
+func TestR15Of(t *testing.T) {
 	u := &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 1000, CachedContentTokenCount: 400,
 		CandidatesTokenCount: 200, ThoughtsTokenCount: 50}
 	p := cost.Prices{"a": {Input: 2, Output: 10, CachedInput: 0.5}, "b": {Input: 2, Output: 10}}
@@ -109,10 +109,10 @@ func TestR14Of(t *testing.T) {
 	}
 }
 
-// TestR14SessionTotals sums a session's stored usage per turn and in
+// TestR16SessionTotals sums a session's stored usage per turn and in
 // total, leaving out partial, user and imported events; a turn that called
-// no model is listed with zero usage. (CONFORMANCE R14)
-func TestR14SessionTotals(t *testing.T) {
+// no model is listed with zero usage. (CONFORMANCE R16)
+func TestR16SessionTotals(t *testing.T) {
 	usage := func(in, out int32) *genai.GenerateContentResponseUsageMetadata {
 		return &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: in, CandidatesTokenCount: out, TotalTokenCount: in + out}
 	}
