@@ -57,8 +57,9 @@ func costApp(t *testing.T) agent.Agent {
 // workflow's agent node, and collects the metrics with the SDK's manual
 // reader: the semantic conventions' token histogram and Loom's token and
 // cost counters hold the exact sums, per app, agent, model and workflow
-// node, the cost priced per model, and the totals over the stored session
-// agree with them. (CONFORMANCE R14)
+// node, the cost priced per model, each invocation's total and cost are
+// recorded once, and the totals over the stored session agree with them.
+// (CONFORMANCE R14)
 func TestR14TokenAndCostMetrics(t *testing.T) {
 	prices := cost.Prices{"fast": {Input: 1, Output: 4, CachedInput: 0.25}, "big": {Input: 3, Output: 15}}
 	reader := sdkmetric.NewManualReader()
@@ -127,6 +128,17 @@ func TestR14TokenAndCostMetrics(t *testing.T) {
 	wantPlanner, wantWriter := (140+20+25+48)/1e6, (6000+3300+4500)/1e6
 	if len(gotCost) != 2 || math.Abs(gotCost["planner/"]-wantPlanner) > 1e-12 || math.Abs(gotCost["writer/support/writer"]-wantWriter) > 1e-12 {
 		t.Errorf("costs %v, want planner %v, writer %v", gotCost, wantPlanner, wantWriter)
+	}
+
+	// Per invocation: turn one 110 + 1200 tokens, turn two 132 + 1400.
+	invTokens, ok := find(rm, telemetry.MetricInvocationTokens).Data.(metricdata.Histogram[int64])
+	if !ok || len(invTokens.DataPoints) != 1 || invTokens.DataPoints[0].Count != 2 || invTokens.DataPoints[0].Sum != 2842 ||
+		attrOf(invTokens.DataPoints[0].Attributes, "gen_ai.agent.name") != "root" || attrOf(invTokens.DataPoints[0].Attributes, "loom.app_name") != "app" {
+		t.Errorf("invocation tokens %+v", find(rm, telemetry.MetricInvocationTokens).Data)
+	}
+	invCost, ok := find(rm, telemetry.MetricInvocationCost).Data.(metricdata.Histogram[float64])
+	if !ok || len(invCost.DataPoints) != 1 || invCost.DataPoints[0].Count != 2 || math.Abs(invCost.DataPoints[0].Sum-(wantPlanner+wantWriter)) > 1e-12 {
+		t.Errorf("invocation costs %+v", find(rm, telemetry.MetricInvocationCost).Data)
 	}
 
 	// The stored session sums to the same tokens; it prices responses by

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/cost"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/tool"
@@ -94,6 +95,7 @@ type invState struct {
 	models  map[*agent.CallbackContext]*call // model calls without a response yet
 	pending []*call                          // model calls answered, waiting for their event
 	tools   map[string]*call                 // tool calls by call id, waiting for their event
+	usage   cost.Usage                       // of the committed model responses
 }
 
 // call is one open span below the invocation.
@@ -585,7 +587,7 @@ func (t *Telemetry) onEvent(ctx context.Context, inv *agent.Invocation, ev *even
 	for i, c := range st.pending {
 		if c.agent == ev.Author && c.branch == ev.Branch {
 			c.span.SetAttributes(attribute.String(keyEventID, ev.ID))
-			t.m.recordUsage(ctx, st.appName, c, ev, t.prices)
+			st.usage.Add(t.m.recordUsage(ctx, st.appName, c, ev, t.prices))
 			c.finish(t)
 			st.pending = append(st.pending[:i], st.pending[i+1:]...)
 			break
@@ -647,13 +649,14 @@ func (st *invState) endAll(ctx context.Context, t *Telemetry) {
 		unfinished(st.agents[i])
 	}
 	st.tools, st.models, st.pending, st.agents = nil, nil, nil, nil
+	usage := st.usage
 	st.mu.Unlock()
 	if cause != nil {
 		st.span.RecordError(cause)
 		st.span.SetStatus(codes.Error, cause.Error())
 	}
 	st.span.End()
-	t.m.recordInvocation(context.WithoutCancel(ctx), st.rootAgent, time.Since(st.start))
+	t.m.recordInvocation(context.WithoutCancel(ctx), st.appName, st.rootAgent, time.Since(st.start), usage)
 }
 
 // payloads is the number of payload attributes a span records: 1 when

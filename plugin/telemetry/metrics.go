@@ -24,6 +24,8 @@ const (
 	MetricInvocationDuration = "loom.invocation.duration"
 	MetricTokens             = "loom.model.tokens"
 	MetricCost               = "loom.model.cost"
+	MetricInvocationTokens   = "loom.invocation.tokens"
+	MetricInvocationCost     = "loom.invocation.cost"
 )
 
 // instruments are the metric instruments of a Telemetry.
@@ -35,6 +37,8 @@ type instruments struct {
 	invDur      metric.Float64Histogram
 	tokenCount  metric.Int64Counter
 	cost        metric.Float64Counter
+	invTokens   metric.Int64Histogram
+	invCost     metric.Float64Histogram
 	sets        *attrSets
 	usage       *usageSets
 }
@@ -80,7 +84,7 @@ func (s *attrSets) option(k attrKey, kvs func() []attribute.KeyValue) *measureOp
 
 func newInstruments(m metric.Meter) (instruments, error) {
 	in := instruments{sets: &attrSets{}, usage: &usageSets{}}
-	var errs [7]error
+	var errs [9]error
 	in.tokens, errs[0] = m.Int64Histogram(MetricTokenUsage,
 		metric.WithDescription("Tokens used per model call, by token type."), metric.WithUnit("{token}"),
 		metric.WithExplicitBucketBoundaries(1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304))
@@ -97,6 +101,12 @@ func newInstruments(m metric.Meter) (instruments, error) {
 		metric.WithDescription("Tokens of model responses, by gen_ai.token.type (input, output, cached, total)."), metric.WithUnit("{token}"))
 	in.cost, errs[6] = m.Float64Counter(MetricCost,
 		metric.WithDescription("Cost of model responses of priced models, in the prices' currency."), metric.WithUnit("{currency}"))
+	in.invTokens, errs[7] = m.Int64Histogram(MetricInvocationTokens,
+		metric.WithDescription("Tokens of the model responses of an invocation, in total."), metric.WithUnit("{token}"),
+		metric.WithExplicitBucketBoundaries(256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216))
+	in.invCost, errs[8] = m.Float64Histogram(MetricInvocationCost,
+		metric.WithDescription("Cost of the model responses of an invocation whose models all have a price."), metric.WithUnit("{currency}"),
+		metric.WithExplicitBucketBoundaries(0.0001, 0.001, 0.01, 0.1, 1, 10, 100))
 	return in, errors.Join(errs[:]...)
 }
 
@@ -187,10 +197,11 @@ func (s *usageSets) option(k usageKey) *usageOpts {
 // recordUsage records the token usage of a committed model response, ev,
 // of the call c in app, and its cost if prices has the model's price. The
 // response is priced as the model that answered (its modelVersion) or,
-// when it names none, the model requested.
-func (in *instruments) recordUsage(ctx context.Context, app string, c *call, ev *event.Event, prices cost.Prices) {
+// when it names none, the model requested. It returns the usage, for the
+// invocation's sums.
+func (in *instruments) recordUsage(ctx context.Context, app string, c *call, ev *event.Event, prices cost.Prices) cost.Usage {
 	if ev.UsageMetadata == nil {
-		return
+		return cost.Usage{}
 	}
 	priced := ev.ModelVersion
 	if priced == "" {
@@ -212,6 +223,7 @@ func (in *instruments) recordUsage(ctx context.Context, app string, c *call, ev 
 	if u.Unpriced == 0 {
 		in.cost.Add(ctx, u.Cost, o.cost...)
 	}
+	return u
 }
 
 // nodeOf is a workflow node's path without its runs ("triage/classify@2"
@@ -249,13 +261,24 @@ func (in *instruments) recordTool(ctx context.Context, c *call, err error) {
 }
 
 // recordInvocation counts an invocation of the root agent and records how
-// long it took.
-func (in *instruments) recordInvocation(ctx context.Context, rootAgent string, d time.Duration) {
+// long it took and, if its models reported usage, how many tokens it used
+// and, if they all have a price, what they cost.
+func (in *instruments) recordInvocation(ctx context.Context, app, rootAgent string, d time.Duration, u cost.Usage) {
 	opt := in.sets.option(attrKey{"invocation", rootAgent, "", ""}, func() []attribute.KeyValue {
 		return []attribute.KeyValue{attribute.String(keyAgentName, rootAgent)}
 	})
 	in.invocations.Add(ctx, 1, opt.add...)
 	in.invDur.Record(ctx, d.Seconds(), opt.rec...)
+	if u.Responses == 0 {
+		return
+	}
+	uopt := in.sets.option(attrKey{"invocation usage", rootAgent, app, ""}, func() []attribute.KeyValue {
+		return []attribute.KeyValue{attribute.String(keyAgentName, rootAgent), attribute.String(keyAppName, app)}
+	})
+	in.invTokens.Record(ctx, u.Total, uopt.rec...)
+	if u.Unpriced == 0 {
+		in.invCost.Record(ctx, u.Cost, uopt.rec...)
+	}
 }
 
 // errorType is the error.type of an error: the provider's code of a model

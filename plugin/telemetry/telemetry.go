@@ -61,6 +61,8 @@
 //	loom.tool.duration                histogram, s, per tool call
 //	loom.invocation.count             counter, {invocation}
 //	loom.invocation.duration          histogram, s
+//	loom.invocation.tokens            histogram, {token}, an invocation's total, when its models reported usage
+//	loom.invocation.cost              histogram, {currency}, an invocation's cost, when all its models have a price
 //
 // Failed calls carry an error.type attribute. The three usage metrics are
 // recorded once per model response, when the runner commits its event,
