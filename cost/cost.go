@@ -70,9 +70,10 @@ func (p Prices) Lookup(model string) (price Price, ok bool) {
 	}
 	best := -1
 	for name, pr := range p {
-		rest, found := strings.CutPrefix(model, name+"-")
-		if found && rest != "" && rest[0] >= '0' && rest[0] <= '9' && len(name) > best {
-			best, price = len(name), pr
+		n := len(name)
+		if len(model) > n+1 && model[n] == '-' && model[n+1] >= '0' && model[n+1] <= '9' &&
+			strings.HasPrefix(model, name) && n > best {
+			best, price = n, pr
 		}
 	}
 	return price, best >= 0 && price != Price{}

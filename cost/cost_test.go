@@ -168,3 +168,28 @@ func same(a, b cost.Usage) bool {
 	c.Cost = b.Cost
 	return c == b && near(a.Cost, b.Cost)
 }
+
+// FuzzParse checks that no input crashes Parse, and that what it accepts
+// has only finite prices of zero or more under non-empty names.
+func FuzzParse(f *testing.F) {
+	for _, seed := range []string{
+		"models:\n  gpt-4o: {input: 2.5, output: 10}\n",
+		`{"models": {"m": {"input": 1, "output": 2, "cached_input": 0.5}}}`,
+		"models: [1, 2]", "models:\n  m: 3\n", "- a\n- b\n", "models:\n  m: {input: 1e400}\n", "\x00", "{{{{",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := cost.Parse(data)
+		if err != nil {
+			return
+		}
+		for name, pr := range p {
+			for _, v := range []float64{pr.Input, pr.Output, pr.CachedInput} {
+				if strings.TrimSpace(name) == "" || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+					t.Fatalf("accepted %q: %+v", name, pr)
+				}
+			}
+		}
+	})
+}
