@@ -744,10 +744,18 @@ function showEventSpan(e) {
 
 // loadUsage shows the session's token usage and cost, from the server's
 // sum over the stored events.
+// A backend without the route (another ADK server) leaves the tab empty
+// rather than failing the session's view.
 async function loadUsage() {
   if (!ui.sid) return renderUsage(null);
   const sid = ui.sid;
-  const usage = await ui.client.sessionUsage(ui.app, ui.user, sid);
+  let usage = null;
+  try {
+    usage = await ui.client.sessionUsage(ui.app, ui.user, sid);
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    console.warn('session usage:', err.message);
+  }
   if (sid === ui.sid) renderUsage(usage);
 }
 
