@@ -18,6 +18,7 @@ var layer = map[string]int{
 	"event":             0,
 	"model/retry":       0,
 	"model/fallback":    0, // wraps any model.LLM; agent configs (2) build chains
+	"cost":              0,
 	"internal":          1,
 	"session":           1,
 	"artifact":          1,
