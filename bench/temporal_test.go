@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
@@ -15,12 +18,20 @@ import (
 	"github.com/loomkit/loom/session/memsession"
 )
 
+// temporalRuns numbers the runs of BenchmarkS1Temporal in this process, so
+// that each has task queue and workflows of its own.
+var temporalRuns atomic.Int64
+
 // BenchmarkS1Temporal is scenario S1 with each invocation run as a Temporal
 // workflow (durable/temporal) on the development server of
 // LOOM_TEMPORAL_ADDR (scripts/temporal.sh), by a worker in this process,
 // one invocation at a time round-robin over 100 sessions:
 //
 //	LOOM_TEMPORAL_ADDR=$(scripts/temporal.sh) go test ./bench -run '^$' -bench 'S1Temporal$' -benchtime 200x
+//
+// Besides the time per turn it reports, from the workflows' histories, the
+// workflow tasks, activities and local activities the server recorded per
+// turn.
 func BenchmarkS1Temporal(b *testing.B) {
 	addr := os.Getenv("LOOM_TEMPORAL_ADDR")
 	if addr == "" {
@@ -37,7 +48,7 @@ func BenchmarkS1Temporal(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	queue := fmt.Sprintf("bench-s1-%d", os.Getpid())
+	queue := fmt.Sprintf("bench-s1-%d-%d-%d", os.Getpid(), time.Now().UnixNano(), temporalRuns.Add(1))
 	w, err := temporal.NewWorker(c, queue, r)
 	if err != nil {
 		b.Fatal(err)
@@ -52,6 +63,7 @@ func BenchmarkS1Temporal(b *testing.B) {
 	}
 	ids := createSessions(b, svc, 100, queue+"-")
 	b.ResetTimer()
+	turns := 0
 	for i := 0; b.Loop(); i++ {
 		n := 0
 		for ev, err := range cl.Run(context.Background(), r, "user", ids[i%len(ids)], s1Message, nil) {
@@ -65,7 +77,32 @@ func BenchmarkS1Temporal(b *testing.B) {
 		if n != 3 {
 			b.Fatalf("invocation yielded %d events, want 3", n)
 		}
+		turns++
 	}
 	b.StopTimer()
 	checkS1Sessions(b, svc, ids, b.N)
+	tasks, acts, local := 0, 0, 0
+	for _, id := range ids[:min(turns, len(ids))] {
+		h := c.GetWorkflowHistory(context.Background(), cl.WorkflowID("bench", "user", id), "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for h.HasNext() {
+			ev, err := h.Next()
+			if err != nil {
+				b.Fatal(err)
+			}
+			switch ev.EventType {
+			case enums.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+				tasks++
+			case enums.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+				acts++
+			case enums.EVENT_TYPE_MARKER_RECORDED:
+				if ev.GetMarkerRecordedEventAttributes().GetMarkerName() == "LocalActivity" {
+					local++
+				}
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(turns), "ms/turn")
+	b.ReportMetric(float64(tasks)/float64(turns), "wftasks/turn")
+	b.ReportMetric(float64(acts)/float64(turns), "activities/turn")
+	b.ReportMetric(float64(local)/float64(turns), "localacts/turn")
 }
