@@ -2,6 +2,7 @@ package temporal_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/converter"
 
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
@@ -57,6 +57,31 @@ func suiteEnvOver(t *testing.T, svc *session.Service, slow time.Duration) (*test
 	return env, app, dir
 }
 
+// send hands m to the workflow of env with the run update. done, if not
+// nil, gets the message's status or the update's error; otherwise an error
+// fails the test.
+func send(t *testing.T, env *testsuite.TestWorkflowEnvironment, m temporal.Message, done func(temporal.Status, error)) {
+	t.Helper()
+	if done == nil {
+		done = func(st temporal.Status, err error) {
+			if err == nil && st.Error != "" {
+				err = errors.New(st.Error)
+			}
+			if err != nil {
+				t.Errorf("message %s: %v", m.RequestID, err)
+			}
+		}
+	}
+	env.UpdateWorkflow(temporal.UpdateRun, "u-"+m.RequestID, &testsuite.TestUpdateCallback{
+		OnAccept: func() {},
+		OnReject: func(err error) { done(temporal.Status{}, err) },
+		OnComplete: func(res any, err error) {
+			st, _ := res.(temporal.Status)
+			done(st, err)
+		},
+	}, m)
+}
+
 func stored(t *testing.T, app *runner.Runner, id string) *session.Session {
 	t.Helper()
 	sess, err := app.Sessions().Get(context.Background(), session.Key{AppName: appName, UserID: user, SessionID: id}, nil)
@@ -77,7 +102,7 @@ func TestConfirmationAnsweredTenMinutesLater(t *testing.T) {
 	start := env.Now()
 	var answeredAt time.Time
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow("loom.message", temporal.Message{RequestID: "r1", Content: text("pay")})
+		send(t, env, temporal.Message{RequestID: "r1", Content: text("pay")}, nil)
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
 		if n := lines(t, dir, "pay.count"); n != 0 {
@@ -85,7 +110,7 @@ func TestConfirmationAnsweredTenMinutesLater(t *testing.T) {
 		}
 		answeredAt = env.Now()
 		id, name := confirmationCall(t, stored(t, app, "s"))
-		env.SignalWorkflow("loom.message", temporal.Message{RequestID: "r2", Content: approve(id, name)})
+		send(t, env, temporal.Message{RequestID: "r2", Content: approve(id, name)}, nil)
 	}, 10*time.Minute)
 	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{
 		App: appName, User: user, Session: "s", TreeHash: temporal.TreeHash(app.Tree()),
@@ -121,7 +146,7 @@ func TestConfirmationAnsweredTenMinutesLater(t *testing.T) {
 func TestChangedTreeRefused(t *testing.T) {
 	env, app, _ := suiteEnv(t)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow("loom.message", temporal.Message{RequestID: "r1", Content: text("hello")})
+		send(t, env, temporal.Message{RequestID: "r1", Content: text("hello")}, func(temporal.Status, error) {})
 	}, time.Second)
 	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{App: appName, User: user, Session: "s", TreeHash: "0123456789abcdef"})
 	err := env.GetWorkflowError()
@@ -175,7 +200,7 @@ func TestR7LimitAcrossSteps(t *testing.T) {
 	env, r, dir := suiteEnv(t)
 	env.SetTestTimeout(2 * time.Minute) // wall-clock bound if the loop does not end
 	var retried atomic.Bool
-	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
 		if info.Attempt > 1 {
 			retried.Store(true)
 		}
@@ -183,8 +208,8 @@ func TestR7LimitAcrossSteps(t *testing.T) {
 	var st temporal.Status
 	var updateErr error
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow("loom.message", temporal.Message{RequestID: "r1", Content: text("loop"), MaxLLMCalls: 3})
-		env.UpdateWorkflow("loom.wait", "w1", &testsuite.TestUpdateCallback{
+		env.UpdateWorkflow(temporal.UpdateRun, "w1", &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
 			OnReject: func(err error) { updateErr = err },
 			OnComplete: func(res any, err error) {
 				updateErr = err
@@ -194,7 +219,7 @@ func TestR7LimitAcrossSteps(t *testing.T) {
 					updateErr = fmt.Errorf("update result %T, want temporal.Status", res)
 				}
 			},
-		}, "r1")
+		}, temporal.Message{RequestID: "r1", Content: text("loop"), MaxLLMCalls: 3})
 	}, time.Second)
 	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{App: appName, User: user, Session: "s", TreeHash: temporal.TreeHash(r.Tree())})
 	if err := env.GetWorkflowError(); err != nil {
