@@ -56,7 +56,7 @@ type ClientConfig struct {
 	// session meanwhile.
 	Poll time.Duration
 	// WorkflowIDPrefix starts the id of every session workflow the client
-	// starts, signals or cancels (default DefaultWorkflowIDPrefix). A
+	// starts, updates or cancels (default DefaultWorkflowIDPrefix). A
 	// workflow id is the prefix, the app, the user and the session id: two
 	// deployments that share a Temporal namespace but not their session
 	// store (whose session ids may then repeat) need prefixes of their own,
