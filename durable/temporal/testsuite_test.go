@@ -18,7 +18,9 @@ import (
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/durable/temporal"
+	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model/scripted"
+	"github.com/loomkit/loom/plugin"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
@@ -192,17 +194,50 @@ func TestTreeHash(t *testing.T) {
 	}
 }
 
-// TestR7LimitAcrossSteps: on Temporal an invocation advances one model call
-// or tool round per Step, each resuming it from the log. An agent whose
-// model always calls a tool, run with MaxLLMCalls 3, still ends with the
-// call limit after exactly 3 model calls, and the limit is not retried.
-func TestR7LimitAcrossSteps(t *testing.T) {
-	env, r, dir := suiteEnv(t)
+// TestR7LimitAcrossAttempts: on Temporal a turn that fails is retried,
+// and the retry resumes the invocation from the log. An agent whose model
+// always calls a tool, run with MaxLLMCalls 3, whose first attempt fails
+// after its second model call was committed, still ends with the call
+// limit after exactly 3 model calls: the retry counts the calls of the
+// failed attempt, stores the message no second time, and the limit itself
+// is not retried.
+func TestR7LimitAcrossAttempts(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(quiet)
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	env.SetTestTimeout(2 * time.Minute) // wall-clock bound if the loop does not end
-	var retried atomic.Bool
+	dir := t.TempDir()
+	root, err := newAgent(dir, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls, failed atomic.Int32
+	failOnce := &plugin.Plugin{Name: "fail-once", OnEvent: func(_ context.Context, _ *agent.Invocation, ev *event.Event) (*event.Event, error) {
+		if len(ev.FunctionCalls()) > 0 && calls.Add(1) == 2 && failed.Add(1) == 1 {
+			return nil, errors.New("the worker lost its connection")
+		}
+		return nil, nil
+	}}
+	svc := memsession.NewService()
+	r, err := runner.New(runner.Config{AppName: appName, Agent: root, Sessions: svc, Resumable: true, Plugins: []*plugin.Plugin{failOnce}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := temporal.Register(env, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Create(context.Background(), session.Key{AppName: appName, UserID: user, SessionID: "s"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var attempts atomic.Int32
+	var limitRetried atomic.Bool
 	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
-		if info.Attempt > 1 {
-			retried.Store(true)
+		if info.ActivityType.Name == "loom.Turn" {
+			attempts.Add(1)
+			if info.Attempt > 2 {
+				limitRetried.Store(true)
+			}
 		}
 	})
 	var st temporal.Status
@@ -234,7 +269,16 @@ func TestR7LimitAcrossSteps(t *testing.T) {
 	if !st.Done || !strings.Contains(st.Error, agent.ErrLLMCallLimit.Error()) || st.ErrorType != "LoomLLMCallLimit" {
 		t.Fatalf("status %+v, want the invocation ended by %q", st, agent.ErrLLMCallLimit)
 	}
-	if retried.Load() {
-		t.Fatal("a Step was retried: the call limit must end the invocation at once")
+	if n := attempts.Load(); n != 2 || limitRetried.Load() {
+		t.Fatalf("the turn ran %d times, want 2: the failed attempt and its retry, which the call limit ends", n)
+	}
+	messages := 0
+	for _, ev := range stored(t, r, "s").Events() {
+		if ev.Author == "user" && ev.Content != nil {
+			messages++
+		}
+	}
+	if messages != 1 {
+		t.Fatalf("the message is stored %d times, want 1", messages)
 	}
 }
