@@ -35,6 +35,8 @@ func Register(w Registry, apps ...*runner.Runner) error {
 	w.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: WorkflowName})
 	w.RegisterActivityWithOptions(acts.mark, activity.RegisterOptions{Name: activityMark})
 	w.RegisterActivityWithOptions(acts.turn, activity.RegisterOptions{Name: activityTurn})
+	// The activity of the workflows that took their messages as signals.
+	w.RegisterActivityWithOptions(acts.step, activity.RegisterOptions{Name: activityStep})
 	return nil
 }
 

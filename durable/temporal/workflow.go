@@ -178,6 +178,9 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	}}); err != nil {
 		return err
 	}
+	if workflow.GetVersion(ctx, versionTurns, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return signalledSession(ctx, in, &queue)
+	}
 	lctx := localContext(ctx, opts)
 	paused, waitFrom, end := in.Paused, in.WaitFrom, in.End
 	for {
