@@ -105,4 +105,12 @@
 // changed continues with a new workflow started by the next message. The
 // workflow code itself holds no agent logic, so a changed agent tree never
 // makes a workflow replay diverge silently.
+//
+// A session workflow whose history predates the run update (it took its
+// messages as signals and ran each message as a Mark activity and Step
+// activities, one per model call or tool round; its history holds no
+// "loom.turns" version marker) goes on with that code, so that its replay
+// matches its history, and takes run updates as it took signals, until it
+// ends or continues as new as a workflow of today's kind: a session paused
+// before an upgrade is answered after it.
 package temporal
