@@ -23,6 +23,7 @@ import (
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
+	"github.com/loomkit/loom/storage"
 )
 
 // gatedModel streams the partial text "hel", then waits for its gate to
@@ -206,5 +207,61 @@ func TestD3OneWorkflowTaskPerTurn(t *testing.T) {
 	}
 	if got := counts[enums.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED]; got != turns {
 		t.Errorf("%d run updates completed for %d turns, want one each", got, turns)
+	}
+}
+
+// TestPollStreamsAcrossProcesses: with the worker in another process, a
+// client with ClientConfig.Poll set yields the turn's committed events as
+// they are committed (the tool call before the slow tool has completed),
+// and the stream ends with every committed event of the message once, in
+// log order.
+func TestPollStreamsAcrossProcesses(t *testing.T) {
+	c := dial(t)
+	dir := t.TempDir()
+	db := "sqlite://" + dir + "/sessions.db"
+	ctx := context.Background()
+	svc, err := storage.OpenSessions(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	app, err := newApp(dir, 0, svc) // the client's copy of the app: its tree, never its tools
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := session.Key{AppName: appName, UserID: user, SessionID: "poll-" + newQueue()}
+	if _, err := svc.Create(ctx, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	queue := newQueue()
+	startWorker(t, queue, dir, db, 2*time.Second)
+	cl, err := temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: queue, Poll: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var streamed []string
+	early := false
+	for ev, err := range cl.Run(ctx, app, user, k.SessionID, text("slow"), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ev.FunctionCalls()) > 0 && lines(t, dir, "slow.count") == 0 {
+			early = true
+		}
+		streamed = append(streamed, ev.ID)
+	}
+	if !early {
+		t.Fatal("the tool call reached the client only after the tool completed")
+	}
+	sess, err := svc.Get(ctx, k, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, ev := range sess.Events()[1:] {
+		ids = append(ids, ev.ID)
+	}
+	if strings.Join(streamed, ",") != strings.Join(ids, ",") {
+		t.Fatalf("streamed events %v, want the log's %v", streamed, ids)
 	}
 }
