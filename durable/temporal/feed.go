@@ -30,6 +30,7 @@ type feed struct {
 	mu     sync.Mutex
 	events []*event.Event
 	lost   bool          // events were dropped: the reader must catch up from the log
+	closed bool          // the reader left: what is published is dropped
 	wake   chan struct{} // signalled (without blocking) when events arrive
 }
 
@@ -43,10 +44,18 @@ func (h *hub) subscribe(requestID string) *feed {
 	return f
 }
 
+// unsubscribe ends the feed of a request id: a turn still running drops
+// what it publishes from then on.
 func (h *hub) unsubscribe(requestID string) {
 	h.mu.Lock()
+	f := h.feeds[requestID]
 	delete(h.feeds, requestID)
 	h.mu.Unlock()
+	if f != nil {
+		f.mu.Lock()
+		f.closed, f.events = true, nil
+		f.mu.Unlock()
+	}
 }
 
 // publisher returns the function that publishes the events of a request: a
@@ -65,7 +74,7 @@ func (h *hub) publisher(requestID string) func(*event.Event) {
 func (f *feed) publish(ev *event.Event) {
 	f.mu.Lock()
 	switch {
-	case f.lost:
+	case f.lost || f.closed:
 	case len(f.events) >= maxFeed:
 		f.lost = true
 	default:
