@@ -146,7 +146,12 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 		return err
 	}
 	cfg := server.Config{Apps: runners, AllowedOrigins: splitList(f.origins), AllowedHosts: allowedHosts(env, f.host, f.hosts), Version: version(), Traces: server.TelemetryTraces(tel), Mounts: prot.mounts, Status: statusOf(apps), AppFiles: appFilesOf(apps)}
-	cfg.Evals, _ = evalStore(&f.o, svc, f.evals)
+	evals, _, closeEvals, err := evalStore(ctx, &f.o, f.evals)
+	if err != nil {
+		return err
+	}
+	defer closeEvals()
+	cfg.Evals = evals
 	cfg.EvalMetrics = p.EvalMetrics
 	if name := cmp.Or(f.o.model, defaultModel(env.Getenv)); name != "" {
 		// The judge of LLM-judged metrics in eval runs started from the UI.
@@ -349,6 +354,10 @@ func setup(ctx context.Context, env Env, o *options, apps []App, reg *agentconfi
 	if err != nil {
 		return nil, nil, err
 	}
+	if svc.credentials, svc.closeCredentials, err = openCredentials(ctx, env, o); err != nil {
+		svc.close()
+		return nil, nil, err
+	}
 	runners := make([]*runner.Runner, 0, len(apps))
 	descs := make([]string, 0, len(apps))
 	for _, app := range apps {
@@ -367,14 +376,15 @@ func setup(ctx context.Context, env Env, o *options, apps []App, reg *agentconfi
 
 func newRunner(app App, choice *modelChoice, o *options, svc *services, key *event.CallKey, plugins []*plugin.Plugin) (*runner.Runner, string, error) {
 	cfg := runner.Config{
-		AppName:    app.Name,
-		SessionTTL: cmp.Or(app.SessionTTL, o.sessionTTL),
-		Resumable:  o.resumable,
-		Sessions:   svc.sessions,
-		Artifacts:  svc.artifacts,
-		Memory:     svc.memory,
-		Plugins:    plugins,
-		CallKey:    key,
+		AppName:     app.Name,
+		SessionTTL:  cmp.Or(app.SessionTTL, o.sessionTTL),
+		Resumable:   o.resumable,
+		Sessions:    svc.sessions,
+		Artifacts:   svc.artifacts,
+		Memory:      svc.memory,
+		Plugins:     plugins,
+		CallKey:     key,
+		Credentials: svc.credentials,
 	}
 	var desc string
 	if f := app.file; f != nil {

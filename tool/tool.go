@@ -152,7 +152,8 @@ type Context interface {
 	// RequestConfirmation, the tool should return right after it; the call
 	// runs again once the client has answered, and Credential returns the
 	// answer. Credentials are kept in memory for that run only and never
-	// written to the session log.
+	// written to the session log. For OAuth2, credential/oauth.Token asks,
+	// exchanges the answer and keeps the user's tokens.
 	RequestCredential(authConfig map[string]any)
 	// Credential returns the client's answer to the call's credential
 	// request when the call runs after one, or nil.

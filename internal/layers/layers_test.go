@@ -23,6 +23,7 @@ var layer = map[string]int{
 	"artifact":          1,
 	"memory":            1,
 	"tool":              1,
+	"credential":        1, // users' credentials sealed per user; the OAuth2 flow of tools
 	"codeexec":          1, // runs model-written code; imports only the standard library and genai
 	"storage":           1, // opens the layer-1 backends by URL; imports nothing higher
 	"agent":             2,
