@@ -329,7 +329,7 @@ func TestMergeObserverHooks(t *testing.T) {
 			return "", errors.New("lookup unavailable")
 		}
 		return "ok", nil
-	}, workflow.WithRetry(workflow.Retry{MaxAttempts: 2}))
+	}).With(workflow.NodeOptions{Retry: workflow.Retry{MaxAttempts: 2}})
 	wf, err := workflow.New(workflow.Config{Name: "wf", Nodes: []*workflow.Node{flaky}})
 	if err != nil {
 		t.Fatal(err)

@@ -203,7 +203,7 @@ func ExampleRetry_nodeCallbacks() {
 			return "", errors.New("service unavailable")
 		}
 		return "order 77", nil
-	}, workflow.WithRetry(workflow.Retry{MaxAttempts: 3}))
+	}).With(workflow.NodeOptions{Retry: workflow.Retry{MaxAttempts: 3}})
 	wf, err := workflow.New(workflow.Config{Name: "support", Nodes: []*workflow.Node{classify, lookup},
 		Edges: []workflow.Edge{{From: "classify", To: "lookup", Route: "refund"}}})
 	if err != nil {

@@ -71,21 +71,23 @@ func (r Retry) delay(n int) time.Duration {
 	return d
 }
 
-// Option configures a node.
-type Option func(*Node)
-
-// WithRetry sets the node's retry policy.
-func WithRetry(r Retry) Option { return func(n *Node) { n.retry = r } }
-
-// WithTimeout bounds each attempt of the node: its context is cancelled
-// after d. A node that ignores its context cannot be stopped early.
-func WithTimeout(d time.Duration) Option { return func(n *Node) { n.timeout = d } }
-
-// WithDescription sets the description the graph view shows.
-func WithDescription(s string) Option { return func(n *Node) { n.description = s } }
+// NodeOptions are a node's optional settings (see [Node.With]). The zero
+// value is the default: one attempt, no timeout, the description of the
+// node's agent or tool.
+type NodeOptions struct {
+	// Description is what the graph view shows; empty keeps the node's.
+	Description string
+	// Retry is the node's retry policy.
+	Retry Retry
+	// Timeout, when positive, bounds each attempt of the node: its context
+	// is cancelled after it. A node that ignores its context cannot be
+	// stopped early.
+	Timeout time.Duration
+}
 
 // Node is one step of a workflow. Build it with [Func], [FromAgent],
-// [FromTool] or [Join]; it is immutable and may be shared by workflows.
+// [FromTool], [Join] or [ParallelWorker], and set its options with
+// [Node.With]; it is immutable and may be shared by workflows.
 type Node struct {
 	name        string
 	description string
@@ -100,19 +102,33 @@ type Node struct {
 // Name returns the node's name, unique within its workflow.
 func (n *Node) Name() string { return n.name }
 
+// Description returns the node's description: its options', or its
+// agent's or tool's.
+func (n *Node) Description() string { return n.description }
+
 // Kind returns what the node runs.
 func (n *Node) Kind() Kind { return n.kind }
 
 // Agent returns the agent of an agent or workflow node, or nil.
 func (n *Node) Agent() agent.Agent { return n.agent }
 
-func newNode(name string, kind Kind, opts []Option) *Node {
-	n := &Node{name: name, kind: kind}
-	for _, o := range opts {
-		o(n)
+// With returns a copy of n with opts; n itself is unchanged.
+//
+//	fetch := workflow.Func("fetch", fetchPage).With(workflow.NodeOptions{
+//		Retry:   workflow.Retry{MaxAttempts: 3, Backoff: time.Second},
+//		Timeout: 30 * time.Second,
+//	})
+func (n *Node) With(opts NodeOptions) *Node {
+	c := *n
+	if opts.Description != "" {
+		c.description = opts.Description
 	}
-	return n
+	c.retry = opts.Retry
+	c.timeout = opts.Timeout
+	return &c
 }
+
+func newNode(name string, kind Kind) *Node { return &Node{name: name, kind: kind} }
 
 // Func returns a node that runs fn. Its input is the output of the node
 // before it (for the start node, the text of the user message), in the
@@ -122,8 +138,8 @@ func newNode(name string, kind Kind, opts []Option) *Node {
 // result. fn is run again from the start when the invocation
 // resumes before the node finished (after a human-input answer, say), so
 // what it does before [Context.RequestInput] should be repeatable.
-func Func[In, Out any](name string, fn func(ctx context.Context, nc *Context, in In) (Out, error), opts ...Option) *Node {
-	n := newNode(name, KindFunc, opts)
+func Func[In, Out any](name string, fn func(ctx context.Context, nc *Context, in In) (Out, error)) *Node {
+	n := newNode(name, KindFunc)
 	n.fn = func(ctx context.Context, nc *Context, in any) (any, error) {
 		v, err := Convert[In](in)
 		if err != nil {
@@ -139,16 +155,14 @@ func Func[In, Out any](name string, fn func(ctx context.Context, nc *Context, in
 // the text of the agent's final response. A *Workflow becomes a nested
 // workflow node: it gets the input directly and its output is the nested
 // workflow's output. The node takes the agent's name.
-func FromAgent(a agent.Agent, opts ...Option) *Node {
+func FromAgent(a agent.Agent) *Node {
 	kind := KindAgent
 	if _, ok := a.(*Workflow); ok {
 		kind = KindWorkflow
 	}
-	n := newNode(a.Name(), kind, opts)
+	n := newNode(a.Name(), kind)
 	n.agent = a
-	if n.description == "" {
-		n.description = a.Description()
-	}
+	n.description = a.Description()
 	return n
 }
 
@@ -156,12 +170,10 @@ func FromAgent(a agent.Agent, opts ...Option) *Node {
 // map, or a value converted to one through JSON); its output is the tool's
 // result. State written through the tool context is committed with the
 // node's end.
-func FromTool(t tool.Tool, opts ...Option) *Node {
-	n := newNode(t.Name(), KindTool, opts)
+func FromTool(t tool.Tool) *Node {
+	n := newNode(t.Name(), KindTool)
 	n.tool = t
-	if n.description == "" {
-		n.description = t.Description()
-	}
+	n.description = t.Description()
 	return n
 }
 
@@ -169,8 +181,8 @@ func FromTool(t tool.Tool, opts ...Option) *Node {
 // can still deliver has delivered an output (a predecessor a route skipped
 // is not waited for), then outputs them as one map from predecessor name to
 // output.
-func Join(name string, opts ...Option) *Node {
-	n := newNode(name, KindJoin, opts)
+func Join(name string) *Node {
+	n := newNode(name, KindJoin)
 	n.fn = func(_ context.Context, _ *Context, in any) (any, error) { return in, nil }
 	return n
 }

@@ -158,7 +158,7 @@ func TestNestedWorkflowRetry(t *testing.T) {
 		return in + "y", nil
 	})
 	inner := mustNew(t, workflow.Config{Name: "inner", Nodes: []*workflow.Node{upper("x"), nodeY}, Edges: []workflow.Edge{{From: "x", To: "y"}}})
-	outer := mustNew(t, workflow.Config{Name: "outer", Nodes: []*workflow.Node{workflow.FromAgent(inner, workflow.WithRetry(workflow.Retry{MaxAttempts: 2}))}})
+	outer := mustNew(t, workflow.Config{Name: "outer", Nodes: []*workflow.Node{workflow.FromAgent(inner).With(workflow.NodeOptions{Retry: workflow.Retry{MaxAttempts: 2}})}})
 	r, key := setup(t, outer, nil)
 	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("s"), nil))
 	if got := outputOf(t, evs, "outer"); got != "Sy" {

@@ -220,7 +220,7 @@ func TestRetryThenSucceed(t *testing.T) {
 			return "", errors.New("transient")
 		}
 		return "ok", nil
-	}, workflow.WithRetry(workflow.Retry{MaxAttempts: 3, Backoff: time.Millisecond}))
+	}).With(workflow.NodeOptions{Retry: workflow.Retry{MaxAttempts: 3, Backoff: time.Millisecond}})
 	w := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{flaky}})
 	r, key := setup(t, w, nil)
 	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("x"), nil))
@@ -240,7 +240,7 @@ func TestRetryExhaustedEndsWithError(t *testing.T) {
 	broken := workflow.Func("broken", func(context.Context, *workflow.Context, string) (string, error) {
 		calls.Add(1)
 		return "", errors.New("disk on fire")
-	}, workflow.WithRetry(workflow.Retry{MaxAttempts: 2, Backoff: time.Millisecond}))
+	}).With(workflow.NodeOptions{Retry: workflow.Retry{MaxAttempts: 2, Backoff: time.Millisecond}})
 	next := workflow.Func("next", func(context.Context, *workflow.Context, string) (string, error) {
 		after.Add(1)
 		return "", nil
@@ -274,7 +274,7 @@ func TestTimeout(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			return "late", nil
 		}
-	}, workflow.WithTimeout(10*time.Millisecond))
+	}).With(workflow.NodeOptions{Timeout: 10*time.Millisecond})
 	w := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{slow}})
 	r, key := setup(t, w, nil)
 	start := time.Now()
@@ -664,7 +664,7 @@ func TestNestedWorkflowFailureReportedOnce(t *testing.T) {
 	})
 	inner := mustNew(t, workflow.Config{Name: "inner", Nodes: []*workflow.Node{flaky}})
 	outer := mustNew(t, workflow.Config{Name: "outer", Nodes: []*workflow.Node{
-		workflow.FromAgent(inner, workflow.WithRetry(workflow.Retry{MaxAttempts: 2})), upper("after")},
+		workflow.FromAgent(inner).With(workflow.NodeOptions{Retry: workflow.Retry{MaxAttempts: 2}}), upper("after")},
 		Edges: []workflow.Edge{{From: "inner", To: "after"}}})
 	r, key := setup(t, outer, nil)
 	ctx := context.Background()
@@ -689,5 +689,25 @@ func TestNestedWorkflowFailureReportedOnce(t *testing.T) {
 		if !strings.Contains(failed[0].ErrorMessage, want) {
 			t.Errorf("error message %q lacks %q", failed[0].ErrorMessage, want)
 		}
+	}
+}
+
+// TestNodeWithCopies checks that options give a new node and leave the
+// one they were set on as it was, so a node shared by workflows keeps its
+// settings.
+func TestNodeWithCopies(t *testing.T) {
+	base := workflow.Func("step", func(_ context.Context, _ *workflow.Context, in string) (string, error) { return in, nil })
+	retried := base.With(workflow.NodeOptions{Retry: workflow.Retry{MaxAttempts: 3}, Description: "retried"})
+	if retried == base {
+		t.Fatal("With returned the node it was called on")
+	}
+	if retried.Name() != "step" || retried.Kind() != workflow.KindFunc {
+		t.Errorf("copy = %s (%s), want step (function)", retried.Name(), retried.Kind())
+	}
+	if d := base.Description(); d != "" {
+		t.Errorf("the original node's description = %q, want none", d)
+	}
+	if d := retried.Description(); d != "retried" {
+		t.Errorf("the copy's description = %q, want retried", d)
 	}
 }

@@ -37,7 +37,7 @@ func flakyWorkflow(t *testing.T) *workflow.Workflow {
 			return "", errors.New("lookup service unavailable")
 		}
 		return "order 77", nil
-	}, workflow.WithRetry(workflow.Retry{MaxAttempts: 3}))
+	}).With(workflow.NodeOptions{Retry: workflow.Retry{MaxAttempts: 3}})
 	writer, err := llmagent.New(llmagent.Config{Name: "writer", Model: scripted.NewSequence("m", scripted.Text("refund approved"))})
 	if err != nil {
 		t.Fatal(err)
