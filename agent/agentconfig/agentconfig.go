@@ -15,8 +15,22 @@
 // Files written for ADK Python load unchanged when they use only what Loom
 // has. The agent classes are LlmAgent (the default; also Agent),
 // SequentialAgent, ParallelAgent and LoopAgent, with or without ADK's
-// "google.adk.agents." prefix. Tools are named: the built-in exit_loop,
-// load_artifacts and load_memory; the kinds McpToolset (the tools of an MCP
+// "google.adk.agents." prefix, and Workflow, a graph workflow: nodes (an
+// agent, a tool, a node registered from Go code with [Registry.Node], or a
+// join) and edges, chains of node names from START as in ADK's
+// Workflow(edges=...), whose last item may map routes to nodes:
+//
+//	agent_class: Workflow
+//	name: support
+//	nodes:
+//	  - function: classify
+//	  - agent: {config_path: refunds.yaml}
+//	  - tool: {name: faq}
+//	    retry: {max_attempts: 3, initial_delay: 0.5}
+//	edges:
+//	  - [START, classify, {refund: refunds, question: faq}]
+//
+// Tools are named: the built-in exit_loop, load_artifacts and load_memory; the kinds McpToolset (the tools of an MCP
 // server, by its connection settings in args), AgentTool (an agent as a
 // tool) and Loom's SkillToolset (the Agent Skills of a directory beside
 // the file: args skills_dir, max_active, code_executor: local); and tools, toolsets, callbacks, output schemas and agents that Go

@@ -274,7 +274,7 @@ func TestTimeout(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			return "late", nil
 		}
-	}).With(workflow.NodeOptions{Timeout: 10*time.Millisecond})
+	}).With(workflow.NodeOptions{Timeout: 10 * time.Millisecond})
 	w := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{slow}})
 	r, key := setup(t, w, nil)
 	start := time.Now()
