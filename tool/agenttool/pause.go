@@ -160,15 +160,21 @@ func restore(ctx context.Context, sessions *session.Service, key session.Key, ev
 }
 
 // answerMessage is the user message that answers the child's call c with
-// the client's payload: a JSON object as it is, anything else as
-// {"response": value}.
+// the client's payload: for a confirmation request of the child, an
+// approval (the caller's call was approved) with the payload, if any;
+// otherwise a JSON object as it is, anything else as {"response": value}.
 func answerMessage(c waitingCall, payload any) *genai.Content {
 	resp, ok := payload.(map[string]any)
-	if !ok {
-		resp = map[string]any{"response": payload}
-		if payload == nil {
-			resp = map[string]any{}
+	switch {
+	case c.Name == event.FunctionRequestConfirmation:
+		resp = map[string]any{"confirmed": true}
+		if payload != nil {
+			resp["payload"] = payload
 		}
+	case payload == nil:
+		resp = map[string]any{}
+	case !ok:
+		resp = map[string]any{"response": payload}
 	}
 	return &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{ID: c.ID, Name: c.Name, Response: resp}}}}
 }

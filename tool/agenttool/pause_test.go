@@ -2,7 +2,10 @@ package agenttool_test
 
 import (
 	"context"
+	"fmt"
+	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,15 +13,20 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent/llmagent"
+	"github.com/loomkit/loom/agent/remoteagent"
 	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/examples/assistant"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/server/a2aserver"
 	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/session/memsession"
 	"github.com/loomkit/loom/session/sqlsession"
 	"github.com/loomkit/loom/tool"
 	"github.com/loomkit/loom/tool/agenttool"
+	"github.com/loomkit/loom/tool/functiontool"
 )
 
 // approvalFlow is a workflow that asks a person before it settles, and
@@ -48,6 +56,12 @@ func approvalFlow(t *testing.T, settled *atomic.Int32) *workflow.Workflow {
 // repeats the tool's result.
 func caller(t *testing.T, wt tool.Tool) *llmagent.Agent {
 	t.Helper()
+	return callerWith(t, wt, "order 7")
+}
+
+// callerWith is caller with the request the model sends.
+func callerWith(t *testing.T, wt tool.Tool, request string) *llmagent.Agent {
+	t.Helper()
 	m := scripted.New("m", func(_ context.Context, req *model.Request) (scripted.Turn, error) {
 		if frs := scripted.LastFunctionResponse(req); len(frs) > 0 {
 			if r, ok := frs[0].Response["result"].(string); ok {
@@ -55,7 +69,7 @@ func caller(t *testing.T, wt tool.Tool) *llmagent.Agent {
 			}
 			return scripted.Text("waiting"), nil
 		}
-		return scripted.Call("refund_flow", map[string]any{"request": "order 7"}), nil
+		return scripted.Call(wt.Name(), map[string]any{"request": request}), nil
 	})
 	a, err := llmagent.New(llmagent.Config{Name: "assistant", Model: m, Instruction: "Help.", Tools: []tool.Tool{wt}})
 	if err != nil {
@@ -203,4 +217,203 @@ func newRunner(t *testing.T, root *llmagent.Agent, sessions *session.Service) *r
 		t.Fatal(err)
 	}
 	return r
+}
+
+// TestWorkflowToolAsksTwice: a workflow that asks two questions in turn
+// pauses the caller's call twice, and each answer reaches its question.
+func TestWorkflowToolAsksTwice(t *testing.T) {
+	var runs atomic.Int32
+	ask := func(name string) *workflow.Node {
+		return workflow.Func(name, func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+			resp, err := nc.RequestInput(workflow.InputRequest{Message: name + "?"})
+			if err != nil {
+				return "", err
+			}
+			return in + " " + name + "=" + resp["response"].(string), nil
+		})
+	}
+	end := workflow.Func("end", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+		runs.Add(1)
+		return in, nc.Say("settled " + in)
+	})
+	w, err := workflow.New(workflow.Config{Name: "refund_flow", Nodes: []*workflow.Node{ask("amount"), ask("reason"), end},
+		Edges: []workflow.Edge{{From: "amount", To: "reason"}, {From: "reason", To: "end"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := agenttool.New(w, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(t, caller(t, wt), sessionsOn(t, ""))
+	ctx := context.Background()
+	events, err := r.RunSync(ctx, "u", "s", genai.NewContentFromText("refund order 7", genai.RoleUser), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := pausedRequest(t, events)
+	events, err = r.RunSync(ctx, "u", "s", approve(first.ID, "12"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := pausedRequest(t, events)
+	if second.ID == first.ID {
+		t.Fatal("the second question reuses the first request")
+	}
+	if hint := second.Args["toolConfirmation"].(map[string]any)["hint"]; hint != "reason?" {
+		t.Errorf("second hint = %v, want reason?", hint)
+	}
+	events, err = r.RunSync(ctx, "u", "s", approve(second.ID, "broken"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := finalText(events); got != "done: settled order 7 amount=12 reason=broken" {
+		t.Errorf("final answer = %q", got)
+	}
+	if runs.Load() != 1 {
+		t.Errorf("the last node ran %d times, want once", runs.Load())
+	}
+}
+
+// childAgent is an LLM agent whose model calls t once with {"order": "7"}
+// and then reports the tool's response.
+func childAgent(t *testing.T, tl tool.Tool) *llmagent.Agent {
+	t.Helper()
+	m := scripted.New("child-model", func(_ context.Context, req *model.Request) (scripted.Turn, error) {
+		if frs := scripted.LastFunctionResponse(req); len(frs) > 0 {
+			return scripted.Text(fmt.Sprintf("child saw %v", frs[0].Response)), nil
+		}
+		return scripted.Call(tl.Name(), map[string]any{"order": "7"}), nil
+	})
+	a, err := llmagent.New(llmagent.Config{Name: "refund_flow", Description: "Refunds orders.", Model: m, Instruction: "Refund.", Tools: []tool.Tool{tl}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+type order struct {
+	Order string `json:"order"`
+}
+
+// TestT15ChildConfirmationAndLongRunningCall: a child agent's confirmation
+// request, or its long-running call, pauses the caller's call the same
+// way; the approval approves the child's call (which then runs once), and
+// the payload of the approval is a long-running call's final response.
+//
+// (CONFORMANCE T15)
+func TestT15ChildConfirmationAndLongRunningCall(t *testing.T) {
+	ctx := context.Background()
+	t.Run("confirmation", func(t *testing.T) {
+		var ran atomic.Int32
+		refund, err := functiontool.New(functiontool.Config{Name: "refund", Description: "Refunds an order.", RequireConfirmation: true, ConfirmationHint: "Refund order 7?"},
+			func(_ context.Context, _ tool.Context, o order) (map[string]any, error) {
+				ran.Add(1)
+				return map[string]any{"refunded": o.Order}, nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wt, err := agenttool.New(childAgent(t, refund), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newRunner(t, caller(t, wt), sessionsOn(t, ""))
+		events, err := r.RunSync(ctx, "u", "s", genai.NewContentFromText("refund order 7", genai.RoleUser), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := pausedRequest(t, events)
+		if hint := req.Args["toolConfirmation"].(map[string]any)["hint"]; hint != "Refund order 7?" {
+			t.Errorf("hint = %v, want the child's", hint)
+		}
+		events, err = r.RunSync(ctx, "u", "s", approve(req.ID, nil), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := finalText(events); got != "done: child saw map[refunded:7]" {
+			t.Errorf("final answer = %q", got)
+		}
+		if ran.Load() != 1 {
+			t.Errorf("the child's tool ran %d times, want once", ran.Load())
+		}
+	})
+	t.Run("long-running", func(t *testing.T) {
+		var started atomic.Int32
+		job, err := functiontool.New(functiontool.Config{Name: "start_refund", Description: "Starts a refund.", LongRunning: true},
+			func(_ context.Context, _ tool.Context, o order) (map[string]any, error) {
+				started.Add(1)
+				return nil, nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wt, err := agenttool.New(childAgent(t, job), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newRunner(t, caller(t, wt), sessionsOn(t, ""))
+		events, err := r.RunSync(ctx, "u", "s", genai.NewContentFromText("refund order 7", genai.RoleUser), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := pausedRequest(t, events)
+		events, err = r.RunSync(ctx, "u", "s", approve(req.ID, map[string]any{"status": "refunded"}), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := finalText(events); got != "done: child saw map[status:refunded]" {
+			t.Errorf("final answer = %q", got)
+		}
+		if started.Load() != 1 {
+			t.Errorf("the long-running tool started %d times, want once", started.Load())
+		}
+	})
+}
+
+// TestT15RemoteAgentToolPauses: a remote agent (over A2A) used as a tool
+// whose remote task waits for a confirmation pauses the caller's call; the
+// approval resumes the remote task once.
+//
+// (CONFORMANCE T15)
+func TestT15RemoteAgentToolPauses(t *testing.T) {
+	root, err := assistant.New(assistant.Offline())
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, err := runner.New(runner.Config{AppName: "assistant", Agent: root, Sessions: memsession.NewService(), AutoCreateSession: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := a2aserver.New(a2aserver.Config{Runner: served})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { srv.Close(); h.Close() })
+	remote, err := remoteagent.New(remoteagent.Config{Name: "mailer", URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := agenttool.New(remote, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(t, callerWith(t, rt, "email bob@example.com: lunch at noon"), sessionsOn(t, ""))
+	ctx := context.Background()
+	events, err := r.RunSync(ctx, "u", "s", genai.NewContentFromText("tell bob about lunch", genai.RoleUser), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := pausedRequest(t, events)
+	events, err = r.RunSync(ctx, "u", "s", approve(req.ID, nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := finalText(events); !strings.Contains(got, "bob@example.com") || !strings.HasPrefix(got, "done: ") {
+		t.Errorf("final answer = %q, want the remote's report of the email sent", got)
+	}
+	if _, err := r.RunSync(ctx, "u", "s", approve(req.ID, nil), nil); err == nil {
+		t.Error("a second answer to the same request was taken")
+	}
 }
