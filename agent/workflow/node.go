@@ -128,6 +128,18 @@ func (n *Node) With(opts NodeOptions) *Node {
 	return &c
 }
 
+// Named returns a copy of a function, tool or join node under another
+// name, such as a registered function given the name a config file uses.
+// An agent or workflow node is named by its agent, and cannot be renamed.
+func (n *Node) Named(name string) (*Node, error) {
+	if n.agent != nil && name != n.name {
+		return nil, fmt.Errorf("%w: node %q runs an agent, which names it", ErrInvalidConfig, n.name)
+	}
+	c := *n
+	c.name = name
+	return &c, nil
+}
+
 func newNode(name string, kind Kind) *Node { return &Node{name: name, kind: kind} }
 
 // Func returns a node that runs fn. Its input is the output of the node
@@ -143,7 +155,7 @@ func Func[In, Out any](name string, fn func(ctx context.Context, nc *Context, in
 	n.fn = func(ctx context.Context, nc *Context, in any) (any, error) {
 		v, err := Convert[In](in)
 		if err != nil {
-			return nil, fmt.Errorf("input of node %s: %w", name, err)
+			return nil, fmt.Errorf("node input: %w", err)
 		}
 		return fn(ctx, nc, v)
 	}

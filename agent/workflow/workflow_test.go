@@ -711,3 +711,62 @@ func TestNodeWithCopies(t *testing.T) {
 		t.Errorf("the copy's description = %q, want retried", d)
 	}
 }
+
+// TestG4EntryEdges: edges from Entry (ADK's START) make start nodes, which
+// all get the input and run at once; a join after them gets both outputs;
+// entry edges with a route, into a join, or beside Start are refused.
+//
+// (CONFORMANCE G4)
+func TestG4EntryEdges(t *testing.T) {
+	w := mustNew(t, workflow.Config{Name: "two",
+		Nodes: []*workflow.Node{upper("a"), upper("b"), workflow.Join("both")},
+		Edges: []workflow.Edge{{From: workflow.Entry, To: "a"}, {From: workflow.Entry, To: "b"},
+			{From: "a", To: "both"}, {From: "b", To: "both"}}})
+	if got := w.Starts(); !reflect.DeepEqual(got, []string{"a", "b"}) {
+		t.Errorf("starts = %v, want [a b]", got)
+	}
+	if len(w.Edges()) != 2 {
+		t.Errorf("edges between nodes = %v, want the two into the join", w.Edges())
+	}
+	r, key := setup(t, w, nil)
+	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("x"), nil))
+	if got, want := outputOf(t, evs, "two"), map[string]any{"a": "X", "b": "X"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("output = %#v, want %#v", got, want)
+	}
+	for name, cfg := range map[string]workflow.Config{
+		"route":      {Nodes: []*workflow.Node{upper("a")}, Edges: []workflow.Edge{{From: workflow.Entry, To: "a", Route: "r"}}},
+		"join":       {Nodes: []*workflow.Node{upper("a"), workflow.Join("j")}, Edges: []workflow.Edge{{From: workflow.Entry, To: "j"}, {From: "a", To: "j"}}},
+		"and start":  {Nodes: []*workflow.Node{upper("a")}, Start: "a", Edges: []workflow.Edge{{From: workflow.Entry, To: "a"}}},
+		"unknown":    {Nodes: []*workflow.Node{upper("a")}, Edges: []workflow.Edge{{From: workflow.Entry, To: "b"}}},
+		"node START": {Nodes: []*workflow.Node{upper(workflow.Entry)}},
+	} {
+		cfg.Name = "w"
+		if _, err := workflow.New(cfg); !errors.Is(err, workflow.ErrInvalidConfig) {
+			t.Errorf("%s: New = %v, want ErrInvalidConfig", name, err)
+		}
+	}
+}
+
+// TestNodeNamed: a function node renamed runs under its new name; an agent
+// node cannot be renamed.
+func TestNodeNamed(t *testing.T) {
+	n, err := upper("a").Named("b")
+	if err != nil || n.Name() != "b" {
+		t.Fatalf("Named = %v, %v", n, err)
+	}
+	w := mustNew(t, workflow.Config{Name: "w", Nodes: []*workflow.Node{n}})
+	r, key := setup(t, w, nil)
+	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("x"), nil))
+	if got := outputOf(t, evs, "w"); got != "X" {
+		t.Errorf("output = %v", got)
+	}
+	for _, ev := range evs {
+		if ev.NodeInfo != nil && strings.HasPrefix(ev.NodeInfo.Path, "w/a@") {
+			t.Errorf("an event of the old name: %s", ev.NodeInfo.Path)
+		}
+	}
+	inner := mustNew(t, workflow.Config{Name: "inner", Nodes: []*workflow.Node{upper("x")}})
+	if _, err := workflow.FromAgent(inner).Named("other"); err == nil {
+		t.Error("an agent node was renamed")
+	}
+}
