@@ -1,6 +1,9 @@
 package agentconfig
 
 import (
+	"path/filepath"
+	"strings"
+
 	"go.yaml.in/yaml/v3"
 
 	"github.com/loomkit/loom/agent"
@@ -8,86 +11,323 @@ import (
 )
 
 // StartNode is the name that stands for a graph workflow's entry in the
-// edges of a Workflow config, as in ADK: the node an edge from START leads
-// to is the first to run.
-const StartNode = "START"
+// edges of a Workflow config, as in ADK: the nodes edges from START lead
+// to are the first to run.
+const StartNode = workflow.Entry
 
-// newGraph builds a graph workflow (agent_class: Workflow):
+// The agent classes of node files, as ADK names them.
+const (
+	functionNodeClass = "FunctionNode"
+	toolNodeClass     = "ToolNode"
+	joinNodeClass     = "JoinNode"
+)
+
+// graphBuild is the building of one Workflow config: its nodes by name,
+// and where each is written.
+type graphBuild struct {
+	s     *Spec
+	cfg   workflow.Config
+	at    map[string]node   // where each node is first written, by name
+	files map[string]string // node files read, by path: the node's name
+}
+
+// newGraph builds a graph workflow (agent_class: Workflow) in ADK's form:
 //
 //	agent_class: Workflow
 //	name: support
-//	nodes:
-//	  - function: classify            # registered with Registry.Node
-//	  - agent: {config_path: refunds.yaml}
-//	  - tool: {name: lookup_order}
-//	    retry: {max_attempts: 3, initial_delay: 0.5}
-//	    timeout: 10
 //	edges:
-//	  - [START, classify]
-//	  - [classify, {refund: refunds, question: lookup_order}]
-//	  - {from: lookup_order, to: classify, route: again, max: 2}
+//	  - [START, classify, {refund: refunds.yaml, question: faq.yaml}]
+//	  - [refunds.yaml, done.yaml]
 //
-// A node is named by what it runs (its agent, tool, registered node or
-// join name); edges name nodes, and every mistake is an *Error at the line
-// that makes it.
+// A chain's items are node references: START, a node file (a name ending
+// in .yaml or .yml: a FunctionNode, ToolNode or JoinNode, or an agent of
+// any class), a node of the Loom key nodes, or a node registered from Go
+// code (Registry.Node). Each item has an edge to the next; maps after the
+// last item route out of it ("default" or "__DEFAULT__" is the default
+// route). A node file named twice is one node. Every mistake is an *Error
+// at the line that makes it.
 func newGraph(s *Spec) (agent.Agent, error) {
-	cfg := workflow.Config{Name: s.Name(), Description: s.Description()}
+	g := &graphBuild{s: s, at: map[string]node{}, files: map[string]string{},
+		cfg: workflow.Config{Name: s.Name(), Description: s.Description()}}
 	var err error
-	if cfg.BeforeAgent, cfg.AfterAgent, err = s.AgentCallbacks(); err != nil {
+	if g.cfg.BeforeAgent, g.cfg.AfterAgent, err = s.AgentCallbacks(); err != nil {
 		return nil, err
 	}
-	if _, err := s.Decode("max_steps", &cfg.MaxSteps); err != nil {
+	if _, err := s.Decode("max_steps", &g.cfg.MaxSteps); err != nil {
 		return nil, err
 	}
-	nodes, _ := s.n.get("nodes")
-	if len(nodes.n.Content) == 0 {
-		return nil, nodes.errorf("a workflow needs at least one node")
-	}
-	at := map[string]node{} // where each node is written, by name
-	for i, item := range nodes.n.Content {
-		e := nodes.index(i, item)
-		n, err := s.graphNode(e)
-		if err != nil {
-			return nil, err
-		}
-		if prev, dup := at[n.Name()]; dup {
-			return nil, e.errorf("a second node named %q (the first is at line %d)", n.Name(), prev.n.Line)
-		}
-		at[n.Name()] = e
-		cfg.Nodes = append(cfg.Nodes, n)
-	}
-	if edges, ok := s.n.get("edges"); ok {
-		var start node // the edge from START, once found
-		for i, item := range edges.n.Content {
-			e := edges.index(i, item)
-			es, from, err := graphEdges(e, at)
+	if nodes, ok := s.n.get("nodes"); ok {
+		for i, item := range nodes.n.Content {
+			e := nodes.index(i, item)
+			n, err := s.graphNode(e)
 			if err != nil {
 				return nil, err
 			}
-			for _, ed := range es {
-				if ed.From != StartNode {
-					cfg.Edges = append(cfg.Edges, ed)
-					continue
-				}
-				if cfg.Start != "" && cfg.Start != ed.To {
-					return nil, from.errorf("a second edge from %s (to %s; the first, at line %d, goes to %s): a workflow has one entry",
-						StartNode, ed.To, start.n.Line, cfg.Start)
-				}
-				if ed.Route != "" || ed.Max != 0 {
-					return nil, from.errorf("the edge from %s takes no route or bound", StartNode)
-				}
-				cfg.Start, start = ed.To, from
+			if err := g.add(n, e); err != nil {
+				return nil, err
 			}
 		}
 	}
-	w, err := workflow.New(cfg)
+	if edges, ok := s.n.get("edges"); ok {
+		for i, item := range edges.n.Content {
+			if err := g.edges(edges.index(i, item)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(g.cfg.Nodes) == 0 {
+		return nil, s.Errorf("edges", "a workflow needs at least one node")
+	}
+	w, err := workflow.New(g.cfg)
 	if err != nil {
 		return nil, s.Errorf("edges", "%v", err)
 	}
 	return w, nil
 }
 
-// graphNode builds one entry of nodes.
+// add adds a node written at e, refusing a second node of the same name.
+func (g *graphBuild) add(n *workflow.Node, e node) error {
+	if prev, dup := g.at[n.Name()]; dup {
+		return e.errorf("a second node named %q (the first is at line %d)", n.Name(), prev.n.Line)
+	}
+	g.at[n.Name()] = e
+	g.cfg.Nodes = append(g.cfg.Nodes, n)
+	return nil
+}
+
+// edges reads one entry of edges: a chain, or one edge written as a
+// mapping (a Loom form).
+func (g *graphBuild) edges(e node) error {
+	if e.n.Kind == yaml.MappingNode {
+		fv, _ := e.get("from")
+		tv, _ := e.get("to")
+		from, err := g.ref(fv)
+		if err != nil {
+			return err
+		}
+		to, err := g.target(tv)
+		if err != nil {
+			return err
+		}
+		ed := workflow.Edge{From: from, To: to, Route: route(e.str("route"))}
+		if m, ok := e.get("max"); ok {
+			if err := m.decode(&ed.Max); err != nil {
+				return err
+			}
+		}
+		if from == StartNode && (ed.Route != "" || ed.Max != 0) {
+			return e.errorf("the edge from %s takes no route or bound", StartNode)
+		}
+		g.cfg.Edges = append(g.cfg.Edges, ed)
+		return nil
+	}
+	var chain []string
+	routes := false
+	for i, item := range e.n.Content {
+		v := e.index(i, item)
+		if v.n.Kind == yaml.MappingNode {
+			if len(chain) == 0 {
+				return v.errorf("a map of routes follows the node that chooses the route")
+			}
+			if chain[len(chain)-1] == StartNode {
+				return v.errorf("%s takes no routes", StartNode)
+			}
+			routes = true
+			for k, t := range v.pairs() {
+				to, err := g.target(t)
+				if err != nil {
+					return err
+				}
+				g.cfg.Edges = append(g.cfg.Edges, workflow.Edge{From: chain[len(chain)-1], To: to, Route: route(k.n.Value)})
+			}
+			continue
+		}
+		if routes {
+			return v.errorf("a node after a map of routes: the maps come last in a chain")
+		}
+		var name string
+		var err error
+		if i == 0 {
+			name, err = g.ref(v)
+		} else {
+			name, err = g.target(v)
+		}
+		if err != nil {
+			return err
+		}
+		if len(chain) > 0 {
+			g.cfg.Edges = append(g.cfg.Edges, workflow.Edge{From: chain[len(chain)-1], To: name})
+		}
+		chain = append(chain, name)
+	}
+	if len(chain) < 2 && !routes {
+		return e.errorf("a chain names at least two nodes, or a node and a map of routes")
+	}
+	return nil
+}
+
+// route maps ADK's names of the default route to Loom's.
+func route(r string) string {
+	if strings.EqualFold(r, "default") || r == workflow.DefaultRoute {
+		return workflow.DefaultRoute
+	}
+	return r
+}
+
+// target resolves a reference an edge leads to: any but START.
+func (g *graphBuild) target(v node) (string, error) {
+	if v.n.Kind == yaml.ScalarNode && v.n.Value == StartNode {
+		return "", v.errorf("no edge leads to %s: it comes first in a chain", StartNode)
+	}
+	return g.ref(v)
+}
+
+// ref resolves a node reference of an edge to the node's name, adding the
+// node to the workflow the first time.
+func (g *graphBuild) ref(v node) (string, error) {
+	if v.n.Kind != yaml.ScalarNode || v.n.Value == "" {
+		return "", v.errorf("is %s, want a node reference", article(kindOf(v.n)))
+	}
+	ref := v.n.Value
+	if ref == StartNode {
+		return ref, nil
+	}
+	if ext := filepath.Ext(ref); ext == ".yaml" || ext == ".yml" {
+		return g.file(v)
+	}
+	if _, ok := g.at[ref]; ok {
+		return ref, nil
+	}
+	reg := g.s.l.opts.Registry
+	n, ok := lookup(reg, func(r *Registry) map[string]*workflow.Node { return r.nodes }, nil, ref)
+	if !ok {
+		have := nodeNames(g.at)
+		if r := names(reg, func(r *Registry) map[string]*workflow.Node { return r.nodes }, nil); r != "none registered" {
+			have += "; registered: " + r
+		}
+		return "", v.errorf("names no node (nodes: %s)", have)
+	}
+	if n.Name() != ref {
+		var err error
+		if n, err = n.Named(ref); err != nil {
+			return "", v.errorf("%v", err)
+		}
+	}
+	return ref, g.add(n, v)
+}
+
+// file resolves a node file: read once, whatever the number of references.
+func (g *graphBuild) file(v node) (string, error) {
+	path, err := g.s.l.path(v)
+	if err != nil {
+		return "", err
+	}
+	if name, ok := g.files[path]; ok {
+		return name, nil
+	}
+	l := g.s.l
+	if l.reads >= MaxFileReads {
+		return "", v.errorf("the app reads more than %d config files (a file is read once for every reference to it)", MaxFileReads)
+	}
+	var n *workflow.Node
+	switch class, err := nodeClass(path); {
+	case err != nil:
+		return "", err
+	case class == functionNodeClass || class == toolNodeClass || class == joinNodeClass:
+		doc, err := l.doc(path)
+		if err != nil {
+			return "", err
+		}
+		if n, err = g.s.nodeFile(doc, class); err != nil {
+			return "", err
+		}
+	default:
+		a, err := l.file(path, g.s.model)
+		if err != nil {
+			return "", err
+		}
+		n = workflow.FromAgent(a)
+	}
+	g.files[path] = n.Name()
+	return n.Name(), g.add(n, v)
+}
+
+// nodeClass reads the agent_class of a config file without counting it
+// as read (the node or agent built from it reads it).
+func nodeClass(path string) (string, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return "", err
+	}
+	var head struct {
+		Class string `yaml:"agent_class"`
+	}
+	_ = yaml.Unmarshal(data, &head) // the full read reports a malformed file
+	c := head.Class
+	if rest, ok := strings.CutPrefix(c, "google.adk.workflow."); ok {
+		c = rest
+	}
+	return c, nil
+}
+
+// nodeFile builds the node of a FunctionNode, ToolNode or JoinNode file.
+func (s *Spec) nodeFile(doc node, class string) (*workflow.Node, error) {
+	if doc.n.Kind != yaml.MappingNode {
+		return nil, doc.errorf("is %s, want an object (a node config)", article(kindOf(doc.n)))
+	}
+	if err := validate(doc, Def(class+"Config")); err != nil {
+		return nil, err
+	}
+	name := doc.str("name")
+	if err := CheckName(name); err != nil {
+		v, _ := doc.get("name")
+		return nil, v.errorf("%v", err)
+	}
+	var n *workflow.Node
+	switch class {
+	case joinNodeClass:
+		n = workflow.Join(name)
+	case functionNodeClass:
+		v, _ := doc.get("func_code")
+		reg := s.l.opts.Registry
+		fn, ok := lookup(reg, func(r *Registry) map[string]*workflow.Node { return r.nodes }, nil, v.n.Value)
+		if !ok {
+			return nil, v.errorf("%v", errNotRegistered("node", v.n.Value, names(reg, func(r *Registry) map[string]*workflow.Node { return r.nodes }, nil)))
+		}
+		var err error
+		if n, err = fn.Named(name); err != nil {
+			return nil, v.errorf("%v", err)
+		}
+	case toolNodeClass:
+		v, _ := doc.get("tool_code")
+		args, hasArgs := doc.get("args")
+		t, ts, err := s.toolNamed(doc, v, args, hasArgs)
+		if err != nil {
+			return nil, err
+		}
+		if ts != nil || t == nil {
+			return nil, v.errorf("a tool node runs one tool, not a toolset")
+		}
+		if n, err = workflow.FromTool(t).Named(name); err != nil {
+			return nil, v.errorf("%v", err)
+		}
+	}
+	if v, ok := doc.get("rerun_on_resume"); ok && v.n.Value != "true" {
+		return nil, v.errorf("is not supported: a node that asks for input runs again with the answer (rerun_on_resume: true)")
+	}
+	var parallel bool
+	if v, ok := doc.get("parallel_worker"); ok {
+		if err := v.decode(&parallel); err != nil {
+			return nil, err
+		}
+	}
+	if parallel {
+		n = workflow.ParallelWorker(n, 0)
+	}
+	return nodeOptions(n, doc)
+}
+
+// graphNode builds one entry of nodes, a Loom key.
 func (s *Spec) graphNode(e node) (*workflow.Node, error) {
 	var n *workflow.Node
 	var kinds []string
@@ -129,16 +369,31 @@ func (s *Spec) graphNode(e node) (*workflow.Node, error) {
 	if n.Name() == StartNode {
 		return nil, v.errorf("%s names the workflow's entry, not a node", StartNode)
 	}
+	return nodeOptions(n, e)
+}
+
+// nodeOptions applies the description, retry_config and timeout of a
+// node's mapping e.
+func nodeOptions(n *workflow.Node, e node) (*workflow.Node, error) {
 	var opts workflow.NodeOptions
 	opts.Description = e.str("description")
-	if r, ok := e.get("retry"); ok {
+	if r, ok := e.get("retry_config"); ok {
 		var rc struct {
-			MaxAttempts  int     `yaml:"max_attempts"`
-			InitialDelay float64 `yaml:"initial_delay"`
-			MaxDelay     float64 `yaml:"max_delay"`
+			MaxAttempts   int      `yaml:"max_attempts"`
+			InitialDelay  float64  `yaml:"initial_delay"`
+			MaxDelay      float64  `yaml:"max_delay"`
+			BackoffFactor *float64 `yaml:"backoff_factor"`
+			Jitter        float64  `yaml:"jitter"`
 		}
 		if err := r.decode(&rc); err != nil {
 			return nil, err
+		}
+		if rc.BackoffFactor != nil && *rc.BackoffFactor != 2 {
+			f, _ := r.get("backoff_factor")
+			return nil, f.errorf("is %v: the delay between attempts doubles (backoff_factor: 2)", *rc.BackoffFactor)
+		}
+		if rc.MaxAttempts == 0 {
+			rc.MaxAttempts = 1
 		}
 		opts.Retry = workflow.Retry{MaxAttempts: rc.MaxAttempts, Backoff: seconds(rc.InitialDelay), MaxBackoff: seconds(rc.MaxDelay)}
 	}
@@ -149,85 +404,10 @@ func (s *Spec) graphNode(e node) (*workflow.Node, error) {
 		}
 		opts.Timeout = seconds(secs)
 	}
-	if opts != (workflow.NodeOptions{}) {
-		n = n.With(opts)
+	if opts == (workflow.NodeOptions{}) {
+		return n, nil
 	}
-	return n, nil
-}
-
-// graphEdges reads one entry of edges: a chain of node names (the last
-// item may map routes to node names), or one edge written as a mapping.
-// It returns the edges and the node of the item each START edge comes
-// from, for errors.
-func graphEdges(e node, at map[string]node) ([]workflow.Edge, node, error) {
-	name := func(v node) (string, error) {
-		if v.n.Kind != yaml.ScalarNode || v.n.Value == "" {
-			return "", v.errorf("is %s, want a node name", article(kindOf(v.n)))
-		}
-		if _, ok := at[v.n.Value]; !ok && v.n.Value != StartNode {
-			return "", v.errorf("names no node (nodes: %s)", nodeNames(at))
-		}
-		return v.n.Value, nil
-	}
-	if e.n.Kind == yaml.MappingNode {
-		fv, _ := e.get("from")
-		tv, _ := e.get("to")
-		from, err := name(fv)
-		if err != nil {
-			return nil, fv, err
-		}
-		to, err := name(tv)
-		if err != nil {
-			return nil, fv, err
-		}
-		if to == StartNode {
-			return nil, tv, tv.errorf("no edge leads to %s", StartNode)
-		}
-		ed := workflow.Edge{From: from, To: to, Route: e.str("route")}
-		if m, ok := e.get("max"); ok {
-			if err := m.decode(&ed.Max); err != nil {
-				return nil, m, err
-			}
-		}
-		return []workflow.Edge{ed}, fv, nil
-	}
-	if len(e.n.Content) < 2 {
-		return nil, e, e.errorf("a chain names at least two nodes")
-	}
-	var out []workflow.Edge
-	var prev string
-	for i, item := range e.n.Content {
-		v := e.index(i, item)
-		if v.n.Kind == yaml.MappingNode {
-			if i == 0 || i != len(e.n.Content)-1 {
-				return nil, v, v.errorf("a map of routes comes last in a chain, after the node that chooses the route")
-			}
-			for k, t := range v.pairs() {
-				to, err := name(t)
-				if err != nil {
-					return nil, v, err
-				}
-				if to == StartNode {
-					return nil, t, t.errorf("no edge leads to %s", StartNode)
-				}
-				out = append(out, workflow.Edge{From: prev, To: to, Route: k.n.Value})
-			}
-			break
-		}
-		n, err := name(v)
-		if err != nil {
-			return nil, v, err
-		}
-		if i > 0 {
-			if n == StartNode {
-				return nil, v, v.errorf("%s comes first in a chain: no edge leads to it", StartNode)
-			}
-			out = append(out, workflow.Edge{From: prev, To: n})
-		}
-		prev = n
-	}
-	first := e.index(0, e.n.Content[0])
-	return out, first, nil
+	return n.With(opts), nil
 }
 
 // nodeNames lists the names of a workflow's nodes, sorted, for errors.

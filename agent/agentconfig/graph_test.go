@@ -3,8 +3,11 @@ package agentconfig_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,8 +44,9 @@ func graphRegistry(t *testing.T) *agentconfig.Registry {
 	return agentconfig.NewRegistry().Node(classify).Tool("faq", faq)
 }
 
-// TestY3GraphWorkflow loads a graph workflow from YAML (nodes of every
-// kind, chains, a route map and a single edge) and runs both routes.
+// TestY3GraphWorkflow loads a graph workflow in ADK's form (chains from
+// START, a route map, an agent file, a ToolNode and a JoinNode file named
+// twice) and runs both routes.
 //
 // (CONFORMANCE Y3)
 func TestY3GraphWorkflow(t *testing.T) {
@@ -55,10 +59,8 @@ func TestY3GraphWorkflow(t *testing.T) {
 	if w.Start() != "classify" || len(w.Nodes()) != 4 || len(w.Edges()) != 4 {
 		t.Fatalf("start %q, %d nodes, %d edges; want classify, 4, 4", w.Start(), len(w.Nodes()), len(w.Edges()))
 	}
-	for _, n := range w.Nodes() {
-		if n.Name() == "faq" && n.Description() != "Answers questions." {
-			t.Errorf("faq node description %q", n.Description())
-		}
+	if len(app.Files) != 4 {
+		t.Errorf("files read = %v, want the root and three node files, each once", app.Files)
 	}
 	var routes []string
 	for _, e := range w.Edges() {
@@ -66,16 +68,115 @@ func TestY3GraphWorkflow(t *testing.T) {
 			routes = append(routes, e.Route+"→"+e.To)
 		}
 	}
-	if strings.Join(routes, " ") != "refund→refunds question→faq" {
+	slices.Sort(routes)
+	if strings.Join(routes, " ") != "question→faq refund→refunds" {
 		t.Errorf("routes out of classify = %v", routes)
 	}
 
 	events := run(t, app.Root, "I want a refund")
-	if got := lastOutput(events); got == nil || !strings.Contains(got.(map[string]any)["refunds"].(string), "I want a refund") {
+	if got, _ := lastOutput(events).(map[string]any); got == nil || !strings.Contains(fmt.Sprint(got["refunds"]), "I want a refund") {
 		t.Errorf("refund route output = %#v, want the refunds agent's answer", got)
 	}
 	events = run(t, app.Root, "when do you open?")
 	got, _ := lastOutput(events).(map[string]any)
+	if faq, _ := got["faq"].(map[string]any); faq["answer"] != "We open at nine." {
+		t.Errorf("question route output = %#v, want the faq tool's result", got)
+	}
+}
+
+// TestY3ADKWorkflowFile: a Workflow file as ADK writes it: START fanning
+// out to two registered functions and a join, a FunctionNode file naming a
+// registered function under another name, and a default route.
+//
+// (CONFORMANCE Y3)
+func TestY3ADKWorkflowFile(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"root_agent.yaml": `name: join_wf
+agent_class: Workflow
+edges:
+  - - START
+    - alpha_fn
+    - aggregate_join.yaml
+  - - START
+    - router_fn
+    - ALPHA: agent_alpha.yaml
+      default: aggregate_join.yaml
+  - [agent_alpha.yaml, aggregate_join.yaml]
+`,
+		"aggregate_join.yaml": "name: aggregate_join\nagent_class: JoinNode\n",
+		"agent_alpha.yaml":    "name: agent_alpha\nagent_class: FunctionNode\nfunc_code: alpha_fn\nrerun_on_resume: true\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alpha := workflow.Func("alpha_fn", func(_ context.Context, _ *workflow.Context, in string) (string, error) { return "alpha: " + in, nil })
+	router := workflow.Func("router_fn", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+		nc.SetRoute(strings.ToUpper(in))
+		return strings.ToUpper(in), nil
+	})
+	reg := agentconfig.NewRegistry().Node(alpha).Node(router)
+	app, err := agentconfig.Load(dir, &agentconfig.Options{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	w := app.Root.(*workflow.Workflow)
+	if got := w.Starts(); !slices.Equal(got, []string{"alpha_fn", "router_fn"}) {
+		t.Errorf("starts = %v", got)
+	}
+	got, _ := lastOutput(run(t, app.Root, "alpha")).(map[string]any)
+	want := map[string]any{"alpha_fn": "alpha: alpha", "agent_alpha": "alpha: ALPHA"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ALPHA route: join output = %#v, want %#v", got, want)
+	}
+	got, _ = lastOutput(run(t, app.Root, "beta")).(map[string]any)
+	want = map[string]any{"alpha_fn": "alpha: beta", "router_fn": "BETA"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("default route: join output = %#v, want %#v", got, want)
+	}
+}
+
+// TestY3InlineNodes: the Loom key nodes defines nodes in the workflow's
+// file (an inline agent, a tool with a retry policy, a registered node, a
+// join), which edges name, also with one edge written as a mapping.
+//
+// (CONFORMANCE Y3)
+func TestY3InlineNodes(t *testing.T) {
+	dir := t.TempDir()
+	text := `agent_class: Workflow
+name: support
+nodes:
+  - function: classify
+  - agent: {name: refunds, model: m, instruction: Refunds.}
+  - tool: {name: faq}
+    retry_config: {max_attempts: 3, initial_delay: 0.01, backoff_factor: 2}
+    timeout: 2.5
+    description: Answers questions.
+  - join: done
+edges:
+  - [START, classify, {refund: refunds, question: faq}]
+  - [refunds, done]
+  - {from: faq, to: done}
+`
+	if err := os.WriteFile(filepath.Join(dir, "root_agent.yaml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := newModels(echo)
+	app, err := agentconfig.Load(dir, &agentconfig.Options{Registry: graphRegistry(t), Model: m.open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	w := app.Root.(*workflow.Workflow)
+	for _, n := range w.Nodes() {
+		if n.Name() == "faq" && n.Description() != "Answers questions." {
+			t.Errorf("faq node description %q", n.Description())
+		}
+	}
+	got, _ := lastOutput(run(t, app.Root, "when do you open?")).(map[string]any)
 	if faq, _ := got["faq"].(map[string]any); faq["answer"] != "We open at nine." {
 		t.Errorf("question route output = %#v, want the faq tool's result", got)
 	}
@@ -97,51 +198,79 @@ func lastOutput(events []*event.Event) any {
 // (CONFORMANCE Y4)
 func TestY4GraphWorkflowErrors(t *testing.T) {
 	head := "agent_class: Workflow\nname: w\nnodes:\n  - function: classify\n  - join: j\n"
+	files := map[string]string{
+		"fn.yaml":      "agent_class: FunctionNode\nname: fn\nfunc_code: classify\n",
+		"badfn.yaml":   "agent_class: FunctionNode\nname: fn\nfunc_code: clasify\n",
+		"typo.yaml":    "agent_class: FunctionNode\nname: fn\nfuncode: classify\n",
+		"handoff.yaml": "agent_class: FunctionNode\nname: fn\nfunc_code: classify\nrerun_on_resume: false\n",
+		"tool.yaml":    "agent_class: ToolNode\nname: t\ntool_code: nope\n",
+		"join.yaml":    "agent_class: JoinNode\nname: j2\nretry_config: {}\n",
+		"agent.yaml":   "name: a\ninstructions: x\n",
+		"factor.yaml":  "agent_class: FunctionNode\nname: fn\nfunc_code: classify\nretry_config: {backoff_factor: 3}\n",
+	}
 	cases := []struct {
 		name, yaml string
+		file       string // the file the error names, root_agent.yaml when empty
 		line       int
 		field, msg string
 	}{
-		{"no nodes", "agent_class: Workflow\nname: w\nnodes: []\n", 3, "nodes", "at least one node"},
-		{"missing nodes", "agent_class: Workflow\nname: w\n", 1, "", "missing the required key nodes"},
-		{"node key typo", head + "  - functon: x\n", 6, "nodes[2].functon", "is not a known key"},
-		{"two kinds", head + "  - function: classify\n    join: k\n", 6, "nodes[2]", "exactly one of"},
-		{"unknown function", head + "  - function: clasify\n", 6, "nodes[2].function", `no node named "clasify"`},
-		{"unknown tool", head + "  - tool: {name: nope}\n", 6, "nodes[2].tool.name", `no tool named "nope"`},
-		{"bad inline agent", head + "  - agent:\n      name: a\n      instructions: x\n", 8, "nodes[2].agent.instructions", "is not a known key"},
-		{"duplicate node", head + "  - join: j\n", 6, "nodes[2]", `a second node named "j" (the first is at line 5)`},
-		{"node named START", head + "  - join: START\n", 6, "nodes[2].join", "names the workflow's entry"},
-		{"bad retry", head + "  - join: k\n    retry: {max_attempts: 0}\n", 7, "nodes[2].retry.max_attempts", "below the minimum 1"},
-		{"negative timeout", head + "  - join: k\n    timeout: -1\n", 7, "nodes[2].timeout", "below the minimum 0"},
-		{"unknown node in chain", head + "edges:\n  - [START, classify, jj]\n", 7, "edges[0][2]", "names no node (nodes: classify, j)"},
-		{"unknown node in routes", head + "edges:\n  - [classify, {a: j, b: x}]\n", 7, "edges[0][1].b", "names no node"},
-		{"routes not last", head + "edges:\n  - [classify, {a: j}, j]\n", 7, "edges[0][1]", "comes last in a chain"},
-		{"edge to START", head + "edges:\n  - [classify, START]\n", 7, "edges[0][1]", "START comes first"},
-		{"two entries", head + "edges:\n  - [START, classify]\n  - [START, j]\n", 8, "edges[1][0]", "a second edge from START"},
-		{"edge key typo", head + "edges:\n  - {from: classify, to: j, rout: a}\n", 7, "edges[0].rout", "is not a known key (known: from, max, route, to)"},
-		{"edge unknown to", head + "edges:\n  - from: classify\n    to: k\n", 8, "edges[0].to", "names no node"},
-		{"short chain", head + "edges:\n  - [classify]\n", 7, "edges[0]", "a chain names at least two nodes"},
-		{"join without edge", head, 0, "", "join \"j\" has no incoming edge"},
+		{"no nodes", "agent_class: Workflow\nname: w\n", "", 1, "", "at least one node"},
+		{"concurrency", "agent_class: Workflow\nname: w\nmax_concurrency: 2\n", "", 3, "max_concurrency", "is not supported: a graph workflow starts every node"},
+		{"node key typo", head + "  - functon: x\n", "", 6, "nodes[2].functon", "is not a known key"},
+		{"two kinds", head + "  - function: classify\n    join: k\n", "", 6, "nodes[2]", "exactly one of"},
+		{"unknown function", head + "  - function: clasify\n", "", 6, "nodes[2].function", `no node named "clasify"`},
+		{"unknown tool", head + "  - tool: {name: nope}\n", "", 6, "nodes[2].tool.name", `no tool named "nope"`},
+		{"bad inline agent", head + "  - agent:\n      name: a\n      instructions: x\n", "", 8, "nodes[2].agent.instructions", "is not a known key"},
+		{"duplicate node", head + "  - join: j\n", "", 6, "nodes[2]", `a second node named "j" (the first is at line 5)`},
+		{"node named START", head + "  - join: START\n", "", 6, "nodes[2].join", "names the workflow's entry"},
+		{"bad retry", head + "  - join: k\n    retry_config: {max_attempts: 0}\n", "", 7, "nodes[2].retry_config.max_attempts", "below the minimum 1"},
+		{"negative timeout", head + "  - join: k\n    timeout: -1\n", "", 7, "nodes[2].timeout", "below the minimum 0"},
+		{"unknown node in chain", head + "edges:\n  - [START, classify, jj]\n", "", 7, "edges[0][2]", "names no node (nodes: classify, j; registered: classify)"},
+		{"unknown node in routes", head + "edges:\n  - [classify, {a: j, b: x}]\n", "", 7, "edges[0][1].b", "names no node"},
+		{"node after routes", head + "edges:\n  - [classify, {a: j}, j]\n", "", 7, "edges[0][2]", "the maps come last in a chain"},
+		{"routes first", head + "edges:\n  - [{a: j}, j]\n", "", 7, "edges[0][0]", "follows the node that chooses"},
+		{"routes from START", head + "edges:\n  - [START, {a: j}]\n", "", 7, "edges[0][1]", "START takes no routes"},
+		{"edge to START", head + "edges:\n  - [classify, START]\n", "", 7, "edges[0][1]", "no edge leads to START"},
+		{"edge key typo", head + "edges:\n  - {from: classify, to: j, rout: a}\n", "", 7, "edges[0].rout", "is not a known key (known: from, max, route, to)"},
+		{"edge unknown to", head + "edges:\n  - from: classify\n    to: k\n", "", 8, "edges[0].to", "names no node"},
+		{"short chain", head + "edges:\n  - [classify]\n", "", 7, "edges[0]", "a chain names at least two nodes"},
+		{"join without edge", head, "", 0, "", "join \"j\" has no incoming edge"},
+		{"missing node file", "agent_class: Workflow\nname: w\nedges:\n  - [START, nope.yaml]\n", "", 4, "edges[0][1]", "no such file"},
+		{"node file outside", "agent_class: Workflow\nname: w\nedges:\n  - [START, ../x.yaml]\n", "", 4, "edges[0][1]", "outside the app's directory"},
+		{"unknown func_code", "agent_class: Workflow\nname: w\nedges:\n  - [START, badfn.yaml]\n", "badfn.yaml", 3, "func_code", `no node named "clasify"`},
+		{"node file typo", "agent_class: Workflow\nname: w\nedges:\n  - [START, typo.yaml]\n", "typo.yaml", 3, "funcode", "is not a known key"},
+		{"handoff", "agent_class: Workflow\nname: w\nedges:\n  - [START, handoff.yaml]\n", "handoff.yaml", 4, "rerun_on_resume", "runs again with the answer"},
+		{"unknown tool_code", "agent_class: Workflow\nname: w\nedges:\n  - [START, tool.yaml]\n", "tool.yaml", 3, "tool_code", `no tool named "nope"`},
+		{"join with retries", "agent_class: Workflow\nname: w\nedges:\n  - [START, fn.yaml, join.yaml]\n", "join.yaml", 3, "retry_config", "is not a known key"},
+		{"bad agent file", "agent_class: Workflow\nname: w\nedges:\n  - [START, agent.yaml]\n", "agent.yaml", 2, "instructions", "is not a known key"},
+		{"backoff factor", "agent_class: Workflow\nname: w\nedges:\n  - [START, factor.yaml]\n", "factor.yaml", 4, "retry_config.backoff_factor", "the delay between attempts doubles"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, "root_agent.yaml"), []byte(c.yaml), 0o644); err != nil {
-				t.Fatal(err)
+			files["root_agent.yaml"] = c.yaml
+			for name, text := range files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 			app, err := agentconfig.Load(dir, &agentconfig.Options{Registry: graphRegistry(t), Model: func(string) (model.LLM, error) { return nil, errors.New("no models") }})
 			if err == nil {
 				app.Close()
 				t.Fatal("loaded")
 			}
-			if !strings.Contains(err.Error(), c.msg) || !strings.Contains(err.Error(), "root_agent.yaml") {
-				t.Errorf("error %q does not name the file and say %q", err, c.msg)
+			file := c.file
+			if file == "" {
+				file = "root_agent.yaml"
+			}
+			if !strings.Contains(err.Error(), c.msg) || !strings.Contains(err.Error(), file) {
+				t.Errorf("error %q does not name %s and say %q", err, file, c.msg)
 			}
 			var ce *agentconfig.Error
 			if !errors.As(err, &ce) {
 				t.Fatalf("error %T %q is not an *agentconfig.Error", err, err)
 			}
-			if c.line != 0 && (ce.Line != c.line || ce.Field != c.field) {
+			if c.line != 0 && (ce.Line != c.line || ce.Field != c.field || filepath.Base(ce.File) != file) {
 				t.Errorf("error at line %d field %q, want line %d field %q (%v)", ce.Line, ce.Field, c.line, c.field, err)
 			}
 		})
