@@ -107,8 +107,8 @@ func storedPause(parent *agent.Invocation, id string) (*pauseRecord, []*event.Ev
 	sess := parent.Session()
 	for i := sess.Len() - 1; i >= 0; i-- {
 		ev := sess.At(i)
-		if ev.InvocationID != parent.ID() || ev.Author == event.AuthorUser {
-			continue
+		if ev.InvocationID != parent.ID() || ev.Author == event.AuthorUser || ev.Imported() {
+			continue // only the runtime's own requests hold a child's log
 		}
 		for _, fc := range ev.FunctionCalls() {
 			if fc.Name != event.FunctionRequestConfirmation {
