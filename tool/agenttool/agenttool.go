@@ -30,7 +30,9 @@
 // child's log; the client approves with the answer as the payload
 // ({"confirmed": true, "payload": {"response": "yes"}}), and the child
 // resumes once from that log, in this process or after a restart. See
-// [PauseKey].
+// [PauseKey]. The child runs resumable when the caller's application is; a
+// child that is not, and that answers after a long-running call's interim
+// result, has answered and does not pause.
 package agenttool
 
 import (

@@ -9,6 +9,7 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/session"
 )
 
@@ -50,8 +51,12 @@ type pauseRecord struct {
 }
 
 // waiting returns the pausing calls of evs (a child's log) that still wait
-// for the client, and the invocation of the first.
+// for the client, and the invocation of the first, when the child ended
+// paused on them: a child that answered after its last waiting call (an
+// application that is not resumable hands a long-running call's interim
+// result back to the model, which goes on) did not pause.
 func waiting(evs []*event.Event) (calls []waitingCall, invocationID string) {
+	last := -1
 	for i, ev := range evs {
 		pausing, kinds := agent.PausingCalls(ev)
 		for j, fc := range pausing {
@@ -60,7 +65,13 @@ func waiting(evs []*event.Event) (calls []waitingCall, invocationID string) {
 					invocationID = ev.InvocationID
 				}
 				calls = append(calls, waitingCall{ID: fc.ID, Name: fc.Name, Args: fc.Args})
+				last = i
 			}
+		}
+	}
+	for _, ev := range evs[last+1:] {
+		if last >= 0 && ev.IsFinalResponse() && model.Text(ev.Content, "") != "" {
+			return nil, ""
 		}
 	}
 	return calls, invocationID

@@ -451,3 +451,34 @@ func TestT15AnswerCannotSupplyTheLog(t *testing.T) {
 		t.Errorf("settled %d times, want once", settled.Load())
 	}
 }
+
+// TestChildInterimResultAnswers: in an application that is not resumable,
+// a child's long-running tool that gives an interim result goes on to an
+// answer, as ADK's loop does; the answer is the tool's result and the
+// caller's call does not pause.
+func TestChildInterimResultAnswers(t *testing.T) {
+	job, err := functiontool.New(functiontool.Config{Name: "start_refund", Description: "Starts a refund.", LongRunning: true},
+		func(_ context.Context, _ tool.Context, o order) (map[string]any, error) {
+			return map[string]any{"status": "pending"}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := agenttool.New(childAgent(t, job), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(t, caller(t, wt), sessionsOn(t, ""))
+	events, err := r.RunSync(context.Background(), "u", "s", genai.NewContentFromText("refund order 7", genai.RoleUser), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := finalText(events); got != "done: child saw map[status:pending]" {
+		t.Errorf("final answer = %q, want the child's answer after the interim result", got)
+	}
+	for _, ev := range events {
+		if len(ev.LongRunningToolIDs) > 0 {
+			t.Errorf("the caller paused: %v", ev.LongRunningToolIDs)
+		}
+	}
+}
