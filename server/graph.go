@@ -117,7 +117,9 @@ func describeGraph(a agent.Agent) graphInfo {
 		byName[n.Name()] = node
 		g.Nodes = append(g.Nodes, node)
 	}
-	g.Edges = append(g.Edges, graphEdge{From: startNode, To: byName[w.Start()]})
+	for _, name := range w.Starts() {
+		g.Edges = append(g.Edges, graphEdge{From: startNode, To: byName[name]})
+	}
 	for _, e := range w.Edges() {
 		g.Edges = append(g.Edges, graphEdge{From: byName[e.From], To: byName[e.To], Route: e.Route, Max: e.Max})
 	}
@@ -229,7 +231,9 @@ func dot(a agent.Agent, dark bool) string {
 			}
 			fmt.Fprintf(&b, "  %s [shape=%s tooltip=%s];\n", quote(n.Name()), shape, quote(n.Kind().String()))
 		}
-		fmt.Fprintf(&b, "  \"__start__\" -> %s;\n", quote(w.Start()))
+		for _, name := range w.Starts() {
+			fmt.Fprintf(&b, "  \"__start__\" -> %s;\n", quote(name))
+		}
 		for _, e := range w.Edges() {
 			label := e.Route
 			if e.Max > 0 {

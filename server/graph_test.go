@@ -83,3 +83,37 @@ func TestBuildGraphGolden(t *testing.T) {
 		t.Errorf("responses differ from %s (run with -update after checking the change):\n%s", golden, lineDiff(string(want), got))
 	}
 }
+
+// TestBuildGraphEveryStart: a workflow whose edges from its entry start
+// two nodes draws an edge from the start to each.
+func TestBuildGraphEveryStart(t *testing.T) {
+	id := func(name string) *workflow.Node {
+		return workflow.Func(name, func(_ context.Context, _ *workflow.Context, in string) (string, error) { return in, nil })
+	}
+	w, err := workflow.New(workflow.Config{Name: "two", Nodes: []*workflow.Node{id("a"), id("b")},
+		Edges: []workflow.Edge{{From: workflow.Entry, To: "a"}, {From: workflow.Entry, To: "b"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "two", Agent: w, Sessions: memsession.NewService()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, server.Config{Apps: []*runner.Runner{r}})
+	rec := f.do(t, "GET", "/dev/apps/two/build_graph_image", "")
+	var img map[string]struct {
+		DotSrc string `json:"dotSrc"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &img); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"__start__" -> "a";`, `"__start__" -> "b";`} {
+		if !strings.Contains(img[""].DotSrc, want) {
+			t.Errorf("the drawing lacks %s:\n%s", want, img[""].DotSrc)
+		}
+	}
+	rec = f.do(t, "GET", "/dev/apps/two/build_graph", "")
+	if n := strings.Count(rec.Body.String(), `"from_node":{"name":"__START__"`); n != 2 {
+		t.Errorf("build_graph has %d edges from the start, want 2:\n%s", n, rec.Body.String())
+	}
+}
