@@ -11,10 +11,15 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/genai"
+
 	"github.com/loomkit/loom/agent/agentconfig"
 	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/scripted"
+	"github.com/loomkit/loom/runner"
+	"github.com/loomkit/loom/session/memsession"
 	"github.com/loomkit/loom/tool"
 	"github.com/loomkit/loom/tool/functiontool"
 )
@@ -274,5 +279,78 @@ func TestY4GraphWorkflowErrors(t *testing.T) {
 				t.Errorf("error at line %d field %q, want line %d field %q (%v)", ce.Line, ce.Field, c.line, c.field, err)
 			}
 		})
+	}
+}
+
+// TestY5WorkflowAsAgentTool: an LLM agent's config names a Workflow file
+// as an AgentTool; the workflow's question pauses the agent's call and the
+// approval carrying the answer resumes the workflow once.
+//
+// (CONFORMANCE Y5)
+func TestY5WorkflowAsAgentTool(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"root_agent.yaml": "name: assistant\nmodel: m\ninstruction: Help.\ntools:\n  - name: AgentTool\n    args:\n      agent: {config_path: flow.yaml}\n",
+		"flow.yaml":       "agent_class: Workflow\nname: refund_flow\ndescription: Refunds an order once approved.\nedges:\n  - [START, ask]\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var settled int
+	ask := workflow.Func("ask", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+		resp, err := nc.RequestInput(workflow.InputRequest{Message: "Refund " + in + "?"})
+		if err != nil {
+			return "", err
+		}
+		settled++
+		return in, nc.Say("refunded " + in + ": " + fmt.Sprint(resp["response"]))
+	})
+	llm := func(name string) (model.LLM, error) {
+		return scripted.New(name, func(_ context.Context, req *model.Request) (scripted.Turn, error) {
+			if frs := scripted.LastFunctionResponse(req); len(frs) > 0 {
+				return scripted.Text(fmt.Sprintf("tool said %v", frs[0].Response["result"])), nil
+			}
+			return scripted.Call("refund_flow", map[string]any{"request": "order 7"}), nil
+		}), nil
+	}
+	app, err := agentconfig.Load(dir, &agentconfig.Options{Registry: agentconfig.NewRegistry().Node(ask), Model: llm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	r, err := runner.New(runner.Config{AppName: "app", Agent: app.Root, Sessions: memsession.NewService(), AutoCreateSession: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	events, err := r.RunSync(ctx, "u", "s", genai.NewContentFromText("refund order 7", genai.RoleUser), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req *genai.FunctionCall
+	for _, ev := range events {
+		for _, fc := range ev.FunctionCalls() {
+			if fc.Name == event.FunctionRequestConfirmation {
+				req = fc
+			}
+		}
+	}
+	if req == nil {
+		t.Fatal("the workflow's question did not pause the call")
+	}
+	answer := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{
+		ID: req.ID, Name: event.FunctionRequestConfirmation, Response: map[string]any{"confirmed": true, "payload": "yes"}}}}}
+	events, err = r.RunSync(ctx, "u", "s", answer, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := events[len(events)-1]
+	if got := model.Text(last.Content, ""); got != "tool said refunded order 7: yes" {
+		t.Errorf("final answer %q", got)
+	}
+	if settled != 1 {
+		t.Errorf("the workflow settled %d times, want once", settled)
 	}
 }

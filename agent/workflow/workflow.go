@@ -6,7 +6,8 @@
 //
 // # Running
 //
-// The start node gets the text of the user message that started the
+// The start nodes (those edges from [Entry] lead to, or else
+// [Config.Start]) get the text of the user message that started the
 // invocation, even when the workflow runs only after an answer resumed it
 // (a nested workflow, the input of its node). When a node finishes, each
 // of its outgoing edges whose route matches the node's route (an edge
