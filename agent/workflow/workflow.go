@@ -2,7 +2,9 @@
 // nested workflows, joins) connected by edges (plain, conditional on a route
 // the node chose, fan-out to branches that run concurrently, loops with a
 // bound). A [Workflow] is an [agent.Agent]: it can be the root of a runner,
-// a node of another workflow, or a sub-agent an LLM agent transfers to.
+// a node of another workflow, a sub-agent an LLM agent transfers to, or an
+// LLM agent's tool through tool/agenttool (a node's question then pauses
+// the tool's call).
 //
 // # Running
 //
