@@ -10,7 +10,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent/agentconfig"
-	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/runner"
@@ -41,7 +41,7 @@ edges:
 		_ = os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644)
 	}
 
-	classify := workflow.Func("classify", func(_ context.Context, nc *workflow.Context, in string) (map[string]any, error) {
+	classify := graph.Func("classify", func(_ context.Context, nc *graph.Context, in string) (map[string]any, error) {
 		if strings.Contains(in, "refund") {
 			nc.SetRoute("refund")
 		}

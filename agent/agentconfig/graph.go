@@ -7,13 +7,13 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/loomkit/loom/agent"
-	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/agent/graph"
 )
 
 // StartNode is the name that stands for a graph workflow's entry in the
 // edges of a Workflow config, as in ADK: the nodes edges from START lead
 // to are the first to run.
-const StartNode = workflow.Entry
+const StartNode = graph.Entry
 
 // The agent classes of node files, as ADK names them.
 const (
@@ -26,7 +26,7 @@ const (
 // and where each is written.
 type graphBuild struct {
 	s     *Spec
-	cfg   workflow.Config
+	cfg   graph.Config
 	at    map[string]node   // where each node is first written, by name
 	files map[string]string // node files read, by path: the node's name
 }
@@ -48,7 +48,7 @@ type graphBuild struct {
 // at the line that makes it.
 func newGraph(s *Spec) (agent.Agent, error) {
 	g := &graphBuild{s: s, at: map[string]node{}, files: map[string]string{},
-		cfg: workflow.Config{Name: s.Name(), Description: s.Description()}}
+		cfg: graph.Config{Name: s.Name(), Description: s.Description()}}
 	var err error
 	if g.cfg.BeforeAgent, g.cfg.AfterAgent, err = s.AgentCallbacks(); err != nil {
 		return nil, err
@@ -78,7 +78,7 @@ func newGraph(s *Spec) (agent.Agent, error) {
 	if len(g.cfg.Nodes) == 0 {
 		return nil, s.Errorf("edges", "a workflow needs at least one node")
 	}
-	w, err := workflow.New(g.cfg)
+	w, err := graph.New(g.cfg)
 	if err != nil {
 		return nil, s.Errorf("edges", "%v", err)
 	}
@@ -86,7 +86,7 @@ func newGraph(s *Spec) (agent.Agent, error) {
 }
 
 // add adds a node written at e, refusing a second node of the same name.
-func (g *graphBuild) add(n *workflow.Node, e node) error {
+func (g *graphBuild) add(n *graph.Node, e node) error {
 	if prev, dup := g.at[n.Name()]; dup {
 		return e.errorf("a second node named %q (the first is at line %d)", n.Name(), prev.n.Line)
 	}
@@ -109,7 +109,7 @@ func (g *graphBuild) edges(e node) error {
 		if err != nil {
 			return err
 		}
-		ed := workflow.Edge{From: from, To: to, Route: route(e.str("route"))}
+		ed := graph.Edge{From: from, To: to, Route: route(e.str("route"))}
 		if m, ok := e.get("max"); ok {
 			if err := m.decode(&ed.Max); err != nil {
 				return err
@@ -138,7 +138,7 @@ func (g *graphBuild) edges(e node) error {
 				if err != nil {
 					return err
 				}
-				g.cfg.Edges = append(g.cfg.Edges, workflow.Edge{From: chain[len(chain)-1], To: to, Route: route(k.n.Value)})
+				g.cfg.Edges = append(g.cfg.Edges, graph.Edge{From: chain[len(chain)-1], To: to, Route: route(k.n.Value)})
 			}
 			continue
 		}
@@ -156,7 +156,7 @@ func (g *graphBuild) edges(e node) error {
 			return err
 		}
 		if len(chain) > 0 {
-			g.cfg.Edges = append(g.cfg.Edges, workflow.Edge{From: chain[len(chain)-1], To: name})
+			g.cfg.Edges = append(g.cfg.Edges, graph.Edge{From: chain[len(chain)-1], To: name})
 		}
 		chain = append(chain, name)
 	}
@@ -168,8 +168,8 @@ func (g *graphBuild) edges(e node) error {
 
 // route maps ADK's names of the default route to Loom's.
 func route(r string) string {
-	if strings.EqualFold(r, "default") || r == workflow.DefaultRoute {
-		return workflow.DefaultRoute
+	if strings.EqualFold(r, "default") || r == graph.DefaultRoute {
+		return graph.DefaultRoute
 	}
 	return r
 }
@@ -199,10 +199,10 @@ func (g *graphBuild) ref(v node) (string, error) {
 		return ref, nil
 	}
 	reg := g.s.l.opts.Registry
-	n, ok := lookup(reg, func(r *Registry) map[string]*workflow.Node { return r.nodes }, nil, ref)
+	n, ok := lookup(reg, func(r *Registry) map[string]*graph.Node { return r.nodes }, nil, ref)
 	if !ok {
 		have := nodeNames(g.at)
-		if r := names(reg, func(r *Registry) map[string]*workflow.Node { return r.nodes }, nil); r != "none registered" {
+		if r := names(reg, func(r *Registry) map[string]*graph.Node { return r.nodes }, nil); r != "none registered" {
 			have += "; registered: " + r
 		}
 		return "", v.errorf("names no node (nodes: %s)", have)
@@ -229,7 +229,7 @@ func (g *graphBuild) file(v node) (string, error) {
 	if l.reads >= MaxFileReads {
 		return "", v.errorf("the app reads more than %d config files (a file is read once for every reference to it)", MaxFileReads)
 	}
-	var n *workflow.Node
+	var n *graph.Node
 	switch class, err := nodeClass(path); {
 	case err != nil:
 		return "", err
@@ -246,7 +246,7 @@ func (g *graphBuild) file(v node) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		n = workflow.FromAgent(a)
+		n = graph.FromAgent(a)
 	}
 	g.files[path] = n.Name()
 	return n.Name(), g.add(n, v)
@@ -271,7 +271,7 @@ func nodeClass(path string) (string, error) {
 }
 
 // nodeFile builds the node of a FunctionNode, ToolNode or JoinNode file.
-func (s *Spec) nodeFile(doc node, class string) (*workflow.Node, error) {
+func (s *Spec) nodeFile(doc node, class string) (*graph.Node, error) {
 	if doc.n.Kind != yaml.MappingNode {
 		return nil, doc.errorf("is %s, want an object (a node config)", article(kindOf(doc.n)))
 	}
@@ -283,16 +283,16 @@ func (s *Spec) nodeFile(doc node, class string) (*workflow.Node, error) {
 		v, _ := doc.get("name")
 		return nil, v.errorf("%v", err)
 	}
-	var n *workflow.Node
+	var n *graph.Node
 	switch class {
 	case joinNodeClass:
-		n = workflow.Join(name)
+		n = graph.Join(name)
 	case functionNodeClass:
 		v, _ := doc.get("func_code")
 		reg := s.l.opts.Registry
-		fn, ok := lookup(reg, func(r *Registry) map[string]*workflow.Node { return r.nodes }, nil, v.n.Value)
+		fn, ok := lookup(reg, func(r *Registry) map[string]*graph.Node { return r.nodes }, nil, v.n.Value)
 		if !ok {
-			return nil, v.errorf("%v", errNotRegistered("node", v.n.Value, names(reg, func(r *Registry) map[string]*workflow.Node { return r.nodes }, nil)))
+			return nil, v.errorf("%v", errNotRegistered("node", v.n.Value, names(reg, func(r *Registry) map[string]*graph.Node { return r.nodes }, nil)))
 		}
 		var err error
 		if n, err = fn.Named(name); err != nil {
@@ -308,7 +308,7 @@ func (s *Spec) nodeFile(doc node, class string) (*workflow.Node, error) {
 		if ts != nil || t == nil {
 			return nil, v.errorf("a tool node runs one tool, not a toolset")
 		}
-		if n, err = workflow.FromTool(t).Named(name); err != nil {
+		if n, err = graph.FromTool(t).Named(name); err != nil {
 			return nil, v.errorf("%v", err)
 		}
 	}
@@ -322,14 +322,14 @@ func (s *Spec) nodeFile(doc node, class string) (*workflow.Node, error) {
 		}
 	}
 	if parallel {
-		n = workflow.ParallelWorker(n, 0)
+		n = graph.ParallelWorker(n, 0)
 	}
 	return nodeOptions(n, doc)
 }
 
 // graphNode builds one entry of nodes, a Loom key.
-func (s *Spec) graphNode(e node) (*workflow.Node, error) {
-	var n *workflow.Node
+func (s *Spec) graphNode(e node) (*graph.Node, error) {
+	var n *graph.Node
 	var kinds []string
 	for _, k := range []string{"agent", "tool", "function", "join"} {
 		if _, ok := e.get(k); ok {
@@ -346,7 +346,7 @@ func (s *Spec) graphNode(e node) (*workflow.Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		n = workflow.FromAgent(a)
+		n = graph.FromAgent(a)
 	case "tool":
 		t, ts, err := s.tool(v)
 		if err != nil {
@@ -355,16 +355,16 @@ func (s *Spec) graphNode(e node) (*workflow.Node, error) {
 		if ts != nil || t == nil {
 			return nil, v.errorf("a tool node runs one tool, not a toolset")
 		}
-		n = workflow.FromTool(t)
+		n = graph.FromTool(t)
 	case "function":
 		reg := s.l.opts.Registry
-		fn, ok := lookup(reg, func(r *Registry) map[string]*workflow.Node { return r.nodes }, nil, v.n.Value)
+		fn, ok := lookup(reg, func(r *Registry) map[string]*graph.Node { return r.nodes }, nil, v.n.Value)
 		if !ok {
-			return nil, v.errorf("%v", errNotRegistered("node", v.n.Value, names(reg, func(r *Registry) map[string]*workflow.Node { return r.nodes }, nil)))
+			return nil, v.errorf("%v", errNotRegistered("node", v.n.Value, names(reg, func(r *Registry) map[string]*graph.Node { return r.nodes }, nil)))
 		}
 		n = fn
 	case "join":
-		n = workflow.Join(v.n.Value)
+		n = graph.Join(v.n.Value)
 	}
 	if n.Name() == StartNode {
 		return nil, v.errorf("%s names the workflow's entry, not a node", StartNode)
@@ -374,8 +374,8 @@ func (s *Spec) graphNode(e node) (*workflow.Node, error) {
 
 // nodeOptions applies the description, retry_config and timeout of a
 // node's mapping e.
-func nodeOptions(n *workflow.Node, e node) (*workflow.Node, error) {
-	var opts workflow.NodeOptions
+func nodeOptions(n *graph.Node, e node) (*graph.Node, error) {
+	var opts graph.NodeOptions
 	opts.Description = e.str("description")
 	if r, ok := e.get("retry_config"); ok {
 		var rc struct {
@@ -395,7 +395,7 @@ func nodeOptions(n *workflow.Node, e node) (*workflow.Node, error) {
 		if rc.MaxAttempts == 0 {
 			rc.MaxAttempts = 1
 		}
-		opts.Retry = workflow.Retry{MaxAttempts: rc.MaxAttempts, Backoff: seconds(rc.InitialDelay), MaxBackoff: seconds(rc.MaxDelay)}
+		opts.Retry = graph.Retry{MaxAttempts: rc.MaxAttempts, Backoff: seconds(rc.InitialDelay), MaxBackoff: seconds(rc.MaxDelay)}
 	}
 	if t, ok := e.get("timeout"); ok {
 		var secs float64
@@ -404,7 +404,7 @@ func nodeOptions(n *workflow.Node, e node) (*workflow.Node, error) {
 		}
 		opts.Timeout = seconds(secs)
 	}
-	if opts == (workflow.NodeOptions{}) {
+	if opts == (graph.NodeOptions{}) {
 		return n, nil
 	}
 	return n.With(opts), nil

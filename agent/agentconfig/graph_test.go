@@ -14,7 +14,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent/agentconfig"
-	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"
@@ -28,7 +28,7 @@ import (
 // the faq tool.
 func graphRegistry(t *testing.T) *agentconfig.Registry {
 	t.Helper()
-	classify := workflow.Func("classify", func(_ context.Context, nc *workflow.Context, in string) (map[string]any, error) {
+	classify := graph.Func("classify", func(_ context.Context, nc *graph.Context, in string) (map[string]any, error) {
 		if strings.Contains(in, "refund") {
 			nc.SetRoute("refund")
 		} else {
@@ -57,9 +57,9 @@ func graphRegistry(t *testing.T) *agentconfig.Registry {
 func TestY3GraphWorkflow(t *testing.T) {
 	m := newModels(echo)
 	app := load(t, "graph", &agentconfig.Options{Registry: graphRegistry(t), Model: m.open})
-	w, ok := app.Root.(*workflow.Workflow)
+	w, ok := app.Root.(*graph.Workflow)
 	if !ok {
-		t.Fatalf("root is %T, want *workflow.Workflow", app.Root)
+		t.Fatalf("root is %T, want *graph.Workflow", app.Root)
 	}
 	if w.Start() != "classify" || len(w.Nodes()) != 4 || len(w.Edges()) != 4 {
 		t.Fatalf("start %q, %d nodes, %d edges; want classify, 4, 4", w.Start(), len(w.Nodes()), len(w.Edges()))
@@ -117,8 +117,8 @@ edges:
 			t.Fatal(err)
 		}
 	}
-	alpha := workflow.Func("alpha_fn", func(_ context.Context, _ *workflow.Context, in string) (string, error) { return "alpha: " + in, nil })
-	router := workflow.Func("router_fn", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+	alpha := graph.Func("alpha_fn", func(_ context.Context, _ *graph.Context, in string) (string, error) { return "alpha: " + in, nil })
+	router := graph.Func("router_fn", func(_ context.Context, nc *graph.Context, in string) (string, error) {
 		nc.SetRoute(strings.ToUpper(in))
 		return strings.ToUpper(in), nil
 	})
@@ -128,7 +128,7 @@ edges:
 		t.Fatal(err)
 	}
 	defer app.Close()
-	w := app.Root.(*workflow.Workflow)
+	w := app.Root.(*graph.Workflow)
 	if got := w.Starts(); !slices.Equal(got, []string{"alpha_fn", "router_fn"}) {
 		t.Errorf("starts = %v", got)
 	}
@@ -175,7 +175,7 @@ edges:
 		t.Fatal(err)
 	}
 	defer app.Close()
-	w := app.Root.(*workflow.Workflow)
+	w := app.Root.(*graph.Workflow)
 	for _, n := range w.Nodes() {
 		if n.Name() == "faq" && n.Description() != "Answers questions." {
 			t.Errorf("faq node description %q", n.Description())
@@ -299,8 +299,8 @@ func TestY5WorkflowAsAgentTool(t *testing.T) {
 		}
 	}
 	var settled int
-	ask := workflow.Func("ask", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
-		resp, err := nc.RequestInput(workflow.InputRequest{Message: "Refund " + in + "?"})
+	ask := graph.Func("ask", func(_ context.Context, nc *graph.Context, in string) (string, error) {
+		resp, err := nc.RequestInput(graph.InputRequest{Message: "Refund " + in + "?"})
 		if err != nil {
 			return "", err
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/loomkit/loom/agent"
-	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/tool"
 )
 
@@ -44,7 +44,7 @@ type Registry struct {
 	agents    map[string]func() (agent.Agent, error)
 	classes   map[string]AgentClass
 	kinds     map[string]ToolKind
-	nodes     map[string]*workflow.Node
+	nodes     map[string]*graph.Node
 }
 
 // NewRegistry returns an empty registry.
@@ -57,7 +57,7 @@ func NewRegistry() *Registry {
 		agents:    map[string]func() (agent.Agent, error){},
 		classes:   map[string]AgentClass{},
 		kinds:     map[string]ToolKind{},
-		nodes:     map[string]*workflow.Node{},
+		nodes:     map[string]*graph.Node{},
 	}
 }
 
@@ -103,7 +103,7 @@ func (r *Registry) Agent(name string, fn func() (agent.Agent, error)) *Registry 
 // Node registers a graph workflow node under its name, for the nodes of a
 // Workflow config ("- function: classify"). Nodes are immutable, so one is
 // shared by every load.
-func (r *Registry) Node(n *workflow.Node) *Registry {
+func (r *Registry) Node(n *graph.Node) *Registry {
 	return register(r, r.nodes, n.Name(), n)
 }
 

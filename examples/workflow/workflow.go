@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/agent/llmagent"
-	graph "github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/examples/internal/offline"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"

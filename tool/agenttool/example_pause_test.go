@@ -6,8 +6,8 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/agent/llmagent"
-	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"
@@ -20,14 +20,14 @@ import (
 // A graph workflow used as a tool pauses the caller's call when a node asks
 // for input, and the client's approval carries the answer.
 func Example_workflowPauses() {
-	ask := workflow.Func("ask", func(ctx context.Context, nc *workflow.Context, in string) (string, error) {
-		answer, err := nc.RequestInput(workflow.InputRequest{Message: "Refund " + in + "?"})
+	ask := graph.Func("ask", func(ctx context.Context, nc *graph.Context, in string) (string, error) {
+		answer, err := nc.RequestInput(graph.InputRequest{Message: "Refund " + in + "?"})
 		if err != nil {
 			return "", err // the caller's call pauses until the client answers
 		}
 		return in + ": " + answer["response"].(string), nc.Say("refund of " + in + " " + answer["response"].(string))
 	})
-	flow, err := workflow.New(workflow.Config{Name: "refund_flow", Description: "Refunds an order once approved.", Nodes: []*workflow.Node{ask}})
+	flow, err := graph.New(graph.Config{Name: "refund_flow", Description: "Refunds an order once approved.", Nodes: []*graph.Node{ask}})
 	if err != nil {
 		fmt.Println(err)
 		return

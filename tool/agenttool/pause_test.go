@@ -12,9 +12,9 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/agent/remoteagent"
-	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/examples/assistant"
 	"github.com/loomkit/loom/model"
@@ -31,21 +31,21 @@ import (
 
 // approvalFlow is a workflow that asks a person before it settles, and
 // counts how often it settles.
-func approvalFlow(t *testing.T, settled *atomic.Int32) *workflow.Workflow {
+func approvalFlow(t *testing.T, settled *atomic.Int32) *graph.Workflow {
 	t.Helper()
-	ask := workflow.Func("ask", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
-		resp, err := nc.RequestInput(workflow.InputRequest{Message: "Refund " + in + "?"})
+	ask := graph.Func("ask", func(_ context.Context, nc *graph.Context, in string) (string, error) {
+		resp, err := nc.RequestInput(graph.InputRequest{Message: "Refund " + in + "?"})
 		if err != nil {
 			return "", err
 		}
 		return in + ": " + resp["response"].(string), nil
 	})
-	settle := workflow.Func("settle", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+	settle := graph.Func("settle", func(_ context.Context, nc *graph.Context, in string) (string, error) {
 		settled.Add(1)
 		return in, nc.Say("settled " + in)
 	})
-	w, err := workflow.New(workflow.Config{Name: "refund_flow", Description: "Settles a refund once a person approves it.",
-		Nodes: []*workflow.Node{ask, settle}, Edges: []workflow.Edge{{From: "ask", To: "settle"}}})
+	w, err := graph.New(graph.Config{Name: "refund_flow", Description: "Settles a refund once a person approves it.",
+		Nodes: []*graph.Node{ask, settle}, Edges: []graph.Edge{{From: "ask", To: "settle"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,21 +223,21 @@ func newRunner(t *testing.T, root *llmagent.Agent, sessions *session.Service) *r
 // pauses the caller's call twice, and each answer reaches its question.
 func TestWorkflowToolAsksTwice(t *testing.T) {
 	var runs atomic.Int32
-	ask := func(name string) *workflow.Node {
-		return workflow.Func(name, func(_ context.Context, nc *workflow.Context, in string) (string, error) {
-			resp, err := nc.RequestInput(workflow.InputRequest{Message: name + "?"})
+	ask := func(name string) *graph.Node {
+		return graph.Func(name, func(_ context.Context, nc *graph.Context, in string) (string, error) {
+			resp, err := nc.RequestInput(graph.InputRequest{Message: name + "?"})
 			if err != nil {
 				return "", err
 			}
 			return in + " " + name + "=" + resp["response"].(string), nil
 		})
 	}
-	end := workflow.Func("end", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+	end := graph.Func("end", func(_ context.Context, nc *graph.Context, in string) (string, error) {
 		runs.Add(1)
 		return in, nc.Say("settled " + in)
 	})
-	w, err := workflow.New(workflow.Config{Name: "refund_flow", Nodes: []*workflow.Node{ask("amount"), ask("reason"), end},
-		Edges: []workflow.Edge{{From: "amount", To: "reason"}, {From: "reason", To: "end"}}})
+	w, err := graph.New(graph.Config{Name: "refund_flow", Nodes: []*graph.Node{ask("amount"), ask("reason"), end},
+		Edges: []graph.Edge{{From: "amount", To: "reason"}, {From: "reason", To: "end"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

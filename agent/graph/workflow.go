@@ -1,4 +1,4 @@
-// Package workflow runs graph workflows: nodes (Go functions, agents, tools,
+// Package graph runs graph workflows: nodes (Go functions, agents, tools,
 // nested workflows, joins) connected by edges (plain, conditional on a route
 // the node chose, fan-out to branches that run concurrently, loops with a
 // bound). A [Workflow] is an [agent.Agent]: it can be the root of a runner,
@@ -45,7 +45,7 @@
 //
 // A Workflow is immutable after construction and safe for concurrent use by
 // many invocations.
-package workflow
+package graph
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package workflow
+package graph
 
 import (
 	"context"
@@ -114,8 +114,8 @@ func (n *Node) Agent() agent.Agent { return n.agent }
 
 // With returns a copy of n with opts; n itself is unchanged.
 //
-//	fetch := workflow.Func("fetch", fetchPage).With(workflow.NodeOptions{
-//		Retry:   workflow.Retry{MaxAttempts: 3, Backoff: time.Second},
+//	fetch := graph.Func("fetch", fetchPage).With(graph.NodeOptions{
+//		Retry:   graph.Retry{MaxAttempts: 3, Backoff: time.Second},
 //		Timeout: 30 * time.Second,
 //	})
 func (n *Node) With(opts NodeOptions) *Node {
