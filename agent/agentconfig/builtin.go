@@ -43,9 +43,10 @@ func init() {
 	builtinClasses = sync.OnceValue(func() map[string]AgentClass {
 		return map[string]AgentClass{
 			"LlmAgent":        {Schema: Def("LlmAgentConfig"), New: newLLM},
-			"SequentialAgent": {Schema: Def("BaseAgentConfig"), New: newWorkflow("SequentialAgent")},
-			"ParallelAgent":   {Schema: Def("BaseAgentConfig"), New: newWorkflow("ParallelAgent")},
-			"LoopAgent":       {Schema: Def("LoopAgentConfig"), New: newWorkflow("LoopAgent")},
+			"SequentialAgent": {Schema: Def("BaseAgentConfig"), New: newWorkflowAgent("SequentialAgent")},
+			"ParallelAgent":   {Schema: Def("BaseAgentConfig"), New: newWorkflowAgent("ParallelAgent")},
+			"LoopAgent":       {Schema: Def("LoopAgentConfig"), New: newWorkflowAgent("LoopAgent")},
+			"Workflow":        {Schema: Def("WorkflowConfig"), New: newGraph},
 		}
 	})
 	builtinKinds = sync.OnceValue(func() map[string]ToolKind {
@@ -75,7 +76,7 @@ var builtinTools = sync.OnceValue(func() map[string]func() (tool.Tool, error) {
 	}
 })
 
-func newWorkflow(class string) func(*Spec) (agent.Agent, error) {
+func newWorkflowAgent(class string) func(*Spec) (agent.Agent, error) {
 	return func(s *Spec) (agent.Agent, error) {
 		subs, err := s.SubAgents()
 		if err != nil {

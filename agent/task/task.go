@@ -19,7 +19,7 @@
 // coordinator, so that the conversation can go to it and come back.
 //
 // A delegate is an ordinary agent: as a node of a graph workflow
-// (workflow.FromAgent), an agent that ends with a finish_task call outputs
+// (graph.FromAgent), an agent that ends with a finish_task call outputs
 // that call's arguments.
 package task
 

@@ -17,10 +17,10 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/agent/remoteagent"
 	"github.com/loomkit/loom/agent/task"
-	graph "github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/durable/temporal"
 	supportdesk "github.com/loomkit/loom/examples/workflow"
 	"github.com/loomkit/loom/model"

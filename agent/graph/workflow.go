@@ -1,12 +1,15 @@
-// Package workflow runs graph workflows: nodes (Go functions, agents, tools,
+// Package graph runs graph workflows: nodes (Go functions, agents, tools,
 // nested workflows, joins) connected by edges (plain, conditional on a route
 // the node chose, fan-out to branches that run concurrently, loops with a
 // bound). A [Workflow] is an [agent.Agent]: it can be the root of a runner,
-// a node of another workflow, or a sub-agent an LLM agent transfers to.
+// a node of another workflow, a sub-agent an LLM agent transfers to, or an
+// LLM agent's tool through tool/agenttool (a node's question then pauses
+// the tool's call).
 //
 // # Running
 //
-// The start node gets the text of the user message that started the
+// The start nodes (those edges from [Entry] lead to, or else
+// [Config.Start]) get the text of the user message that started the
 // invocation, even when the workflow runs only after an answer resumed it
 // (a nested workflow, the input of its node). When a node finishes, each
 // of its outgoing edges whose route matches the node's route (an edge
@@ -42,7 +45,7 @@
 //
 // A Workflow is immutable after construction and safe for concurrent use by
 // many invocations.
-package workflow
+package graph
 
 import (
 	"context"
@@ -77,6 +80,11 @@ const DefaultMaxSteps = 1000
 // router, ADK's default route.
 const DefaultRoute = "__DEFAULT__"
 
+// Entry stands for the workflow's entry in edges, ADK's START: an edge
+// {From: Entry, To: "classify"} makes classify a start node. Every start
+// node gets the workflow's input; several start concurrently.
+const Entry = "START"
+
 // Edge connects two nodes. With a Route, it is taken only when the node
 // chose that route ([Context.SetRoute]), or, with [DefaultRoute], when no
 // other edge out of the node has the route it chose; without one, always. Max, when
@@ -95,9 +103,10 @@ type Config struct {
 	Description string
 	// Nodes are the workflow's nodes; names are unique.
 	Nodes []*Node
-	// Edges connect them.
+	// Edges connect them; an edge from Entry marks a start node.
 	Edges []Edge
-	// Start names the first node; empty means the first of Nodes.
+	// Start names the first node when no edge leaves Entry; empty means
+	// the first of Nodes.
 	Start string
 	// MaxSteps bounds the node runs of one workflow run, dynamic ones
 	// (Context.RunNode) included (DefaultMaxSteps when zero): a workflow
@@ -116,6 +125,8 @@ type Workflow struct {
 	out    map[string][]int           // edge indexes by source
 	preds  map[string][]string        // distinct predecessors of each join
 	routes map[string]map[string]bool // the routes of each node's edges, DefaultRoute aside
+	starts []string                   // the start nodes, in edge order
+	edges  []Edge                     // the edges between nodes (Edges)
 	subs   []agent.Agent
 }
 
@@ -141,7 +152,7 @@ func New(cfg Config) (*Workflow, error) {
 		switch {
 		case n == nil:
 			return nil, fmt.Errorf("%w: %s: node %d is nil", ErrInvalidConfig, cfg.Name, i)
-		case n.name == "" || n.name == event.AuthorUser || n.name == cfg.Name:
+		case n.name == "" || n.name == event.AuthorUser || n.name == cfg.Name || n.name == Entry:
 			return nil, fmt.Errorf("%w: %s: invalid node name %q", ErrInvalidConfig, cfg.Name, n.name)
 		case w.nodes[n.name] != nil:
 			return nil, fmt.Errorf("%w: %s: duplicate node %q", ErrInvalidConfig, cfg.Name, n.name)
@@ -153,13 +164,23 @@ func New(cfg Config) (*Workflow, error) {
 			w.selves[n.name] = &funcAgent{name: n.name, description: n.description}
 		}
 	}
-	if w.cfg.Start == "" {
-		w.cfg.Start = cfg.Nodes[0].name
-	}
-	if w.nodes[w.cfg.Start] == nil {
-		return nil, fmt.Errorf("%w: %s: start node %q is not a node", ErrInvalidConfig, cfg.Name, w.cfg.Start)
-	}
 	for i, e := range cfg.Edges {
+		if e.From == Entry {
+			switch {
+			case w.nodes[e.To] == nil:
+				return nil, fmt.Errorf("%w: %s: edge %s → %s names an unknown node", ErrInvalidConfig, cfg.Name, e.From, e.To)
+			case e.Route != "" || e.Max != 0:
+				return nil, fmt.Errorf("%w: %s: the edge %s → %s has a route or a bound: an entry edge has neither", ErrInvalidConfig, cfg.Name, e.From, e.To)
+			case w.nodes[e.To].kind == KindJoin:
+				return nil, fmt.Errorf("%w: %s: join %q cannot start the workflow", ErrInvalidConfig, cfg.Name, e.To)
+			case cfg.Start != "":
+				return nil, fmt.Errorf("%w: %s: both Start and an edge from %s", ErrInvalidConfig, cfg.Name, Entry)
+			}
+			if !slices.Contains(w.starts, e.To) {
+				w.starts = append(w.starts, e.To)
+			}
+			continue
+		}
 		if w.nodes[e.From] == nil || w.nodes[e.To] == nil {
 			return nil, fmt.Errorf("%w: %s: edge %s → %s names an unknown node", ErrInvalidConfig, cfg.Name, e.From, e.To)
 		}
@@ -167,6 +188,7 @@ func New(cfg Config) (*Workflow, error) {
 			return nil, fmt.Errorf("%w: %s: edge %s → %s has a negative bound", ErrInvalidConfig, cfg.Name, e.From, e.To)
 		}
 		w.out[e.From] = append(w.out[e.From], i)
+		w.edges = append(w.edges, e)
 		if e.Route != "" && e.Route != DefaultRoute {
 			if w.routes[e.From] == nil {
 				w.routes[e.From] = map[string]bool{}
@@ -176,6 +198,15 @@ func New(cfg Config) (*Workflow, error) {
 		if w.nodes[e.To].kind == KindJoin && !slices.Contains(w.preds[e.To], e.From) {
 			w.preds[e.To] = append(w.preds[e.To], e.From)
 		}
+	}
+	if len(w.starts) == 0 {
+		if w.cfg.Start == "" {
+			w.cfg.Start = cfg.Nodes[0].name
+		}
+		if w.nodes[w.cfg.Start] == nil {
+			return nil, fmt.Errorf("%w: %s: start node %q is not a node", ErrInvalidConfig, cfg.Name, w.cfg.Start)
+		}
+		w.starts = []string{w.cfg.Start}
 	}
 	for name, n := range w.nodes {
 		if n.kind == KindJoin && len(w.preds[name]) == 0 {
@@ -201,11 +232,16 @@ func (w *Workflow) ResumesFromLog() bool { return true }
 // Nodes returns the workflow's nodes, in configuration order.
 func (w *Workflow) Nodes() []*Node { return slices.Clone(w.cfg.Nodes) }
 
-// Edges returns the workflow's edges.
-func (w *Workflow) Edges() []Edge { return slices.Clone(w.cfg.Edges) }
+// Edges returns the workflow's edges between nodes (those from Entry are
+// Starts).
+func (w *Workflow) Edges() []Edge { return slices.Clone(w.edges) }
 
-// Start returns the name of the start node.
-func (w *Workflow) Start() string { return w.cfg.Start }
+// Start returns the name of the (first) start node.
+func (w *Workflow) Start() string { return w.starts[0] }
+
+// Starts returns the names of the start nodes, which all get the
+// workflow's input.
+func (w *Workflow) Starts() []string { return slices.Clone(w.starts) }
 
 // Run implements agent.Agent.
 func (w *Workflow) Run(ctx context.Context, inv *agent.Invocation) iter.Seq2[*event.Event, error] {

@@ -1,4 +1,4 @@
-package workflow_test
+package graph_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 	"google.golang.org/genai"
 
-	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/session/memsession"
@@ -33,14 +33,14 @@ func TestFuncChainTypedIO(t *testing.T) {
 		Text string `json:"text"`
 		Len  int    `json:"len"`
 	}
-	measure := workflow.Func("measure", func(_ context.Context, nc *workflow.Context, in string) (word, error) {
+	measure := graph.Func("measure", func(_ context.Context, nc *graph.Context, in string) (word, error) {
 		nc.State().Set("measured", in)
 		return word{Text: in, Len: len(in)}, nil
 	})
-	render := workflow.Func("render", func(_ context.Context, _ *workflow.Context, w word) (string, error) {
+	render := graph.Func("render", func(_ context.Context, _ *graph.Context, w word) (string, error) {
 		return fmt.Sprintf("%s has %d letters", w.Text, w.Len), nil
 	})
-	w := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{measure, render}, Edges: []workflow.Edge{{From: "measure", To: "render"}}})
+	w := mustNew(t, graph.Config{Name: "wf", Nodes: []*graph.Node{measure, render}, Edges: []graph.Edge{{From: "measure", To: "render"}}})
 	r, key := setup(t, w, nil)
 	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("kite"), nil))
 	if got := outputOf(t, evs, "wf"); got != "kite has 4 letters" {
@@ -64,7 +64,7 @@ func TestFuncChainTypedIO(t *testing.T) {
 // TestRoutingChoosesEdge: the route a node sets picks the edge.
 // (CONFORMANCE A11)
 func TestRoutingChoosesEdge(t *testing.T) {
-	classify := workflow.Func("classify", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+	classify := graph.Func("classify", func(_ context.Context, nc *graph.Context, in string) (string, error) {
 		if strings.Contains(in, "refund") {
 			nc.SetRoute("billing")
 		} else {
@@ -72,12 +72,12 @@ func TestRoutingChoosesEdge(t *testing.T) {
 		}
 		return in, nil
 	})
-	reply := func(name string) *workflow.Node {
-		return workflow.Func(name, func(context.Context, *workflow.Context, string) (string, error) { return name, nil })
+	reply := func(name string) *graph.Node {
+		return graph.Func(name, func(context.Context, *graph.Context, string) (string, error) { return name, nil })
 	}
-	w := mustNew(t, workflow.Config{Name: "router",
-		Nodes: []*workflow.Node{classify, reply("billing"), reply("support")},
-		Edges: []workflow.Edge{{From: "classify", To: "billing", Route: "billing"}, {From: "classify", To: "support", Route: "support"}}})
+	w := mustNew(t, graph.Config{Name: "router",
+		Nodes: []*graph.Node{classify, reply("billing"), reply("support")},
+		Edges: []graph.Edge{{From: "classify", To: "billing", Route: "billing"}, {From: "classify", To: "support", Route: "support"}}})
 	for msg, want := range map[string]string{"I want a refund": "billing", "my screen is dark": "support"} {
 		r, key := setup(t, w, nil)
 		evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text(msg), nil))
@@ -102,8 +102,8 @@ func TestRoutingChoosesEdge(t *testing.T) {
 // (CONFORMANCE A11)
 func TestFanOutJoin(t *testing.T) {
 	var running, peak atomic.Int32
-	branch := func(name string) *workflow.Node {
-		return workflow.Func(name, func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+	branch := func(name string) *graph.Node {
+		return graph.Func(name, func(_ context.Context, nc *graph.Context, in string) (string, error) {
 			n := running.Add(1)
 			for {
 				p := peak.Load()
@@ -117,9 +117,9 @@ func TestFanOutJoin(t *testing.T) {
 			return name + ":" + in, nil
 		})
 	}
-	w := mustNew(t, workflow.Config{Name: "fan",
-		Nodes: []*workflow.Node{upper("start"), branch("a"), branch("b"), branch("c"), workflow.Join("all")},
-		Edges: []workflow.Edge{{From: "start", To: "a"}, {From: "start", To: "b"}, {From: "start", To: "c"},
+	w := mustNew(t, graph.Config{Name: "fan",
+		Nodes: []*graph.Node{upper("start"), branch("a"), branch("b"), branch("c"), graph.Join("all")},
+		Edges: []graph.Edge{{From: "start", To: "a"}, {From: "start", To: "b"}, {From: "start", To: "c"},
 			{From: "a", To: "all"}, {From: "b", To: "all"}, {From: "c", To: "all"}}})
 	r, key := setup(t, w, nil)
 	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("x"), nil))
@@ -148,17 +148,17 @@ func TestFanOutJoin(t *testing.T) {
 // (CONFORMANCE A11)
 func TestBoundedLoop(t *testing.T) {
 	var drafts atomic.Int32
-	draft := workflow.Func("draft", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+	draft := graph.Func("draft", func(_ context.Context, _ *graph.Context, in string) (string, error) {
 		drafts.Add(1)
 		return in + "+", nil
 	})
-	check := workflow.Func("check", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+	check := graph.Func("check", func(_ context.Context, nc *graph.Context, in string) (string, error) {
 		nc.SetRoute("again") // never satisfied
 		return in, nil
 	})
-	w := mustNew(t, workflow.Config{Name: "loop",
-		Nodes: []*workflow.Node{draft, check},
-		Edges: []workflow.Edge{{From: "draft", To: "check"}, {From: "check", To: "draft", Route: "again", Max: 3}}})
+	w := mustNew(t, graph.Config{Name: "loop",
+		Nodes: []*graph.Node{draft, check},
+		Edges: []graph.Edge{{From: "draft", To: "check"}, {From: "check", To: "draft", Route: "again", Max: 3}}})
 	r, key := setup(t, w, nil)
 	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("d"), nil))
 	if drafts.Load() != 4 {
@@ -177,13 +177,13 @@ func TestBoundedLoop(t *testing.T) {
 //
 // (CONFORMANCE G1)
 func TestMaxStepsEndsUnboundedLoop(t *testing.T) {
-	w := mustNew(t, workflow.Config{Name: "spin", MaxSteps: 5,
-		Nodes: []*workflow.Node{upper("a"), upper("b")},
-		Edges: []workflow.Edge{{From: "a", To: "b"}, {From: "b", To: "a"}}})
+	w := mustNew(t, graph.Config{Name: "spin", MaxSteps: 5,
+		Nodes: []*graph.Node{upper("a"), upper("b")},
+		Edges: []graph.Edge{{From: "a", To: "b"}, {From: "b", To: "a"}}})
 	r, key := setup(t, w, nil)
 	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("x"), nil))
 	ev := errorEvent(evs)
-	if ev == nil || ev.ErrorCode != workflow.ErrorCodeNodeFailed || !strings.Contains(ev.ErrorMessage, "more than 5") {
+	if ev == nil || ev.ErrorCode != graph.ErrorCodeNodeFailed || !strings.Contains(ev.ErrorMessage, "more than 5") {
 		t.Fatalf("error event = %+v", ev)
 	}
 }
@@ -193,19 +193,19 @@ func TestMaxStepsEndsUnboundedLoop(t *testing.T) {
 //
 // (CONFORMANCE G1)
 func TestMaxStepsCountsDynamicNodes(t *testing.T) {
-	var self *workflow.Node
-	self = workflow.Func("self", func(ctx context.Context, nc *workflow.Context, in string) (string, error) {
+	var self *graph.Node
+	self = graph.Func("self", func(ctx context.Context, nc *graph.Context, in string) (string, error) {
 		out, err := nc.RunNode(ctx, self, in+".")
 		if err != nil {
 			return "", err
 		}
-		return workflow.Convert[string](out)
+		return graph.Convert[string](out)
 	})
-	w := mustNew(t, workflow.Config{Name: "deep", MaxSteps: 20, Nodes: []*workflow.Node{self}})
+	w := mustNew(t, graph.Config{Name: "deep", MaxSteps: 20, Nodes: []*graph.Node{self}})
 	r, key := setup(t, w, nil)
 	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("0"), nil))
 	ev := errorEvent(evs)
-	if ev == nil || ev.ErrorCode != workflow.ErrorCodeNodeFailed || !strings.Contains(ev.ErrorMessage, "more than 20") {
+	if ev == nil || ev.ErrorCode != graph.ErrorCodeNodeFailed || !strings.Contains(ev.ErrorMessage, "more than 20") {
 		t.Fatalf("error event = %+v", ev)
 	}
 }
@@ -215,13 +215,13 @@ func TestMaxStepsCountsDynamicNodes(t *testing.T) {
 // (CONFORMANCE G1)
 func TestRetryThenSucceed(t *testing.T) {
 	var calls atomic.Int32
-	flaky := workflow.Func("flaky", func(context.Context, *workflow.Context, string) (string, error) {
+	flaky := graph.Func("flaky", func(context.Context, *graph.Context, string) (string, error) {
 		if calls.Add(1) < 3 {
 			return "", errors.New("transient")
 		}
 		return "ok", nil
-	}, workflow.WithRetry(workflow.Retry{MaxAttempts: 3, Backoff: time.Millisecond}))
-	w := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{flaky}})
+	}).With(graph.NodeOptions{Retry: graph.Retry{MaxAttempts: 3, Backoff: time.Millisecond}})
+	w := mustNew(t, graph.Config{Name: "wf", Nodes: []*graph.Node{flaky}})
 	r, key := setup(t, w, nil)
 	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("x"), nil))
 	if calls.Load() != 3 || outputOf(t, evs, "wf") != "ok" {
@@ -237,15 +237,15 @@ func TestRetryThenSucceed(t *testing.T) {
 // (CONFORMANCE A11)
 func TestRetryExhaustedEndsWithError(t *testing.T) {
 	var calls, after atomic.Int32
-	broken := workflow.Func("broken", func(context.Context, *workflow.Context, string) (string, error) {
+	broken := graph.Func("broken", func(context.Context, *graph.Context, string) (string, error) {
 		calls.Add(1)
 		return "", errors.New("disk on fire")
-	}, workflow.WithRetry(workflow.Retry{MaxAttempts: 2, Backoff: time.Millisecond}))
-	next := workflow.Func("next", func(context.Context, *workflow.Context, string) (string, error) {
+	}).With(graph.NodeOptions{Retry: graph.Retry{MaxAttempts: 2, Backoff: time.Millisecond}})
+	next := graph.Func("next", func(context.Context, *graph.Context, string) (string, error) {
 		after.Add(1)
 		return "", nil
 	})
-	w := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{broken, next}, Edges: []workflow.Edge{{From: "broken", To: "next"}}})
+	w := mustNew(t, graph.Config{Name: "wf", Nodes: []*graph.Node{broken, next}, Edges: []graph.Edge{{From: "broken", To: "next"}}})
 	r, key := setup(t, w, nil)
 	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("x"), nil))
 	ev := errorEvent(evs)
@@ -267,15 +267,15 @@ func TestRetryExhaustedEndsWithError(t *testing.T) {
 //
 // (CONFORMANCE G1)
 func TestTimeout(t *testing.T) {
-	slow := workflow.Func("slow", func(ctx context.Context, _ *workflow.Context, _ string) (string, error) {
+	slow := graph.Func("slow", func(ctx context.Context, _ *graph.Context, _ string) (string, error) {
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
 		case <-time.After(5 * time.Second):
 			return "late", nil
 		}
-	}, workflow.WithTimeout(10*time.Millisecond))
-	w := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{slow}})
+	}).With(graph.NodeOptions{Timeout: 10 * time.Millisecond})
+	w := mustNew(t, graph.Config{Name: "wf", Nodes: []*graph.Node{slow}})
 	r, key := setup(t, w, nil)
 	start := time.Now()
 	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("x"), nil))
@@ -305,8 +305,8 @@ func TestToolNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pair := workflow.Func("pair", func(context.Context, *workflow.Context, string) (args, error) { return args{A: 2, B: 3}, nil })
-	w := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{pair, workflow.FromTool(add)}, Edges: []workflow.Edge{{From: "pair", To: "add"}}})
+	pair := graph.Func("pair", func(context.Context, *graph.Context, string) (args, error) { return args{A: 2, B: 3}, nil })
+	w := mustNew(t, graph.Config{Name: "wf", Nodes: []*graph.Node{pair, graph.FromTool(add)}, Edges: []graph.Edge{{From: "pair", To: "add"}}})
 	r, key := setup(t, w, nil)
 	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("x"), nil))
 	if got := outputOf(t, evs, "wf"); fmt.Sprint(got) != "map[sum:5]" {
@@ -325,8 +325,8 @@ func TestToolNode(t *testing.T) {
 func TestAgentNode(t *testing.T) {
 	model := scripted.NewSequence("m", scripted.Text("a haiku about KITES"))
 	poet := llm(t, "poet", model.Recording())
-	w := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{upper("shout"), workflow.FromAgent(poet), upper("final")},
-		Edges: []workflow.Edge{{From: "shout", To: "poet"}, {From: "poet", To: "final"}}})
+	w := mustNew(t, graph.Config{Name: "wf", Nodes: []*graph.Node{upper("shout"), graph.FromAgent(poet), upper("final")},
+		Edges: []graph.Edge{{From: "shout", To: "poet"}, {From: "poet", To: "final"}}})
 	r, key := setup(t, w, nil)
 	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("kites"), nil))
 	if got := outputOf(t, evs, "wf"); got != "A HAIKU ABOUT KITES" {
@@ -355,10 +355,10 @@ func TestAgentNode(t *testing.T) {
 // the nested workflow's output; paths nest.
 // (CONFORMANCE A11)
 func TestNestedWorkflow(t *testing.T) {
-	inner := mustNew(t, workflow.Config{Name: "inner", Nodes: []*workflow.Node{
-		workflow.Func("twice", func(_ context.Context, _ *workflow.Context, in string) (string, error) { return in + in, nil })}})
-	outer := mustNew(t, workflow.Config{Name: "outer", Nodes: []*workflow.Node{upper("up"), workflow.FromAgent(inner), upper("again")},
-		Edges: []workflow.Edge{{From: "up", To: "inner"}, {From: "inner", To: "again"}}})
+	inner := mustNew(t, graph.Config{Name: "inner", Nodes: []*graph.Node{
+		graph.Func("twice", func(_ context.Context, _ *graph.Context, in string) (string, error) { return in + in, nil })}})
+	outer := mustNew(t, graph.Config{Name: "outer", Nodes: []*graph.Node{upper("up"), graph.FromAgent(inner), upper("again")},
+		Edges: []graph.Edge{{From: "up", To: "inner"}, {From: "inner", To: "again"}}})
 	r, key := setup(t, outer, nil)
 	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("ab"), nil))
 	if got := outputOf(t, evs, "outer"); got != "ABAB" {
@@ -373,9 +373,9 @@ func TestNestedWorkflow(t *testing.T) {
 // its output.
 // (CONFORMANCE A11)
 func TestDynamicNode(t *testing.T) {
-	double := workflow.Func("double", func(_ context.Context, _ *workflow.Context, n int) (int, error) { return 2 * n, nil })
-	inc := workflow.Func("inc", func(_ context.Context, _ *workflow.Context, n int) (int, error) { return n + 1, nil })
-	pick := workflow.Func("pick", func(ctx context.Context, nc *workflow.Context, in string) (int, error) {
+	double := graph.Func("double", func(_ context.Context, _ *graph.Context, n int) (int, error) { return 2 * n, nil })
+	inc := graph.Func("inc", func(_ context.Context, _ *graph.Context, n int) (int, error) { return n + 1, nil })
+	pick := graph.Func("pick", func(ctx context.Context, nc *graph.Context, in string) (int, error) {
 		n := 5
 		for _, op := range strings.Split(in, " ") {
 			node := inc
@@ -386,13 +386,13 @@ func TestDynamicNode(t *testing.T) {
 			if err != nil {
 				return 0, err
 			}
-			if n, err = workflow.Convert[int](out); err != nil {
+			if n, err = graph.Convert[int](out); err != nil {
 				return 0, err
 			}
 		}
 		return n, nil
 	})
-	w := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{pick}})
+	w := mustNew(t, graph.Config{Name: "wf", Nodes: []*graph.Node{pick}})
 	r, key := setup(t, w, nil)
 	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("double inc double"), nil))
 	if got := outputOf(t, evs, "wf"); got != 22.0 {
@@ -407,16 +407,16 @@ func TestDynamicNode(t *testing.T) {
 // TestConfigErrors: malformed graphs are refused.
 func TestConfigErrors(t *testing.T) {
 	a := upper("a")
-	for name, cfg := range map[string]workflow.Config{
-		"no name":      {Nodes: []*workflow.Node{a}},
+	for name, cfg := range map[string]graph.Config{
+		"no name":      {Nodes: []*graph.Node{a}},
 		"no nodes":     {Name: "w"},
-		"duplicate":    {Name: "w", Nodes: []*workflow.Node{a, upper("a")}},
-		"unknown edge": {Name: "w", Nodes: []*workflow.Node{a}, Edges: []workflow.Edge{{From: "a", To: "zz"}}},
-		"bad start":    {Name: "w", Nodes: []*workflow.Node{a}, Start: "zz"},
-		"lonely join":  {Name: "w", Nodes: []*workflow.Node{a, workflow.Join("j")}},
-		"nil node":     {Name: "w", Nodes: []*workflow.Node{nil}},
+		"duplicate":    {Name: "w", Nodes: []*graph.Node{a, upper("a")}},
+		"unknown edge": {Name: "w", Nodes: []*graph.Node{a}, Edges: []graph.Edge{{From: "a", To: "zz"}}},
+		"bad start":    {Name: "w", Nodes: []*graph.Node{a}, Start: "zz"},
+		"lonely join":  {Name: "w", Nodes: []*graph.Node{a, graph.Join("j")}},
+		"nil node":     {Name: "w", Nodes: []*graph.Node{nil}},
 	} {
-		if _, err := workflow.New(cfg); !errors.Is(err, workflow.ErrInvalidConfig) {
+		if _, err := graph.New(cfg); !errors.Is(err, graph.ErrInvalidConfig) {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}
@@ -426,9 +426,9 @@ func TestConfigErrors(t *testing.T) {
 //
 // (CONFORMANCE G2)
 func TestConcurrentInvocations(t *testing.T) {
-	w := mustNew(t, workflow.Config{Name: "fan",
-		Nodes: []*workflow.Node{upper("start"), upper("a"), upper("b"), workflow.Join("all")},
-		Edges: []workflow.Edge{{From: "start", To: "a"}, {From: "start", To: "b"}, {From: "a", To: "all"}, {From: "b", To: "all"}}})
+	w := mustNew(t, graph.Config{Name: "fan",
+		Nodes: []*graph.Node{upper("start"), upper("a"), upper("b"), graph.Join("all")},
+		Edges: []graph.Edge{{From: "start", To: "a"}, {From: "start", To: "b"}, {From: "a", To: "all"}, {From: "b", To: "all"}}})
 	r, _ := setup(t, w, nil)
 	errs := make(chan error, 8)
 	for i := range 8 {
@@ -469,13 +469,13 @@ func TestConcurrentInvocations(t *testing.T) {
 // (CONFORMANCE A12)
 func TestHumanInputResumesAfterRestart(t *testing.T) {
 	var before, ask, after atomic.Int32
-	prep := workflow.Func("prep", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+	prep := graph.Func("prep", func(_ context.Context, _ *graph.Context, in string) (string, error) {
 		before.Add(1)
 		return "order " + in, nil
 	})
-	approve := workflow.Func("approve", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+	approve := graph.Func("approve", func(_ context.Context, nc *graph.Context, in string) (string, error) {
 		ask.Add(1)
-		resp, err := nc.RequestInput(workflow.InputRequest{Message: "approve " + in + "?", Payload: map[string]any{"order": in}})
+		resp, err := nc.RequestInput(graph.InputRequest{Message: "approve " + in + "?", Payload: map[string]any{"order": in}})
 		if err != nil {
 			return "", err
 		}
@@ -484,12 +484,12 @@ func TestHumanInputResumesAfterRestart(t *testing.T) {
 		}
 		return in + " rejected", nil
 	})
-	ship := workflow.Func("ship", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+	ship := graph.Func("ship", func(_ context.Context, _ *graph.Context, in string) (string, error) {
 		after.Add(1)
 		return in + ", shipped", nil
 	})
-	w := mustNew(t, workflow.Config{Name: "orders", Nodes: []*workflow.Node{prep, approve, ship},
-		Edges: []workflow.Edge{{From: "prep", To: "approve"}, {From: "approve", To: "ship"}}})
+	w := mustNew(t, graph.Config{Name: "orders", Nodes: []*graph.Node{prep, approve, ship},
+		Edges: []graph.Edge{{From: "prep", To: "approve"}, {From: "approve", To: "ship"}}})
 
 	dsn := "sqlite://" + filepath.Join(t.TempDir(), "s.db")
 	ctx := context.Background()
@@ -530,7 +530,7 @@ func TestHumanInputResumesAfterRestart(t *testing.T) {
 	defer svc2.Close()
 	r2, _ := setup(t, w, svc2)
 	msg := text("")
-	msg.Parts = []*genai.Part{workflow.InputResponse(fc.ID, map[string]any{"approved": true})}
+	msg.Parts = []*genai.Part{graph.InputResponse(fc.ID, map[string]any{"approved": true})}
 	evs = collect(t, r2.Run(ctx, userID, key.SessionID, msg, nil))
 	if got := outputOf(t, evs, "orders"); got != "order 42 approved, shipped" {
 		t.Errorf("output = %v", got)
@@ -565,25 +565,25 @@ func TestHumanInputResumesAfterRestart(t *testing.T) {
 func TestNodeAsksTwice(t *testing.T) {
 	var runs atomic.Int32
 	var got []string
-	ask := workflow.Func("ask", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+	ask := graph.Func("ask", func(_ context.Context, nc *graph.Context, in string) (string, error) {
 		runs.Add(1)
-		first, err := nc.RequestInput(workflow.InputRequest{Message: "name?"})
+		first, err := nc.RequestInput(graph.InputRequest{Message: "name?"})
 		if err != nil {
 			return "", err
 		}
-		second, err := nc.RequestInput(workflow.InputRequest{Message: "city?"})
+		second, err := nc.RequestInput(graph.InputRequest{Message: "city?"})
 		if err != nil {
 			return "", err
 		}
 		got = append(got, fmt.Sprint(first["v"], "/", second["v"]))
 		return fmt.Sprint(first["v"], " from ", second["v"]), nil
 	})
-	w := mustNew(t, workflow.Config{Name: "form", Nodes: []*workflow.Node{ask}})
+	w := mustNew(t, graph.Config{Name: "form", Nodes: []*graph.Node{ask}})
 	r, key := setup(t, w, memsession.NewService())
 	ctx := context.Background()
 	answer := func(id, v string) []*event.Event {
 		msg := text("")
-		msg.Parts = []*genai.Part{workflow.InputResponse(id, map[string]any{"v": v})}
+		msg.Parts = []*genai.Part{graph.InputResponse(id, map[string]any{"v": v})}
 		return collect(t, r.Run(ctx, userID, key.SessionID, msg, nil))
 	}
 	_, fc := inputCall(t, collect(t, r.Run(ctx, userID, key.SessionID, text("go"), nil)))
@@ -610,8 +610,8 @@ func TestNodeAsksTwice(t *testing.T) {
 //
 // (CONFORMANCE G2)
 func TestPanickingNodeEndsWithError(t *testing.T) {
-	boom := func(name string) *workflow.Node {
-		return workflow.Func(name, func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+	boom := func(name string) *graph.Node {
+		return graph.Func(name, func(_ context.Context, nc *graph.Context, in string) (string, error) {
 			if in == "boom" && strings.HasPrefix(nc.Path(), "wf/p@") {
 				panic("out of cheese")
 			}
@@ -620,19 +620,19 @@ func TestPanickingNodeEndsWithError(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		cfg  workflow.Config
+		cfg  graph.Config
 		path string
 	}{
-		{"inline", workflow.Config{Name: "wf", Nodes: []*workflow.Node{boom("p"), upper("next")}, Edges: []workflow.Edge{{From: "p", To: "next"}}}, "wf/p@1"},
-		{"branch", workflow.Config{Name: "wf", Nodes: []*workflow.Node{boom("start"), boom("calm"), boom("p"), workflow.Join("j")},
-			Edges: []workflow.Edge{{From: "start", To: "calm"}, {From: "start", To: "p"}, {From: "calm", To: "j"}, {From: "p", To: "j"}}}, "wf/p@1"},
+		{"inline", graph.Config{Name: "wf", Nodes: []*graph.Node{boom("p"), upper("next")}, Edges: []graph.Edge{{From: "p", To: "next"}}}, "wf/p@1"},
+		{"branch", graph.Config{Name: "wf", Nodes: []*graph.Node{boom("start"), boom("calm"), boom("p"), graph.Join("j")},
+			Edges: []graph.Edge{{From: "start", To: "calm"}, {From: "start", To: "p"}, {From: "calm", To: "j"}, {From: "p", To: "j"}}}, "wf/p@1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, key := setup(t, mustNew(t, tc.cfg), nil)
 			ctx := context.Background()
 			evs := collect(t, r.Run(ctx, userID, key.SessionID, text("boom"), nil))
 			ev := errorEvent(evs)
-			if ev == nil || ev.ErrorCode != workflow.ErrorCodeNodeFailed {
+			if ev == nil || ev.ErrorCode != graph.ErrorCodeNodeFailed {
 				t.Fatalf("no node-failed error event among %d events", len(evs))
 			}
 			for _, want := range []string{tc.path, "panic", "out of cheese"} {
@@ -656,16 +656,16 @@ func TestPanickingNodeEndsWithError(t *testing.T) {
 // (CONFORMANCE G2)
 func TestNestedWorkflowFailureReportedOnce(t *testing.T) {
 	var calls atomic.Int32
-	flaky := workflow.Func("flaky", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+	flaky := graph.Func("flaky", func(_ context.Context, _ *graph.Context, in string) (string, error) {
 		if calls.Add(1) == 1 || in == "never" {
 			return "", errors.New("boom")
 		}
 		return in + "!", nil
 	})
-	inner := mustNew(t, workflow.Config{Name: "inner", Nodes: []*workflow.Node{flaky}})
-	outer := mustNew(t, workflow.Config{Name: "outer", Nodes: []*workflow.Node{
-		workflow.FromAgent(inner, workflow.WithRetry(workflow.Retry{MaxAttempts: 2})), upper("after")},
-		Edges: []workflow.Edge{{From: "inner", To: "after"}}})
+	inner := mustNew(t, graph.Config{Name: "inner", Nodes: []*graph.Node{flaky}})
+	outer := mustNew(t, graph.Config{Name: "outer", Nodes: []*graph.Node{
+		graph.FromAgent(inner).With(graph.NodeOptions{Retry: graph.Retry{MaxAttempts: 2}}), upper("after")},
+		Edges: []graph.Edge{{From: "inner", To: "after"}}})
 	r, key := setup(t, outer, nil)
 	ctx := context.Background()
 	evs := collect(t, r.Run(ctx, userID, key.SessionID, text("ok"), nil))
@@ -689,5 +689,84 @@ func TestNestedWorkflowFailureReportedOnce(t *testing.T) {
 		if !strings.Contains(failed[0].ErrorMessage, want) {
 			t.Errorf("error message %q lacks %q", failed[0].ErrorMessage, want)
 		}
+	}
+}
+
+// TestNodeWithCopies checks that options give a new node and leave the
+// one they were set on as it was, so a node shared by workflows keeps its
+// settings.
+func TestNodeWithCopies(t *testing.T) {
+	base := graph.Func("step", func(_ context.Context, _ *graph.Context, in string) (string, error) { return in, nil })
+	retried := base.With(graph.NodeOptions{Retry: graph.Retry{MaxAttempts: 3}, Description: "retried"})
+	if retried == base {
+		t.Fatal("With returned the node it was called on")
+	}
+	if retried.Name() != "step" || retried.Kind() != graph.KindFunc {
+		t.Errorf("copy = %s (%s), want step (function)", retried.Name(), retried.Kind())
+	}
+	if d := base.Description(); d != "" {
+		t.Errorf("the original node's description = %q, want none", d)
+	}
+	if d := retried.Description(); d != "retried" {
+		t.Errorf("the copy's description = %q, want retried", d)
+	}
+}
+
+// TestG4EntryEdges: edges from Entry (ADK's START) make start nodes, which
+// all get the input and run at once; a join after them gets both outputs;
+// entry edges with a route, into a join, or beside Start are refused.
+//
+// (CONFORMANCE G4)
+func TestG4EntryEdges(t *testing.T) {
+	w := mustNew(t, graph.Config{Name: "two",
+		Nodes: []*graph.Node{upper("a"), upper("b"), graph.Join("both")},
+		Edges: []graph.Edge{{From: graph.Entry, To: "a"}, {From: graph.Entry, To: "b"},
+			{From: "a", To: "both"}, {From: "b", To: "both"}}})
+	if got := w.Starts(); !reflect.DeepEqual(got, []string{"a", "b"}) {
+		t.Errorf("starts = %v, want [a b]", got)
+	}
+	if len(w.Edges()) != 2 {
+		t.Errorf("edges between nodes = %v, want the two into the join", w.Edges())
+	}
+	r, key := setup(t, w, nil)
+	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("x"), nil))
+	if got, want := outputOf(t, evs, "two"), map[string]any{"a": "X", "b": "X"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("output = %#v, want %#v", got, want)
+	}
+	for name, cfg := range map[string]graph.Config{
+		"route":      {Nodes: []*graph.Node{upper("a")}, Edges: []graph.Edge{{From: graph.Entry, To: "a", Route: "r"}}},
+		"join":       {Nodes: []*graph.Node{upper("a"), graph.Join("j")}, Edges: []graph.Edge{{From: graph.Entry, To: "j"}, {From: "a", To: "j"}}},
+		"and start":  {Nodes: []*graph.Node{upper("a")}, Start: "a", Edges: []graph.Edge{{From: graph.Entry, To: "a"}}},
+		"unknown":    {Nodes: []*graph.Node{upper("a")}, Edges: []graph.Edge{{From: graph.Entry, To: "b"}}},
+		"node START": {Nodes: []*graph.Node{upper(graph.Entry)}},
+	} {
+		cfg.Name = "w"
+		if _, err := graph.New(cfg); !errors.Is(err, graph.ErrInvalidConfig) {
+			t.Errorf("%s: New = %v, want ErrInvalidConfig", name, err)
+		}
+	}
+}
+
+// TestNodeNamed: a function node renamed runs under its new name; an agent
+// node cannot be renamed.
+func TestNodeNamed(t *testing.T) {
+	n, err := upper("a").Named("b")
+	if err != nil || n.Name() != "b" {
+		t.Fatalf("Named = %v, %v", n, err)
+	}
+	w := mustNew(t, graph.Config{Name: "w", Nodes: []*graph.Node{n}})
+	r, key := setup(t, w, nil)
+	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("x"), nil))
+	if got := outputOf(t, evs, "w"); got != "X" {
+		t.Errorf("output = %v", got)
+	}
+	for _, ev := range evs {
+		if ev.NodeInfo != nil && strings.HasPrefix(ev.NodeInfo.Path, "w/a@") {
+			t.Errorf("an event of the old name: %s", ev.NodeInfo.Path)
+		}
+	}
+	inner := mustNew(t, graph.Config{Name: "inner", Nodes: []*graph.Node{upper("x")}})
+	if _, err := graph.FromAgent(inner).Named("other"); err == nil {
+		t.Error("an agent node was renamed")
 	}
 }

@@ -1,4 +1,4 @@
-package workflow_test
+package graph_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"google.golang.org/genai"
 
-	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"
@@ -23,22 +23,22 @@ import (
 // three dynamic children (two function nodes and an LLM agent), a nested
 // workflow, an LLM agent node and a last function node; the model calls of
 // the LLM agents are counted.
-func everyKindGraph(t *testing.T, calls *atomic.Int32) *workflow.Workflow {
+func everyKindGraph(t *testing.T, calls *atomic.Int32) *graph.Workflow {
 	t.Helper()
-	a := workflow.Func("a", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+	a := graph.Func("a", func(_ context.Context, nc *graph.Context, in string) (string, error) {
 		nc.State().Set("a", in)
 		return in + "a", nil
 	})
-	b := workflow.Func("b", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+	b := graph.Func("b", func(_ context.Context, nc *graph.Context, in string) (string, error) {
 		nc.State().Set("b", in)
 		return in + "b", nil
 	})
-	c := workflow.Func("c", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+	c := graph.Func("c", func(_ context.Context, _ *graph.Context, in string) (string, error) {
 		return in + "c", nil
 	})
-	loop := workflow.Func("loop", func(_ context.Context, nc *workflow.Context, _ any) (string, error) {
+	loop := graph.Func("loop", func(_ context.Context, nc *graph.Context, _ any) (string, error) {
 		v, _ := nc.State().Get("n")
-		n, _ := workflow.Convert[int](v)
+		n, _ := graph.Convert[int](v)
 		n++
 		nc.State().Set("n", n)
 		if n < 3 {
@@ -49,11 +49,11 @@ func everyKindGraph(t *testing.T, calls *atomic.Int32) *workflow.Workflow {
 		return fmt.Sprint("loop", n), nil
 	})
 	child := upper("child")
-	helper := workflow.FromAgent(llm(t, "helper", scripted.New("h", func(context.Context, *model.Request) (scripted.Turn, error) {
+	helper := graph.FromAgent(llm(t, "helper", scripted.New("h", func(context.Context, *model.Request) (scripted.Turn, error) {
 		calls.Add(1)
 		return scripted.Text("helped"), nil
 	})))
-	dyn := workflow.Func("dyn", func(ctx context.Context, nc *workflow.Context, in string) (string, error) {
+	dyn := graph.Func("dyn", func(ctx context.Context, nc *graph.Context, in string) (string, error) {
 		x, err := nc.RunNode(ctx, child, in+"-1")
 		if err != nil {
 			return "", err
@@ -68,16 +68,16 @@ func everyKindGraph(t *testing.T, calls *atomic.Int32) *workflow.Workflow {
 		}
 		return fmt.Sprint(x, "+", y, "+", z), nil
 	})
-	inner := mustNew(t, workflow.Config{Name: "inner", Nodes: []*workflow.Node{upper("x"), workflow.Func("y", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+	inner := mustNew(t, graph.Config{Name: "inner", Nodes: []*graph.Node{upper("x"), graph.Func("y", func(_ context.Context, _ *graph.Context, in string) (string, error) {
 		return in + "y", nil
-	})}, Edges: []workflow.Edge{{From: "x", To: "y"}}})
+	})}, Edges: []graph.Edge{{From: "x", To: "y"}}})
 	m := scripted.New("m", func(_ context.Context, req *model.Request) (scripted.Turn, error) {
 		calls.Add(1)
 		return scripted.Text("bot heard " + scripted.LastUserText(req)), nil
 	})
-	return mustNew(t, workflow.Config{Name: "wf",
-		Nodes: []*workflow.Node{a, b, c, workflow.Join("j"), loop, dyn, workflow.FromAgent(inner), workflow.FromAgent(llm(t, "bot", m)), upper("fin")},
-		Edges: []workflow.Edge{{From: "a", To: "b"}, {From: "a", To: "c"}, {From: "b", To: "j"}, {From: "c", To: "j"}, {From: "j", To: "loop"},
+	return mustNew(t, graph.Config{Name: "wf",
+		Nodes: []*graph.Node{a, b, c, graph.Join("j"), loop, dyn, graph.FromAgent(inner), graph.FromAgent(llm(t, "bot", m)), upper("fin")},
+		Edges: []graph.Edge{{From: "a", To: "b"}, {From: "a", To: "c"}, {From: "b", To: "j"}, {From: "c", To: "j"}, {From: "j", To: "loop"},
 			{From: "loop", To: "loop", Route: "again", Max: 5}, {From: "loop", To: "dyn", Route: "done"},
 			{From: "dyn", To: "inner"}, {From: "inner", To: "bot"}, {From: "bot", To: "fin"}}})
 }
@@ -165,13 +165,13 @@ func TestResumeAfterCrashAtEveryEvent(t *testing.T) {
 // (CONFORMANCE A12)
 func TestNodeInputSameAfterResume(t *testing.T) {
 	type count struct{ N int }
-	first := workflow.Func("first", func(context.Context, *workflow.Context, string) (count, error) {
+	first := graph.Func("first", func(context.Context, *graph.Context, string) (count, error) {
 		return count{N: 3}, nil
 	})
-	second := workflow.Func("second", func(_ context.Context, _ *workflow.Context, in any) (string, error) {
+	second := graph.Func("second", func(_ context.Context, _ *graph.Context, in any) (string, error) {
 		return fmt.Sprintf("%T %v", in, in), nil
 	})
-	w := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{first, second}, Edges: []workflow.Edge{{From: "first", To: "second"}}})
+	w := mustNew(t, graph.Config{Name: "wf", Nodes: []*graph.Node{first, second}, Edges: []graph.Edge{{From: "first", To: "second"}}})
 	ctx := context.Background()
 	r, key := setup(t, w, nil)
 	want := outputOf(t, collect(t, r.Run(ctx, userID, key.SessionID, text("go"), nil)), "wf")
@@ -201,18 +201,18 @@ func TestNodeInputSameAfterResume(t *testing.T) {
 // asking again: each call is made once, and each answer finishes its node.
 // (CONFORMANCE A12)
 func TestInputAskedOnceWhileItWaits(t *testing.T) {
-	asker := func(name string) *workflow.Node {
-		return workflow.Func(name, func(_ context.Context, nc *workflow.Context, _ any) (string, error) {
-			resp, err := nc.RequestInput(workflow.InputRequest{Message: name + "?"})
+	asker := func(name string) *graph.Node {
+		return graph.Func(name, func(_ context.Context, nc *graph.Context, _ any) (string, error) {
+			resp, err := nc.RequestInput(graph.InputRequest{Message: name + "?"})
 			if err != nil {
 				return "", err
 			}
 			return fmt.Sprint(name, "=", resp["v"]), nil
 		})
 	}
-	start := workflow.Func("start", func(_ context.Context, _ *workflow.Context, in string) (string, error) { return in, nil })
-	w := mustNew(t, workflow.Config{Name: "form", Nodes: []*workflow.Node{start, asker("a"), asker("b"), workflow.Join("both")},
-		Edges: []workflow.Edge{{From: "start", To: "a"}, {From: "start", To: "b"}, {From: "a", To: "both"}, {From: "b", To: "both"}}})
+	start := graph.Func("start", func(_ context.Context, _ *graph.Context, in string) (string, error) { return in, nil })
+	w := mustNew(t, graph.Config{Name: "form", Nodes: []*graph.Node{start, asker("a"), asker("b"), graph.Join("both")},
+		Edges: []graph.Edge{{From: "start", To: "a"}, {From: "start", To: "b"}, {From: "a", To: "both"}, {From: "b", To: "both"}}})
 	svc := memsession.NewService()
 	r, key := setup(t, w, svc)
 	ctx := context.Background()
@@ -224,7 +224,7 @@ func TestInputAskedOnceWhileItWaits(t *testing.T) {
 		out := map[string]*event.Event{}
 		for _, ev := range sess.Events() {
 			for _, fc := range ev.FunctionCalls() {
-				if fc.Name != workflow.FunctionRequestInput {
+				if fc.Name != graph.FunctionRequestInput {
 					continue
 				}
 				if out[ev.Author] != nil {
@@ -245,7 +245,7 @@ func TestInputAskedOnceWhileItWaits(t *testing.T) {
 	}
 	answer := func(node, v string) []*event.Event {
 		msg := text("")
-		msg.Parts = []*genai.Part{workflow.InputResponse(asked[node].FunctionCalls()[0].ID, map[string]any{"v": v})}
+		msg.Parts = []*genai.Part{graph.InputResponse(asked[node].FunctionCalls()[0].ID, map[string]any{"v": v})}
 		return collect(t, r.Run(ctx, userID, key.SessionID, msg, nil))
 	}
 	answer("a", "1")

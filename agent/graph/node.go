@@ -1,4 +1,4 @@
-package workflow
+package graph
 
 import (
 	"context"
@@ -71,21 +71,23 @@ func (r Retry) delay(n int) time.Duration {
 	return d
 }
 
-// Option configures a node.
-type Option func(*Node)
-
-// WithRetry sets the node's retry policy.
-func WithRetry(r Retry) Option { return func(n *Node) { n.retry = r } }
-
-// WithTimeout bounds each attempt of the node: its context is cancelled
-// after d. A node that ignores its context cannot be stopped early.
-func WithTimeout(d time.Duration) Option { return func(n *Node) { n.timeout = d } }
-
-// WithDescription sets the description the graph view shows.
-func WithDescription(s string) Option { return func(n *Node) { n.description = s } }
+// NodeOptions are a node's optional settings (see [Node.With]). The zero
+// value is the default: one attempt, no timeout, the description of the
+// node's agent or tool.
+type NodeOptions struct {
+	// Description is what the graph view shows; empty keeps the node's.
+	Description string
+	// Retry is the node's retry policy.
+	Retry Retry
+	// Timeout, when positive, bounds each attempt of the node: its context
+	// is cancelled after it. A node that ignores its context cannot be
+	// stopped early.
+	Timeout time.Duration
+}
 
 // Node is one step of a workflow. Build it with [Func], [FromAgent],
-// [FromTool] or [Join]; it is immutable and may be shared by workflows.
+// [FromTool], [Join] or [ParallelWorker], and set its options with
+// [Node.With]; it is immutable and may be shared by workflows.
 type Node struct {
 	name        string
 	description string
@@ -100,19 +102,45 @@ type Node struct {
 // Name returns the node's name, unique within its workflow.
 func (n *Node) Name() string { return n.name }
 
+// Description returns the node's description: its options', or its
+// agent's or tool's.
+func (n *Node) Description() string { return n.description }
+
 // Kind returns what the node runs.
 func (n *Node) Kind() Kind { return n.kind }
 
 // Agent returns the agent of an agent or workflow node, or nil.
 func (n *Node) Agent() agent.Agent { return n.agent }
 
-func newNode(name string, kind Kind, opts []Option) *Node {
-	n := &Node{name: name, kind: kind}
-	for _, o := range opts {
-		o(n)
+// With returns a copy of n with opts; n itself is unchanged.
+//
+//	fetch := graph.Func("fetch", fetchPage).With(graph.NodeOptions{
+//		Retry:   graph.Retry{MaxAttempts: 3, Backoff: time.Second},
+//		Timeout: 30 * time.Second,
+//	})
+func (n *Node) With(opts NodeOptions) *Node {
+	c := *n
+	if opts.Description != "" {
+		c.description = opts.Description
 	}
-	return n
+	c.retry = opts.Retry
+	c.timeout = opts.Timeout
+	return &c
 }
+
+// Named returns a copy of a function, tool or join node under another
+// name, such as a registered function given the name a config file uses.
+// An agent or workflow node is named by its agent, and cannot be renamed.
+func (n *Node) Named(name string) (*Node, error) {
+	if n.agent != nil && name != n.name {
+		return nil, fmt.Errorf("%w: node %q runs an agent, which names it", ErrInvalidConfig, n.name)
+	}
+	c := *n
+	c.name = name
+	return &c, nil
+}
+
+func newNode(name string, kind Kind) *Node { return &Node{name: name, kind: kind} }
 
 // Func returns a node that runs fn. Its input is the output of the node
 // before it (for the start node, the text of the user message), in the
@@ -122,12 +150,12 @@ func newNode(name string, kind Kind, opts []Option) *Node {
 // result. fn is run again from the start when the invocation
 // resumes before the node finished (after a human-input answer, say), so
 // what it does before [Context.RequestInput] should be repeatable.
-func Func[In, Out any](name string, fn func(ctx context.Context, nc *Context, in In) (Out, error), opts ...Option) *Node {
-	n := newNode(name, KindFunc, opts)
+func Func[In, Out any](name string, fn func(ctx context.Context, nc *Context, in In) (Out, error)) *Node {
+	n := newNode(name, KindFunc)
 	n.fn = func(ctx context.Context, nc *Context, in any) (any, error) {
 		v, err := Convert[In](in)
 		if err != nil {
-			return nil, fmt.Errorf("input of node %s: %w", name, err)
+			return nil, fmt.Errorf("node input: %w", err)
 		}
 		return fn(ctx, nc, v)
 	}
@@ -139,16 +167,14 @@ func Func[In, Out any](name string, fn func(ctx context.Context, nc *Context, in
 // the text of the agent's final response. A *Workflow becomes a nested
 // workflow node: it gets the input directly and its output is the nested
 // workflow's output. The node takes the agent's name.
-func FromAgent(a agent.Agent, opts ...Option) *Node {
+func FromAgent(a agent.Agent) *Node {
 	kind := KindAgent
 	if _, ok := a.(*Workflow); ok {
 		kind = KindWorkflow
 	}
-	n := newNode(a.Name(), kind, opts)
+	n := newNode(a.Name(), kind)
 	n.agent = a
-	if n.description == "" {
-		n.description = a.Description()
-	}
+	n.description = a.Description()
 	return n
 }
 
@@ -156,12 +182,10 @@ func FromAgent(a agent.Agent, opts ...Option) *Node {
 // map, or a value converted to one through JSON); its output is the tool's
 // result. State written through the tool context is committed with the
 // node's end.
-func FromTool(t tool.Tool, opts ...Option) *Node {
-	n := newNode(t.Name(), KindTool, opts)
+func FromTool(t tool.Tool) *Node {
+	n := newNode(t.Name(), KindTool)
 	n.tool = t
-	if n.description == "" {
-		n.description = t.Description()
-	}
+	n.description = t.Description()
 	return n
 }
 
@@ -169,8 +193,8 @@ func FromTool(t tool.Tool, opts ...Option) *Node {
 // can still deliver has delivered an output (a predecessor a route skipped
 // is not waited for), then outputs them as one map from predecessor name to
 // output.
-func Join(name string, opts ...Option) *Node {
-	n := newNode(name, KindJoin, opts)
+func Join(name string) *Node {
+	n := newNode(name, KindJoin)
 	n.fn = func(_ context.Context, _ *Context, in any) (any, error) { return in, nil }
 	return n
 }

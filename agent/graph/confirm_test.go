@@ -1,4 +1,4 @@
-package workflow_test
+package graph_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"google.golang.org/genai"
 
-	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/tool"
 	"github.com/loomkit/loom/tool/functiontool"
 )
@@ -30,18 +30,18 @@ func TestToolNodeConfirmationThroughRequestInput(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{
-			workflow.Func("bill", func(_ context.Context, _ *workflow.Context, _ string) (map[string]any, error) {
+		w := mustNew(t, graph.Config{Name: "wf", Nodes: []*graph.Node{
+			graph.Func("bill", func(_ context.Context, _ *graph.Context, _ string) (map[string]any, error) {
 				return map[string]any{"amount": 5}, nil
 			}),
-			workflow.FromTool(pay)},
-			Edges: []workflow.Edge{{From: "bill", To: "pay"}}})
+			graph.FromTool(pay)},
+			Edges: []graph.Edge{{From: "bill", To: "pay"}}})
 		r, key := setup(t, w, nil)
 		var id string
 		var args map[string]any
 		for _, ev := range collect(t, r.Run(context.Background(), userID, key.SessionID, text("go"), nil)) {
 			for _, fc := range ev.FunctionCalls() {
-				if fc.Name == workflow.FunctionRequestInput {
+				if fc.Name == graph.FunctionRequestInput {
 					id, args = fc.ID, fc.Args
 				}
 			}
@@ -55,7 +55,7 @@ func TestToolNodeConfirmationThroughRequestInput(t *testing.T) {
 		if p, _ := args["payload"].(map[string]any); p == nil || p["tool"] != "pay" {
 			t.Errorf("request payload = %#v, want the tool and its arguments", args["payload"])
 		}
-		answer := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{workflow.InputResponse(id, map[string]any{"confirmed": confirmed})}}
+		answer := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{graph.InputResponse(id, map[string]any{"confirmed": confirmed})}}
 		evs := collect(t, r.Run(context.Background(), userID, key.SessionID, answer, nil))
 		got := outputOf(t, evs, "wf")
 		if confirmed {

@@ -1,4 +1,4 @@
-package workflow_test
+package graph_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/agent/llmagent"
-	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/runner"
@@ -23,9 +23,9 @@ const (
 	userID  = "u"
 )
 
-func mustNew(t testing.TB, cfg workflow.Config) *workflow.Workflow {
+func mustNew(t testing.TB, cfg graph.Config) *graph.Workflow {
 	t.Helper()
-	w, err := workflow.New(cfg)
+	w, err := graph.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,12 +95,12 @@ func inputCall(t testing.TB, evs []*event.Event) (*event.Event, *genai.FunctionC
 	t.Helper()
 	for _, ev := range evs {
 		for _, fc := range ev.FunctionCalls() {
-			if fc.Name == workflow.FunctionRequestInput {
+			if fc.Name == graph.FunctionRequestInput {
 				return ev, fc
 			}
 		}
 	}
-	t.Fatalf("no %s call among %d events", workflow.FunctionRequestInput, len(evs))
+	t.Fatalf("no %s call among %d events", graph.FunctionRequestInput, len(evs))
 	return nil, nil
 }
 
@@ -122,8 +122,8 @@ func llm(t testing.TB, name string, m *scripted.Model, tools ...tool.Tool) *llma
 	return a
 }
 
-func upper(name string) *workflow.Node {
-	return workflow.Func(name, func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+func upper(name string) *graph.Node {
+	return graph.Func(name, func(_ context.Context, _ *graph.Context, in string) (string, error) {
 		return strings.ToUpper(in), nil
 	})
 }

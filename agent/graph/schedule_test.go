@@ -1,4 +1,4 @@
-package workflow_test
+package graph_test
 
 import (
 	"context"
@@ -7,20 +7,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/agent/graph"
 )
 
 // TestJoinAfterRoutedBranch: a join after a node whose route skipped one of
 // the join's predecessors runs with the outputs of the ones that ran.
 // (CONFORMANCE A11)
 func TestJoinAfterRoutedBranch(t *testing.T) {
-	pick := workflow.Func("pick", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+	pick := graph.Func("pick", func(_ context.Context, nc *graph.Context, in string) (string, error) {
 		nc.SetRoute("left")
 		return in, nil
 	})
-	w := mustNew(t, workflow.Config{Name: "routed",
-		Nodes: []*workflow.Node{pick, upper("left"), upper("right"), upper("always"), workflow.Join("all")},
-		Edges: []workflow.Edge{
+	w := mustNew(t, graph.Config{Name: "routed",
+		Nodes: []*graph.Node{pick, upper("left"), upper("right"), upper("always"), graph.Join("all")},
+		Edges: []graph.Edge{
 			{From: "pick", To: "left", Route: "left"}, {From: "pick", To: "right", Route: "right"},
 			{From: "pick", To: "always"},
 			{From: "left", To: "all"}, {From: "right", To: "all"}, {From: "always", To: "all"},
@@ -37,9 +37,9 @@ func TestJoinAfterRoutedBranch(t *testing.T) {
 // longer path (reachable from a running node) waits for it.
 // (CONFORMANCE A11)
 func TestJoinWaitsForLongerPath(t *testing.T) {
-	w := mustNew(t, workflow.Config{Name: "paths",
-		Nodes: []*workflow.Node{upper("start"), upper("short"), upper("long1"), upper("long2"), workflow.Join("all")},
-		Edges: []workflow.Edge{
+	w := mustNew(t, graph.Config{Name: "paths",
+		Nodes: []*graph.Node{upper("start"), upper("short"), upper("long1"), upper("long2"), graph.Join("all")},
+		Edges: []graph.Edge{
 			{From: "start", To: "short"}, {From: "start", To: "long1"}, {From: "long1", To: "long2"},
 			{From: "short", To: "all"}, {From: "long2", To: "all"},
 		}})
@@ -62,8 +62,8 @@ func TestSlowBranchDoesNotHoldBackOthers(t *testing.T) {
 		order = append(order, name)
 		mu.Unlock()
 	}
-	node := func(name string, d time.Duration) *workflow.Node {
-		return workflow.Func(name, func(ctx context.Context, _ *workflow.Context, in string) (string, error) {
+	node := func(name string, d time.Duration) *graph.Node {
+		return graph.Func(name, func(ctx context.Context, _ *graph.Context, in string) (string, error) {
 			select {
 			case <-time.After(d):
 			case <-ctx.Done():
@@ -73,10 +73,10 @@ func TestSlowBranchDoesNotHoldBackOthers(t *testing.T) {
 			return name, nil
 		})
 	}
-	w := mustNew(t, workflow.Config{Name: "fan",
-		Nodes: []*workflow.Node{upper("start"), node("slow", 300*time.Millisecond), node("fast", 0), node("fast2", 0),
-			node("after", 0), workflow.Join("all")},
-		Edges: []workflow.Edge{
+	w := mustNew(t, graph.Config{Name: "fan",
+		Nodes: []*graph.Node{upper("start"), node("slow", 300*time.Millisecond), node("fast", 0), node("fast2", 0),
+			node("after", 0), graph.Join("all")},
+		Edges: []graph.Edge{
 			{From: "start", To: "slow"}, {From: "start", To: "fast"}, {From: "start", To: "fast2"},
 			{From: "fast", To: "after"},
 			{From: "slow", To: "all"}, {From: "after", To: "all"}, {From: "fast2", To: "all"},
@@ -108,19 +108,19 @@ func TestSlowBranchDoesNotHoldBackOthers(t *testing.T) {
 // fan-out) when the node's route matches no other edge, and only then.
 // (CONFORMANCE A11)
 func TestDefaultRoute(t *testing.T) {
-	build := func() *workflow.Workflow {
-		pick := workflow.Func("pick", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+	build := func() *graph.Workflow {
+		pick := graph.Func("pick", func(_ context.Context, nc *graph.Context, in string) (string, error) {
 			if in != "none" {
 				nc.SetRoute(in)
 			}
 			return in, nil
 		})
-		return mustNew(t, workflow.Config{Name: "router",
-			Nodes: []*workflow.Node{pick, upper("known"), upper("other1"), upper("other2"), workflow.Join("all")},
-			Edges: []workflow.Edge{
+		return mustNew(t, graph.Config{Name: "router",
+			Nodes: []*graph.Node{pick, upper("known"), upper("other1"), upper("other2"), graph.Join("all")},
+			Edges: []graph.Edge{
 				{From: "pick", To: "known", Route: "known"},
-				{From: "pick", To: "other1", Route: workflow.DefaultRoute},
-				{From: "pick", To: "other2", Route: workflow.DefaultRoute},
+				{From: "pick", To: "other1", Route: graph.DefaultRoute},
+				{From: "pick", To: "other2", Route: graph.DefaultRoute},
 				{From: "known", To: "all"}, {From: "other1", To: "all"}, {From: "other2", To: "all"},
 			}})
 	}

@@ -1,4 +1,4 @@
-package workflow
+package graph
 
 import (
 	"context"
@@ -41,7 +41,9 @@ func (r *run) schedule(ctx context.Context, c *call, input any, fromUser bool, y
 		relay: agent.NewRelay(ctx), onRelay: map[int]branchRun{}}
 	defer s.relay.Close()
 	emit := func(ev *event.Event) bool { return yield(ev, nil) }
-	s.enqueue(r.w.nodes[r.w.cfg.Start], input, fromUser)
+	for _, name := range r.w.starts {
+		s.enqueue(r.w.nodes[name], input, fromUser)
+	}
 	for len(s.queue) > 0 || s.relay.Running() > 0 {
 		if r.inv.Ended() {
 			return nil, false

@@ -1,4 +1,4 @@
-package workflow_test
+package graph_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"
 )
@@ -18,24 +18,24 @@ import (
 // (CONFORMANCE A12)
 func TestFailedNodeRunsAgainOnResume(t *testing.T) {
 	var a, b atomic.Int32
-	nodeA := workflow.Func("a", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+	nodeA := graph.Func("a", func(_ context.Context, _ *graph.Context, in string) (string, error) {
 		a.Add(1)
 		return in + "a", nil
 	})
-	nodeB := workflow.Func("b", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+	nodeB := graph.Func("b", func(_ context.Context, _ *graph.Context, in string) (string, error) {
 		if b.Add(1) == 1 {
 			return "", errFlaky
 		}
 		return in + "b", nil
 	})
-	wf := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{nodeA, nodeB}, Edges: []workflow.Edge{{From: "a", To: "b"}}})
+	wf := mustNew(t, graph.Config{Name: "wf", Nodes: []*graph.Node{nodeA, nodeB}, Edges: []graph.Edge{{From: "a", To: "b"}}})
 	ctx := context.Background()
 	r, key := setup(t, wf, nil)
 	var invID string
 	failed := false
 	for _, ev := range collect(t, r.Run(ctx, userID, key.SessionID, text("x"), nil)) {
 		invID = ev.InvocationID
-		if ev.ErrorCode == workflow.ErrorCodeNodeFailed {
+		if ev.ErrorCode == graph.ErrorCodeNodeFailed {
 			failed = true
 		}
 	}
@@ -64,30 +64,30 @@ var errFlaky = errors.New("flaky")
 // (CONFORMANCE A12)
 func TestFailedNestedNodeRunsAgainOnResume(t *testing.T) {
 	var x, y, up atomic.Int32
-	nodeX := workflow.Func("x", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+	nodeX := graph.Func("x", func(_ context.Context, _ *graph.Context, in string) (string, error) {
 		x.Add(1)
 		return in + "x", nil
 	})
-	nodeY := workflow.Func("y", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+	nodeY := graph.Func("y", func(_ context.Context, _ *graph.Context, in string) (string, error) {
 		if y.Add(1) == 1 {
 			return "", errFlaky
 		}
 		return in + "y", nil
 	})
-	nodeUp := workflow.Func("up", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+	nodeUp := graph.Func("up", func(_ context.Context, _ *graph.Context, in string) (string, error) {
 		up.Add(1)
 		return in + "u", nil
 	})
-	inner := mustNew(t, workflow.Config{Name: "inner", Nodes: []*workflow.Node{nodeX, nodeY}, Edges: []workflow.Edge{{From: "x", To: "y"}}})
-	outer := mustNew(t, workflow.Config{Name: "outer", Nodes: []*workflow.Node{nodeUp, workflow.FromAgent(inner)},
-		Edges: []workflow.Edge{{From: "up", To: "inner"}}})
+	inner := mustNew(t, graph.Config{Name: "inner", Nodes: []*graph.Node{nodeX, nodeY}, Edges: []graph.Edge{{From: "x", To: "y"}}})
+	outer := mustNew(t, graph.Config{Name: "outer", Nodes: []*graph.Node{nodeUp, graph.FromAgent(inner)},
+		Edges: []graph.Edge{{From: "up", To: "inner"}}})
 	ctx := context.Background()
 	r, key := setup(t, outer, nil)
 	var invID string
 	failed := false
 	for _, ev := range collect(t, r.Run(ctx, userID, key.SessionID, text("s"), nil)) {
 		invID = ev.InvocationID
-		if ev.ErrorCode == workflow.ErrorCodeNodeFailed {
+		if ev.ErrorCode == graph.ErrorCodeNodeFailed {
 			failed = true
 		}
 	}
@@ -115,8 +115,8 @@ func TestFailedAgentNodeRunsAgainOnResume(t *testing.T) {
 		return scripted.Text("heard " + scripted.LastUserText(req)), nil
 	})
 	bot := llm(t, "bot", m)
-	wf := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{upper("up"), workflow.FromAgent(bot)},
-		Edges: []workflow.Edge{{From: "up", To: "bot"}}})
+	wf := mustNew(t, graph.Config{Name: "wf", Nodes: []*graph.Node{upper("up"), graph.FromAgent(bot)},
+		Edges: []graph.Edge{{From: "up", To: "bot"}}})
 	ctx := context.Background()
 	r, key := setup(t, wf, nil)
 	var invID string
@@ -151,14 +151,14 @@ func TestFailedAgentNodeRunsAgainOnResume(t *testing.T) {
 // (CONFORMANCE A11)
 func TestNestedWorkflowRetry(t *testing.T) {
 	var y atomic.Int32
-	nodeY := workflow.Func("y", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+	nodeY := graph.Func("y", func(_ context.Context, _ *graph.Context, in string) (string, error) {
 		if y.Add(1) == 1 {
 			return "", errFlaky
 		}
 		return in + "y", nil
 	})
-	inner := mustNew(t, workflow.Config{Name: "inner", Nodes: []*workflow.Node{upper("x"), nodeY}, Edges: []workflow.Edge{{From: "x", To: "y"}}})
-	outer := mustNew(t, workflow.Config{Name: "outer", Nodes: []*workflow.Node{workflow.FromAgent(inner, workflow.WithRetry(workflow.Retry{MaxAttempts: 2}))}})
+	inner := mustNew(t, graph.Config{Name: "inner", Nodes: []*graph.Node{upper("x"), nodeY}, Edges: []graph.Edge{{From: "x", To: "y"}}})
+	outer := mustNew(t, graph.Config{Name: "outer", Nodes: []*graph.Node{graph.FromAgent(inner).With(graph.NodeOptions{Retry: graph.Retry{MaxAttempts: 2}})}})
 	r, key := setup(t, outer, nil)
 	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("s"), nil))
 	if got := outputOf(t, evs, "outer"); got != "Sy" {

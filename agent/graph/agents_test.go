@@ -1,4 +1,4 @@
-package workflow_test
+package graph_test
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/agent/llmagent"
-	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/agent/workflowagent"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model/scripted"
@@ -27,8 +27,8 @@ import (
 // (CONFORMANCE A11)
 func TestWorkflowAsSubAgent(t *testing.T) {
 	var runs atomic.Int32
-	wf := mustNew(t, workflow.Config{Name: "shouter", Description: "shouts", Nodes: []*workflow.Node{
-		workflow.Func("shout", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+	wf := mustNew(t, graph.Config{Name: "shouter", Description: "shouts", Nodes: []*graph.Node{
+		graph.Func("shout", func(_ context.Context, nc *graph.Context, in string) (string, error) {
 			runs.Add(1)
 			out := strings.ToUpper(in)
 			return out, nc.Say(out)
@@ -81,17 +81,17 @@ func TestLongRunningToolInFanOutOnce(t *testing.T) {
 	}
 	m := scripted.NewSequence("m", scripted.Call("wait", nil), scripted.Text("waited"))
 	waiter := llm(t, "waiter", m, wait)
-	other := workflow.Func("other", func(context.Context, *workflow.Context, string) (string, error) {
+	other := graph.Func("other", func(context.Context, *graph.Context, string) (string, error) {
 		otherRuns.Add(1)
 		return "other done", nil
 	})
-	join := workflow.Func("report", func(_ context.Context, _ *workflow.Context, in map[string]string) (string, error) {
+	join := graph.Func("report", func(_ context.Context, _ *graph.Context, in map[string]string) (string, error) {
 		joins.Add(1)
 		return in["waiter"] + " + " + in["other"], nil
 	})
-	wf := mustNew(t, workflow.Config{Name: "wf",
-		Nodes: []*workflow.Node{upper("start"), workflow.FromAgent(waiter), other, workflow.Join("both"), join},
-		Edges: []workflow.Edge{{From: "start", To: "waiter"}, {From: "start", To: "other"},
+	wf := mustNew(t, graph.Config{Name: "wf",
+		Nodes: []*graph.Node{upper("start"), graph.FromAgent(waiter), other, graph.Join("both"), join},
+		Edges: []graph.Edge{{From: "start", To: "waiter"}, {From: "start", To: "other"},
 			{From: "waiter", To: "both"}, {From: "other", To: "both"}, {From: "both", To: "report"}}})
 
 	ctx := context.Background()
@@ -147,12 +147,12 @@ func TestConfirmationInWorkflowOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	cashier := llm(t, "cashier", scripted.NewSequence("m", scripted.Call("pay", nil), scripted.Text("paid")), pay)
-	first := workflow.Func("prep", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+	first := graph.Func("prep", func(_ context.Context, _ *graph.Context, in string) (string, error) {
 		prep.Add(1)
 		return in, nil
 	})
-	wf := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{first, workflow.FromAgent(cashier), upper("done")},
-		Edges: []workflow.Edge{{From: "prep", To: "cashier"}, {From: "cashier", To: "done"}}})
+	wf := mustNew(t, graph.Config{Name: "wf", Nodes: []*graph.Node{first, graph.FromAgent(cashier), upper("done")},
+		Edges: []graph.Edge{{From: "prep", To: "cashier"}, {From: "cashier", To: "done"}}})
 	r, key := setup(t, wf, nil)
 	ctx := context.Background()
 	evs := collect(t, r.Run(ctx, userID, key.SessionID, text("pay the bill"), nil))
@@ -188,15 +188,15 @@ func TestConfirmationInWorkflowOnce(t *testing.T) {
 // (CONFORMANCE A12)
 func TestResumeAfterCrashSkipsFinishedNodes(t *testing.T) {
 	var a, b atomic.Int32
-	nodeA := workflow.Func("a", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+	nodeA := graph.Func("a", func(_ context.Context, _ *graph.Context, in string) (string, error) {
 		a.Add(1)
 		return in + "a", nil
 	})
-	nodeB := workflow.Func("b", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+	nodeB := graph.Func("b", func(_ context.Context, _ *graph.Context, in string) (string, error) {
 		b.Add(1)
 		return in + "b", nil
 	})
-	wf := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{nodeA, nodeB}, Edges: []workflow.Edge{{From: "a", To: "b"}}})
+	wf := mustNew(t, graph.Config{Name: "wf", Nodes: []*graph.Node{nodeA, nodeB}, Edges: []graph.Edge{{From: "a", To: "b"}}})
 	ctx := context.Background()
 	dsn := "sqlite://" + filepath.Join(t.TempDir(), "s.db")
 	svc1, err := sqlsession.NewService(ctx, dsn, nil)
@@ -237,15 +237,15 @@ func TestResumeAfterCrashSkipsFinishedNodes(t *testing.T) {
 // (CONFORMANCE A12)
 func TestWorkflowInLoopAsksOnEveryPass(t *testing.T) {
 	var asked atomic.Int32
-	ask := workflow.Func("ask", func(_ context.Context, nc *workflow.Context, _ string) (string, error) {
+	ask := graph.Func("ask", func(_ context.Context, nc *graph.Context, _ string) (string, error) {
 		asked.Add(1)
-		resp, err := nc.RequestInput(workflow.InputRequest{Message: "again?"})
+		resp, err := nc.RequestInput(graph.InputRequest{Message: "again?"})
 		if err != nil {
 			return "", err
 		}
 		return fmt.Sprint(resp["v"]), nil
 	})
-	wf := mustNew(t, workflow.Config{Name: "wf", Nodes: []*workflow.Node{ask}})
+	wf := mustNew(t, graph.Config{Name: "wf", Nodes: []*graph.Node{ask}})
 	loop, err := workflowagent.NewLoop(workflowagent.LoopConfig{Config: workflowagent.Config{Name: "loop", SubAgents: []agent.Agent{wf}}, MaxIterations: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +256,7 @@ func TestWorkflowInLoopAsksOnEveryPass(t *testing.T) {
 	var outputs []any
 	answer := func(id, v string) []*event.Event {
 		msg := text("")
-		msg.Parts = []*genai.Part{workflow.InputResponse(id, map[string]any{"v": v})}
+		msg.Parts = []*genai.Part{graph.InputResponse(id, map[string]any{"v": v})}
 		evs := collect(t, r.Run(ctx, userID, key.SessionID, msg, nil))
 		for _, ev := range evs {
 			if ev.Author == "wf" && ev.Actions.EndOfAgent && ev.NodeInfo != nil && ev.NodeInfo.Path == "wf" {
@@ -285,15 +285,15 @@ func TestWorkflowInLoopAsksOnEveryPass(t *testing.T) {
 // without the pause, not the text of the answer.
 // (CONFORMANCE A12)
 func TestWorkflowAfterPauseGetsUserMessage(t *testing.T) {
-	ask := workflow.Func("ask", func(_ context.Context, nc *workflow.Context, _ string) (string, error) {
-		resp, err := nc.RequestInput(workflow.InputRequest{Message: "sure?"})
+	ask := graph.Func("ask", func(_ context.Context, nc *graph.Context, _ string) (string, error) {
+		resp, err := nc.RequestInput(graph.InputRequest{Message: "sure?"})
 		if err != nil {
 			return "", err
 		}
 		return fmt.Sprint(resp["ok"]), nil
 	})
-	asker := mustNew(t, workflow.Config{Name: "asker", Nodes: []*workflow.Node{ask}})
-	echo := mustNew(t, workflow.Config{Name: "echo", Nodes: []*workflow.Node{upper("shout")}})
+	asker := mustNew(t, graph.Config{Name: "asker", Nodes: []*graph.Node{ask}})
+	echo := mustNew(t, graph.Config{Name: "echo", Nodes: []*graph.Node{upper("shout")}})
 	seq, err := workflowagent.NewSequential(workflowagent.Config{Name: "seq", SubAgents: []agent.Agent{asker, echo}})
 	if err != nil {
 		t.Fatal(err)
@@ -301,7 +301,7 @@ func TestWorkflowAfterPauseGetsUserMessage(t *testing.T) {
 	r, key := setup(t, seq, nil)
 	ctx := context.Background()
 	_, fc := inputCall(t, collect(t, r.Run(ctx, userID, key.SessionID, text("hello"), nil)))
-	msg := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: "here you go"}, workflow.InputResponse(fc.ID, map[string]any{"ok": true})}}
+	msg := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: "here you go"}, graph.InputResponse(fc.ID, map[string]any{"ok": true})}}
 	evs := collect(t, r.Run(ctx, userID, key.SessionID, msg, nil))
 	if got := outputOf(t, evs, "echo"); got != "HELLO" {
 		t.Errorf("echo's output = %q, want HELLO (the invocation's message)", got)

@@ -1,4 +1,4 @@
-package workflow_test
+package graph_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"google.golang.org/genai"
 
-	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/event"
 )
 
@@ -21,7 +21,7 @@ import (
 // (CONFORMANCE A11)
 func TestParallelWorkerBound(t *testing.T) {
 	var running, peak atomic.Int32
-	sq := workflow.Func("sq", func(ctx context.Context, _ *workflow.Context, n int) (int, error) {
+	sq := graph.Func("sq", func(ctx context.Context, _ *graph.Context, n int) (int, error) {
 		k := running.Add(1)
 		defer running.Add(-1)
 		for p := peak.Load(); k > p && !peak.CompareAndSwap(p, k); p = peak.Load() {
@@ -30,12 +30,12 @@ func TestParallelWorkerBound(t *testing.T) {
 		time.Sleep(time.Duration(10-n) * 3 * time.Millisecond)
 		return n * n, nil
 	})
-	list := workflow.Func("list", func(_ context.Context, _ *workflow.Context, _ string) ([]int, error) {
+	list := graph.Func("list", func(_ context.Context, _ *graph.Context, _ string) ([]int, error) {
 		return []int{1, 2, 3, 4, 5, 6}, nil
 	})
-	w := mustNew(t, workflow.Config{Name: "pw",
-		Nodes: []*workflow.Node{list, workflow.ParallelWorker(sq, 2)},
-		Edges: []workflow.Edge{{From: "list", To: "sq"}}})
+	w := mustNew(t, graph.Config{Name: "pw",
+		Nodes: []*graph.Node{list, graph.ParallelWorker(sq, 2)},
+		Edges: []graph.Edge{{From: "list", To: "sq"}}})
 	r, key := setup(t, w, nil)
 	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, text("go"), nil))
 	want := []any{1.0, 4.0, 9.0, 16.0, 25.0, 36.0}
@@ -60,20 +60,20 @@ func TestParallelWorkerBound(t *testing.T) {
 // the workflow ends with the error event naming it.
 // (CONFORMANCE A11)
 func TestParallelWorkerFailure(t *testing.T) {
-	check := workflow.Func("check", func(_ context.Context, _ *workflow.Context, n int) (int, error) {
+	check := graph.Func("check", func(_ context.Context, _ *graph.Context, n int) (int, error) {
 		if n == 3 {
 			return 0, fmt.Errorf("three is not allowed")
 		}
 		return n, nil
 	})
-	w := mustNew(t, workflow.Config{Name: "pw", Nodes: []*workflow.Node{
-		workflow.Func("list", func(_ context.Context, _ *workflow.Context, _ string) ([]int, error) { return []int{1, 2, 3, 4}, nil }),
-		workflow.ParallelWorker(check, 0)},
-		Edges: []workflow.Edge{{From: "list", To: "check"}}})
+	w := mustNew(t, graph.Config{Name: "pw", Nodes: []*graph.Node{
+		graph.Func("list", func(_ context.Context, _ *graph.Context, _ string) ([]int, error) { return []int{1, 2, 3, 4}, nil }),
+		graph.ParallelWorker(check, 0)},
+		Edges: []graph.Edge{{From: "list", To: "check"}}})
 	r, key := setup(t, w, nil)
 	var failed *event.Event
 	for _, ev := range collect(t, r.Run(context.Background(), userID, key.SessionID, text("go"), nil)) {
-		if ev.ErrorCode == workflow.ErrorCodeNodeFailed {
+		if ev.ErrorCode == graph.ErrorCodeNodeFailed {
 			failed = ev
 		}
 	}
@@ -88,26 +88,26 @@ func TestParallelWorkerFailure(t *testing.T) {
 // (CONFORMANCE A12)
 func TestParallelWorkerResumesWaitingItem(t *testing.T) {
 	var runs [4]atomic.Int32
-	ask := workflow.Func("ask", func(_ context.Context, nc *workflow.Context, n int) (string, error) {
+	ask := graph.Func("ask", func(_ context.Context, nc *graph.Context, n int) (string, error) {
 		runs[n].Add(1)
 		if n != 2 {
 			return fmt.Sprint(n), nil
 		}
-		ans, err := nc.RequestInput(workflow.InputRequest{Message: "two?"})
+		ans, err := nc.RequestInput(graph.InputRequest{Message: "two?"})
 		if err != nil {
 			return "", err
 		}
 		return fmt.Sprint(ans["v"]), nil
 	})
-	w := mustNew(t, workflow.Config{Name: "pw", Nodes: []*workflow.Node{
-		workflow.Func("list", func(_ context.Context, _ *workflow.Context, _ string) ([]int, error) { return []int{1, 2, 3}, nil }),
-		workflow.ParallelWorker(ask, 0)},
-		Edges: []workflow.Edge{{From: "list", To: "ask"}}})
+	w := mustNew(t, graph.Config{Name: "pw", Nodes: []*graph.Node{
+		graph.Func("list", func(_ context.Context, _ *graph.Context, _ string) ([]int, error) { return []int{1, 2, 3}, nil }),
+		graph.ParallelWorker(ask, 0)},
+		Edges: []graph.Edge{{From: "list", To: "ask"}}})
 	r, key := setup(t, w, nil)
 	var id string
 	for _, ev := range collect(t, r.Run(context.Background(), userID, key.SessionID, text("go"), nil)) {
 		for _, fc := range ev.FunctionCalls() {
-			if fc.Name == workflow.FunctionRequestInput {
+			if fc.Name == graph.FunctionRequestInput {
 				id = fc.ID
 			}
 		}
@@ -115,7 +115,7 @@ func TestParallelWorkerResumesWaitingItem(t *testing.T) {
 	if id == "" {
 		t.Fatal("no input request")
 	}
-	answer := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{workflow.InputResponse(id, map[string]any{"v": "deux"})}}
+	answer := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{graph.InputResponse(id, map[string]any{"v": "deux"})}}
 	evs := collect(t, r.Run(context.Background(), userID, key.SessionID, answer, nil))
 	if got := outputOf(t, evs, "pw"); !reflect.DeepEqual(got, []any{"1", "deux", "3"}) {
 		t.Errorf("output = %#v", got)

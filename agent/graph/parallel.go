@@ -1,4 +1,4 @@
-package workflow
+package graph
 
 import (
 	"context"
@@ -18,11 +18,9 @@ import (
 // item that fails stops the others and fails the node; an item that waits
 // for input lets the items already running finish, starts no more, and
 // pauses the node.
-func ParallelWorker(n *Node, maxWorkers int, opts ...Option) *Node {
-	pw := newNode(n.name, KindFunc, opts)
-	if pw.description == "" {
-		pw.description = n.description
-	}
+func ParallelWorker(n *Node, maxWorkers int) *Node {
+	pw := newNode(n.name, KindFunc)
+	pw.description = n.description
 	pw.fn = func(ctx context.Context, nc *Context, in any) (any, error) {
 		return nc.runEach(ctx, n, in, maxWorkers)
 	}

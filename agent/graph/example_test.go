@@ -1,4 +1,4 @@
-package workflow_test
+package graph_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
-	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/plugin"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
@@ -19,7 +19,7 @@ import (
 // A workflow routes a message, fans out to two checks that run
 // concurrently, and joins their results.
 func ExampleNew() {
-	classify := workflow.Func("classify", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+	classify := graph.Func("classify", func(_ context.Context, nc *graph.Context, in string) (string, error) {
 		if strings.Contains(in, "?") {
 			nc.SetRoute("question")
 		} else {
@@ -27,22 +27,22 @@ func ExampleNew() {
 		}
 		return in, nil
 	})
-	answer := workflow.Func("answer", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+	answer := graph.Func("answer", func(_ context.Context, _ *graph.Context, in string) (string, error) {
 		return "a question: " + in, nil
 	})
-	length := workflow.Func("length", func(_ context.Context, _ *workflow.Context, in string) (int, error) {
+	length := graph.Func("length", func(_ context.Context, _ *graph.Context, in string) (int, error) {
 		return len(in), nil
 	})
-	words := workflow.Func("words", func(_ context.Context, _ *workflow.Context, in string) (int, error) {
+	words := graph.Func("words", func(_ context.Context, _ *graph.Context, in string) (int, error) {
 		return len(strings.Fields(in)), nil
 	})
-	report := workflow.Func("report", func(_ context.Context, _ *workflow.Context, in map[string]int) (string, error) {
+	report := graph.Func("report", func(_ context.Context, _ *graph.Context, in map[string]int) (string, error) {
 		return fmt.Sprintf("%d characters, %d words", in["length"], in["words"]), nil
 	})
-	wf, err := workflow.New(workflow.Config{
+	wf, err := graph.New(graph.Config{
 		Name:  "triage",
-		Nodes: []*workflow.Node{classify, answer, length, words, workflow.Join("stats"), report},
-		Edges: []workflow.Edge{
+		Nodes: []*graph.Node{classify, answer, length, words, graph.Join("stats"), report},
+		Edges: []graph.Edge{
 			{From: "classify", To: "answer", Route: "question"},
 			{From: "classify", To: "length", Route: "statement"},
 			{From: "classify", To: "words", Route: "statement"},
@@ -81,17 +81,17 @@ func ExampleNew() {
 // answers the adk_request_input call, then the node runs again with the
 // answer.
 func ExampleContext_RequestInput() {
-	approve := workflow.Func("approve", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
-		resp, err := nc.RequestInput(workflow.InputRequest{Message: "Send " + in + "?"})
+	approve := graph.Func("approve", func(_ context.Context, nc *graph.Context, in string) (string, error) {
+		resp, err := nc.RequestInput(graph.InputRequest{Message: "Send " + in + "?"})
 		if err != nil {
-			return "", err // workflow.ErrWaitingForInput: the workflow pauses
+			return "", err // graph.ErrWaitingForInput: the workflow pauses
 		}
 		if resp["approved"] == true {
 			return "sent " + in, nil
 		}
 		return "kept " + in, nil
 	})
-	wf, _ := workflow.New(workflow.Config{Name: "mailer", Nodes: []*workflow.Node{approve}})
+	wf, _ := graph.New(graph.Config{Name: "mailer", Nodes: []*graph.Node{approve}})
 
 	ctx := context.Background()
 	sessions := memsession.NewService()
@@ -101,14 +101,14 @@ func ExampleContext_RequestInput() {
 	var callID string
 	for ev := range r.Run(ctx, "ada", "s1", genai.NewContentFromText("the report", genai.RoleUser), nil) {
 		for _, fc := range ev.FunctionCalls() {
-			if fc.Name == workflow.FunctionRequestInput {
+			if fc.Name == graph.FunctionRequestInput {
 				callID = fc.ID
 				fmt.Println("asked:", fc.Args["message"])
 			}
 		}
 	}
 	answer := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{
-		workflow.InputResponse(callID, map[string]any{"approved": true}),
+		graph.InputResponse(callID, map[string]any{"approved": true}),
 	}}
 	for ev := range r.Run(ctx, "ada", "s1", answer, nil) {
 		if ev.Author == "mailer" && ev.Actions.EndOfAgent {
@@ -122,11 +122,11 @@ func ExampleContext_RequestInput() {
 
 // A node runs another node chosen at run time and awaits its output.
 func ExampleContext_RunNode() {
-	square := workflow.Func("square", func(_ context.Context, _ *workflow.Context, n int) (int, error) { return n * n, nil })
-	pick := workflow.Func("pick", func(ctx context.Context, nc *workflow.Context, in string) (any, error) {
+	square := graph.Func("square", func(_ context.Context, _ *graph.Context, n int) (int, error) { return n * n, nil })
+	pick := graph.Func("pick", func(ctx context.Context, nc *graph.Context, in string) (any, error) {
 		return nc.RunNode(ctx, square, len(in))
 	})
-	wf, _ := workflow.New(workflow.Config{Name: "dynamic", Nodes: []*workflow.Node{pick}})
+	wf, _ := graph.New(graph.Config{Name: "dynamic", Nodes: []*graph.Node{pick}})
 
 	ctx := context.Background()
 	sessions := memsession.NewService()
@@ -146,24 +146,24 @@ func ExampleContext_RunNode() {
 // A parallel worker runs one node over every item of a list, two at a time,
 // and a default route catches what no other route names.
 func ExampleParallelWorker() {
-	split := workflow.Func("split", func(_ context.Context, nc *workflow.Context, in string) ([]string, error) {
+	split := graph.Func("split", func(_ context.Context, nc *graph.Context, in string) ([]string, error) {
 		if in == "" {
 			nc.SetRoute("empty")
 		}
 		return strings.Fields(in), nil
 	})
-	shout := workflow.Func("shout", func(_ context.Context, _ *workflow.Context, word string) (string, error) {
+	shout := graph.Func("shout", func(_ context.Context, _ *graph.Context, word string) (string, error) {
 		return strings.ToUpper(word) + "!", nil
 	})
-	nothing := workflow.Func("nothing", func(_ context.Context, _ *workflow.Context, _ any) (string, error) {
+	nothing := graph.Func("nothing", func(_ context.Context, _ *graph.Context, _ any) (string, error) {
 		return "nothing to shout", nil
 	})
-	wf, err := workflow.New(workflow.Config{
+	wf, err := graph.New(graph.Config{
 		Name:  "shouter",
-		Nodes: []*workflow.Node{split, workflow.ParallelWorker(shout, 2), nothing},
-		Edges: []workflow.Edge{
+		Nodes: []*graph.Node{split, graph.ParallelWorker(shout, 2), nothing},
+		Edges: []graph.Edge{
 			{From: "split", To: "nothing", Route: "empty"},
-			{From: "split", To: "shout", Route: workflow.DefaultRoute},
+			{From: "split", To: "shout", Route: graph.DefaultRoute},
 		},
 	})
 	if err != nil {
@@ -194,18 +194,18 @@ func ExampleParallelWorker() {
 // that fails once is tried again, and the route of a node is reported.
 func ExampleRetry_nodeCallbacks() {
 	tries := 0
-	classify := workflow.Func("classify", func(_ context.Context, nc *workflow.Context, in string) (string, error) {
+	classify := graph.Func("classify", func(_ context.Context, nc *graph.Context, in string) (string, error) {
 		nc.SetRoute("refund")
 		return in, nil
 	})
-	lookup := workflow.Func("lookup", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+	lookup := graph.Func("lookup", func(_ context.Context, _ *graph.Context, in string) (string, error) {
 		if tries++; tries == 1 {
 			return "", errors.New("service unavailable")
 		}
 		return "order 77", nil
-	}, workflow.WithRetry(workflow.Retry{MaxAttempts: 3}))
-	wf, err := workflow.New(workflow.Config{Name: "support", Nodes: []*workflow.Node{classify, lookup},
-		Edges: []workflow.Edge{{From: "classify", To: "lookup", Route: "refund"}}})
+	}).With(graph.NodeOptions{Retry: graph.Retry{MaxAttempts: 3}})
+	wf, err := graph.New(graph.Config{Name: "support", Nodes: []*graph.Node{classify, lookup},
+		Edges: []graph.Edge{{From: "classify", To: "lookup", Route: "refund"}}})
 	if err != nil {
 		fmt.Println(err)
 		return
