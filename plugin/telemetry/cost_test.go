@@ -10,8 +10,8 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/agent/llmagent"
-	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/agent/workflowagent"
 	"github.com/loomkit/loom/cost"
 	"github.com/loomkit/loom/model/scripted"
@@ -42,7 +42,7 @@ func costApp(t *testing.T) agent.Agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wf, err := workflow.New(workflow.Config{Name: "support", Nodes: []*workflow.Node{workflow.FromAgent(writer)}})
+	wf, err := graph.New(graph.Config{Name: "support", Nodes: []*graph.Node{graph.FromAgent(writer)}})
 	if err != nil {
 		t.Fatal(err)
 	}
