@@ -92,7 +92,7 @@ type Node struct {
 	kind        Kind
 	fn          func(ctx context.Context, nc *Context, in any) (any, error)
 	agent       agent.Agent
-	tool        tool.Tool
+	tool        tool.Function
 	retry       Retry
 	timeout     time.Duration
 }
@@ -156,7 +156,7 @@ func FromAgent(a agent.Agent, opts ...Option) *Node {
 // map, or a value converted to one through JSON); its output is the tool's
 // result. State written through the tool context is committed with the
 // node's end.
-func FromTool(t tool.Tool, opts ...Option) *Node {
+func FromTool(t tool.Function, opts ...Option) *Node {
 	n := newNode(t.Name(), KindTool, opts)
 	n.tool = t
 	if n.description == "" {
