@@ -321,7 +321,7 @@ func (r *replayer) beforeTool(ctx context.Context, tc tool.Context, t tool.Tool,
 		// The tool runs for its effects (state, artifacts); the
 		// recorded result is what the model gets. An agent used as a
 		// tool does not run: its own calls are not replayed.
-		if _, err := t.Run(ctx, tc, args); err != nil {
+		if _, err := t.(tool.Function).Run(ctx, tc, args); err != nil {
 			return nil, err
 		}
 	}

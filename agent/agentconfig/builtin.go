@@ -67,8 +67,8 @@ func init() {
 var builtinTools = sync.OnceValue(func() map[string]func() (tool.Tool, error) {
 	return map[string]func() (tool.Tool, error){
 		exitlooptool.Name:                   func() (tool.Tool, error) { return exitlooptool.New(), nil },
-		"load_artifacts":                    loadartifactstool.New,
-		"load_memory":                       loadmemorytool.New,
+		"load_artifacts":                    func() (tool.Tool, error) { return loadartifactstool.New() },
+		"load_memory":                       func() (tool.Tool, error) { return loadmemorytool.New() },
 		builtintool.GoogleSearchName:        func() (tool.Tool, error) { return builtintool.GoogleSearch(), nil },
 		builtintool.URLContextName:          func() (tool.Tool, error) { return builtintool.URLContext(), nil },
 		builtintool.GoogleMapsName:          func() (tool.Tool, error) { return builtintool.GoogleMaps(), nil },
@@ -426,24 +426,28 @@ func newLongRunning(t *ToolSpec) (tool.Tool, tool.Toolset, error) {
 	if err != nil {
 		return nil, nil, t.Errorf("func", "tool %s: %v", a.Func, err)
 	}
-	return longRunning{inner}, nil, nil
+	f, ok := inner.(tool.Function)
+	if !ok {
+		return nil, nil, t.Errorf("func", "tool %s is not a function and cannot be long-running", a.Func)
+	}
+	return longRunning{f}, nil, nil
 }
 
 // longRunning is a registered tool marked long-running, its description
 // carrying ADK's note.
-type longRunning struct{ tool.Tool }
+type longRunning struct{ tool.Function }
 
 func (longRunning) IsLongRunning() bool { return true }
 
 func (l longRunning) Description() string {
-	if d := l.Tool.Description(); d != "" {
+	if d := l.Function.Description(); d != "" {
 		return d + "\n\n" + longRunningNote
 	}
 	return longRunningNote
 }
 
 func (l longRunning) Declaration() *genai.FunctionDeclaration {
-	d := l.Tool.Declaration()
+	d := l.Function.Declaration()
 	if d == nil {
 		return nil
 	}

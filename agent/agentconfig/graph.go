@@ -8,6 +8,7 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/graph"
+	"github.com/loomkit/loom/tool"
 )
 
 // StartNode is the name that stands for a graph workflow's entry in the
@@ -305,10 +306,11 @@ func (s *Spec) nodeFile(doc node, class string) (*graph.Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		if ts != nil || t == nil {
-			return nil, v.errorf("a tool node runs one tool, not a toolset")
+		f, err := toolNodeFunction(v, t, ts)
+		if err != nil {
+			return nil, err
 		}
-		if n, err = graph.FromTool(t).Named(name); err != nil {
+		if n, err = graph.FromTool(f).Named(name); err != nil {
 			return nil, v.errorf("%v", err)
 		}
 	}
@@ -352,10 +354,11 @@ func (s *Spec) graphNode(e node) (*graph.Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		if ts != nil || t == nil {
-			return nil, v.errorf("a tool node runs one tool, not a toolset")
+		f, err := toolNodeFunction(v, t, ts)
+		if err != nil {
+			return nil, err
 		}
-		n = graph.FromTool(t)
+		n = graph.FromTool(f)
 	case "function":
 		reg := s.l.opts.Registry
 		fn, ok := lookup(reg, func(r *Registry) map[string]*graph.Node { return r.nodes }, nil, v.n.Value)
@@ -417,4 +420,17 @@ func nodeNames(at map[string]node) string {
 		m[k] = struct{}{}
 	}
 	return names[struct{}](nil, nil, m)
+}
+
+// toolNodeFunction is the function a tool node at v runs: one tool the
+// model could call, not a toolset nor a tool that only changes requests.
+func toolNodeFunction(v node, t tool.Tool, ts tool.Toolset) (tool.Function, error) {
+	if ts != nil || t == nil {
+		return nil, v.errorf("a tool node runs one tool, not a toolset")
+	}
+	f, ok := t.(tool.Function)
+	if !ok {
+		return nil, v.errorf("tool %s only changes model requests; a tool node runs a function", t.Name())
+	}
+	return f, nil
 }

@@ -225,6 +225,7 @@ func TestY4GraphWorkflowErrors(t *testing.T) {
 		{"two kinds", head + "  - function: classify\n    join: k\n", "", 6, "nodes[2]", "exactly one of"},
 		{"unknown function", head + "  - function: clasify\n", "", 6, "nodes[2].function", `no node named "clasify"`},
 		{"unknown tool", head + "  - tool: {name: nope}\n", "", 6, "nodes[2].tool.name", `no tool named "nope"`},
+		{"request-only tool", head + "  - tool: {name: google_search}\n", "", 6, "nodes[2].tool", "only changes model requests; a tool node runs a function"},
 		{"bad inline agent", head + "  - agent:\n      name: a\n      instructions: x\n", "", 8, "nodes[2].agent.instructions", "is not a known key"},
 		{"duplicate node", head + "  - join: j\n", "", 6, "nodes[2]", `a second node named "j" (the first is at line 5)`},
 		{"node named START", head + "  - join: START\n", "", 6, "nodes[2].join", "names the workflow's entry"},

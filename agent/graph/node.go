@@ -94,7 +94,7 @@ type Node struct {
 	kind        Kind
 	fn          func(ctx context.Context, nc *Context, in any) (any, error)
 	agent       agent.Agent
-	tool        tool.Tool
+	tool        tool.Function
 	retry       Retry
 	timeout     time.Duration
 }
@@ -182,7 +182,7 @@ func FromAgent(a agent.Agent) *Node {
 // map, or a value converted to one through JSON); its output is the tool's
 // result. State written through the tool context is committed with the
 // node's end.
-func FromTool(t tool.Tool) *Node {
+func FromTool(t tool.Function) *Node {
 	n := newNode(t.Name(), KindTool)
 	n.tool = t
 	n.description = t.Description()

@@ -604,7 +604,7 @@ const rejectedMessage = "This tool call is rejected."
 // asks for it first with [Context.RequestInput] (payload: the tool's name
 // and arguments; answer: {"confirmed": bool}), and runs only when the answer
 // confirms.
-func callTool(ctx context.Context, nc *Context, t tool.Tool, input any) (any, error) {
+func callTool(ctx context.Context, nc *Context, t tool.Function, input any) (any, error) {
 	args, err := Convert[map[string]any](input)
 	if err != nil {
 		return nil, err

@@ -75,7 +75,7 @@ type Tool struct {
 	cfg   Config
 }
 
-var _ tool.Tool = (*Tool)(nil)
+var _ tool.Function = (*Tool)(nil)
 
 // New returns a tool running a. cfg may be nil. a and its sub-agents must
 // form a valid agent tree.
@@ -107,7 +107,7 @@ func (t *Tool) Description() string {
 // Agent returns the agent the tool runs.
 func (t *Tool) Agent() agent.Agent { return t.agent }
 
-// Declaration implements tool.Tool: one required string parameter,
+// Declaration implements tool.Function: one required string parameter,
 // "request", and a string result, declared as ADK declares an agent tool.
 func (t *Tool) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
@@ -122,7 +122,7 @@ func (t *Tool) Declaration() *genai.FunctionDeclaration {
 	}
 }
 
-// Run implements tool.Tool: it runs the agent on the request in a child
+// Run implements tool.Function: it runs the agent on the request in a child
 // session and returns {"result": answer}.
 func (t *Tool) Run(ctx context.Context, tc tool.Context, args map[string]any) (map[string]any, error) {
 	request, ok := args["request"].(string)

@@ -60,7 +60,7 @@ type opTool struct {
 	decl     *genai.FunctionDeclaration
 }
 
-var _ tool.Tool = (*opTool)(nil)
+var _ tool.Function = (*opTool)(nil)
 
 func (t *opTool) Name() string                            { return t.info.ToolName }
 func (t *opTool) Description() string                     { return t.decl.Description }
