@@ -91,7 +91,7 @@ func (a *activities) mark(ctx context.Context, in SessionInput) (int, error) {
 // or failed: the turn resumes its invocation from the log instead of
 // storing the message again, and runs no tool call whose response was
 // committed.
-func (a *activities) turn(ctx context.Context, in turnInput) (turnResult, error) {
+func (a *activities) turn(ctx context.Context, in turnInput) (_ turnResult, err error) {
 	r, err := a.app(in.Session)
 	if err != nil {
 		return turnResult{}, err
@@ -113,7 +113,16 @@ func (a *activities) turn(ctx context.Context, in turnInput) (turnResult, error)
 			Streaming: msg.Streaming, StateDelta: msg.StateDelta, InvocationID: msg.InvocationID, MaxLLMCalls: msg.MaxLLMCalls,
 		})
 	}
-	publish := feeds.publisher(msg.RequestID)
+	publish, local := feeds.publisher(msg.RequestID)
+	if !local && msg.Feed != "" {
+		// The client waits in another process: the events go to its feed
+		// listener.
+		p := push(msg.Feed, msg.FeedToken)
+		clean := false
+		defer func() { p.finish(clean) }()
+		publish = p.publish
+		defer func() { clean = err == nil }()
+	}
 	for ev, err := range events {
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
