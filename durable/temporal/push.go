@@ -47,13 +47,14 @@ const (
 	// pushHeartbeat is how often a stream with nothing to send says it
 	// is alive.
 	pushHeartbeat = 15 * time.Second
-	// pushWait bounds how long a turn that ended waits for its client's
-	// listener to take the rest of its stream.
-	pushWait = 5 * time.Second
 	// pushBuffer bounds the events a turn's stream holds that were not
 	// sent yet; past it the stream drops what follows.
 	pushBuffer = 1024
 )
+
+// pushWait bounds how long a turn that ended waits for its client's
+// listener to take the rest of its stream. A variable for the tests.
+var pushWait = 5 * time.Second
 
 // listener is the HTTP handler of a client's feed listener.
 type listener struct {
@@ -73,33 +74,42 @@ func newListener(h *hub) *listener {
 func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, ok := strings.CutPrefix(r.URL.Path, feedPath)
 	if !ok || id == "" || strings.Contains(id, "/") {
-		http.Error(w, "no such feed", http.StatusNotFound)
+		refuse(w, http.StatusNotFound)
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "POST a turn's events", http.StatusMethodNotAllowed)
+		refuse(w, http.StatusMethodNotAllowed)
 		return
 	}
 	select {
 	case l.slots <- struct{}{}:
 		defer func() { <-l.slots }()
 	default:
-		http.Error(w, "too many streams", http.StatusServiceUnavailable)
+		refuse(w, http.StatusServiceUnavailable)
 		return
 	}
 	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	f, status := l.hub.claim(id, token)
 	if f == nil {
-		http.Error(w, http.StatusText(status), status)
+		refuse(w, status)
 		return
 	}
 	if status := l.read(w, r, f); status != http.StatusNoContent {
 		f.drop()
-		http.Error(w, http.StatusText(status), status)
+		refuse(w, status)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// refuse answers a stream with status without reading the rest of it: the
+// connection is closed at once (the server would otherwise wait for the
+// stream to end, or for 256 KiB of it, before answering).
+func refuse(w http.ResponseWriter, status int) {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	w.Header().Set("Connection", "close")
+	http.Error(w, http.StatusText(status), status)
 }
 
 // read publishes the events of a stream to f until its end, and returns
