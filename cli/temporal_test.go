@@ -93,14 +93,14 @@ func temporalWorkerMain(dir string) int {
 	return cli.Run(ctx, args, cli.Env{Stdout: os.Stderr, Stderr: os.Stderr, Getenv: os.Getenv}, gatedApp(dir))
 }
 
-// TestD7WorkerStreamsToWebServer: "loom worker --temporal" in one process
+// TestD7TemporalWorkerStreamsToWebServer: "loom worker --temporal" in one process
 // and "loom api --temporal" in another (the set-up the README
 // recommends): a /run_sse request asking for streaming receives the
 // model's partial text while the turn runs on the worker (the model waits
 // until the client has it), then the answer.
 //
 // (CONFORMANCE D7)
-func TestD7WorkerStreamsToWebServer(t *testing.T) {
+func TestD7TemporalWorkerStreamsToWebServer(t *testing.T) {
 	addr := os.Getenv("LOOM_TEMPORAL_ADDR")
 	if addr == "" {
 		if os.Getenv("CI") != "" {

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent/llmagent"
@@ -422,5 +423,39 @@ func TestD9WorkerKilledMidStream(t *testing.T) {
 	}
 	if !slices.Equal(streamed, ids) {
 		t.Fatalf("streamed events %v, want the log's %v", streamed, ids)
+	}
+}
+
+// TestFeedConfigRefused: a feed listener on every interface without the
+// address workers reach it at, or at an address that is not HTTP, is
+// refused with an error that says what to set; a client without one has
+// no feed address.
+func TestFeedConfigRefused(t *testing.T) {
+	tc, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:7233", Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	for _, c := range []struct {
+		addr, url, want string
+	}{
+		{"0.0.0.0:0", "", "set ClientConfig.FeedURL"},
+		{"127.0.0.1:0", "ftp://host:21", "want http:// or https://"},
+		{"127.0.0.1:-1", "", "feed listener"},
+	} {
+		cl, err := temporal.NewClient(temporal.ClientConfig{Client: tc, FeedAddr: c.addr, FeedURL: c.url})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			if cl != nil {
+				cl.Close()
+			}
+			t.Errorf("feed %q at %q: error %v, want one saying %q", c.addr, c.url, err, c.want)
+		}
+	}
+	cl, err := temporal.NewClient(temporal.ClientConfig{Client: tc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := cl.FeedURL(); u != "" || cl.Close() != nil {
+		t.Fatalf("a client without a feed listener has the feed address %q", u)
 	}
 }
