@@ -117,12 +117,11 @@ type turnInput struct {
 	Session SessionInput
 	Message Message
 	// From is an index of the session log at or before which the message
-	// goes: a message of the user past it was stored by an earlier attempt
-	// of the turn, which resumes its invocation instead of storing it
-	// again. No other message is stored past it meanwhile: the workflow
-	// runs its session's messages one at a time, and From is the larger of
-	// where the previous message's turn left the log and where the log
-	// ended when the client admitted this one.
+	// goes: the larger of where the previous message's turn left the log
+	// and where the log ended when the client admitted this one. The
+	// message stored past it under its own event id was stored by an
+	// earlier attempt of the turn, which resumes its invocation instead of
+	// storing it again.
 	From int
 	// WaitFrom is the index of the session log before which no call waits
 	// for the client, as the previous message left it (0: unknown, the
