@@ -2,12 +2,24 @@ package temporal_test
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/durable/temporal"
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/scripted"
+	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/session/memsession"
 )
 
 // userTexts returns the texts of the user messages of a log, in order.
@@ -64,5 +76,114 @@ func TestMessageAdmittedBeforeAnotherWorkflowsMessage(t *testing.T) {
 	}
 	if ev := log.At(st.Floor); ev.Author != event.AuthorUser || ev.Content.Parts[0].Text != "second" {
 		t.Fatalf("status floor %d is not the message's index in the log", st.Floor)
+	}
+}
+
+// transferApp returns a runner over svc whose root transfers "I need help"
+// to its sub-agent helper, which keeps the conversation; each agent
+// answers other messages with its name and the text. The first model call
+// for the text failOn, whichever agent makes it, fails.
+func transferApp(t *testing.T, svc *session.Service, failOn string) *runner.Runner {
+	t.Helper()
+	var failed atomic.Bool
+	respond := func(name string) scripted.Responder {
+		return func(_ context.Context, req *model.Request) (scripted.Turn, error) {
+			text := scripted.LastUserText(req)
+			if text == failOn && failed.CompareAndSwap(false, true) {
+				return scripted.Turn{}, errors.New("the model is unreachable")
+			}
+			if name == "root" && text == "I need help" && len(scripted.LastFunctionResponse(req)) == 0 {
+				return scripted.Call("transfer_to_agent", map[string]any{"agent_name": "helper"}), nil
+			}
+			return scripted.Text(name + ": " + text), nil
+		}
+	}
+	helper, err := llmagent.New(llmagent.Config{Name: "helper", Model: scripted.New("helper-m", respond("helper"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := llmagent.New(llmagent.Config{Name: "root", Model: scripted.New("root-m", respond("root")), SubAgents: []agent.Agent{helper}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: appName, Agent: root, Sessions: svc, Resumable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// lastText returns the text of the last event of a log with text.
+func lastText(log *session.Session) string {
+	evs := log.Events()
+	for i := len(evs) - 1; i >= 0; i-- {
+		if s := evs[i].Text(); s != "" {
+			return evs[i].Author + " said " + s
+		}
+	}
+	return ""
+}
+
+// TestTurnRetriedBeforeFirstModelCall: a turn whose first attempt stored
+// its message and failed before any agent ran (here its first model call
+// failed; a worker killed there is the same) is retried; the retry answers
+// the message with the agent a run in process picks (the one the
+// conversation was transferred to), not the root.
+func TestTurnRetriedBeforeFirstModelCall(t *testing.T) {
+	ctx := context.Background()
+	key := session.Key{AppName: appName, UserID: user, SessionID: "s"}
+	// In process, the message goes to helper.
+	ref := memsession.NewService()
+	refApp := transferApp(t, ref, "")
+	if _, err := ref.Create(ctx, key, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"I need help", "again"} {
+		if _, err := refApp.RunSync(ctx, user, "s", text(m), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := lastText(stored(t, refApp, "s"))
+
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(quiet)
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	svc := memsession.NewService()
+	app := transferApp(t, svc, "again")
+	if err := temporal.Register(env, app); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Create(ctx, key, nil); err != nil {
+		t.Fatal(err)
+	}
+	var attempts atomic.Int32
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		if info.ActivityType.Name == "loom.Turn" {
+			attempts.Add(1)
+		}
+	})
+	env.RegisterDelayedCallback(func() {
+		send(t, env, temporal.Message{RequestID: "r1", Content: text("I need help")}, nil)
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		send(t, env, temporal.Message{RequestID: "r2", Content: text("again"), After: stored(t, app, "s").Len()}, nil)
+	}, time.Minute)
+	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{
+		App: appName, User: user, Session: "s", TreeHash: temporal.TreeHash(app.Tree()),
+		Options: temporal.Options{Idle: time.Hour},
+	})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	log := stored(t, app, "s")
+	if n := attempts.Load(); n != 3 {
+		t.Fatalf("%d attempts of turns, want 3: one for the first message, two for the second", n)
+	}
+	if got := userTexts(log); len(got) != 2 {
+		t.Fatalf("user messages %q, want each once", got)
+	}
+	if got := lastText(log); got != want {
+		t.Fatalf("the retried message was answered by %q, in process by %q\n%s", got, want, shapeText(t, log))
 	}
 }
