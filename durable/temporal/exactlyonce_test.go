@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/llmagent"
@@ -185,5 +187,49 @@ func TestTurnRetriedBeforeFirstModelCall(t *testing.T) {
 	}
 	if got := lastText(log); got != want {
 		t.Fatalf("the retried message was answered by %q, in process by %q\n%s", got, want, shapeText(t, log))
+	}
+}
+
+// TestSignalledWorkflowStateChangeBeforeStep: in a session workflow of the
+// kind that took messages as signals (no "loom.turns" version marker), a
+// change of the session's state (PATCH of the session: an event of the
+// user without content) committed between the Mark activity that found the
+// message's floor and the Step that stores it is not taken for the
+// message: the Step stores and runs the message.
+func TestSignalledWorkflowStateChangeBeforeStep(t *testing.T) {
+	env, app, _ := suiteEnv(t)
+	env.OnGetVersion("loom.turns", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	var patched atomic.Bool
+	env.SetOnActivityStartedListener(func(info *activity.Info, ctx context.Context, _ converter.EncodedValues) {
+		if info.ActivityType.Name == "loom.Step" && patched.CompareAndSwap(false, true) {
+			if _, err := app.UpdateState(ctx, user, "s", map[string]any{"mood": "sunny"}); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	var st temporal.Status
+	env.RegisterDelayedCallback(func() {
+		send(t, env, temporal.Message{RequestID: "r1", Content: text("hello")}, func(s temporal.Status, err error) {
+			if err != nil {
+				t.Errorf("update: %v", err)
+			}
+			st = s
+		})
+	}, time.Second)
+	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{
+		App: appName, User: user, Session: "s", TreeHash: temporal.TreeHash(app.Tree()),
+	})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	log := stored(t, app, "s")
+	if !patched.Load() {
+		t.Fatal("no Step ran: the workflow did not take the signalled path")
+	}
+	if got := userTexts(log); len(got) != 1 || got[0] != "hello" || st.Error != "" {
+		t.Fatalf("user messages %q, status %+v: want the message stored and answered\n%s", got, st, shapeText(t, log))
+	}
+	if got := lastText(log); got != "reporter said reported" {
+		t.Fatalf("the log ends with %q, want the pipeline's answer\n%s", got, shapeText(t, log))
 	}
 }

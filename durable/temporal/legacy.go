@@ -303,10 +303,11 @@ func (a *activities) step(ctx context.Context, in stepInput) (stepResult, error)
 }
 
 // firstUserInvocation returns the invocation of the first user message of
-// the log at or after index floor.
+// the log at or after index floor: an event of the user with content (a
+// change of state or a rewind has none).
 func firstUserInvocation(log *session.Session, floor int) (string, bool) {
 	for _, ev := range log.EventsFrom(min(max(floor-offset(log), 0), log.Len())) {
-		if ev.Author == event.AuthorUser {
+		if ev.Author == event.AuthorUser && ev.Content != nil {
 			return ev.InvocationID, true
 		}
 	}
