@@ -407,7 +407,7 @@ func (r *Runner) invoke(ctx context.Context, tree *agent.Tree, sess *session.Ses
 			err = r.afterAgents(ctx, inv, pending)
 		}
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), ErrDetached) {
 		reading = r.abort(ctx, inv, pending, reading, yield) // abort.go
 	}
 	if err != nil && reading {

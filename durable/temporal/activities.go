@@ -109,12 +109,14 @@ func (a *activities) turn(ctx context.Context, in turnInput) (turnResult, error)
 		return turnResult{}, err
 	}
 	out := turnResult{Floor: int(log.Seq())}
+	rctx, detach := runContext(ctx)
+	defer detach()
 	var events func(func(*event.Event, error) bool)
 	if i, inv, ok := storedMessage(log, in.From, id); ok {
 		out.Floor, out.InvocationID = i, inv
-		events = r.Resume(ctx, in.Session.User, in.Session.Session, inv, &runner.RunOptions{Streaming: msg.Streaming, MaxLLMCalls: msg.MaxLLMCalls})
+		events = r.Resume(rctx, in.Session.User, in.Session.Session, inv, &runner.RunOptions{Streaming: msg.Streaming, MaxLLMCalls: msg.MaxLLMCalls})
 	} else {
-		events = r.Run(ctx, in.Session.User, in.Session.Session, msg.Content, &runner.RunOptions{
+		events = r.Run(rctx, in.Session.User, in.Session.Session, msg.Content, &runner.RunOptions{
 			Streaming: msg.Streaming, StateDelta: msg.StateDelta, InvocationID: msg.InvocationID, MaxLLMCalls: msg.MaxLLMCalls,
 			MessageID: id,
 		})
@@ -152,6 +154,24 @@ func (a *activities) turn(ctx context.Context, in turnInput) (turnResult, error)
 	out.End = int(log.Seq())
 	out.WaitFrom, out.Paused = waitingFrom(log)
 	return out, nil
+}
+
+// runContext returns the context an attempt of a turn runs its invocation
+// in. It ends when the attempt's does, with runner.ErrDetached as its cause
+// unless the workflow cancelled the turn (Client.Cancel): only then is the
+// invocation aborted. An attempt that ends for a reason of its worker's
+// own (its StepTimeout, the worker's shutdown) leaves the invocation as a
+// crash does, for the turn's next attempt, on this worker or another.
+func runContext(ctx context.Context) (context.Context, func()) {
+	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		cause := runner.ErrDetached
+		if errors.Is(ctx.Err(), context.Canceled) && context.Cause(ctx) == context.Canceled {
+			cause = context.Canceled // the workflow cancelled the turn
+		}
+		cancel(cause)
+	})
+	return rctx, func() { stop(); cancel(nil) }
 }
 
 // since reads the session log from index from on. The session it returns

@@ -93,7 +93,10 @@
 // run one). [Client.Cancel] cancels the session's workflow: the running
 // turn's context is cancelled when the workflow learns of it, at the
 // worker's next renewal of its workflow task at the latest, and queued
-// messages of that session are answered with the cancellation.
+// messages of that session are answered with the cancellation. Only that
+// aborts the invocation: a worker that shuts down, or an attempt that
+// outlives Options.StepTimeout, stops its run without aborting it
+// (runner.ErrDetached), and the turn's next attempt resumes it.
 //
 // # Versioning
 //

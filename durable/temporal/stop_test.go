@@ -1,0 +1,76 @@
+package temporal_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loomkit/loom/durable/temporal"
+	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/session/memsession"
+)
+
+// TestWorkerStoppedMidTool: the worker running a slow tool is stopped
+// (worker.Stop, as a deploy stops it) in the middle of the call; another
+// worker takes the turn over. A stop is no cancellation of the session:
+// the invocation is not aborted (no INVOCATION_ABORTED response is
+// committed), the tool runs again and completes once, and the log equals
+// that of an uninterrupted run in process.
+func TestWorkerStoppedMidTool(t *testing.T) {
+	c := dial(t)
+	ctx := context.Background()
+	svc := sessionsIn(t)
+	dir := t.TempDir()
+	app, err := newApp(dir, 3*time.Second, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := session.Key{AppName: appName, UserID: user, SessionID: "stopped-" + newQueue()}
+	if _, err := svc.Create(ctx, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	queue := newQueue()
+	first, err := temporal.NewWorker(c, queue, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: queue, Options: temporal.Options{HeartbeatTimeout: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := collect(cl.Run(ctx, app, user, k.SessionID, text("slow"), nil))
+	waitFor(t, time.Minute, "the slow tool to start", func() bool { return lines(t, dir, "slow.started") == 1 })
+	first.Stop()
+	inProcessWorker(t, c, queue, app)
+	select {
+	case res := <-done:
+		if res.err != nil {
+			t.Fatalf("run: %v", res.err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the turn was not taken over")
+	}
+	log, err := svc.Get(ctx, k, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range log.Events() {
+		if event.IsAbort(ev) {
+			t.Fatalf("the stopped worker aborted the invocation:\n%s", shapeText(t, log))
+		}
+	}
+	if n := lines(t, dir, "slow.count"); n != 1 {
+		t.Fatalf("the slow tool completed %d times, want 1", n)
+	}
+	got := shape(t, log)
+	want := inProcess(t, memsession.NewService(), "slow")
+	if !slices.Equal(got, want) {
+		t.Fatalf("log on Temporal:\n%s\nin process:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
