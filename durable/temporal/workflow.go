@@ -266,11 +266,17 @@ func finish(ctx workflow.Context, queue *[]*queued, err error) error {
 	}
 }
 
+// turnSpan bounds a turn and all its retries: set, so that Temporal does
+// not bound them by one attempt's StepTimeout, and long, so that
+// Options.MaxAttempts alone bounds the retries.
+const turnSpan = 10 * 365 * 24 * time.Hour
+
 // localContext returns the context of the local activities: their
 // timeouts and retries.
 func localContext(ctx workflow.Context, opts Options) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: opts.StepTimeout,
+		ScheduleToCloseTimeout: turnSpan,
+		StartToCloseTimeout:    opts.StepTimeout,
 		RetryPolicy: &sdktemporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
