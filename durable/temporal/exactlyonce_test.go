@@ -3,6 +3,8 @@ package temporal_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,9 +21,11 @@ import (
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"
+	"github.com/loomkit/loom/plugin"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
+	"github.com/loomkit/loom/tool"
 )
 
 // userTexts returns the texts of the user messages of a log, in order.
@@ -231,5 +235,142 @@ func TestSignalledWorkflowStateChangeBeforeStep(t *testing.T) {
 	}
 	if got := lastText(log); got != "reporter said reported" {
 		t.Fatalf("the log ends with %q, want the pipeline's answer\n%s", got, shapeText(t, log))
+	}
+}
+
+// TestTurnTimedOutRetried: a turn whose first attempt outlives
+// Options.StepTimeout (its first tool call hangs until its context ends) is
+// retried: the timed-out attempt aborts nothing, and the retry runs the
+// interrupted call again and answers, so that the log is that of a run in
+// process.
+func TestTurnTimedOutRetried(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(quiet)
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	env.SetTestTimeout(time.Minute)
+	dir := t.TempDir()
+	root, err := newAgent(dir, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hung atomic.Bool
+	hangOnce := &plugin.Plugin{Name: "hang-once", Callbacks: agent.Callbacks{BeforeTool: []agent.BeforeToolCallback{
+		func(ctx context.Context, _ tool.Context, _ tool.Tool, _ map[string]any) (map[string]any, error) {
+			if hung.CompareAndSwap(false, true) {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			return nil, nil
+		}}}}
+	svc := memsession.NewService()
+	app, err := runner.New(runner.Config{AppName: appName, Agent: root, Sessions: svc, Resumable: true, Plugins: []*plugin.Plugin{hangOnce}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := temporal.Register(env, app); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Create(context.Background(), session.Key{AppName: appName, UserID: user, SessionID: "s"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var attempts atomic.Int32
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		if info.ActivityType.Name == "loom.Turn" {
+			attempts.Add(1)
+		}
+	})
+	env.RegisterDelayedCallback(func() {
+		send(t, env, temporal.Message{RequestID: "r1", Content: text("slow")}, nil)
+	}, time.Second)
+	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{
+		App: appName, User: user, Session: "s", TreeHash: temporal.TreeHash(app.Tree()),
+		Options: temporal.Options{StepTimeout: 2 * time.Second},
+	})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	log := stored(t, app, "s")
+	if !hung.Load() || attempts.Load() != 2 {
+		t.Fatalf("hung %v, %d turn attempts: want the first attempt timed out and retried once\n%s", hung.Load(), attempts.Load(), shapeText(t, log))
+	}
+	if n := lines(t, dir, "slow.count"); n != 1 {
+		t.Fatalf("the slow tool completed %d times, want 1", n)
+	}
+	got := shape(t, log)
+	want := inProcess(t, memsession.NewService(), "slow")
+	if !slices.Equal(got, want) {
+		t.Fatalf("log on Temporal:\n%s\nin process:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestAnswerRetriedBeforeTool: a confirmation's answer whose turn timed
+// out after it stored the answer and before the confirmed tool ran is
+// retried: the retry resumes the paused invocation, the tool runs once,
+// the answer is stored once, and the log is that of a run in process.
+func TestAnswerRetriedBeforeTool(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(quiet)
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	env.SetTestTimeout(time.Minute)
+	dir := t.TempDir()
+	root, err := newAgent(dir, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var armed, hung atomic.Bool
+	hangOnce := &plugin.Plugin{Name: "hang-once", Callbacks: agent.Callbacks{BeforeTool: []agent.BeforeToolCallback{
+		func(ctx context.Context, _ tool.Context, tl tool.Tool, _ map[string]any) (map[string]any, error) {
+			if tl.Name() == "pay" && armed.Load() && hung.CompareAndSwap(false, true) {
+				<-ctx.Done() // the attempt times out
+				return nil, ctx.Err()
+			}
+			return nil, nil
+		}}}}
+	svc := memsession.NewService()
+	app, err := runner.New(runner.Config{AppName: appName, Agent: root, Sessions: svc, Resumable: true, Plugins: []*plugin.Plugin{hangOnce}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := temporal.Register(env, app); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Create(context.Background(), session.Key{AppName: appName, UserID: user, SessionID: "s"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var attempts atomic.Int32
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		if info.ActivityType.Name == "loom.Turn" {
+			attempts.Add(1)
+		}
+	})
+	env.RegisterDelayedCallback(func() {
+		send(t, env, temporal.Message{RequestID: "r1", Content: text("pay")}, nil)
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		armed.Store(true)
+		log := stored(t, app, "s")
+		id, name := confirmationCall(t, log)
+		send(t, env, temporal.Message{RequestID: "r2", Content: approve(id, name), After: log.Len()}, nil)
+	}, time.Minute)
+	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{
+		App: appName, User: user, Session: "s", TreeHash: temporal.TreeHash(app.Tree()),
+		Options: temporal.Options{Idle: time.Hour, StepTimeout: 2 * time.Second},
+	})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	log := stored(t, app, "s")
+	if !hung.Load() || attempts.Load() != 3 {
+		t.Fatalf("hung %v, %d turn attempts: want the answer's turn timed out once and retried\n%s", hung.Load(), attempts.Load(), shapeText(t, log))
+	}
+	if n := lines(t, dir, "pay.count"); n != 1 {
+		t.Fatalf("the confirmed tool ran %d times, want 1", n)
+	}
+	got := shape(t, log)
+	want := inProcess(t, memsession.NewService(), "pay")
+	if !slices.Equal(got, want) {
+		t.Fatalf("log on Temporal:\n%s\nin process:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
