@@ -13,6 +13,8 @@ import (
 // TestDetachedCancelAbortsNothing: a run whose context is cancelled with
 // cause runner.ErrDetached mid-tool stops without committing an abort
 // event: the call stays open, as after a crash, for Resume.
+//
+// (CONFORMANCE D11)
 func TestDetachedCancelAbortsNothing(t *testing.T) {
 	started := make(chan struct{})
 	m := scripted.NewSequence("m", scripted.Call("slow", nil), scripted.Text("done"))

@@ -14,6 +14,8 @@ import (
 // TestMessageIDStoredOnce: a run with RunOptions.MessageID stores its
 // message under that id; a second run with the same id stores nothing,
 // runs no agent and fails with session.ErrAlreadyExists.
+//
+// (CONFORMANCE D10)
 func TestMessageIDStoredOnce(t *testing.T) {
 	runs := 0
 	root := custom(t, "root", func(ctx context.Context, inv *agent.Invocation, yield func(*event.Event, error) bool) {

@@ -17,6 +17,8 @@ import (
 // message was stored (its first model call failed; a process that died
 // there is the same) resumes with the agent a run of the message picks, the
 // one the conversation was transferred to, not with the root.
+//
+// (CONFORMANCE D10)
 func TestResumeOfStoredMessageOnlyPicksAgent(t *testing.T) {
 	var fail atomic.Bool
 	respond := func(name string) scripted.Responder {

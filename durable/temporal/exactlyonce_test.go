@@ -49,6 +49,8 @@ func userTexts(log *session.Session) []string {
 // workflow, which then ended: idle, or cancelled). Its turn stores and
 // runs the message; it does not take the other message for its own and
 // resume that one's invocation.
+//
+// (CONFORMANCE D10)
 func TestMessageAdmittedBeforeAnotherWorkflowsMessage(t *testing.T) {
 	env, app, _ := suiteEnv(t)
 	ctx := context.Background()
@@ -135,6 +137,8 @@ func lastText(log *session.Session) string {
 // failed; a worker killed there is the same) is retried; the retry answers
 // the message with the agent a run in process picks (the one the
 // conversation was transferred to), not the root.
+//
+// (CONFORMANCE D10)
 func TestTurnRetriedBeforeFirstModelCall(t *testing.T) {
 	ctx := context.Background()
 	key := session.Key{AppName: appName, UserID: user, SessionID: "s"}
@@ -200,6 +204,8 @@ func TestTurnRetriedBeforeFirstModelCall(t *testing.T) {
 // user without content) committed between the Mark activity that found the
 // message's floor and the Step that stores it is not taken for the
 // message: the Step stores and runs the message.
+//
+// (CONFORMANCE D10)
 func TestSignalledWorkflowStateChangeBeforeStep(t *testing.T) {
 	env, app, _ := suiteEnv(t)
 	env.OnGetVersion("loom.turns", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
@@ -243,6 +249,8 @@ func TestSignalledWorkflowStateChangeBeforeStep(t *testing.T) {
 // retried: the timed-out attempt aborts nothing, and the retry runs the
 // interrupted call again and answers, so that the log is that of a run in
 // process.
+//
+// (CONFORMANCE D11)
 func TestTurnTimedOutRetried(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(quiet)
@@ -308,6 +316,8 @@ func TestTurnTimedOutRetried(t *testing.T) {
 // out after it stored the answer and before the confirmed tool ran is
 // retried: the retry resumes the paused invocation, the tool runs once,
 // the answer is stored once, and the log is that of a run in process.
+//
+// (CONFORMANCE D11)
 func TestAnswerRetriedBeforeTool(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(quiet)

@@ -19,6 +19,8 @@ import (
 // the invocation is not aborted (no INVOCATION_ABORTED response is
 // committed), the tool runs again and completes once, and the log equals
 // that of an uninterrupted run in process.
+//
+// (CONFORMANCE D11)
 func TestWorkerStoppedMidTool(t *testing.T) {
 	c := dial(t)
 	ctx := context.Background()
