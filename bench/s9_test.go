@@ -158,4 +158,3 @@ func wchar() (int64, error) {
 	}
 	return 0, fmt.Errorf("/proc/self/io: no wchar")
 }
-
