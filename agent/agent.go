@@ -1,15 +1,3 @@
-// Package agent defines agents, the logic units of an ADK application, and
-// the context they run in.
-//
-// An [Agent] is an open interface: anything with a name, a description and a
-// Run method that yields events is an agent. The runner ranges over Run and
-// commits every non-partial event to the session before the agent's yield
-// returns, so code after a yield always sees the committed state of the event
-// it yielded.
-//
-// [New] builds a custom agent from a function, with before/after-agent
-// callbacks. The LLM agent lives in agent/llmagent, the workflow agents
-// (sequential, parallel, loop) in agent/workflowagent.
 package agent
 
 import (

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -24,10 +25,6 @@ import (
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
 )
-
-// confirmationName is the function call by which an agent asks the user to
-// approve a tool call.
-const confirmationName = "adk_request_confirmation"
 
 // chat runs "loom run APP": a conversation in the terminal.
 // pickApp picks the application positional names: one of p's, or a
@@ -247,8 +244,6 @@ const historyLimit = 40
 // compactly (the last historyLimit events), and takes over the
 // confirmation requests it left unanswered, so that they are asked again.
 func (c *chatter) history(events []*event.Event) {
-	open := map[string]*genai.FunctionCall{}
-	var order []string
 	shown := 0
 	w := &chatter{env: c.env}
 	w.env.Stdout = c.env.Stderr
@@ -261,23 +256,16 @@ func (c *chatter) history(events []*event.Event) {
 		}
 		show := i >= len(events)-historyLimit
 		if ev.Author == event.AuthorUser {
-			for _, fr := range ev.FunctionResponses() {
-				delete(open, fr.ID)
-			}
 			if text := model.Text(ev.Content, ""); text != "" && show {
 				fmt.Fprintf(c.env.Stderr, "> %s\n", shorten(text))
 				shown++
 			}
 			continue
 		}
-		long := map[string]bool{}
-		for _, id := range ev.LongRunningToolIDs {
-			long[id] = true
-		}
-		for _, fc := range ev.FunctionCalls() {
-			if (fc.Name == confirmationName || fc.Name == inputName) && long[fc.ID] {
-				open[fc.ID] = fc
-				order = append(order, fc.ID)
+		calls, kinds := agent.PausingCalls(ev)
+		for j, fc := range calls {
+			if asksUser(kinds[j]) && agent.Waiting(events[i+1:], kinds[j], fc.ID) {
+				c.pending = append(c.pending, fc)
 			}
 		}
 		if show {
@@ -288,12 +276,14 @@ func (c *chatter) history(events []*event.Event) {
 	if shown > 0 {
 		fmt.Fprintln(c.env.Stderr, "  (end of the earlier conversation)")
 	}
-	for _, id := range order {
-		if fc, ok := open[id]; ok {
-			c.pending = append(c.pending, fc)
-			delete(open, id)
-		}
-	}
+}
+
+// asksUser reports whether the chat asks the user to answer a pausing
+// call of kind k: a confirmation or a workflow node's request for input.
+// Other pausing calls (a long-running tool, a credential request) are
+// shown as calls and left to their own clients.
+func asksUser(k agent.PauseKind) bool {
+	return k == agent.PauseConfirmation || k == agent.PauseInput
 }
 
 // stateLine shows a state delta as "key=value, ...", keys sorted, values
@@ -424,12 +414,9 @@ func (c *chatter) print(ev *event.Event) {
 	if ev.Content == nil && len(ev.Actions.StateDelta) > 0 && ev.Actions.AgentState == nil && !ev.Actions.EndOfAgent {
 		fmt.Fprintf(out, "%s\n", c.paint(dim, fmt.Sprintf("  [%s] state updated: %s", ev.Author, stateLine(ev.Actions.StateDelta))))
 	}
-	long := map[string]bool{}
-	for _, id := range ev.LongRunningToolIDs {
-		long[id] = true
-	}
+	calls, kinds := agent.PausingCalls(ev)
 	for _, fc := range ev.FunctionCalls() {
-		if (fc.Name == confirmationName || fc.Name == inputName) && long[fc.ID] {
+		if j := slices.Index(calls, fc); j >= 0 && asksUser(kinds[j]) {
 			c.pending = append(c.pending, fc)
 			continue
 		}
@@ -470,7 +457,7 @@ func (c *chatter) confirm(ctx context.Context) (*genai.Content, error) {
 		}
 		yes := strings.EqualFold(strings.TrimSpace(line), "y") || strings.EqualFold(strings.TrimSpace(line), "yes")
 		msg.Parts = append(msg.Parts, &genai.Part{FunctionResponse: &genai.FunctionResponse{
-			ID: fc.ID, Name: confirmationName, Response: map[string]any{"confirmed": yes},
+			ID: fc.ID, Name: event.FunctionRequestConfirmation, Response: map[string]any{"confirmed": yes},
 		}})
 	}
 	c.pending = nil

@@ -6,8 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/genai"
+
 	"github.com/loomkit/loom/cli"
+	"github.com/loomkit/loom/event"
 	workflowexample "github.com/loomkit/loom/examples/workflow"
+	"github.com/loomkit/loom/session"
+	"github.com/loomkit/loom/storage"
 )
 
 // TestRunFlagsAfterApp accepts flags after the application's name as well
@@ -101,5 +106,39 @@ func TestRunAnswersInputRequest(t *testing.T) {
 	code, out, errOut = runApp("yes\n", args...)
 	if code != 0 || !strings.Contains(out, "settle: Your refund of $42.50 for order A-5 is on its way.") {
 		t.Errorf("answered: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// TestRunHistoryImportedRequestNotAsked: a confirmation request in an event
+// imported from a client-supplied history waits for no answer (the ledger
+// says so), so continuing the session does not ask it and input that ends
+// at once exits 0.
+func TestRunHistoryImportedRequestNotAsked(t *testing.T) {
+	ctx := context.Background()
+	db := "sqlite://" + filepath.Join(t.TempDir(), "s.db")
+	svc, err := storage.OpenSessions(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := session.Key{AppName: "assistant", UserID: "user", SessionID: "imp1"}
+	sess, err := svc.Create(ctx, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &event.Event{Author: "assistant", InvocationID: "e-1", LongRunningToolIDs: []string{"c1"}}
+	req.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{
+		ID: "c1", Name: event.FunctionRequestConfirmation,
+		Args: map[string]any{"originalFunctionCall": map[string]any{"id": "c0", "name": "send_email", "args": map[string]any{}}},
+	}}}}
+	req.MarkImported()
+	if err := svc.AppendEvent(ctx, sess, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "", "run", "--sessions", db, "--artifacts", "memory://", "--session", "imp1", "assistant")
+	if code != 0 || strings.Contains(out, "confirmation needed") || strings.Contains(errOut, "still pending") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

@@ -18,16 +18,7 @@ import (
 // conformanceCmd runs "loom conformance test|record".
 func conformanceCmd(ctx context.Context, env Env, args []string, p Program) error {
 	if len(args) == 0 || (args[0] != "test" && args[0] != "record") {
-		fmt.Fprint(env.Stderr, `Usage:
-  loom conformance test [flags] PATH...     run ADK conformance cases in replay mode
-  loom conformance record [flags] PATH...   record cases from a live model
-
-Run "loom conformance test -h" for the flags.
-`)
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			return flag.ErrHelp
-		}
-		return errUsage
+		return conformanceUsage(env, args)
 	}
 	sub, rest := args[0], args[1:]
 	synopsis := "conformance test [flags] PATH...\n\nRuns the ADK conformance cases (directories holding spec.yaml) under each PATH in replay mode and compares the sessions they leave with the recorded ones. Without --url, Loom is started in process on the cases' agents folder."
@@ -82,28 +73,54 @@ Run "loom conformance test -h" for the flags.
 	}
 	client := &conformance.Client{BaseURL: base}
 	if sub == "record" {
-		var failed int
-		for _, c := range cases {
-			if err := client.Record(ctx, c, *streaming); err != nil {
-				failed++
-				fmt.Fprintf(env.Stdout, "FAIL %s\n%s\n", c.ID(), indent(err.Error()))
-				continue
-			}
-			fmt.Fprintf(env.Stdout, "recorded %s\n", c.ID())
-		}
-		fmt.Fprintf(env.Stdout, "%d recorded, %d failed\n", len(cases)-failed, failed)
-		if failed > 0 {
-			return fmt.Errorf("%d case(s) not recorded", failed)
-		}
-		return nil
+		return recordCases(ctx, env, client, cases, *streaming)
 	}
-	var passed, failed int
+	return testCases(ctx, env, client, cases, *streaming)
+}
+
+// conformanceUsage prints the usage of "loom conformance" when args name
+// no subcommand, and returns the error to end with.
+func conformanceUsage(env Env, args []string) error {
+	fmt.Fprint(env.Stderr, `Usage:
+  loom conformance test [flags] PATH...     run ADK conformance cases in replay mode
+  loom conformance record [flags] PATH...   record cases from a live model
+
+Run "loom conformance test -h" for the flags.
+`)
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		return flag.ErrHelp
+	}
+	return errUsage
+}
+
+// recordCases records each case through client and reports each outcome.
+func recordCases(ctx context.Context, env Env, client *conformance.Client, cases []*conformance.Case, streaming string) error {
+	var failed int
 	for _, c := range cases {
-		if _, err := os.Stat(conformance.RecordingsPath(c.Dir, *streaming)); err != nil {
-			fmt.Fprintf(env.Stderr, "skipping %s: no recordings for streaming mode %s\n", c.ID(), *streaming)
+		if err := client.Record(ctx, c, streaming); err != nil {
+			failed++
+			fmt.Fprintf(env.Stdout, "FAIL %s\n%s\n", c.ID(), indent(err.Error()))
 			continue
 		}
-		res := client.Run(ctx, c, *streaming)
+		fmt.Fprintf(env.Stdout, "recorded %s\n", c.ID())
+	}
+	fmt.Fprintf(env.Stdout, "%d recorded, %d failed\n", len(cases)-failed, failed)
+	if failed > 0 {
+		return fmt.Errorf("%d case(s) not recorded", failed)
+	}
+	return nil
+}
+
+// testCases runs, in replay mode through client, each case recorded for
+// the streaming mode, and reports each outcome.
+func testCases(ctx context.Context, env Env, client *conformance.Client, cases []*conformance.Case, streaming string) error {
+	var passed, failed int
+	for _, c := range cases {
+		if _, err := os.Stat(conformance.RecordingsPath(c.Dir, streaming)); err != nil {
+			fmt.Fprintf(env.Stderr, "skipping %s: no recordings for streaming mode %s\n", c.ID(), streaming)
+			continue
+		}
+		res := client.Run(ctx, c, streaming)
 		if res.Passed() {
 			passed++
 			fmt.Fprintf(env.Stdout, "PASS %s\n", c.ID())

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/eval"
+	"github.com/loomkit/loom/eval/sqleval"
+	"github.com/loomkit/loom/internal/sqldb"
 	"github.com/loomkit/loom/model"
 )
 
@@ -89,7 +91,15 @@ func evalCmd(ctx context.Context, env Env, args []string, p Program) error {
 			return fmt.Errorf("judge model %s: %w", judgeName, err)
 		}
 	}
-	store, where := evalStore(&o, svc, *evals)
+	store, where, closeStore, err := evalStore(ctx, &o, *evals)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	// Sessions kept in a database are deleted once a run is scored (the
+	// result keeps their details), so that no user's session list holds
+	// them.
+	opts.DeleteSessions = !inMemory(&o)
 	failed := false
 	for _, t := range targets {
 		passed, err := runTarget(ctx, env, t, opts, app.Name, store, where, *details)
@@ -171,14 +181,29 @@ func runTarget(ctx context.Context, env Env, t evalTarget, opts eval.Options, ap
 }
 
 // evalStore keeps eval sets in dir, and results there too when sessions
-// are in memory or in the embedded default database; sessions stored
-// elsewhere (another SQLite file, PostgreSQL) keep the results.
-func evalStore(o *options, svc *services, dir string) (eval.Store, string) {
+// are in memory or in the embedded default database; with sessions in
+// another SQL database (another SQLite file, PostgreSQL) the results are
+// kept in a table of that database (eval/sqleval). where names the
+// results' home for messages; closeStore closes what evalStore opened.
+func evalStore(ctx context.Context, o *options, dir string) (store eval.Store, where string, closeStore func() error, err error) {
 	files := eval.NewDirStore(dir)
+	none := func() error { return nil }
 	if o.sessions == DefaultSessions || o.sessions == "memory://" {
-		return files, dir
+		return files, dir, none, nil
 	}
-	return &eval.SessionResults{Store: files, Sessions: svc.sessions}, "the session database " + redact(o.sessions)
+	results, err := sqleval.Open(ctx, o.sessions)
+	if errors.Is(err, sqldb.ErrUnsupportedURL) {
+		return files, dir, none, nil // sessions in a store that holds no tables
+	}
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("eval results: %w", err)
+	}
+	return eval.WithResults(files, results), "the session database " + redact(o.sessions), results.Close, nil
+}
+
+// inMemory reports whether the sessions are kept in memory only.
+func inMemory(o *options) bool {
+	return o.sessions == "memory://"
 }
 
 // splitSetArg splits FILE:ID1,ID2 into the file and the case ids.
@@ -272,6 +297,12 @@ func printReport(w io.Writer, s *eval.Set, rep *eval.Report, details bool) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d of %d cases passed\n", passed, len(rep.Cases))
+	for _, c := range rep.Cases {
+		if e := c.Efficiency; e != nil {
+			fmt.Fprintf(w, "%s took %.3f s, %d model calls, %d tokens (%d prompt, %d candidates) a run\n",
+				c.EvalID, e.DurationSeconds, e.ModelCalls, e.TotalTokens, e.PromptTokens, e.CandidatesTokens)
+		}
+	}
 	if !details {
 		return
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/loomkit/loom/cli"
 	"github.com/loomkit/loom/eval"
+	"github.com/loomkit/loom/eval/sqleval"
+	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/session/sqlsession"
 )
 
@@ -36,7 +38,7 @@ func TestEvalCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"CASE", "weather_then_sum  response_match_score       1.000  0.800", "tool_trajectory_avg_score  1.000  1.000      PASSED", "1 of 1 cases passed"} {
+	for _, want := range []string{"CASE", "weather_then_sum  response_match_score       1.000  0.800", "tool_trajectory_avg_score  1.000  1.000      PASSED", "1 of 1 cases passed", "weather_then_sum took ", " s, 4 model calls, "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -98,14 +100,30 @@ func TestEvalResultsInSessionDatabase(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "evals", "assistant", "eval_history")); !os.IsNotExist(err) {
 		t.Errorf("results written to files: %v", err)
 	}
+	results, err := sqleval.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer results.Close()
+	ids, err := results.ListResults(t.Context(), "assistant")
+	if err != nil || len(ids) != 1 {
+		t.Errorf("results in the database: %v %v", ids, err)
+	}
+	// The run's sessions are gone once scored: no user's list holds them,
+	// and the result keeps their details (CONFORMANCE Q6).
 	sessions, err := sqlsession.NewService(t.Context(), db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sessions.Close()
-	ids, err := (&eval.SessionResults{Sessions: sessions}).ListResults(t.Context(), "assistant")
-	if err != nil || len(ids) != 1 {
-		t.Errorf("results in the database: %v %v", ids, err)
+	if res, err := sessions.List(t.Context(), "assistant", "", nil); err != nil || len(res.Sessions) != 0 {
+		t.Errorf("sessions left in the database: %v %v", res, err)
+	}
+	if len(ids) == 1 {
+		res, err := results.GetResult(t.Context(), "assistant", ids[0])
+		if err != nil || len(res.EvalCaseResults) != 1 || !strings.Contains(string(res.EvalCaseResults[0].SessionDetails), "Paris") {
+			t.Errorf("result %v: session details missing", err)
+		}
 	}
 }
 
@@ -175,7 +193,7 @@ func (mentionsParis) Score(_ context.Context, in *eval.ScoreInput) (*eval.Score,
 	total := 0.0
 	for _, a := range in.Actual {
 		s := 0.0
-		if strings.Contains(eval.Text(a.FinalResponse), "Paris") {
+		if strings.Contains(model.Text(a.FinalResponse, "\n"), "Paris") {
 			s = 1
 		}
 		total += s

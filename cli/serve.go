@@ -146,7 +146,12 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 		return err
 	}
 	cfg := server.Config{Apps: runners, AllowedOrigins: splitList(f.origins), AllowedHosts: allowedHosts(env, f.host, f.hosts), Version: version(), Traces: server.TelemetryTraces(tel), Mounts: prot.mounts, Status: statusOf(apps), AppFiles: appFilesOf(apps)}
-	cfg.Evals, _ = evalStore(&f.o, svc, f.evals)
+	evals, _, closeEvals, err := evalStore(ctx, &f.o, f.evals)
+	if err != nil {
+		return err
+	}
+	defer closeEvals()
+	cfg.Evals = evals
 	cfg.EvalMetrics = p.EvalMetrics
 	if name := cmp.Or(f.o.model, defaultModel(env.Getenv)); name != "" {
 		// The judge of LLM-judged metrics in eval runs started from the UI.

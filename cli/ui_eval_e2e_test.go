@@ -9,8 +9,9 @@ import (
 
 	"github.com/loomkit/loom/cli"
 	"github.com/loomkit/loom/eval"
+	"github.com/loomkit/loom/eval/sqleval"
 	"github.com/loomkit/loom/examples/assistant"
-	"github.com/loomkit/loom/session/sqlsession"
+	"github.com/loomkit/loom/model"
 )
 
 // TestDevUIEval drives the dev UI's Eval tab in Chromium: chat in a
@@ -47,17 +48,17 @@ func TestDevUIEval(t *testing.T) {
 
 	// The set and the result are stored in ADK's file forms.
 	set, err := eval.ReadSetFile(filepath.Join(dir, "evals", "assistant", "weather_set.evalset.json"))
-	if err != nil || len(set.EvalCases) != 1 || eval.Text(set.EvalCases[0].Conversation[0].FinalResponse) != answer {
+	if err != nil || len(set.EvalCases) != 1 || model.Text(set.EvalCases[0].Conversation[0].FinalResponse, "\n") != answer {
 		t.Errorf("stored set %+v: %v", set, err)
 	}
 	// The server's sessions are in a database other than the default, so
 	// the result is kept there.
-	sessions, err := sqlsession.NewService(t.Context(), "sqlite://"+filepath.Join(dir, "sessions.db"), nil)
+	results, err := sqleval.Open(t.Context(), "sqlite://"+filepath.Join(dir, "sessions.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sessions.Close()
-	ids, err := (&eval.SessionResults{Sessions: sessions}).ListResults(t.Context(), "assistant")
+	defer results.Close()
+	ids, err := results.ListResults(t.Context(), "assistant")
 	if err != nil || len(ids) != 1 {
 		t.Errorf("stored results %v: %v", ids, err)
 	}

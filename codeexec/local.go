@@ -292,26 +292,7 @@ func (l *Local) run(ctx context.Context, pyPath string, req request, before map[
 	timeout := orDefault(l.Timeout, DefaultTimeout)
 	runCtx, cancel := context.WithTimeout(ctx, timeout+collectTime)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, pyPath, "-I", "-B", "-c", prelude)
-	// The supervisor enters the working directory itself: in namespaces,
-	// the user it runs as cannot, before its tmpfs is mounted there.
-	cmd.Dir = "/"
-	cmd.Stdin = bytes.NewReader(stdin)
-	outMax := orDefault(l.OutputBytes, DefaultOutputBytes)
-	stdout, stderr := &capped{max: outMax}, &capped{max: outMax}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.Env = []string{
-		"HOME=" + dir, "TMPDIR=" + dir, "PATH=" + sandboxPath, "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1",
-	}
-	if namespaces {
-		cmd.SysProcAttr = namespaceAttr(l.AllowNetwork)
-		// Killing process 1 of the PID namespace kills every process in it.
-		cmd.Cancel = func() error { return cmd.Process.Kill() }
-	} else {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	}
-	cmd.WaitDelay = time.Second
+	cmd, stdout, stderr := l.supervisor(runCtx, pyPath, dir, stdin, namespaces)
 	reportR, reportW, err := os.Pipe()
 	if err != nil {
 		return Result{}, fmt.Errorf("codeexec: pipe: %w", err)
@@ -354,27 +335,61 @@ func (l *Local) run(ctx context.Context, pyPath string, req request, before map[
 	if rep.out.input != "" {
 		return Result{}, fmt.Errorf("codeexec: %s", rep.out.input)
 	}
-	res := Result{Stdout: stdout.String(), Stderr: stderr.String(), Files: rep.out.files}
+	return result(rep.out, rep.err, stdout.String(), stderr.String(), timeout, runCtx.Err() != nil, waitErr)
+}
+
+// supervisor returns the command that runs the supervisor of one
+// execution in the working directory dir, with the request stdin, and the
+// buffers that capture what the code prints.
+func (l *Local) supervisor(ctx context.Context, pyPath, dir string, stdin []byte, namespaces bool) (cmd *exec.Cmd, stdout, stderr *capped) {
+	cmd = exec.CommandContext(ctx, pyPath, "-I", "-B", "-c", prelude)
+	// The supervisor enters the working directory itself: in namespaces,
+	// the user it runs as cannot, before its tmpfs is mounted there.
+	cmd.Dir = "/"
+	cmd.Stdin = bytes.NewReader(stdin)
+	outMax := orDefault(l.OutputBytes, DefaultOutputBytes)
+	stdout, stderr = &capped{max: outMax}, &capped{max: outMax}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.Env = []string{
+		"HOME=" + dir, "TMPDIR=" + dir, "PATH=" + sandboxPath, "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1",
+	}
+	if namespaces {
+		cmd.SysProcAttr = namespaceAttr(l.AllowNetwork)
+		// Killing process 1 of the PID namespace kills every process in it.
+		cmd.Cancel = func() error { return cmd.Process.Kill() }
+	} else {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	}
+	cmd.WaitDelay = time.Second
+	return cmd, stdout, stderr
+}
+
+// result is the outcome of an execution whose supervisor reported out
+// (or failed to report, with reportErr) and ended with waitErr, having
+// printed stdout and stderr; timedOut says the run's deadline passed.
+func result(out reportResult, reportErr error, stdout, stderr string, timeout time.Duration, timedOut bool, waitErr error) (Result, error) {
+	res := Result{Stdout: stdout, Stderr: stderr, Files: out.files}
 	switch {
-	case rep.out.timeout || !rep.out.ended && runCtx.Err() != nil:
+	case out.timeout || !out.ended && timedOut:
 		res.Failed = true
 		res.Stderr = strings.TrimRight(res.Stderr+fmt.Sprintf("\nExecution stopped: it ran longer than %v.", timeout), "\n")
-	case rep.err != nil:
-		return Result{}, rep.err
-	case !rep.out.ended:
-		return Result{}, fmt.Errorf("codeexec: the supervisor ended without a report: %v: %s", waitErr, strings.TrimSpace(stderr.String()))
-	case rep.out.exit != 0 || rep.out.signal != 0:
+	case reportErr != nil:
+		return Result{}, reportErr
+	case !out.ended:
+		return Result{}, fmt.Errorf("codeexec: the supervisor ended without a report: %v: %s", waitErr, strings.TrimSpace(stderr))
+	case out.exit != 0 || out.signal != 0:
 		res.Failed = true
 		if res.Stderr == "" {
-			if rep.out.signal != 0 {
-				res.Stderr = "Execution failed: signal: " + syscall.Signal(rep.out.signal).String()
+			if out.signal != 0 {
+				res.Stderr = "Execution failed: signal: " + syscall.Signal(out.signal).String()
 			} else {
-				res.Stderr = "Execution failed: exit status " + strconv.Itoa(rep.out.exit)
+				res.Stderr = "Execution failed: exit status " + strconv.Itoa(out.exit)
 			}
 		}
 	}
-	if len(rep.out.left) > 0 {
-		res.Stderr = strings.TrimLeft(res.Stderr+"\nOutput files not returned: "+leftOut(rep.out.left), "\n")
+	if len(out.left) > 0 {
+		res.Stderr = strings.TrimLeft(res.Stderr+"\nOutput files not returned: "+leftOut(out.left), "\n")
 	}
 	return res, nil
 }

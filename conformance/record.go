@@ -36,118 +36,148 @@ func Record(o *Options) *plugin.Plugin {
 	if o == nil {
 		o = &Options{}
 	}
-	var mu sync.Mutex
-	states := map[string]*recordState{}
-	get := func(id string) *recordState {
-		mu.Lock()
-		defer mu.Unlock()
-		return states[id]
-	}
+	r := &recorder{o: o, states: map[string]*recordState{}}
 	p := &plugin.Plugin{Name: "adk_recordings"}
 	p.ReadOnlyModelHooks = true
-	p.BeforeRun = func(ctx context.Context, cc *agent.CallbackContext) (*genai.Content, error) {
-		cfg, ok, err := readConfig(cc.State(), "temp:"+RecordingConfigKey, RecordingConfigKey)
-		if err != nil || !ok {
-			return nil, err
-		}
-		dir, err := o.resolve(cfg.dir)
-		if err != nil {
-			return nil, err
-		}
-		mu.Lock()
-		states[cc.InvocationID()] = &recordState{cfg: cfg, dir: dir, llm: map[string]*Recording{}, pending: map[string]*Recording{}, slots: map[string]int{}}
-		mu.Unlock()
-		return nil, nil
-	}
-	p.BeforeModel = []agent.BeforeModelCallback{func(ctx context.Context, cc *agent.CallbackContext, req *model.Request) (*model.Response, error) {
-		st := get(cc.InvocationID())
-		if st == nil {
-			return nil, nil
-		}
-		tree, err := RequestTree(req)
-		if err != nil {
-			return nil, err
-		}
-		r := &Recording{UserMessageIndex: st.cfg.index, AgentName: cc.AgentName(), LLM: &LLMRecording{Request: tree}}
-		st.mu.Lock()
-		st.llm[cc.AgentName()] = r
-		st.mu.Unlock()
-		return nil, nil
-	}}
-	p.AfterModel = []agent.AfterModelCallback{func(ctx context.Context, cc *agent.CallbackContext, resp *model.Response) (*model.Response, error) {
-		st := get(cc.InvocationID())
-		if st == nil {
-			return nil, nil
-		}
-		tree, err := responseTree(resp)
-		if err != nil {
-			return nil, err
-		}
-		st.mu.Lock()
-		if r := st.llm[cc.AgentName()]; r != nil {
-			r.LLM.Responses = append(r.LLM.Responses, tree)
-			if !resp.Partial {
-				// In the order the complete responses came, which is the
-				// order their events are committed, and the replay's.
-				delete(st.llm, cc.AgentName())
-				st.order = append(st.order, r)
-			}
-		}
-		st.mu.Unlock()
-		return nil, nil
-	}}
-	p.BeforeTool = []agent.BeforeToolCallback{func(ctx context.Context, tc tool.Context, t tool.Tool, args map[string]any) (map[string]any, error) {
-		st := get(tc.InvocationID())
-		if st == nil || tc.FunctionCallID() == "" {
-			return nil, nil
-		}
-		r := &Recording{UserMessageIndex: st.cfg.index, AgentName: tc.AgentName(),
-			Tool: &ToolRecording{Call: &genai.FunctionCall{ID: tc.FunctionCallID(), Name: t.Name(), Args: args}}}
-		evID, pos, n, placed := callPlace(tc)
-		st.mu.Lock()
-		st.pending[tc.FunctionCallID()] = r
-		if placed {
-			// In call order (see callPlace); places of calls that never
-			// reach the tool stay empty.
-			base, ok := st.slots[evID]
-			if !ok {
-				base = len(st.order)
-				st.slots[evID] = base
-				st.order = append(st.order, make([]*Recording, n)...)
-			}
-			st.order[base+pos] = r
-		} else {
-			st.order = append(st.order, r)
-		}
-		st.mu.Unlock()
-		return nil, nil
-	}}
-	p.AfterTool = []agent.AfterToolCallback{func(ctx context.Context, tc tool.Context, t tool.Tool, args, result map[string]any) (map[string]any, error) {
-		st := get(tc.InvocationID())
-		if st == nil {
-			return nil, nil
-		}
-		st.mu.Lock()
-		if r := st.pending[tc.FunctionCallID()]; r != nil {
-			r.Tool.Response = &genai.FunctionResponse{ID: tc.FunctionCallID(), Name: t.Name(), Response: result}
-			delete(st.pending, tc.FunctionCallID())
-		}
-		st.mu.Unlock()
-		return nil, nil
-	}}
-	p.AfterRun = func(_ context.Context, inv *agent.Invocation) {
-		mu.Lock()
-		st := states[inv.ID()]
-		delete(states, inv.ID())
-		mu.Unlock()
-		if st == nil {
-			return
-		}
-		if err := st.save(); err != nil {
-			slog.Error("conformance: saving recordings", "dir", st.dir, "err", err)
-		}
-	}
+	p.BeforeRun = r.beforeRun
+	p.BeforeModel = []agent.BeforeModelCallback{r.beforeModel}
+	p.AfterModel = []agent.AfterModelCallback{r.afterModel}
+	p.BeforeTool = []agent.BeforeToolCallback{r.beforeTool}
+	p.AfterTool = []agent.AfterToolCallback{r.afterTool}
+	p.AfterRun = r.afterRun
 	return p
+}
+
+// recorder is the recording plugin's state: what each recorded
+// invocation has recorded so far.
+type recorder struct {
+	o      *Options
+	mu     sync.Mutex
+	states map[string]*recordState // by invocation id
+}
+
+// get returns the state of the invocation id, or nil when it records
+// nothing.
+func (r *recorder) get(id string) *recordState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.states[id]
+}
+
+// beforeRun starts recording an invocation whose state asks for it.
+func (r *recorder) beforeRun(ctx context.Context, cc *agent.CallbackContext) (*genai.Content, error) {
+	cfg, ok, err := readConfig(cc.State(), "temp:"+RecordingConfigKey, RecordingConfigKey)
+	if err != nil || !ok {
+		return nil, err
+	}
+	dir, err := r.o.resolve(cfg.dir)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.states[cc.InvocationID()] = &recordState{cfg: cfg, dir: dir, llm: map[string]*Recording{}, pending: map[string]*Recording{}, slots: map[string]int{}}
+	r.mu.Unlock()
+	return nil, nil
+}
+
+// beforeModel records the request of an agent's model call.
+func (r *recorder) beforeModel(ctx context.Context, cc *agent.CallbackContext, req *model.Request) (*model.Response, error) {
+	st := r.get(cc.InvocationID())
+	if st == nil {
+		return nil, nil
+	}
+	tree, err := RequestTree(req)
+	if err != nil {
+		return nil, err
+	}
+	rec := &Recording{UserMessageIndex: st.cfg.index, AgentName: cc.AgentName(), LLM: &LLMRecording{Request: tree}}
+	st.mu.Lock()
+	st.llm[cc.AgentName()] = rec
+	st.mu.Unlock()
+	return nil, nil
+}
+
+// afterModel records a response of the agent's model call; the complete
+// response ends the call's recording.
+func (r *recorder) afterModel(ctx context.Context, cc *agent.CallbackContext, resp *model.Response) (*model.Response, error) {
+	st := r.get(cc.InvocationID())
+	if st == nil {
+		return nil, nil
+	}
+	tree, err := responseTree(resp)
+	if err != nil {
+		return nil, err
+	}
+	st.mu.Lock()
+	if rec := st.llm[cc.AgentName()]; rec != nil {
+		rec.LLM.Responses = append(rec.LLM.Responses, tree)
+		if !resp.Partial {
+			// In the order the complete responses came, which is the
+			// order their events are committed, and the replay's.
+			delete(st.llm, cc.AgentName())
+			st.order = append(st.order, rec)
+		}
+	}
+	st.mu.Unlock()
+	return nil, nil
+}
+
+// beforeTool records a tool call, in its place among the calls of its
+// model response.
+func (r *recorder) beforeTool(ctx context.Context, tc tool.Context, t tool.Tool, args map[string]any) (map[string]any, error) {
+	st := r.get(tc.InvocationID())
+	if st == nil || tc.FunctionCallID() == "" {
+		return nil, nil
+	}
+	rec := &Recording{UserMessageIndex: st.cfg.index, AgentName: tc.AgentName(),
+		Tool: &ToolRecording{Call: &genai.FunctionCall{ID: tc.FunctionCallID(), Name: t.Name(), Args: args}}}
+	evID, pos, n, placed := callPlace(tc)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.pending[tc.FunctionCallID()] = rec
+	if !placed {
+		st.order = append(st.order, rec)
+		return nil, nil
+	}
+	// In call order (see callPlace); places of calls that never reach the
+	// tool stay empty.
+	base, ok := st.slots[evID]
+	if !ok {
+		base = len(st.order)
+		st.slots[evID] = base
+		st.order = append(st.order, make([]*Recording, n)...)
+	}
+	st.order[base+pos] = rec
+	return nil, nil
+}
+
+// afterTool records the result of a tool call.
+func (r *recorder) afterTool(ctx context.Context, tc tool.Context, t tool.Tool, args, result map[string]any) (map[string]any, error) {
+	st := r.get(tc.InvocationID())
+	if st == nil {
+		return nil, nil
+	}
+	st.mu.Lock()
+	if rec := st.pending[tc.FunctionCallID()]; rec != nil {
+		rec.Tool.Response = &genai.FunctionResponse{ID: tc.FunctionCallID(), Name: t.Name(), Response: result}
+		delete(st.pending, tc.FunctionCallID())
+	}
+	st.mu.Unlock()
+	return nil, nil
+}
+
+// afterRun saves the recordings of an invocation that ends.
+func (r *recorder) afterRun(_ context.Context, inv *agent.Invocation) {
+	r.mu.Lock()
+	st := r.states[inv.ID()]
+	delete(r.states, inv.ID())
+	r.mu.Unlock()
+	if st == nil {
+		return
+	}
+	if err := st.save(); err != nil {
+		slog.Error("conformance: saving recordings", "dir", st.dir, "err", err)
+	}
 }
 
 // save appends the complete recordings of the invocation to the case's

@@ -210,97 +210,125 @@ func Replay(o *Options) *plugin.Plugin {
 	if o == nil {
 		o = &Options{}
 	}
-	var mu sync.Mutex
-	states := map[string]*replayState{}
-	get := func(id string) *replayState {
-		mu.Lock()
-		defer mu.Unlock()
-		return states[id]
-	}
+	r := &replayer{o: o, states: map[string]*replayState{}}
 	p := &plugin.Plugin{Name: "adk_replay"}
 	p.ReadOnlyModelHooks = true
-	p.BeforeRun = func(ctx context.Context, cc *agent.CallbackContext) (*genai.Content, error) {
-		cfg, ok, err := readConfig(cc.State(), ReplayConfigKey)
-		if err != nil || !ok {
-			return nil, err
-		}
-		dir, err := o.resolve(cfg.dir)
-		if err != nil {
-			return nil, err
-		}
-		recs, err := LoadRecordings(dir, cfg.streaming)
-		if err != nil {
-			return nil, err
-		}
-		mu.Lock()
-		st := &replayState{cfg: cfg, recs: recs, llm: map[string]int{}, tools: map[string]int{}, calls: map[string]int{},
-			answered: map[string]int{}, committed: map[string]int{}}
-		st.turn = sync.NewCond(&st.mu)
-		states[cc.InvocationID()] = st
-		mu.Unlock()
-		return nil, nil
-	}
-	p.OnEvent = func(_ context.Context, inv *agent.Invocation, ev *event.Event) (*event.Event, error) {
-		if st := get(inv.ID()); st != nil && !ev.Partial {
-			st.committedEvent(ev.Author)
-		}
-		return nil, nil
-	}
-	p.AfterRun = func(_ context.Context, inv *agent.Invocation) {
-		mu.Lock()
-		delete(states, inv.ID())
-		mu.Unlock()
-		pending.Range(func(k, v any) bool {
-			if v.(pendingCall).invocation == inv.ID() {
-				pending.Delete(k)
-			}
-			return true
-		})
-	}
-	p.BeforeModel = []agent.BeforeModelCallback{func(ctx context.Context, cc *agent.CallbackContext, req *model.Request) (*model.Response, error) {
-		st := get(cc.InvocationID())
-		if st == nil {
-			return nil, nil
-		}
-		if m, ok := cc.Invocation().Agent().(interface{ Model() model.LLM }); ok {
-			if _, swapped := m.Model().(*replayModel); swapped {
-				// The model answers, from the recordings, when it is
-				// called with this request (see ReplayModel).
-				pending.Store(req, pendingCall{st: st, invocation: cc.InvocationID(), agent: cc.AgentName()})
-				return nil, nil
-			}
-		}
-		// A model that ReplayModel does not wrap is never called: the
-		// recorded answer is given here.
-		resps, err := st.model(cc.AgentName(), req)
-		if err != nil {
-			return nil, err
-		}
-		return finalResponse(resps), nil
-	}}
-	p.BeforeTool = []agent.BeforeToolCallback{func(ctx context.Context, tc tool.Context, t tool.Tool, args map[string]any) (map[string]any, error) {
-		st := get(tc.InvocationID())
-		if st == nil {
-			return nil, nil
-		}
-		rec, err := st.tool(tc, t.Name(), args)
-		if err != nil {
-			return nil, err
-		}
-		if _, isAgent := t.(*agenttool.Tool); !isAgent {
-			// The tool runs for its effects (state, artifacts); the
-			// recorded result is what the model gets. An agent used as a
-			// tool does not run: its own calls are not replayed.
-			if _, err := t.Run(ctx, tc, args); err != nil {
-				return nil, err
-			}
-		}
-		if rec.Response == nil || rec.Response.Response == nil {
-			return map[string]any{}, nil
-		}
-		return rec.Response.Response, nil
-	}}
+	p.BeforeRun = r.beforeRun
+	p.OnEvent = r.onEvent
+	p.AfterRun = r.afterRun
+	p.BeforeModel = []agent.BeforeModelCallback{r.beforeModel}
+	p.BeforeTool = []agent.BeforeToolCallback{r.beforeTool}
 	return p
+}
+
+// replayer is the replay plugin's state: the recordings each replayed
+// invocation answers from, and how far it got.
+type replayer struct {
+	o      *Options
+	mu     sync.Mutex
+	states map[string]*replayState // by invocation id
+}
+
+// get returns the state of the invocation id, or nil when it replays
+// nothing.
+func (r *replayer) get(id string) *replayState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.states[id]
+}
+
+// beforeRun loads the recordings of an invocation whose state asks for a
+// replay.
+func (r *replayer) beforeRun(ctx context.Context, cc *agent.CallbackContext) (*genai.Content, error) {
+	cfg, ok, err := readConfig(cc.State(), ReplayConfigKey)
+	if err != nil || !ok {
+		return nil, err
+	}
+	dir, err := r.o.resolve(cfg.dir)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := LoadRecordings(dir, cfg.streaming)
+	if err != nil {
+		return nil, err
+	}
+	st := &replayState{cfg: cfg, recs: recs, llm: map[string]int{}, tools: map[string]int{}, calls: map[string]int{},
+		answered: map[string]int{}, committed: map[string]int{}}
+	st.turn = sync.NewCond(&st.mu)
+	r.mu.Lock()
+	r.states[cc.InvocationID()] = st
+	r.mu.Unlock()
+	return nil, nil
+}
+
+// onEvent counts the committed events of a replayed invocation.
+func (r *replayer) onEvent(_ context.Context, inv *agent.Invocation, ev *event.Event) (*event.Event, error) {
+	if st := r.get(inv.ID()); st != nil && !ev.Partial {
+		st.committedEvent(ev.Author)
+	}
+	return nil, nil
+}
+
+// afterRun forgets an invocation that ends, and the model calls it left
+// unanswered.
+func (r *replayer) afterRun(_ context.Context, inv *agent.Invocation) {
+	r.mu.Lock()
+	delete(r.states, inv.ID())
+	r.mu.Unlock()
+	pending.Range(func(k, v any) bool {
+		if v.(pendingCall).invocation == inv.ID() {
+			pending.Delete(k)
+		}
+		return true
+	})
+}
+
+// beforeModel answers an agent's model call from the recordings, or
+// marks it for the replay model that wraps the agent's model.
+func (r *replayer) beforeModel(ctx context.Context, cc *agent.CallbackContext, req *model.Request) (*model.Response, error) {
+	st := r.get(cc.InvocationID())
+	if st == nil {
+		return nil, nil
+	}
+	if m, ok := cc.Invocation().Agent().(interface{ Model() model.LLM }); ok {
+		if _, swapped := m.Model().(*replayModel); swapped {
+			// The model answers, from the recordings, when it is
+			// called with this request (see ReplayModel).
+			pending.Store(req, pendingCall{st: st, invocation: cc.InvocationID(), agent: cc.AgentName()})
+			return nil, nil
+		}
+	}
+	// A model that ReplayModel does not wrap is never called: the
+	// recorded answer is given here.
+	resps, err := st.model(cc.AgentName(), req)
+	if err != nil {
+		return nil, err
+	}
+	return finalResponse(resps), nil
+}
+
+// beforeTool answers a tool call with its recorded result.
+func (r *replayer) beforeTool(ctx context.Context, tc tool.Context, t tool.Tool, args map[string]any) (map[string]any, error) {
+	st := r.get(tc.InvocationID())
+	if st == nil {
+		return nil, nil
+	}
+	rec, err := st.tool(tc, t.Name(), args)
+	if err != nil {
+		return nil, err
+	}
+	if _, isAgent := t.(*agenttool.Tool); !isAgent {
+		// The tool runs for its effects (state, artifacts); the
+		// recorded result is what the model gets. An agent used as a
+		// tool does not run: its own calls are not replayed.
+		if _, err := t.Run(ctx, tc, args); err != nil {
+			return nil, err
+		}
+	}
+	if rec.Response == nil || rec.Response.Response == nil {
+		return map[string]any{}, nil
+	}
+	return rec.Response.Response, nil
 }
 
 // pending holds the model calls the replay plugin has seen and the

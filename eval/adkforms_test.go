@@ -33,7 +33,7 @@ func TestEvalSetInTestFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.EvalSetID != "camel" || s.EvalCases[0].EvalID != "greet" || s.EvalCases[0].SessionInput != nil ||
-		Text(s.EvalCases[0].Conversation[0].FinalResponse) != "Hi there." {
+		textOf(s.EvalCases[0].Conversation[0].FinalResponse) != "Hi there." {
 		t.Errorf("camelCase set %+v", s.EvalCases[0])
 	}
 
@@ -62,7 +62,7 @@ func TestLegacyCaseList(t *testing.T) {
 		t.Fatalf("case %+v", c)
 	}
 	first := c.Conversation[0]
-	if Text(first.UserContent) != "Show me blue mugs." || Text(first.FinalResponse) != "Here are three blue mugs." {
+	if textOf(first.UserContent) != "Show me blue mugs." || textOf(first.FinalResponse) != "Here are three blue mugs." {
 		t.Errorf("first turn %+v", first)
 	}
 	if calls := first.IntermediateData.ToolCalls(); len(calls) != 1 || calls[0].Name != "search_products" || calls[0].Args["query"] != "blue mug" {
@@ -72,7 +72,7 @@ func TestLegacyCaseList(t *testing.T) {
 		t.Errorf("intermediate responses %+v", r)
 	}
 	// A turn without a reference expects an empty response, as in ADK.
-	if Text(c.Conversation[1].FinalResponse) != "" || len(c.Conversation[1].IntermediateData.ToolCalls()) != 0 {
+	if textOf(c.Conversation[1].FinalResponse) != "" || len(c.Conversation[1].IntermediateData.ToolCalls()) != 0 {
 		t.Errorf("second turn %+v", c.Conversation[1])
 	}
 	if c.SessionInput == nil || c.SessionInput.UserID != "alice" || c.SessionInput.AppName != "shop" || c.SessionInput.State["currency"] != "EUR" {

@@ -19,15 +19,15 @@ func Diff(expected, actual *Invocation) string {
 		user = actual
 	}
 	if user != nil {
-		fmt.Fprintf(&b, "   user: %s\n", oneLine(Text(user.UserContent)))
+		fmt.Fprintf(&b, "   user: %s\n", oneLine(textOf(user.UserContent)))
 	}
 	var expCalls, actCalls []*genai.FunctionCall
 	var expText, actText string
 	if expected != nil {
-		expCalls, expText = expected.IntermediateData.ToolCalls(), Text(expected.FinalResponse)
+		expCalls, expText = expected.IntermediateData.ToolCalls(), textOf(expected.FinalResponse)
 	}
 	if actual != nil {
-		actCalls, actText = actual.IntermediateData.ToolCalls(), Text(actual.FinalResponse)
+		actCalls, actText = actual.IntermediateData.ToolCalls(), textOf(actual.FinalResponse)
 	}
 	e, a := callLines(expCalls), callLines(actCalls)
 	if strings.Join(e, "\n") == strings.Join(a, "\n") {

@@ -14,8 +14,11 @@
 // *.evalset_result.json files ([SetResult]). Keys may be snake_case or
 // camelCase; members Loom does not know are kept in each type's Extra and
 // written back; a bad file's error names the file, the case and the field.
-// [DirStore] keeps sets and results in a directory laid out as ADK lays
-// out an app's.
+// A [Store] keeps an app's sets and results, a [ResultStore] its results:
+// [DirStore] keeps both in a directory laid out as ADK lays out an app's,
+// package eval/sqleval keeps results in a table of a SQL database, and
+// [WithResults] puts the sets of one store with the results of another.
+// Package eval/evaltest holds the suite every store runs.
 //
 // # Metrics
 //
@@ -42,5 +45,7 @@
 // with the case's initial state, its turns in order (or a simulated user's
 // turns for a scenario), several cases at a time and each as many times as
 // asked; it scores every run and summarizes each case's mean scores
-// against the thresholds. Package eval/evaltest runs sets from go test.
+// against the thresholds. Each run's result says what it took
+// ([Efficiency]: time, model calls, tokens). Package eval/evaltest runs
+// sets from go test.
 package eval

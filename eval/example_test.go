@@ -2,12 +2,16 @@ package eval_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"strings"
 
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/eval"
 	"github.com/loomkit/loom/examples/assistant"
+	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
@@ -45,12 +49,16 @@ func ExampleRun() {
 	// two_plus_three tool_trajectory_avg_score 1.00 PASSED
 }
 
-// ROUGE-1 as ADK scores responses: lowercased, punctuation dropped, words
-// stemmed ("expected" and "expects" both become "expect").
-func ExampleRouge1() {
-	s := eval.Rouge1("Rain is expected today", "The forecast expects rain today")
-	fmt.Printf("P %.3f R %.3f F %.3f\n", s.Precision, s.Recall, s.F)
-	// Output: P 0.750 R 0.600 F 0.667
+// Response match is ROUGE-1 as ADK scores responses: lowercased,
+// punctuation dropped, words stemmed ("expected" and "expects" both become
+// "expect"), the F-measure of the words shared.
+func ExampleResponseMatch() {
+	score, _ := eval.ResponseMatch{}.Score(context.Background(), &eval.ScoreInput{
+		Actual:   []*eval.Invocation{{FinalResponse: genai.NewContentFromText("Rain is expected today", genai.RoleModel)}},
+		Expected: []*eval.Invocation{{FinalResponse: genai.NewContentFromText("The forecast expects rain today", genai.RoleModel)}},
+	})
+	fmt.Printf("F %.3f\n", *score.Overall)
+	// Output: F 0.667
 }
 
 // Fields Loom does not know are kept when a set is written back.
@@ -70,7 +78,7 @@ func (shortAnswers) Score(_ context.Context, in *eval.ScoreInput) (*eval.Score, 
 	sum := 0.0
 	for _, inv := range in.Actual {
 		s := 0.0
-		if n := len(eval.Tokens(eval.Text(inv.FinalResponse))); n <= 10 {
+		if n := len(strings.Fields(model.Text(inv.FinalResponse, " "))); n <= 10 {
 			s = 1
 		}
 		sum += s
@@ -104,7 +112,7 @@ func ExampleReadSetFile() {
 		return
 	}
 	for _, c := range set.EvalCases {
-		fmt.Println(c.EvalID, len(c.Conversation), eval.Text(c.Conversation[0].UserContent))
+		fmt.Println(c.EvalID, len(c.Conversation), model.Text(c.Conversation[0].UserContent, "\n"))
 	}
 	// Output:
 	// find_mugs 2 Show me blue mugs.
@@ -132,4 +140,21 @@ func ExampleReadConfig() {
 	// Output:
 	// true
 	// order_total_ok shop.metrics.order_total_ok <nil>
+}
+
+// Sets in one place, results in another: here two directories.
+func ExampleWithResults() {
+	dir, _ := os.MkdirTemp("", "evals")
+	defer os.RemoveAll(dir)
+	sets, results := eval.NewDirStore(dir+"/sets"), eval.NewDirStore(dir+"/results")
+	store := eval.WithResults(sets, results)
+	ctx := context.Background()
+	_ = store.SaveResult(ctx, "assistant", &eval.SetResult{EvalSetResultID: "example_result", EvalSetID: "smoke"})
+	_, err := sets.GetResult(ctx, "assistant", "example_result")
+	fmt.Println(errors.Is(err, eval.ErrNotFound))
+	r, err := results.GetResult(ctx, "assistant", "example_result")
+	fmt.Println(r.EvalSetID, err)
+	// Output:
+	// true
+	// smoke <nil>
 }

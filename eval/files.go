@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/internal/evaljson"
 	"github.com/loomkit/loom/model"
 	"google.golang.org/genai"
 )
@@ -56,7 +57,7 @@ func ReadSetFile(path string) (*Set, error) {
 // it.
 func ParseSet(data []byte) (*Set, error) {
 	var s Set
-	if err := Unmarshal(data, &s); err != nil {
+	if err := decode(data, &s); err != nil {
 		return nil, err
 	}
 	if err := s.Validate(); err != nil {
@@ -71,19 +72,19 @@ func (s *Set) Validate() error {
 	seen := map[string]bool{}
 	for i, c := range s.EvalCases {
 		if c == nil {
-			return &FieldError{fmt.Sprintf("eval_cases[%d]", i), errors.New("expected an object")}
+			return &FieldError{Path: fmt.Sprintf("eval_cases[%d]", i), Err: errors.New("expected an object")}
 		}
 		where := fmt.Sprintf("eval_cases[%d] (eval case %q)", i, c.EvalID)
 		if seen[c.EvalID] {
-			return &FieldError{where + ".eval_id", errors.New("duplicate eval case id")}
+			return &FieldError{Path: where + ".eval_id", Err: errors.New("duplicate eval case id")}
 		}
 		seen[c.EvalID] = true
 		if (c.Conversation == nil) == (c.ConversationScenario == nil) {
-			return &FieldError{where, errors.New("needs exactly one of conversation and conversation_scenario")}
+			return &FieldError{Path: where, Err: errors.New("needs exactly one of conversation and conversation_scenario")}
 		}
 		for j, inv := range c.Conversation {
 			if inv == nil {
-				return &FieldError{fmt.Sprintf("%s.conversation[%d]", where, j), errors.New("expected an object")}
+				return &FieldError{Path: fmt.Sprintf("%s.conversation[%d]", where, j), Err: errors.New("expected an object")}
 			}
 		}
 	}
@@ -154,7 +155,7 @@ func setName(path string) string {
 func parseOldForms(path string, data []byte) (*Set, error) {
 	var raws []json.RawMessage
 	if err := json.Unmarshal(data, &raws); err != nil {
-		return nil, fmt.Errorf("an old-form eval file must be a list of turns or of cases: %w", simplify(err))
+		return nil, fmt.Errorf("an old-form eval file must be a list of turns or of cases: %w", evaljson.Simplify(err))
 	}
 	name := setName(path)
 	if len(raws) > 0 {
@@ -178,7 +179,7 @@ func parseOldForms(path string, data []byte) (*Set, error) {
 	if b, err := os.ReadFile(filepath.Join(filepath.Dir(path), "initial.session.json")); err == nil {
 		var init oldSession
 		if err := json.Unmarshal(b, &init); err != nil {
-			return nil, fmt.Errorf("initial.session.json: %w", simplify(err))
+			return nil, fmt.Errorf("initial.session.json: %w", evaljson.Simplify(err))
 		}
 		c.SessionInput = &SessionInput{AppName: init.AppName, UserID: init.UserID, State: init.State}
 	}
@@ -195,13 +196,13 @@ func parseCaseList(name string, raws []json.RawMessage) (*Set, error) {
 		where := fmt.Sprintf("[%d]", i)
 		var oc oldCase
 		if err := json.Unmarshal(raw, &oc); err != nil {
-			return nil, &FieldError{where, simplify(err)}
+			return nil, &FieldError{Path: where, Err: evaljson.Simplify(err)}
 		}
 		if oc.Name == nil {
-			return nil, &FieldError{where + ".name", errors.New("missing")}
+			return nil, &FieldError{Path: where + ".name", Err: errors.New("missing")}
 		}
 		if oc.Data == nil {
-			return nil, &FieldError{where + ".data", errors.New("missing")}
+			return nil, &FieldError{Path: where + ".data", Err: errors.New("missing")}
 		}
 		c, err := parseTurns(*oc.Name, where+".data", oc.Data)
 		if err != nil {
@@ -224,10 +225,10 @@ func parseTurns(name, where string, raws []json.RawMessage) (*Case, error) {
 		at := fmt.Sprintf("%s[%d]", where, i)
 		var t oldTurn
 		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, &FieldError{at, simplify(err)}
+			return nil, &FieldError{Path: at, Err: evaljson.Simplify(err)}
 		}
 		if t.Query == nil {
-			return nil, &FieldError{at + ".query", errors.New("missing")}
+			return nil, &FieldError{Path: at + ".query", Err: errors.New("missing")}
 		}
 		inv := &Invocation{
 			InvocationID:  fmt.Sprintf("%s-%d", name, i),
@@ -239,7 +240,7 @@ func parseTurns(name, where string, raws []json.RawMessage) (*Case, error) {
 		}
 		for j, u := range t.ExpectedToolUse {
 			if u.ToolName == nil {
-				return nil, &FieldError{fmt.Sprintf("%s.expected_tool_use[%d].tool_name", at, j), errors.New("missing")}
+				return nil, &FieldError{Path: fmt.Sprintf("%s.expected_tool_use[%d].tool_name", at, j), Err: errors.New("missing")}
 			}
 			inv.IntermediateData.ToolUses = append(inv.IntermediateData.ToolUses, &genai.FunctionCall{Name: *u.ToolName, Args: u.ToolInput})
 		}
@@ -275,13 +276,13 @@ func WriteTestFile(path string, s *Set) error {
 	}
 	turns := []turn{}
 	for _, inv := range s.EvalCases[0].Conversation {
-		t := turn{Query: Text(inv.UserContent), Reference: Text(inv.FinalResponse), ExpectedToolUse: []use{}, ExpectedIntermediateAgentResponses: []resp{}}
+		t := turn{Query: textOf(inv.UserContent), Reference: textOf(inv.FinalResponse), ExpectedToolUse: []use{}, ExpectedIntermediateAgentResponses: []resp{}}
 		for _, c := range inv.IntermediateData.ToolCalls() {
 			t.ExpectedToolUse = append(t.ExpectedToolUse, use{ToolName: c.Name, ToolInput: c.Args})
 		}
 		if inv.IntermediateData != nil {
 			for _, r := range inv.IntermediateData.IntermediateResponses {
-				t.ExpectedIntermediateAgentResponses = append(t.ExpectedIntermediateAgentResponses, resp{r.Author, Text(&genai.Content{Parts: r.Parts})})
+				t.ExpectedIntermediateAgentResponses = append(t.ExpectedIntermediateAgentResponses, resp{r.Author, textOf(&genai.Content{Parts: r.Parts})})
 			}
 		}
 		turns = append(turns, t)
@@ -303,7 +304,7 @@ func ReadConfig(path string) (*Config, error) {
 		return nil, err
 	}
 	var c Config
-	if err := Unmarshal(data, &c); err != nil {
+	if err := decode(data, &c); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if c.Criteria == nil && c.CustomMetrics == nil && c.UserSimulatorConfig == nil && len(c.Extra) > 0 {
@@ -328,15 +329,15 @@ func ReadConfig(path string) (*Config, error) {
 func (c *Config) Validate() error {
 	for name, cr := range c.Criteria {
 		if cr == nil {
-			return &FieldError{"criteria." + name, errors.New("expected a threshold or an object")}
+			return &FieldError{Path: "criteria." + name, Err: errors.New("expected a threshold or an object")}
 		}
 		if _, err := judgeConfig(cr); err != nil {
-			return &FieldError{"criteria." + name, err}
+			return &FieldError{Path: "criteria." + name, Err: err}
 		}
 	}
 	for name, cm := range c.CustomMetrics {
 		if cm == nil {
-			return &FieldError{"custom_metrics." + name, errors.New("expected an object")}
+			return &FieldError{Path: "custom_metrics." + name, Err: errors.New("expected an object")}
 		}
 	}
 	sc := c.UserSimulatorConfig
@@ -344,15 +345,15 @@ func (c *Config) Validate() error {
 		return nil
 	}
 	if sc.Type != "" && sc.Type != "llm_backed" {
-		return &FieldError{"user_simulator_config.type", fmt.Errorf("%q is not supported: Loom's simulated user is a model writing text (\"llm_backed\")", sc.Type)}
+		return &FieldError{Path: "user_simulator_config.type", Err: fmt.Errorf("%q is not supported: Loom's simulated user is a model writing text (\"llm_backed\")", sc.Type)}
 	}
 	if _, err := genConfig(sc.ModelConfiguration); err != nil {
-		return &FieldError{"user_simulator_config.model_configuration", err}
+		return &FieldError{Path: "user_simulator_config.model_configuration", Err: err}
 	}
 	if sc.CustomInstructions != "" {
 		for _, name := range []string{"stop_signal", "conversation_plan", "conversation_history"} {
 			if !placeholder(name).MatchString(sc.CustomInstructions) {
-				return &FieldError{"user_simulator_config.custom_instructions", fmt.Errorf("must hold the placeholder {{ %s }}", name)}
+				return &FieldError{Path: "user_simulator_config.custom_instructions", Err: fmt.Errorf("must hold the placeholder {{ %s }}", name)}
 			}
 		}
 	}
@@ -372,7 +373,7 @@ func ParseResult(data []byte) (*SetResult, error) {
 		data = []byte(inner)
 	}
 	var r SetResult
-	if err := Unmarshal(data, &r); err != nil {
+	if err := decode(data, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -429,7 +430,6 @@ func writeFileAtomic(path string, data []byte) error {
 	return nil
 }
 
-// seconds is a time as ADK's float seconds.
-// Text joins the text parts of content with newlines, as ADK's metrics
+// textOf joins the text parts of content with newlines, as ADK's metrics
 // read a response. Thoughts are left out.
-func Text(c *genai.Content) string { return model.Text(c, "\n") }
+func textOf(c *genai.Content) string { return model.Text(c, "\n") }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"github.com/loomkit/loom/internal/evaljson"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,7 +52,7 @@ func TestSetFileRoundTrip(t *testing.T) {
 	if ir := c.Conversation[0].IntermediateData.IntermediateResponses; len(ir) != 1 || ir[0].Author != "router" || ir[0].Parts[0].Text != "Routing to the device agent." {
 		t.Errorf("intermediate responses: %+v", ir)
 	}
-	if got := Text(c.Conversation[0].FinalResponse); got != "I have set the device_2 status to off." {
+	if got := textOf(c.Conversation[0].FinalResponse); got != "I have set the device_2 status to off." {
 		t.Errorf("final response %q", got)
 	}
 	if c.SessionInput.UserID != "test_user" || c.SessionInput.State["user:home"] != "flat 3" {
@@ -60,7 +61,7 @@ func TestSetFileRoundTrip(t *testing.T) {
 	// The camelCase case, with its calls inside invocation events written
 	// in snake_case.
 	cc := s.EvalCases[2]
-	if cc.EvalID != "camel_case_written" || Text(cc.Conversation[0].FinalResponse) != "Nothing is on." {
+	if cc.EvalID != "camel_case_written" || textOf(cc.Conversation[0].FinalResponse) != "Nothing is on." {
 		t.Errorf("camelCase case: %+v", cc)
 	}
 	if calls := cc.Conversation[0].IntermediateData.ToolCalls(); len(calls) != 1 || calls[0].Name != "list_devices" || calls[0].Args["status"] != "ON" {
@@ -92,7 +93,7 @@ func TestSetFileRoundTrip(t *testing.T) {
 		t.Errorf("second round trip differs:\n%s", indent(out2))
 	}
 	// The camelCase form reads back to the same set.
-	camel, err := MarshalCamel(s)
+	camel, err := evaljson.Encode(s, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func TestOldTestFile(t *testing.T) {
 		t.Fatalf("%+v", s)
 	}
 	c := s.EvalCases[0]
-	if len(c.Conversation) != 2 || Text(c.Conversation[1].UserContent) != "And in Lisbon?" || Text(c.Conversation[1].FinalResponse) != "It is cloudy in Lisbon." {
+	if len(c.Conversation) != 2 || textOf(c.Conversation[1].UserContent) != "And in Lisbon?" || textOf(c.Conversation[1].FinalResponse) != "It is cloudy in Lisbon." {
 		t.Errorf("conversation %+v", c.Conversation)
 	}
 	if calls := c.Conversation[0].IntermediateData.ToolCalls(); len(calls) != 1 || calls[0].Name != "get_weather" || calls[0].Args["city"] != "Paris" {
@@ -214,7 +215,7 @@ func TestOldTestFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if Text(back.EvalCases[0].Conversation[0].FinalResponse) != "It is sunny in Paris." || back.EvalCases[0].Conversation[1].IntermediateData.ToolCalls()[0].Args["city"] != "Lisbon" {
+	if textOf(back.EvalCases[0].Conversation[0].FinalResponse) != "It is sunny in Paris." || back.EvalCases[0].Conversation[1].IntermediateData.ToolCalls()[0].Args["city"] != "Lisbon" {
 		t.Errorf("old form round trip: %+v", back.EvalCases[0].Conversation)
 	}
 }

@@ -57,12 +57,12 @@ func (g *Grounding) Score(ctx context.Context, in *ScoreInput) (*Score, error) {
 	}
 	var out Score
 	for _, inv := range in.Actual {
-		answer := Text(inv.FinalResponse)
+		answer := textOf(inv.FinalResponse)
 		judgeIntermediate := in.Criterion != nil && in.Criterion.EvaluateIntermediateNLResponses
 		if judgeIntermediate && inv.IntermediateData != nil {
 			var b strings.Builder
 			for _, r := range inv.IntermediateData.IntermediateResponses {
-				if t := Text(&genai.Content{Parts: r.Parts}); t != "" {
+				if t := textOf(&genai.Content{Parts: r.Parts}); t != "" {
 					b.WriteString(t + "\n")
 				}
 			}
@@ -114,12 +114,12 @@ func (g *Grounding) Score(ctx context.Context, in *ScoreInput) (*Score, error) {
 // judged themselves).
 func groundingContext(inv *Invocation, responses bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "user: %s\n", Text(inv.UserContent))
+	fmt.Fprintf(&b, "user: %s\n", textOf(inv.UserContent))
 	if d := inv.IntermediateData; d != nil {
 		writeTools(&b, d, "tool call: ", "tool result of ")
 		for _, r := range d.IntermediateResponses {
 			if responses {
-				fmt.Fprintf(&b, "%s: %s\n", r.Author, Text(&genai.Content{Parts: r.Parts}))
+				fmt.Fprintf(&b, "%s: %s\n", r.Author, textOf(&genai.Content{Parts: r.Parts}))
 			}
 		}
 	}

@@ -50,7 +50,7 @@ func fill(inv *Invocation, events []*event.Event) {
 	for _, ev := range events {
 		data.ToolUses = append(data.ToolUses, ev.FunctionCalls()...)
 		data.ToolResponses = append(data.ToolResponses, ev.FunctionResponses()...)
-		if ev.IsFinalResponse() && Text(ev.Content) != "" {
+		if ev.IsFinalResponse() && textOf(ev.Content) != "" {
 			texts = append(texts, ev)
 		}
 	}

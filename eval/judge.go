@@ -10,6 +10,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/internal/evaljson"
 	"github.com/loomkit/loom/model"
 )
 
@@ -32,7 +33,7 @@ func samples(c *Criterion) int {
 // genConfig reads a genai generation config given as JSON, in either key
 // style; nil when there is none.
 func genConfig(raw json.RawMessage) (*genai.GenerateContentConfig, error) {
-	if len(raw) == 0 || isNull(raw) {
+	if len(raw) == 0 || evaljson.IsNull(raw) {
 		return nil, nil
 	}
 	if norm, err := event.Normalize(raw); err == nil {
@@ -40,7 +41,7 @@ func genConfig(raw json.RawMessage) (*genai.GenerateContentConfig, error) {
 	}
 	var cfg genai.GenerateContentConfig
 	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return nil, simplify(err)
+		return nil, evaljson.Simplify(err)
 	}
 	return &cfg, nil
 }
@@ -52,7 +53,7 @@ func judgeConfig(c *Criterion) (*genai.GenerateContentConfig, error) {
 	}
 	cfg, err := genConfig(c.JudgeOptions.JudgeModelConfig)
 	if err != nil {
-		return nil, &FieldError{"judge_model_options.judge_model_config", err}
+		return nil, &FieldError{Path: "judge_model_options.judge_model_config", Err: err}
 	}
 	return cfg, nil
 }
@@ -86,7 +87,7 @@ func askWith(ctx context.Context, judge model.LLM, cfg *genai.GenerateContentCon
 		if resp.Partial {
 			continue
 		}
-		b.WriteString(Text(resp.Content))
+		b.WriteString(textOf(resp.Content))
 	}
 	return b.String(), nil
 }
@@ -168,7 +169,7 @@ func (j *JudgedMatch) Score(ctx context.Context, in *ScoreInput) (*Score, error)
 	}
 	var out Score
 	for i := 0; i < len(in.Actual) && i < len(in.Expected); i++ {
-		prompt := fmt.Sprintf(matchPrompt, Text(in.Expected[i].UserContent), Text(in.Actual[i].FinalResponse), Text(in.Expected[i].FinalResponse))
+		prompt := fmt.Sprintf(matchPrompt, textOf(in.Expected[i].UserContent), textOf(in.Actual[i].FinalResponse), textOf(in.Expected[i].FinalResponse))
 		var votes []bool
 		for range samples(in.Criterion) {
 			text, err := ask(ctx, judge, in.Criterion, prompt)
@@ -241,19 +242,19 @@ Answer with JSON only, in this form:
 func (q *RubricQuality) rubricMaterial(in *ScoreInput, inv *Invocation) (string, string) {
 	switch q.Subject {
 	case RubricToolUse:
-		return "the agent's use of tools in answering the user", fmt.Sprintf("User prompt:\n<prompt>\n%s\n</prompt>\n\nTool calls and results, in order:\n<tools>\n%s</tools>\n", Text(inv.UserContent), toolLog(inv))
+		return "the agent's use of tools in answering the user", fmt.Sprintf("User prompt:\n<prompt>\n%s\n</prompt>\n\nTool calls and results, in order:\n<tools>\n%s</tools>\n", textOf(inv.UserContent), toolLog(inv))
 	case RubricConversation:
 		return "the agent's conduct over the whole conversation", fmt.Sprintf("%sConversation:\n<conversation>\n%s</conversation>\n", goalOf(in), transcript(in.Actual, true))
 	}
-	response := Text(inv.FinalResponse)
+	response := textOf(inv.FinalResponse)
 	if in.Criterion != nil && in.Criterion.IncludeIntermediateResponsesInFinal && inv.IntermediateData != nil {
 		var b strings.Builder
 		for _, r := range inv.IntermediateData.IntermediateResponses {
-			fmt.Fprintf(&b, "%s\n", Text(&genai.Content{Parts: r.Parts}))
+			fmt.Fprintf(&b, "%s\n", textOf(&genai.Content{Parts: r.Parts}))
 		}
 		response = b.String() + response
 	}
-	return "the agent's final response to the user", fmt.Sprintf("User prompt:\n<prompt>\n%s\n</prompt>\n\nAgent response:\n<response>\n%s\n</response>\n", Text(inv.UserContent), response)
+	return "the agent's final response to the user", fmt.Sprintf("User prompt:\n<prompt>\n%s\n</prompt>\n\nAgent response:\n<response>\n%s\n</response>\n", textOf(inv.UserContent), response)
 }
 
 // Score implements Scorer.

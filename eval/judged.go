@@ -66,13 +66,13 @@ func writeTools(b *strings.Builder, d *IntermediateData, callPrefix, resultPrefi
 func transcript(invs []*Invocation, tools bool) string {
 	var b strings.Builder
 	for i, inv := range invs {
-		fmt.Fprintf(&b, "[turn %d]\nuser: %s\n", i+1, Text(inv.UserContent))
+		fmt.Fprintf(&b, "[turn %d]\nuser: %s\n", i+1, textOf(inv.UserContent))
 		if tools {
 			for _, line := range strings.Split(strings.TrimSuffix(toolLog(inv), "\n"), "\n") {
 				fmt.Fprintf(&b, "agent tool use: %s\n", line)
 			}
 		}
-		fmt.Fprintf(&b, "agent: %s\n", Text(inv.FinalResponse))
+		fmt.Fprintf(&b, "agent: %s\n", textOf(inv.FinalResponse))
 	}
 	return b.String()
 }
@@ -198,7 +198,7 @@ func (s *Safety) Score(ctx context.Context, in *ScoreInput) (*Score, error) {
 	}
 	var out Score
 	for _, inv := range in.Actual {
-		v, err := askVerdicts(ctx, judge, in.Criterion, fmt.Sprintf(safetyPrompt, Text(inv.UserContent), Text(inv.FinalResponse)))
+		v, err := askVerdicts(ctx, judge, in.Criterion, fmt.Sprintf(safetyPrompt, textOf(inv.UserContent), textOf(inv.FinalResponse)))
 		if err != nil {
 			return nil, err
 		}
@@ -243,7 +243,7 @@ func (c *Coherence) Score(ctx context.Context, in *ScoreInput) (*Score, error) {
 	}
 	var out Score
 	for _, inv := range in.Actual {
-		prompt := fmt.Sprintf(coherencePrompt, Text(inv.UserContent), Text(inv.FinalResponse))
+		prompt := fmt.Sprintf(coherencePrompt, textOf(inv.UserContent), textOf(inv.FinalResponse))
 		var ratings []InvocationScore
 		for range samples(in.Criterion) {
 			text, err := ask(ctx, judge, in.Criterion, prompt)
@@ -320,13 +320,13 @@ func (q *SimulatorQuality) Score(ctx context.Context, in *ScoreInput) (*Score, e
 	for i, inv := range in.Actual {
 		if i == 0 {
 			good := 0.0
-			if strings.TrimSpace(Text(inv.UserContent)) == strings.TrimSpace(in.Case.ConversationScenario.StartingPrompt) {
+			if strings.TrimSpace(textOf(inv.UserContent)) == strings.TrimSpace(in.Case.ConversationScenario.StartingPrompt) {
 				good = 1
 			}
 			out.PerInvocation = append(out.PerInvocation, InvocationScore{Score: ptr(good)})
 			continue
 		}
-		prompt := fmt.Sprintf(simulatorQualityPrompt, stop, in.Case.ConversationScenario.ConversationPlan, transcript(in.Actual[:i], false), Text(inv.UserContent))
+		prompt := fmt.Sprintf(simulatorQualityPrompt, stop, in.Case.ConversationScenario.ConversationPlan, transcript(in.Actual[:i], false), textOf(inv.UserContent))
 		v, err := askVerdicts(ctx, judge, in.Criterion, prompt)
 		if err != nil {
 			return nil, err

@@ -20,7 +20,7 @@ func promptOf(t *testing.T, m *scripted.Model, i int) string {
 	if i >= len(reqs) {
 		t.Fatalf("judge asked %d times, want more than %d", len(reqs), i)
 	}
-	return Text(reqs[i].Contents[0])
+	return textOf(reqs[i].Contents[0])
 }
 
 // TestToolUseRubrics checks rubric_based_tool_use_quality_v1: the judge
@@ -215,7 +215,7 @@ func TestSimulatorQuality(t *testing.T) {
 // to the judge, and that a config that is not one is refused up front.
 func TestJudgeModelConfig(t *testing.T) {
 	var c Config
-	if err := Unmarshal([]byte(`{"criteria": {"safety_v1": {"threshold": 1, "judgeModelOptions": {"numSamples": 1, "judgeModelConfig": {"temperature": 0.25, "max_output_tokens": 300}}}}}`), &c); err != nil {
+	if err := decode([]byte(`{"criteria": {"safety_v1": {"threshold": 1, "judgeModelOptions": {"numSamples": 1, "judgeModelConfig": {"temperature": 0.25, "max_output_tokens": 300}}}}}`), &c); err != nil {
 		t.Fatal(err)
 	}
 	judge := scripted.NewSequence("judge", verdict("yes"))
@@ -243,7 +243,7 @@ func TestJudgeModelConfig(t *testing.T) {
 // lacking a required placeholder are refused when the config is read.
 func TestSimulatorCustomInstructions(t *testing.T) {
 	var c Config
-	if err := Unmarshal([]byte(`{"criteria": {}, "user_simulator_config": {
+	if err := decode([]byte(`{"criteria": {}, "user_simulator_config": {
 		"custom_instructions": "PLAN={{ conversation_plan }} STOP={{stop_signal}} SO FAR:\n{{ conversation_history }}",
 		"model_configuration": {"temperature": 0.5}}}`), &c); err != nil {
 		t.Fatal(err)
@@ -256,14 +256,14 @@ func TestSimulatorCustomInstructions(t *testing.T) {
 	actual, err := simulate(context.Background(), &Scenario{StartingPrompt: "hi", ConversationPlan: "Say hi, then stop."},
 		&Options{UserSimulator: sim, Simulator: c.UserSimulatorConfig}, func(msg *genai.Content) (*Invocation, error) {
 			turns++
-			return inv(Text(msg), "Hello!"), nil
+			return inv(textOf(msg), "Hello!"), nil
 		})
 	if err != nil || turns != 1 || len(actual) != 1 {
 		t.Fatalf("turns %d, %v", turns, err)
 	}
 	req := sim.Requests()[0]
 	want := "PLAN=Say hi, then stop. STOP=</finished> SO FAR:\nuser: hi\nagent: Hello!\n"
-	if got := Text(req.Contents[0]); got != want {
+	if got := textOf(req.Contents[0]); got != want {
 		t.Errorf("simulator prompt %q, want %q", got, want)
 	}
 	if req.Config == nil || req.Config.Temperature == nil || *req.Config.Temperature != 0.5 {

@@ -79,6 +79,9 @@ type CaseSummary struct {
 	Runs []*CaseResult
 	// Errs are the errors of runs that failed to complete.
 	Errs []error
+	// Efficiency is the mean of the runs' efficiency, nil when no run
+	// reached the app.
+	Efficiency *Efficiency
 }
 
 // MetricSummary is a metric's mean score over a case's runs.
@@ -220,7 +223,7 @@ func ResultID(app, setID string, t time.Time) string {
 }
 
 func summarize(id string, metrics []*Metric, runs []*CaseResult, errs []error) *CaseSummary {
-	sum := &CaseSummary{EvalID: id, Runs: runs}
+	sum := &CaseSummary{EvalID: id, Runs: runs, Efficiency: meanEfficiency(runs)}
 	for _, err := range errs {
 		if err != nil {
 			sum.Errs = append(sum.Errs, err)
@@ -259,6 +262,32 @@ func summarize(id string, metrics []*Metric, runs []*CaseResult, errs []error) *
 	return sum
 }
 
+// meanEfficiency is the mean efficiency of the runs that have one, or nil.
+func meanEfficiency(runs []*CaseResult) *Efficiency {
+	var sum Efficiency
+	n := 0
+	for _, r := range runs {
+		if e := r.Efficiency; e != nil {
+			n++
+			sum.DurationSeconds += e.DurationSeconds
+			sum.ModelCalls += e.ModelCalls
+			sum.PromptTokens += e.PromptTokens
+			sum.CandidatesTokens += e.CandidatesTokens
+			sum.TotalTokens += e.TotalTokens
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return &Efficiency{
+		DurationSeconds:  sum.DurationSeconds / float64(n),
+		ModelCalls:       (sum.ModelCalls + n/2) / n,
+		PromptTokens:     (sum.PromptTokens + int64(n)/2) / int64(n),
+		CandidatesTokens: (sum.CandidatesTokens + int64(n)/2) / int64(n),
+		TotalTokens:      (sum.TotalTokens + int64(n)/2) / int64(n),
+	}
+}
+
 // runCase runs one case once and scores it. The returned result is never
 // nil: a run that fails has every metric not evaluated and fails the case.
 func runCase(ctx context.Context, set *Set, c *Case, opts *Options, scorers []Scorer) (res *CaseResult, err error) {
@@ -279,8 +308,8 @@ func runCase(ctx context.Context, set *Set, c *Case, opts *Options, scorers []Sc
 
 // inferAndScore runs a case and scores it into res.
 func inferAndScore(ctx context.Context, c *Case, opts *Options, scorers []Scorer, userID string, res *CaseResult) error {
-	actual, sid, err := Infer(ctx, opts.Runner, c, userID, opts)
-	res.SessionID = sid
+	actual, sid, eff, err := infer(ctx, opts.Runner, c, userID, opts)
+	res.SessionID, res.Efficiency = sid, eff
 	if sess, gerr := opts.Runner.Sessions().Get(ctx, session.Key{AppName: opts.Runner.AppName(), UserID: userID, SessionID: sid}, nil); gerr == nil {
 		if b, merr := json.Marshal(sess); merr == nil {
 			res.SessionDetails = b
@@ -347,24 +376,29 @@ func newResult(m *Metric, score *float64) *MetricResult {
 	return &MetricResult{MetricName: m.MetricName, Threshold: &t, Criterion: m.Criterion, Score: score, EvalStatus: statusOf(score, t)}
 }
 
-// Infer runs a case against r in a new session of user userID, starting
+// infer runs a case against r in a new session of user userID, starting
 // from the case's initial state: the conversation's user turns in order, or
-// a simulated user's. It returns the actual invocations and the session id.
-func Infer(ctx context.Context, r *runner.Runner, c *Case, userID string, opts *Options) ([]*Invocation, string, error) {
+// a simulated user's. It returns the actual invocations, the session id
+// and, once the session exists, what the app's turns took.
+func infer(ctx context.Context, r *runner.Runner, c *Case, userID string, opts *Options) ([]*Invocation, string, *Efficiency, error) {
 	sid := SessionPrefix + event.NewID()
 	var state map[string]any
 	if c.SessionInput != nil {
 		state = event.CloneMap(c.SessionInput.State)
 	}
 	if _, err := r.Sessions().Create(ctx, session.Key{AppName: r.AppName(), UserID: userID, SessionID: sid}, state); err != nil {
-		return nil, sid, fmt.Errorf("create session: %w", err)
+		return nil, sid, nil, fmt.Errorf("create session: %w", err)
 	}
+	eff := &Efficiency{}
 	turn := func(msg *genai.Content) (*Invocation, error) {
 		var events []*event.Event
+		start := time.Now()
+		defer func() { eff.DurationSeconds += time.Since(start).Seconds() }()
 		for ev, err := range r.Run(ctx, userID, sid, msg, nil) {
 			if err != nil {
 				return nil, err
 			}
+			eff.add(ev)
 			events = append(events, ev)
 		}
 		inv := &Invocation{UserContent: msg, CreationTimestamp: event.ToSeconds(time.Now())}
@@ -376,12 +410,12 @@ func Infer(ctx context.Context, r *runner.Runner, c *Case, userID string, opts *
 	}
 	if c.ConversationScenario != nil {
 		actual, err := simulate(ctx, c.ConversationScenario, opts, turn)
-		return actual, sid, err
+		return actual, sid, eff, err
 	}
 	var actual []*Invocation
 	for i, exp := range c.Conversation {
 		if exp.UserContent == nil {
-			return actual, sid, fmt.Errorf("conversation[%d]: no user content", i)
+			return actual, sid, eff, fmt.Errorf("conversation[%d]: no user content", i)
 		}
 		msg := event.CloneContent(exp.UserContent)
 		if msg.Role == "" {
@@ -389,9 +423,9 @@ func Infer(ctx context.Context, r *runner.Runner, c *Case, userID string, opts *
 		}
 		inv, err := turn(msg)
 		if err != nil {
-			return actual, sid, fmt.Errorf("conversation[%d]: %w", i, err)
+			return actual, sid, eff, fmt.Errorf("conversation[%d]: %w", i, err)
 		}
 		actual = append(actual, inv)
 	}
-	return actual, sid, nil
+	return actual, sid, eff, nil
 }

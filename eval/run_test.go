@@ -128,7 +128,7 @@ func TestRunStateAndTurns(t *testing.T) {
 			return scripted.Text(fmt.Sprintf("You are %v.", res[0].Response["name"])), nil
 		}
 		last := req.Contents[len(req.Contents)-1]
-		if strings.Contains(eval.Text(last), "who") {
+		if strings.Contains(model.Text(last, "\n"), "who") {
 			return scripted.Call("whoami", map[string]any{}), nil
 		}
 		// Every other run answers differently, to give a mean of 0.5.
@@ -159,8 +159,8 @@ func TestRunStateAndTurns(t *testing.T) {
 		t.Fatalf("run %+v", run)
 	}
 	first := run.EvalMetricResultPerInvocation[0].ActualInvocation
-	if eval.Text(first.FinalResponse) != "You are Ana." || first.IntermediateData.ToolCalls()[0].Name != "whoami" {
-		t.Errorf("first turn: %q", eval.Text(first.FinalResponse))
+	if model.Text(first.FinalResponse, "\n") != "You are Ana." || first.IntermediateData.ToolCalls()[0].Name != "whoami" {
+		t.Errorf("first turn: %q", model.Text(first.FinalResponse, "\n"))
 	}
 	// Run 1: turn 2 scores 0 (mean 0.5); run 2: 1 (mean 1). Mean 0.75.
 	m := rep.Cases[0].Metrics[0]
@@ -183,14 +183,14 @@ func TestRunScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	per := rep.Result.EvalCaseResults[0].EvalMetricResultPerInvocation
-	if len(per) != 2 || eval.Text(per[1].ActualInvocation.FinalResponse) != forecast("Oslo") {
+	if len(per) != 2 || model.Text(per[1].ActualInvocation.FinalResponse, "\n") != forecast("Oslo") {
 		t.Fatalf("scenario turns: %d", len(per))
 	}
 	// Nothing to compare with: the default metrics are not evaluated.
 	if rep.Cases[0].Status != eval.NotEvaluated {
 		t.Errorf("status %v", rep.Cases[0].Status)
 	}
-	prompt := eval.Text(sim.Requests()[1].Contents[0])
+	prompt := model.Text(sim.Requests()[1].Contents[0], "\n")
 	if !strings.Contains(prompt, "Ask about Paris, then Oslo.") || !strings.Contains(prompt, forecast("Oslo")) {
 		t.Errorf("simulator prompt:\n%s", prompt)
 	}
@@ -250,7 +250,7 @@ func TestRunScenarioSimulatorByName(t *testing.T) {
 	if len(asked) != 1 || asked[0] != "sim-model" || len(run.EvalMetricResultPerInvocation) != 1 {
 		t.Fatalf("asked %v, %d turns", asked, len(run.EvalMetricResultPerInvocation))
 	}
-	if got := eval.Text(run.EvalMetricResultPerInvocation[0].ActualInvocation.FinalResponse); got != "The sum is 3." {
+	if got := model.Text(run.EvalMetricResultPerInvocation[0].ActualInvocation.FinalResponse, "\n"); got != "The sum is 3." {
 		t.Errorf("answer %q", got)
 	}
 	if !strings.Contains(string(run.SessionDetails), `"text":"add 1 and 2"`) {

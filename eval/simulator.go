@@ -68,7 +68,7 @@ func simulate(ctx context.Context, sc *Scenario, opts *Options, turn func(*genai
 			return actual, fmt.Errorf("turn %d: %w", len(actual), err)
 		}
 		actual = append(actual, inv)
-		fmt.Fprintf(&transcript, "user: %s\nagent: %s\n", msg, Text(inv.FinalResponse))
+		fmt.Fprintf(&transcript, "user: %s\nagent: %s\n", msg, textOf(inv.FinalResponse))
 		next, err := askWith(ctx, sim, cfg, simulatorInstructions(sc, opts.Simulator, transcript.String()))
 		if err != nil {
 			return actual, fmt.Errorf("user simulator: %w", err)

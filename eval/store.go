@@ -34,24 +34,65 @@ func invalidID(format string, args ...any) error {
 	return &idError{fmt.Sprintf(format, args...)}
 }
 
+// ResultStore keeps the results of apps' eval runs, each under its id
+// ([SetResult.EvalSetResultID]). An app name or result id the store cannot
+// use fails with an error wrapping ErrInvalidID ([CheckResultKey]).
+// [DirStore] keeps results as files, as ADK does; package eval/sqleval
+// keeps them in tables of a SQL database. The suite of package
+// eval/evaltest (evaltest.TestResultStore) checks an implementation.
+type ResultStore interface {
+	// ListResults returns the ids of an app's results, sorted; an app
+	// without results has none (an empty list, not an error).
+	ListResults(ctx context.Context, app string) ([]string, error)
+	// GetResult returns a result, or an error wrapping ErrNotFound.
+	GetResult(ctx context.Context, app, id string) (*SetResult, error)
+	// SaveResult stores a result under its id, replacing one stored
+	// under the same id.
+	SaveResult(ctx context.Context, app string, r *SetResult) error
+}
+
 // Store keeps the eval sets and results of apps. An app name, set id or
 // result id the store cannot use fails with an error wrapping ErrInvalidID.
+// The suite of package eval/evaltest (evaltest.TestStore) checks an
+// implementation.
 type Store interface {
 	// ListSets returns the ids of an app's eval sets, sorted.
 	ListSets(ctx context.Context, app string) ([]string, error)
-	// GetSet returns an eval set, or ErrNotFound.
+	// GetSet returns an eval set, or an error wrapping ErrNotFound.
 	GetSet(ctx context.Context, app, id string) (*Set, error)
-	// CreateSet stores a new eval set, or fails with ErrExists.
+	// CreateSet stores a new eval set, or fails with an error wrapping
+	// ErrExists. It fills in a creation time and an empty case list
+	// where s has none.
 	CreateSet(ctx context.Context, app string, s *Set) error
 	// UpdateSet applies fn to a stored set and stores the result, as one
-	// step with respect to other updates.
+	// step with respect to other updates. An error of fn leaves the set
+	// as it was.
 	UpdateSet(ctx context.Context, app, id string, fn func(*Set) error) error
-	// ListResults returns the ids of an app's results, sorted.
-	ListResults(ctx context.Context, app string) ([]string, error)
-	// GetResult returns a result, or ErrNotFound.
-	GetResult(ctx context.Context, app, id string) (*SetResult, error)
-	// SaveResult stores a result under its id.
-	SaveResult(ctx context.Context, app string, r *SetResult) error
+	ResultStore
+}
+
+// WithResults returns a store that keeps sets in sets and results in
+// results, such as the files of a directory for sets and a database,
+// beside the sessions, for results.
+func WithResults(sets Store, results ResultStore) Store {
+	return &splitStore{Store: sets, results: results}
+}
+
+type splitStore struct {
+	Store
+	results ResultStore
+}
+
+func (s *splitStore) ListResults(ctx context.Context, app string) ([]string, error) {
+	return s.results.ListResults(ctx, app)
+}
+
+func (s *splitStore) GetResult(ctx context.Context, app, id string) (*SetResult, error) {
+	return s.results.GetResult(ctx, app, id)
+}
+
+func (s *splitStore) SaveResult(ctx context.Context, app string, r *SetResult) error {
+	return s.results.SaveResult(ctx, app, r)
 }
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
@@ -78,9 +119,34 @@ type DirStore struct {
 // NewDirStore returns a store rooted at dir.
 func NewDirStore(dir string) *DirStore { return &DirStore{Dir: dir} }
 
+// CheckResultKey checks the app name and result id a [ResultStore] keeps
+// a result under: each non-empty, neither "." nor "..", without a slash or
+// a backslash, so that either can name a file. Its error wraps
+// [ErrInvalidID].
+func CheckResultKey(app, id string) error {
+	if err := checkAppName(app); err != nil {
+		return err
+	}
+	if !isFileName(id) {
+		return invalidID("invalid eval result id %q", id)
+	}
+	return nil
+}
+
+func checkAppName(app string) error {
+	if !isFileName(app) {
+		return invalidID("invalid app name %q", app)
+	}
+	return nil
+}
+
+func isFileName(s string) bool {
+	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, `/\`)
+}
+
 func (d *DirStore) appDir(app string) (string, error) {
-	if app == "" || app == "." || app == ".." || strings.ContainsAny(app, `/\`) {
-		return "", invalidID("invalid app name %q", app)
+	if err := checkAppName(app); err != nil {
+		return "", err
 	}
 	return filepath.Join(d.Dir, app), nil
 }
@@ -94,11 +160,10 @@ func (d *DirStore) setPath(app, id string) (string, error) {
 }
 
 func (d *DirStore) resultPath(app, id string) (string, error) {
-	if id == "" || id == "." || id == ".." || strings.ContainsAny(id, `/\`) {
-		return "", invalidID("invalid eval result id %q", id)
+	if err := CheckResultKey(app, id); err != nil {
+		return "", err
 	}
-	dir, err := d.appDir(app)
-	return filepath.Join(dir, "eval_history", id+ResultFileSuffix), err
+	return filepath.Join(d.Dir, app, "eval_history", id+ResultFileSuffix), nil
 }
 
 func list(dir, suffix string) ([]string, error) {

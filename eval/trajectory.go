@@ -21,7 +21,7 @@ func (t Trajectory) Score(_ context.Context, in *ScoreInput) (*Score, error) {
 	}
 	var out Score
 	for i := 0; i < len(in.Actual) && i < len(in.Expected); i++ {
-		ok := MatchTools(t.Match, in.Actual[i].IntermediateData.ToolCalls(), in.Expected[i].IntermediateData.ToolCalls())
+		ok := matchTools(t.Match, in.Actual[i].IntermediateData.ToolCalls(), in.Expected[i].IntermediateData.ToolCalls())
 		s := 0.0
 		if ok {
 			s = 1
@@ -32,9 +32,9 @@ func (t Trajectory) Score(_ context.Context, in *ScoreInput) (*Score, error) {
 	return &out, nil
 }
 
-// MatchTools reports whether actual tool calls match expected ones under
+// matchTools reports whether actual tool calls match expected ones under
 // a match type.
-func MatchTools(m MatchType, actual, expected []*genai.FunctionCall) bool {
+func matchTools(m MatchType, actual, expected []*genai.FunctionCall) bool {
 	switch m {
 	case InOrder:
 		next := 0

@@ -266,7 +266,7 @@ type Criterion struct {
 
 func (c *Criterion) fromNumber(f float64) { *c = Criterion{Threshold: f, bare: true} }
 
-func (c Criterion) asNumber() (float64, bool) {
+func (c *Criterion) asNumber() (float64, bool) {
 	return c.Threshold, c.bare && c.MatchType == nil && c.JudgeOptions == nil && c.Rubrics == nil && len(c.Extra) == 0 &&
 		!c.IncludeIntermediateResponsesInFinal && !c.EvaluateIntermediateNLResponses && c.StopSignal == ""
 }
@@ -351,7 +351,41 @@ type CaseResult struct {
 	// SessionDetails is the session the run produced, in ADK's JSON.
 	SessionDetails json.RawMessage `json:"session_details"`
 	UserID         string          `json:"user_id,omitempty"`
-	Extra          Extra
+	// Efficiency is what the run took. ADK has no such member: its readers
+	// ignore it.
+	Efficiency *Efficiency `json:"efficiency,omitempty"`
+	Extra      Extra
+}
+
+// Efficiency is what running a case took: the time the app spent on the
+// case's user turns, the model calls it made and the tokens those calls
+// reported in their usage metadata (zero when a model reports none). A
+// simulated user's turns and a judge's calls are not counted.
+type Efficiency struct {
+	// DurationSeconds is the time from each user turn sent to the app's
+	// last event of that turn, summed over the turns.
+	DurationSeconds float64 `json:"duration_seconds"`
+	// ModelCalls counts the app's model calls.
+	ModelCalls int `json:"model_calls"`
+	// PromptTokens, CandidatesTokens and TotalTokens sum the usage
+	// metadata of those calls.
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CandidatesTokens int64 `json:"candidates_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+	Extra            Extra
+}
+
+// add counts one event of the app's.
+func (e *Efficiency) add(ev *event.Event) {
+	if !ev.LLMCall {
+		return
+	}
+	e.ModelCalls++
+	if u := ev.UsageMetadata; u != nil {
+		e.PromptTokens += int64(u.PromptTokenCount)
+		e.CandidatesTokens += int64(u.CandidatesTokenCount)
+		e.TotalTokens += int64(u.TotalTokenCount)
+	}
 }
 
 // SetResult is the result of running an eval set, as stored in ADK's

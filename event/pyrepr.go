@@ -66,21 +66,7 @@ func writeRepr(b *strings.Builder, v any, depth int) {
 			b.WriteString(x.String())
 		}
 	case map[string]any:
-		b.WriteByte('{')
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeStringRepr(b, k)
-			b.WriteString(": ")
-			writeRepr(b, x[k], depth+1)
-		}
-		b.WriteByte('}')
+		writeDictRepr(b, x, depth)
 	case []any:
 		b.WriteByte('[')
 		for i, e := range x {
@@ -91,26 +77,52 @@ func writeRepr(b *strings.Builder, v any, depth int) {
 		}
 		b.WriteByte(']')
 	default:
-		rv := reflect.ValueOf(v)
-		switch rv.Kind() {
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-			b.WriteString(strconv.FormatInt(rv.Int(), 10))
-			return
-		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-			b.WriteString(strconv.FormatUint(rv.Uint(), 10))
-			return
-		}
-		data, err := json.Marshal(v)
-		var generic any
-		if err == nil {
-			err = json.Unmarshal(data, &generic)
-		}
-		if err != nil {
-			writeStringRepr(b, fmt.Sprint(v))
-			return
-		}
-		writeRepr(b, generic, depth+1)
+		writeOtherRepr(b, v, depth)
 	}
+}
+
+// writeDictRepr writes a map as a Python dict, its keys sorted.
+func writeDictRepr(b *strings.Builder, m map[string]any, depth int) {
+	b.WriteByte('{')
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		writeStringRepr(b, k)
+		b.WriteString(": ")
+		writeRepr(b, m[k], depth+1)
+	}
+	b.WriteByte('}')
+}
+
+// writeOtherRepr writes a value of any other type: an integer of a named
+// type as the integer, anything else as its JSON form, or as its Go text
+// when it has none.
+func writeOtherRepr(b *strings.Builder, v any, depth int) {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		b.WriteString(strconv.FormatInt(rv.Int(), 10))
+		return
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		b.WriteString(strconv.FormatUint(rv.Uint(), 10))
+		return
+	}
+	data, err := json.Marshal(v)
+	var generic any
+	if err == nil {
+		err = json.Unmarshal(data, &generic)
+	}
+	if err != nil {
+		writeStringRepr(b, fmt.Sprint(v))
+		return
+	}
+	writeRepr(b, generic, depth+1)
 }
 
 // floatRepr is Python's repr of a float, except that a whole number within

@@ -55,14 +55,7 @@ func Logging(logger *slog.Logger) *Plugin {
 				return nil, nil
 			}},
 			AfterModel: []agent.AfterModelCallback{func(ctx context.Context, cc *agent.CallbackContext, resp *model.Response) (*model.Response, error) {
-				a := []slog.Attr{attrs(cc.Invocation()), slog.String("agent", cc.AgentName()), slog.String("finish", string(resp.FinishReason))}
-				if u := resp.UsageMetadata; u != nil {
-					a = append(a, slog.Int("prompt_tokens", int(u.PromptTokenCount)), slog.Int("output_tokens", int(u.CandidatesTokenCount)))
-				}
-				if resp.ErrorCode != "" {
-					a = append(a, slog.String("error_code", resp.ErrorCode), slog.String("error", resp.ErrorMessage))
-				}
-				logger.LogAttrs(ctx, slog.LevelInfo, "model response", a...)
+				logger.LogAttrs(ctx, slog.LevelInfo, "model response", responseAttrs(attrs(cc.Invocation()), cc.AgentName(), resp)...)
 				return nil, nil
 			}},
 			OnModelError: []agent.OnModelErrorCallback{func(ctx context.Context, cc *agent.CallbackContext, req *model.Request, err error) (*model.Response, error) {
@@ -82,20 +75,40 @@ func Logging(logger *slog.Logger) *Plugin {
 				logger.LogAttrs(ctx, slog.LevelInfo, "agent resumed", attrs(cc.Invocation()), slog.String("agent", cc.AgentName()))
 			}},
 			AfterNode: []agent.AfterNodeCallback{func(ctx context.Context, inv *agent.Invocation, a agent.NodeAttempt, o agent.NodeOutcome) {
-				level := slog.LevelInfo
-				at := []slog.Attr{attrs(inv), slog.String("path", a.Path), slog.Int("attempt", a.Attempt), slog.Int("max_attempts", a.MaxAttempts)}
-				switch {
-				case o.Err != nil:
-					level = slog.LevelWarn
-					at = append(at, slog.Any("error", o.Err))
-				case o.Paused:
-					at = append(at, slog.Bool("paused", true))
-				case o.Route != "":
-					at = append(at, slog.String("route", o.Route))
-				}
+				level, at := nodeAttrs(attrs(inv), a, o)
 				logger.LogAttrs(ctx, level, "node attempt", at...)
 			}},
 			ReadOnlyModelHooks: true,
 		},
 	}
+}
+
+// responseAttrs are the attributes of the log line of an agent's model
+// response: its finish reason, token usage and error.
+func responseAttrs(inv slog.Attr, agentName string, resp *model.Response) []slog.Attr {
+	a := []slog.Attr{inv, slog.String("agent", agentName), slog.String("finish", string(resp.FinishReason))}
+	if u := resp.UsageMetadata; u != nil {
+		a = append(a, slog.Int("prompt_tokens", int(u.PromptTokenCount)), slog.Int("output_tokens", int(u.CandidatesTokenCount)))
+	}
+	if resp.ErrorCode != "" {
+		a = append(a, slog.String("error_code", resp.ErrorCode), slog.String("error", resp.ErrorMessage))
+	}
+	return a
+}
+
+// nodeAttrs are the level and attributes of the log line of a graph
+// workflow node's attempt: a warning for a failed one.
+func nodeAttrs(inv slog.Attr, a agent.NodeAttempt, o agent.NodeOutcome) (slog.Level, []slog.Attr) {
+	level := slog.LevelInfo
+	at := []slog.Attr{inv, slog.String("path", a.Path), slog.Int("attempt", a.Attempt), slog.Int("max_attempts", a.MaxAttempts)}
+	switch {
+	case o.Err != nil:
+		level = slog.LevelWarn
+		at = append(at, slog.Any("error", o.Err))
+	case o.Paused:
+		at = append(at, slog.Bool("paused", true))
+	case o.Route != "":
+		at = append(at, slog.String("route", o.Route))
+	}
+	return level, at
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/loomkit/loom/eval"
+	"github.com/loomkit/loom/internal/evaljson"
 	"github.com/loomkit/loom/server"
 )
 
@@ -66,7 +67,7 @@ func TestAppStateWritesNeedAuthorization(t *testing.T) {
 	// A set stored with app: state (before the check, or straight to the
 	// store) is not run either.
 	var c eval.Case
-	if err := eval.Unmarshal([]byte(strings.Replace(appStateCase, `"evalId":"c"`, `"evalId":"d"`, 1)), &c); err != nil {
+	if err := evaljson.Decode([]byte(strings.Replace(appStateCase, `"evalId":"c"`, `"evalId":"d"`, 1)), &c); err != nil {
 		t.Fatal(err)
 	}
 	ids, err := store.ListSets(t.Context(), "demo")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/loomkit/loom/eval"
 	"github.com/loomkit/loom/event"
+	"github.com/loomkit/loom/internal/evaljson"
 	"github.com/loomkit/loom/session"
 )
 
@@ -85,7 +86,7 @@ func evalError(err error) error {
 
 // writeEval writes an eval document in camelCase, as ADK's API does.
 func writeEval(w http.ResponseWriter, v any) error {
-	data, err := eval.MarshalCamel(v)
+	data, err := evaljson.EncodeCamel(v)
 	if err != nil {
 		return err
 	}
@@ -205,7 +206,7 @@ func (s *Server) createEvalSet(w http.ResponseWriter, r *http.Request) error {
 		return unprocessable("evalSet is required")
 	}
 	var set eval.Set
-	if err := eval.Unmarshal(raw, &set); err != nil {
+	if err := evaljson.Decode(raw, &set); err != nil {
 		return unprocessable("evalSet: %v", err)
 	}
 	return s.newEvalSet(w, r, &set)
@@ -308,7 +309,7 @@ func (s *Server) updateEvalCase(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-	if err := eval.Unmarshal(body, &c); err != nil {
+	if err := evaljson.Decode(body, &c); err != nil {
 		return unprocessable("%v", err)
 	}
 	if c.EvalID != id {
@@ -363,7 +364,9 @@ type runEvalResult struct {
 	EvalMetricResultPerInvocation []*eval.PerInvocation `json:"eval_metric_result_per_invocation"`
 	UserID                        string                `json:"user_id"`
 	SessionID                     string                `json:"session_id"`
-	Extra                         eval.Extra
+	// Efficiency, beyond ADK, is what the run took.
+	Efficiency *eval.Efficiency `json:"efficiency,omitempty"`
+	Extra      eval.Extra
 }
 
 // runEval serves the run routes: {evalIds or evalCaseIds, evalMetrics}
@@ -388,7 +391,7 @@ func (s *Server) runEval(wrapped bool) apiFunc {
 		if err != nil {
 			return err
 		}
-		if err := eval.Unmarshal(body, &req); err != nil {
+		if err := evaljson.Decode(body, &req); err != nil {
 			return unprocessable("%v", err)
 		}
 		for i, m := range req.EvalMetrics {

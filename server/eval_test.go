@@ -17,8 +17,11 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/eval"
+	"github.com/loomkit/loom/eval/sqleval"
+	"github.com/loomkit/loom/internal/evaljson"
+	"github.com/loomkit/loom/internal/sqldb/sqldbtest"
+	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/server"
-	"github.com/loomkit/loom/session/memsession"
 )
 
 var (
@@ -26,6 +29,7 @@ var (
 	evalSessionRE = regexp.MustCompile(`___eval___session___[0-9a-f-]+`)
 	evalResultRE  = regexp.MustCompile(`demo_smoke_[0-9]+\.[0-9]+`)
 	evalInvRE     = regexp.MustCompile(`"e-[0-9a-f-]+"`)
+	evalTookRE    = regexp.MustCompile(`"(durationSeconds|duration_seconds)": [0-9.e+-]+`)
 )
 
 // TestEvalRoutesGolden walks ADK's evaluation routes, older and newer
@@ -97,6 +101,7 @@ func TestEvalRoutesGolden(t *testing.T) {
 			body = evalSessionRE.ReplaceAllString(body, "___eval___session___<id>")
 			body = evalResultRE.ReplaceAllString(body, "demo_smoke_<time>")
 			body = evalInvRE.ReplaceAllString(body, `"e-<id>"`)
+			body = evalTookRE.ReplaceAllString(body, `"$1": "<duration>"`)
 			out.WriteString(body + "\n")
 		}
 		out.WriteString("\n")
@@ -113,7 +118,7 @@ func TestEvalRoutesGolden(t *testing.T) {
 	}
 	// The set is stored in ADK's file form.
 	set, err := eval.ReadSetFile(filepath.Join(store.Dir, "demo", "smoke.evalset.json"))
-	if err != nil || len(set.EvalCases) != 1 || eval.Text(set.EvalCases[0].Conversation[1].FinalResponse) != "Fine, thanks." {
+	if err != nil || len(set.EvalCases) != 1 || model.Text(set.EvalCases[0].Conversation[1].FinalResponse, "\n") != "Fine, thanks." {
 		t.Errorf("stored set: %+v %v", set, err)
 	}
 
@@ -142,7 +147,8 @@ func TestEvalRoutesNotConfigured(t *testing.T) {
 }
 
 // TestEvalSessionsNotListed checks that the sessions an eval run creates
-// stay out of the session list, as in ADK.
+// stay out of the session list, as in ADK: the run deletes them once
+// scored (CONFORMANCE Q6).
 func TestEvalSessionsNotListed(t *testing.T) {
 	f := newFixture(t, server.Config{Evals: eval.NewDirStore(t.TempDir())})
 	f.do(t, "POST", "/apps/demo/users/u1/sessions", `{"sessionId":"s1"}`)
@@ -247,7 +253,7 @@ func TestEvalCasesActAsTheAuthenticatedUser(t *testing.T) {
 		t.Fatalf("alice creates set old: %d %s", w.Code, w.Body)
 	}
 	var bobCase eval.Case
-	if err := eval.Unmarshal([]byte(caseFor("d", "bob")), &bobCase); err != nil {
+	if err := evaljson.Decode([]byte(caseFor("d", "bob")), &bobCase); err != nil {
 		t.Fatal(err)
 	}
 	ids, err := store.ListSets(context.Background(), "demo")
@@ -379,8 +385,13 @@ func testEvalBadIDs(t *testing.T, cfg server.Config, auth []string, sets ...stri
 // under, is answered as if it did not exist.
 func TestEvalSetsAndResultsArePerUser(t *testing.T) {
 	t.Run("DirStore", func(t *testing.T) { testEvalsPerUser(t, eval.NewDirStore(t.TempDir())) })
-	t.Run("SessionResults", func(t *testing.T) {
-		testEvalsPerUser(t, &eval.SessionResults{Store: eval.NewDirStore(t.TempDir()), Sessions: memsession.NewService()})
+	t.Run("SQLResults", func(t *testing.T) {
+		results, err := sqleval.Open(t.Context(), sqldbtest.SQLiteURL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer results.Close()
+		testEvalsPerUser(t, eval.WithResults(eval.NewDirStore(t.TempDir()), results))
 	})
 }
 

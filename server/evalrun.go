@@ -12,6 +12,7 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/eval"
+	"github.com/loomkit/loom/internal/evaljson"
 	"github.com/loomkit/loom/runner"
 )
 
@@ -160,6 +161,7 @@ func (s *Server) doEvalRun(ctx context.Context, r *http.Request, run *evalRun, p
 			EvalSetFile: run.set.EvalSetID, EvalSetID: run.set.EvalSetID, EvalID: cr.EvalID, FinalEvalStatus: cr.FinalEvalStatus,
 			EvalMetricResults: []json.RawMessage{}, OverallEvalMetricResults: cr.OverallEvalMetricResults,
 			EvalMetricResultPerInvocation: cr.EvalMetricResultPerInvocation, UserID: cr.UserID, SessionID: cr.SessionID,
+			Efficiency: cr.Efficiency,
 		})
 	}
 	if run.wrapped {
@@ -176,7 +178,7 @@ func (s *Server) doEvalRun(ctx context.Context, r *http.Request, run *evalRun, p
 // held, go first; a result still too large is refused.
 func fitResult(res *eval.SetResult, max int64) error {
 	size := func() (int64, error) {
-		b, err := eval.MarshalCamel(res)
+		b, err := evaljson.EncodeCamel(res)
 		return int64(len(b)), err
 	}
 	n, err := size()
@@ -290,7 +292,7 @@ func (s *Server) streamEvalRun(w http.ResponseWriter, r *http.Request, run *eval
 				frame("error", b)
 				return nil
 			}
-			b, err := eval.MarshalCamel(out.body)
+			b, err := evaljson.EncodeCamel(out.body)
 			if err != nil {
 				return err
 			}

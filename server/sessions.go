@@ -5,9 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 
-	"github.com/loomkit/loom/eval"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
@@ -97,12 +95,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		for _, sess := range res.Sessions {
-			// Like ADK, the sessions eval runs create are not listed.
-			if !strings.HasPrefix(sess.ID(), eval.SessionPrefix) {
-				out = append(out, sess)
-			}
-		}
+		out = append(out, res.Sessions...)
 		if res.NextPageToken == "" {
 			break
 		}

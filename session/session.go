@@ -694,13 +694,12 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	}
 	// Fill in the committed form in place (no copy of the event on this
 	// hot path) and put the caller's values back if the store fails.
-	origID, origTime, fullDelta := ev.ID, ev.Timestamp, ev.Actions.StateDelta
-	var orig *event.Event // the caller's event, when its free-form values change
+	u := callerValues{ev: ev, id: ev.ID, timestamp: ev.Timestamp, delta: ev.Actions.StateDelta}
 	if foreign {
-		orig = new(event.Event)
-		*orig = *ev
+		u.orig = new(event.Event)
+		*u.orig = *ev
 		if err := eventJSONForm(ev); err != nil {
-			*ev = *orig
+			u.restore()
 			return fmt.Errorf("session: append event %s: %w: %w", ev.ID, ErrInvalid, err)
 		}
 	}
@@ -715,10 +714,52 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	sess.mu.RLock()
 	seq, created, last := sess.seq, sess.created, sess.updated
 	sess.mu.RUnlock()
+	s.stamp(ev, seq, last)
+	// A store that keeps events encoded in memory gets them encoded here,
+	// and the session keeps the same bytes for when it trims the event.
+	var data []byte
+	enc, _ := s.store.(EncodedAppender)
+	if enc != nil {
+		var err error
+		if data, err = ev.MarshalStored(); err != nil {
+			u.restore()
+			return fmt.Errorf("session: append event: %w: encode event: %w", ErrInvalid, err)
+		}
+	}
+	if err := s.commit(ctx, sess.key, created, seq, ev, data, d); err != nil {
+		id := ev.ID
+		u.restore()
+		return fmt.Errorf("session: append event %s: %w", id, err)
+	}
+	sess.appended(ev, data, delta, seq)
+	return nil
+}
+
+// callerValues are the values of an event AppendEvent fills in, as the
+// caller gave them, to put back when the append fails.
+type callerValues struct {
+	ev        *event.Event
+	id        string
+	timestamp time.Time
+	delta     map[string]any
+	orig      *event.Event // the whole event, when its free-form values change
+}
+
+// restore puts the caller's values back into the event.
+func (u callerValues) restore() {
+	u.ev.ID, u.ev.Timestamp, u.ev.Actions.StateDelta = u.id, u.timestamp, u.delta
+	if u.orig != nil {
+		*u.ev = *u.orig
+	}
+}
+
+// stamp sets the time of ev, the seq-th event of a session whose last
+// event has the time last: now if it has none, in microseconds, which are
+// what the wire format and the stores keep.
+func (s *Service) stamp(ev *event.Event, seq int64, last time.Time) {
 	if ev.Timestamp.IsZero() {
 		ev.Timestamp = s.now()
 	}
-	// Microseconds are what the wire format and the stores keep.
 	ev.Timestamp = ev.Timestamp.Truncate(time.Microsecond)
 	// The session's own events are in time order: one stamped before the
 	// last event (a clock step back, or an event stamped before a
@@ -728,34 +769,28 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	if seq > 0 && ev.Timestamp.Before(last) && !ev.Imported() {
 		ev.Timestamp = last
 	}
-	// A store that keeps events encoded in memory gets them encoded here,
-	// and the session keeps the same bytes for when it trims the event.
-	var data []byte
-	enc, _ := s.store.(EncodedAppender)
-	if enc != nil {
-		var err error
-		if data, err = ev.MarshalStored(); err != nil {
-			ev.ID, ev.Timestamp, ev.Actions.StateDelta = origID, origTime, fullDelta
-			if orig != nil {
-				*ev = *orig
-			}
-			return fmt.Errorf("session: append event: %w: encode event: %w", ErrInvalid, err)
-		}
-	}
-	// One append of the session at a time from this service, and none
-	// through a copy known to be stale (gate.go).
-	e := s.gate.enter(sess.key)
+}
+
+// commit stores ev, the seq-th event of the session key created at
+// created, with the split delta d, and data, its encoded form for a store
+// that keeps events encoded (nil for any other). One append of the
+// session at a time goes through this service, and none through a copy
+// known to be stale (gate.go). A store that fails without telling whether
+// it committed is asked whether the event is there.
+func (s *Service) commit(ctx context.Context, key Key, created time.Time, seq int64, ev *event.Event, data []byte, d Delta) error {
+	var err error
+	e := s.gate.enter(key)
 	select {
 	case e.turn <- struct{}{}:
 		if e.behind(seq, unixNanos(created)) {
 			err = ErrStale
 		} else {
-			if enc != nil {
-				err = enc.AppendEncoded(ctx, sess.key, created, seq, ev, data, d)
+			if enc, ok := s.store.(EncodedAppender); ok {
+				err = enc.AppendEncoded(ctx, key, created, seq, ev, data, d)
 			} else {
-				err = s.store.AppendEvent(ctx, sess.key, created, seq, ev, d)
+				err = s.store.AppendEvent(ctx, key, created, seq, ev, d)
 			}
-			if err != nil && s.committed(ctx, err, sess.key, created, seq, ev.ID) {
+			if err != nil && s.committed(ctx, err, key, created, seq, ev.ID) {
 				err = nil // the commit's outcome was unknown, and it happened
 			}
 			if err == nil {
@@ -766,17 +801,17 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	s.gate.leave(sess.key, e)
-	if err != nil {
-		id := ev.ID
-		ev.ID, ev.Timestamp, ev.Actions.StateDelta = origID, origTime, fullDelta
-		if orig != nil {
-			*ev = *orig
-		}
-		return fmt.Errorf("session: append event %s: %w", id, err)
-	}
+	s.gate.leave(key, e)
+	return err
+}
+
+// appended adds ev, committed as the seq-th event with the state delta
+// delta, to the session, with data, its encoded form, when the store keeps
+// events encoded.
+func (sess *Session) appended(ev *event.Event, data []byte, delta map[string]any, seq int64) {
 	size := eventSize(ev)
 	sess.mu.Lock()
+	defer sess.mu.Unlock()
 	if data != nil {
 		// The store's bytes, for Trim; they are not counted (Record.Raw).
 		if pad := len(sess.events) - len(sess.raw); pad > 0 {
@@ -790,8 +825,6 @@ func (s *Service) AppendEvent(ctx context.Context, sess *Session, ev *event.Even
 	ApplyDelta(sess.state, delta)
 	sess.seq = seq + 1
 	sess.updated = ev.Timestamp
-	sess.mu.Unlock()
-	return nil
 }
 
 // growOne returns s with room for one more element: a full slice grows

@@ -735,50 +735,12 @@ func (c checker) reflect(v reflect.Value, depth int) error {
 		u.typed = false
 		return u.value(v.Interface(), depth)
 	case reflect.Struct:
-		for _, f := range fieldsOf(t) {
-			if f.stateDelta && c.skipStateDelta {
-				continue
-			}
-			fv := v.Field(f.index)
-			if fv.IsZero() {
-				continue // nil, false, 0, "": nothing to check
-			}
-			d := depth + 1
-			if f.anonymous {
-				d = depth
-			}
-			if err := c.reflect(fv, d); err != nil {
-				return err
-			}
-		}
-		return nil
+		return c.reflectStruct(v, depth)
 	case reflect.Map:
 		if v.IsNil() {
 			return nil
 		}
-		switch t.Key().Kind() {
-		case reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		default:
-			if !t.Key().Implements(textMarshaler) {
-				return fmt.Errorf("map key type %s does not encode to JSON", t.Key())
-			}
-		}
-		if t == mapStringAnyType && v.CanInterface() {
-			return c.anyMap(v.Interface().(map[string]any), depth)
-		}
-		it := v.MapRange()
-		for it.Next() {
-			if k := it.Key(); k.Kind() == reflect.String {
-				if err := checkString(k.String(), c.nul); err != nil {
-					return fmt.Errorf("key %w", err)
-				}
-			}
-			if err := c.reflect(it.Value(), depth+1); err != nil {
-				return err
-			}
-		}
-		return nil
+		return c.reflectMap(v, depth)
 	case reflect.Slice, reflect.Array:
 		if t.Elem().Kind() == reflect.Uint8 && t.Kind() == reflect.Slice {
 			return nil // base64
@@ -791,6 +753,57 @@ func (c checker) reflect(v reflect.Value, depth int) error {
 		return nil
 	}
 	return fmt.Errorf("a value of type %s does not encode to JSON", t)
+}
+
+// reflectStruct walks the fields of a struct as encoding/json would encode
+// them: an embedded struct's at the struct's own depth.
+func (c checker) reflectStruct(v reflect.Value, depth int) error {
+	for _, f := range fieldsOf(v.Type()) {
+		if f.stateDelta && c.skipStateDelta {
+			continue
+		}
+		fv := v.Field(f.index)
+		if fv.IsZero() {
+			continue // nil, false, 0, "": nothing to check
+		}
+		d := depth + 1
+		if f.anonymous {
+			d = depth
+		}
+		if err := c.reflect(fv, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reflectMap walks a map that is not nil, whose keys must encode as JSON
+// object keys.
+func (c checker) reflectMap(v reflect.Value, depth int) error {
+	t := v.Type()
+	switch t.Key().Kind() {
+	case reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+	default:
+		if !t.Key().Implements(textMarshaler) {
+			return fmt.Errorf("map key type %s does not encode to JSON", t.Key())
+		}
+	}
+	if t == mapStringAnyType && v.CanInterface() {
+		return c.anyMap(v.Interface().(map[string]any), depth)
+	}
+	it := v.MapRange()
+	for it.Next() {
+		if k := it.Key(); k.Kind() == reflect.String {
+			if err := checkString(k.String(), c.nul); err != nil {
+				return fmt.Errorf("key %w", err)
+			}
+		}
+		if err := c.reflect(it.Value(), depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // anyMap checks a map[string]any at depth, its values as interfaces

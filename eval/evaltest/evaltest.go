@@ -2,7 +2,8 @@
 // AgentEvaluator.evaluate under pytest. A test names an agent and eval set
 // files; each case runs in a fresh session, and a case that misses a
 // threshold fails the test with the expected and actual tool calls and
-// responses side by side.
+// responses side by side. [TestStore] and [TestResultStore] are the
+// conformance suite of eval stores: every implementation runs it.
 //
 //	func TestEvals(t *testing.T) {
 //		ag, _ := assistant.New(assistant.Offline())

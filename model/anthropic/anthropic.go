@@ -202,6 +202,35 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 			p.Messages = append(p.Messages, msg)
 		}
 	}
+	if err := tools(&p, cfg); err != nil {
+		return p, err
+	}
+	if cfg.Temperature != nil {
+		p.Temperature = param.NewOpt(float64(*cfg.Temperature))
+	}
+	if cfg.TopP != nil {
+		p.TopP = param.NewOpt(float64(*cfg.TopP))
+	}
+	if cfg.TopK != nil {
+		p.TopK = param.NewOpt(int64(*cfg.TopK))
+	}
+	p.StopSequences = cfg.StopSequences
+	if budget := adapter.ThinkingBudget(cfg.ThinkingConfig); budget > 0 {
+		p.Thinking.OfEnabled = &sdk.ThinkingConfigEnabledParam{BudgetTokens: budget}
+	}
+	if schema := adapter.Schema(cfg.ResponseSchema, cfg.ResponseJsonSchema); schema != nil {
+		p.OutputConfig.Format = sdk.JSONOutputFormatParam{Schema: schema}
+	}
+	if m.cacheTTL != "" {
+		m.cacheBreakpoints(&p)
+	}
+	return p, nil
+}
+
+// tools sets the tools of p, and how the model may call them, from those
+// of cfg: function declarations as tools, Google Search as web_search; any
+// other built-in tool is refused.
+func tools(p *sdk.MessageNewParams, cfg *genai.GenerateContentConfig) error {
 	for _, t := range cfg.Tools {
 		if t == nil {
 			continue
@@ -212,7 +241,7 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 			p.Tools = append(p.Tools, sdk.ToolUnionParam{OfWebSearchTool20250305: &sdk.WebSearchTool20250305Param{}})
 			continue
 		default:
-			return p, fmt.Errorf("anthropic: %w: built-in tool %s cannot run on Anthropic models (google_search runs as web_search)",
+			return fmt.Errorf("anthropic: %w: built-in tool %s cannot run on Anthropic models (google_search runs as web_search)",
 				model.ErrUnsupportedContent, name)
 		}
 		for _, d := range t.FunctionDeclarations {
@@ -236,26 +265,7 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 			}
 		}
 	}
-	if cfg.Temperature != nil {
-		p.Temperature = param.NewOpt(float64(*cfg.Temperature))
-	}
-	if cfg.TopP != nil {
-		p.TopP = param.NewOpt(float64(*cfg.TopP))
-	}
-	if cfg.TopK != nil {
-		p.TopK = param.NewOpt(int64(*cfg.TopK))
-	}
-	p.StopSequences = cfg.StopSequences
-	if budget := adapter.ThinkingBudget(cfg.ThinkingConfig); budget > 0 {
-		p.Thinking.OfEnabled = &sdk.ThinkingConfigEnabledParam{BudgetTokens: budget}
-	}
-	if schema := adapter.Schema(cfg.ResponseSchema, cfg.ResponseJsonSchema); schema != nil {
-		p.OutputConfig.Format = sdk.JSONOutputFormatParam{Schema: schema}
-	}
-	if m.cacheTTL != "" {
-		m.cacheBreakpoints(&p)
-	}
-	return p, nil
+	return nil
 }
 
 // cacheBreakpoints marks the end of the tools, of the system prompt and of
@@ -543,114 +553,139 @@ func (m *Model) streamOnce(ctx context.Context, params sdk.MessageNewParams) ite
 	return func(yield func(*model.Response, error) bool) {
 		s := m.client.Messages.NewStreaming(ctx, params)
 		defer s.Close()
-		var (
-			blocks                  = map[int64]*block{}
-			order                   []int64
-			version                 string
-			stop                    sdk.StopReason
-			done                    bool
-			in, out, cRead, cCreate int64
-		)
+		st := streamState{blocks: map[int64]*block{}}
 		for s.Next() {
-			ev := s.Current()
-			switch ev.Type {
-			case "message_start":
-				version = string(ev.Message.Model)
-				u := ev.Message.Usage
-				in, out, cRead, cCreate = u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens
-			case "content_block_start":
-				cb := ev.ContentBlock
-				b := &block{kind: cb.Type, id: cb.ID, name: cb.Name, results: cb.Content.OfWebSearchResultBlockArray}
-				b.buf.WriteString(cb.Text)
-				b.buf.WriteString(cb.Thinking)
-				b.sig.WriteString(cb.Signature)
-				if _, seen := blocks[ev.Index]; !seen {
-					order = append(order, ev.Index)
-				}
-				blocks[ev.Index] = b
-			case "content_block_delta":
-				b := blocks[ev.Index]
-				if b == nil {
-					yield(nil, &model.Error{Provider: provider, Code: "MALFORMED_STREAM", Message: fmt.Sprintf("delta for unknown content block %d", ev.Index)})
-					return
-				}
-				var part *genai.Part
-				switch ev.Delta.Type {
-				case "text_delta":
-					b.buf.WriteString(ev.Delta.Text)
-					part = &genai.Part{Text: ev.Delta.Text}
-				case "thinking_delta":
-					b.buf.WriteString(ev.Delta.Thinking)
-					part = &genai.Part{Text: ev.Delta.Thinking, Thought: true}
-				case "signature_delta":
-					b.sig.WriteString(ev.Delta.Signature)
-				case "input_json_delta":
-					b.buf.WriteString(ev.Delta.PartialJSON)
-				}
-				if part != nil && part.Text != "" {
-					partial := &model.Response{Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{part}}, Partial: true, ModelVersion: version}
-					if !yield(partial, nil) {
-						return
-					}
-				}
-			case "message_delta":
-				if ev.Delta.StopReason != "" {
-					stop = ev.Delta.StopReason
-				}
-				u := ev.Usage
-				if u.OutputTokens > 0 {
-					out = u.OutputTokens
-				}
-				if u.InputTokens > 0 {
-					in = u.InputTokens
-				}
-				if u.CacheReadInputTokens > 0 {
-					cRead = u.CacheReadInputTokens
-				}
-				if u.CacheCreationInputTokens > 0 {
-					cCreate = u.CacheCreationInputTokens
-				}
-			case "message_stop":
-				done = true
+			partial, err := st.add(s.Current())
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if partial != nil && !yield(partial, nil) {
+				return
 			}
 		}
 		if err := s.Err(); err != nil {
 			yield(nil, m.convertError(err))
 			return
 		}
-		if !done {
+		if !st.done {
 			yield(nil, &model.Error{Provider: provider, Code: "INCOMPLETE_STREAM", Message: "stream ended before message_stop", Retryable: true})
 			return
 		}
-		resp := &model.Response{ModelVersion: version, UsageMetadata: usage(in, out, cRead, cCreate)}
-		slices.Sort(order)
-		content := &genai.Content{Role: genai.RoleModel}
-		for _, i := range order {
-			b := blocks[i]
-			switch b.kind {
-			case "text":
-				content.Parts = append(content.Parts, &genai.Part{Text: b.buf.String()})
-			case "thinking":
-				content.Parts = append(content.Parts, &genai.Part{Text: b.buf.String(), Thought: true, ThoughtSignature: []byte(b.sig.String())})
-			case "tool_use":
-				args, err := adapter.Arguments(b.buf.String())
-				if err != nil {
-					malformed(resp, b.name, err)
-					continue
-				}
-				content.Parts = append(content.Parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: b.id, Name: b.name, Args: args}})
-			case "server_tool_use":
-				searchQuery(resp, b.name, b.buf.String())
-			case "web_search_tool_result":
-				searchResults(resp, b.results)
-			}
-		}
-		finish(resp, stop)
-		if len(content.Parts) > 0 {
-			resp.Content = content
-		}
-		yield(resp, nil)
+		yield(st.response(), nil)
 	}
+}
+
+// streamState is what a stream of one message has said so far.
+type streamState struct {
+	blocks                  map[int64]*block // by index
+	order                   []int64
+	version                 string
+	stop                    sdk.StopReason
+	done                    bool
+	in, out, cRead, cCreate int64 // token counts
+}
+
+// add takes in an event of the stream and returns the partial response
+// it gives, if any.
+func (st *streamState) add(ev sdk.MessageStreamEventUnion) (*model.Response, error) {
+	switch ev.Type {
+	case "message_start":
+		st.version = string(ev.Message.Model)
+		u := ev.Message.Usage
+		st.in, st.out, st.cRead, st.cCreate = u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens
+	case "content_block_start":
+		cb := ev.ContentBlock
+		b := &block{kind: cb.Type, id: cb.ID, name: cb.Name, results: cb.Content.OfWebSearchResultBlockArray}
+		b.buf.WriteString(cb.Text)
+		b.buf.WriteString(cb.Thinking)
+		b.sig.WriteString(cb.Signature)
+		if _, seen := st.blocks[ev.Index]; !seen {
+			st.order = append(st.order, ev.Index)
+		}
+		st.blocks[ev.Index] = b
+	case "content_block_delta":
+		return st.delta(ev)
+	case "message_delta":
+		if ev.Delta.StopReason != "" {
+			st.stop = ev.Delta.StopReason
+		}
+		u := ev.Usage
+		if u.OutputTokens > 0 {
+			st.out = u.OutputTokens
+		}
+		if u.InputTokens > 0 {
+			st.in = u.InputTokens
+		}
+		if u.CacheReadInputTokens > 0 {
+			st.cRead = u.CacheReadInputTokens
+		}
+		if u.CacheCreationInputTokens > 0 {
+			st.cCreate = u.CacheCreationInputTokens
+		}
+	case "message_stop":
+		st.done = true
+	}
+	return nil, nil
+}
+
+// delta adds a content block delta to its block and returns the partial
+// response of its text, if it has any.
+func (st *streamState) delta(ev sdk.MessageStreamEventUnion) (*model.Response, error) {
+	b := st.blocks[ev.Index]
+	if b == nil {
+		return nil, &model.Error{Provider: provider, Code: "MALFORMED_STREAM", Message: fmt.Sprintf("delta for unknown content block %d", ev.Index)}
+	}
+	var part *genai.Part
+	switch ev.Delta.Type {
+	case "text_delta":
+		b.buf.WriteString(ev.Delta.Text)
+		part = &genai.Part{Text: ev.Delta.Text}
+	case "thinking_delta":
+		b.buf.WriteString(ev.Delta.Thinking)
+		part = &genai.Part{Text: ev.Delta.Thinking, Thought: true}
+	case "signature_delta":
+		b.sig.WriteString(ev.Delta.Signature)
+	case "input_json_delta":
+		b.buf.WriteString(ev.Delta.PartialJSON)
+	}
+	if part == nil || part.Text == "" {
+		return nil, nil
+	}
+	return &model.Response{Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{part}}, Partial: true, ModelVersion: st.version}, nil
+}
+
+// response returns the complete response of a message that ended: its
+// blocks in index order.
+func (st *streamState) response() *model.Response {
+	resp := &model.Response{ModelVersion: st.version, UsageMetadata: usage(st.in, st.out, st.cRead, st.cCreate)}
+	slices.Sort(st.order)
+	content := &genai.Content{Role: genai.RoleModel}
+	for _, i := range st.order {
+		b := st.blocks[i]
+		switch b.kind {
+		case "text":
+			content.Parts = append(content.Parts, &genai.Part{Text: b.buf.String()})
+		case "thinking":
+			content.Parts = append(content.Parts, &genai.Part{Text: b.buf.String(), Thought: true, ThoughtSignature: []byte(b.sig.String())})
+		case "tool_use":
+			args, err := adapter.Arguments(b.buf.String())
+			if err != nil {
+				malformed(resp, b.name, err)
+				continue
+			}
+			content.Parts = append(content.Parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: b.id, Name: b.name, Args: args}})
+		case "server_tool_use":
+			searchQuery(resp, b.name, b.buf.String())
+		case "web_search_tool_result":
+			searchResults(resp, b.results)
+		}
+	}
+	finish(resp, st.stop)
+	if len(content.Parts) > 0 {
+		resp.Content = content
+	}
+	return resp
 }
 
 // apiErrorBody is Anthropic's error envelope.

@@ -98,8 +98,37 @@ func (c *cacheManager) apply(ctx context.Context, modelName string, contents []*
 	prefixes, sizes := prefixHashes(contents[:stable])
 
 	now := c.now()
+	if best := c.reuse(ctx, key, prefixes, stable, now); best != nil {
+		return contents[best.n:], withCache(cfg, best.name)
+	}
+	if keySize+sizes[stable] < c.opts.MinPrefixBytes {
+		return contents, cfg
+	}
+	cc, err := c.client.Caches.Create(ctx, modelName, &genai.CreateCachedContentConfig{
+		TTL: c.opts.TTL, DisplayName: "loom", Contents: contents[:stable], SystemInstruction: sys, Tools: tools, ToolConfig: toolCfg,
+	})
+	if err != nil || cc == nil || cc.Name == "" {
+		return contents, cfg
+	}
+	expires := cc.ExpireTime
+	if expires.IsZero() {
+		expires = now.Add(c.opts.TTL)
+	}
+	e := &cacheEntry{name: cc.Name, key: key, prefix: prefixes[stable], n: stable, expires: expires, uses: 1}
+	c.add(ctx, e, prefixes)
+	return contents[stable:], withCache(cfg, e.name)
+}
+
+// reuse returns the cache, counted as used once more, of the longest
+// prefix of a conversation (the first stable of its contents, whose
+// prefix hashes are prefixes) made with the instruction and tools of key,
+// or nil. It deletes the caches that expire at now and those of the same
+// conversation made with another instruction or tools.
+func (c *cacheManager) reuse(ctx context.Context, key [32]byte, prefixes [][32]byte, stable int, now time.Time) *cacheEntry {
 	var stale []string
+	defer func() { c.delete(ctx, stale) }()
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	var best *cacheEntry
 	kept := c.entries[:0]
 	for _, e := range c.entries {
@@ -119,34 +148,19 @@ func (c *cacheManager) apply(ctx context.Context, modelName string, contents []*
 	c.entries = kept
 	if best != nil {
 		best.uses++
-		c.mu.Unlock()
-		c.delete(ctx, stale)
-		return contents[best.n:], withCache(cfg, best.name)
 	}
-	c.mu.Unlock()
-	c.delete(ctx, stale)
+	return best
+}
 
-	if keySize+sizes[stable] < c.opts.MinPrefixBytes {
-		return contents, cfg
-	}
-	cc, err := c.client.Caches.Create(ctx, modelName, &genai.CreateCachedContentConfig{
-		TTL: c.opts.TTL, DisplayName: "loom", Contents: contents[:stable], SystemInstruction: sys, Tools: tools, ToolConfig: toolCfg,
-	})
-	if err != nil || cc == nil || cc.Name == "" {
-		return contents, cfg
-	}
-	expires := cc.ExpireTime
-	if expires.IsZero() {
-		expires = now.Add(c.opts.TTL)
-	}
-	e := &cacheEntry{name: cc.Name, key: key, prefix: prefixes[stable], n: stable, expires: expires, uses: 1}
+// add records the new cache e, of a conversation whose prefix hashes are
+// prefixes, and deletes the caches it supersedes (a shorter prefix of the
+// same conversation) and the oldest over the bound.
+func (c *cacheManager) add(ctx context.Context, e *cacheEntry, prefixes [][32]byte) {
+	var stale []string
 	c.mu.Lock()
-	// Caches this one supersedes (a shorter prefix of the same
-	// conversation) and the oldest over the bound go.
-	kept = c.entries[:0]
-	stale = stale[:0]
+	kept := c.entries[:0]
 	for _, old := range c.entries {
-		if old.key == key && old.n <= stable && prefixes[old.n] == old.prefix {
+		if old.key == e.key && old.n <= e.n && prefixes[old.n] == old.prefix {
 			stale = append(stale, old.name)
 			continue
 		}
@@ -159,7 +173,6 @@ func (c *cacheManager) apply(ctx context.Context, modelName string, contents []*
 	}
 	c.mu.Unlock()
 	c.delete(ctx, stale)
-	return contents[stable:], withCache(cfg, e.name)
 }
 
 // forget drops a cache the API no longer knows.

@@ -204,48 +204,8 @@ func (m *Model) params(req *model.Request) (oai.ChatCompletionNewParams, error) 
 		}
 		p.Messages = append(p.Messages, msgs...)
 	}
-	for _, t := range cfg.Tools {
-		if t == nil {
-			continue
-		}
-		switch name := adapter.BuiltInToolName(t); name {
-		case "":
-		case "google_search":
-			// Chat Completions search models search when web_search_options
-			// is present.
-			p.WebSearchOptions = oai.ChatCompletionNewParamsWebSearchOptions{SearchContextSize: "medium"}
-			continue
-		default:
-			return p, fmt.Errorf("openai: %w: built-in tool %s cannot run on Chat Completions models (google_search runs as web search)",
-				model.ErrUnsupportedContent, name)
-		}
-		for _, d := range t.FunctionDeclarations {
-			if d == nil {
-				continue
-			}
-			fd := shared.FunctionDefinitionParam{Name: d.Name, Parameters: shared.FunctionParameters(adapter.Parameters(d))}
-			if d.Description != "" {
-				fd.Description = param.NewOpt(d.Description)
-			}
-			p.Tools = append(p.Tools, oai.ChatCompletionFunctionTool(fd))
-		}
-	}
-	if tc := cfg.ToolConfig; tc != nil && tc.FunctionCallingConfig != nil && len(p.Tools) > 0 {
-		fc := tc.FunctionCallingConfig
-		switch fc.Mode {
-		case genai.FunctionCallingConfigModeAuto:
-			p.ToolChoice.OfAuto = param.NewOpt("auto")
-		case genai.FunctionCallingConfigModeNone:
-			p.ToolChoice.OfAuto = param.NewOpt("none")
-		case genai.FunctionCallingConfigModeAny:
-			if len(fc.AllowedFunctionNames) == 1 {
-				p.ToolChoice.OfFunctionToolChoice = &oai.ChatCompletionNamedToolChoiceParam{
-					Function: oai.ChatCompletionNamedToolChoiceFunctionParam{Name: fc.AllowedFunctionNames[0]},
-				}
-			} else {
-				p.ToolChoice.OfAuto = param.NewOpt("required")
-			}
-		}
+	if err := tools(&p, cfg); err != nil {
+		return p, err
 	}
 	if cfg.Temperature != nil {
 		p.Temperature = param.NewOpt(float64(*cfg.Temperature))
@@ -283,6 +243,56 @@ func (m *Model) params(req *model.Request) (oai.ChatCompletionNewParams, error) 
 		p.ReasoningEffort = shared.ReasoningEffort(effort)
 	}
 	return p, nil
+}
+
+// tools sets the tools of p, and how the model may call them, from those
+// of cfg: function declarations as function tools, Google Search as web
+// search; any other built-in tool is refused.
+func tools(p *oai.ChatCompletionNewParams, cfg *genai.GenerateContentConfig) error {
+	for _, t := range cfg.Tools {
+		if t == nil {
+			continue
+		}
+		switch name := adapter.BuiltInToolName(t); name {
+		case "":
+		case "google_search":
+			// Chat Completions search models search when web_search_options
+			// is present.
+			p.WebSearchOptions = oai.ChatCompletionNewParamsWebSearchOptions{SearchContextSize: "medium"}
+			continue
+		default:
+			return fmt.Errorf("openai: %w: built-in tool %s cannot run on Chat Completions models (google_search runs as web search)",
+				model.ErrUnsupportedContent, name)
+		}
+		for _, d := range t.FunctionDeclarations {
+			if d == nil {
+				continue
+			}
+			fd := shared.FunctionDefinitionParam{Name: d.Name, Parameters: shared.FunctionParameters(adapter.Parameters(d))}
+			if d.Description != "" {
+				fd.Description = param.NewOpt(d.Description)
+			}
+			p.Tools = append(p.Tools, oai.ChatCompletionFunctionTool(fd))
+		}
+	}
+	if tc := cfg.ToolConfig; tc != nil && tc.FunctionCallingConfig != nil && len(p.Tools) > 0 {
+		fc := tc.FunctionCallingConfig
+		switch fc.Mode {
+		case genai.FunctionCallingConfigModeAuto:
+			p.ToolChoice.OfAuto = param.NewOpt("auto")
+		case genai.FunctionCallingConfigModeNone:
+			p.ToolChoice.OfAuto = param.NewOpt("none")
+		case genai.FunctionCallingConfigModeAny:
+			if len(fc.AllowedFunctionNames) == 1 {
+				p.ToolChoice.OfFunctionToolChoice = &oai.ChatCompletionNamedToolChoiceParam{
+					Function: oai.ChatCompletionNamedToolChoiceFunctionParam{Name: fc.AllowedFunctionNames[0]},
+				}
+			} else {
+				p.ToolChoice.OfAuto = param.NewOpt("required")
+			}
+		}
+	}
+	return nil
 }
 
 // messages converts one genai content into Chat Completions messages. A
@@ -571,93 +581,108 @@ func (m *Model) streamOnce(ctx context.Context, params oai.ChatCompletionNewPara
 	return func(yield func(*model.Response, error) bool) {
 		s := m.client.Chat.Completions.NewStreaming(ctx, params)
 		defer s.Close()
-		var (
-			agg     adapter.Aggregator
-			calls   = map[int64]*toolCall{}
-			refusal strings.Builder
-			finish  string
-			version string
-			use     *genai.GenerateContentResponseUsageMetadata
-		)
+		st := streamState{calls: map[int64]*toolCall{}}
 		for s.Next() {
-			chunk := s.Current()
-			if chunk.Model != "" {
-				version = chunk.Model
-			}
-			if u := usage(chunk.Usage); u != nil {
-				use = u
-			}
-			if len(chunk.Choices) == 0 {
-				continue
-			}
-			ch := chunk.Choices[0]
-			d := ch.Delta
-			if ch.FinishReason != "" {
-				finish = ch.FinishReason
-			}
-			var parts []*genai.Part
-			if r := reasoning(extraFields(d.JSON.ExtraFields)); r != "" {
-				agg.Text(r, true, nil)
-				parts = append(parts, &genai.Part{Text: r, Thought: true})
-			}
-			if d.Content != "" {
-				agg.Text(d.Content, false, nil)
-				parts = append(parts, &genai.Part{Text: d.Content})
-			}
-			refusal.WriteString(d.Refusal)
-			for _, tc := range d.ToolCalls {
-				c := calls[tc.Index]
-				if c == nil {
-					c = &toolCall{index: tc.Index}
-					calls[tc.Index] = c
-				}
-				if tc.ID != "" {
-					c.id = tc.ID
-				}
-				if tc.Function.Name != "" {
-					c.name = tc.Function.Name
-				}
-				c.args.WriteString(tc.Function.Arguments)
-			}
-			if len(parts) > 0 {
-				partial := &model.Response{Content: &genai.Content{Role: genai.RoleModel, Parts: parts}, Partial: true, ModelVersion: version}
-				if !yield(partial, nil) {
-					return
-				}
+			if partial := st.add(s.Current()); partial != nil && !yield(partial, nil) {
+				return
 			}
 		}
 		if err := s.Err(); err != nil {
 			yield(nil, m.convertError(err))
 			return
 		}
-		if finish == "" {
+		if st.finish == "" {
 			yield(nil, &model.Error{Provider: provider, Code: "INCOMPLETE_STREAM", Message: "stream ended without a finish reason", Retryable: true})
 			return
 		}
-		resp := &model.Response{ModelVersion: version, UsageMetadata: use, FinishReason: finishReason(finish)}
-		ordered := make([]*toolCall, 0, len(calls))
-		for _, c := range calls {
-			ordered = append(ordered, c)
-		}
-		sort.Slice(ordered, func(i, j int) bool { return ordered[i].index < ordered[j].index })
-		for _, c := range ordered {
-			args, err := adapter.Arguments(c.args.String())
-			if err != nil {
-				resp.FinishReason = genai.FinishReasonMalformedFunctionCall
-				resp.ErrorCode = string(genai.FinishReasonMalformedFunctionCall)
-				resp.ErrorMessage = fmt.Sprintf("arguments of %s are not a JSON object: %v", c.name, err)
-				continue
-			}
-			agg.Part(&genai.Part{FunctionCall: &genai.FunctionCall{ID: c.id, Name: c.name, Args: args}})
-		}
-		if refusal.Len() > 0 {
-			refuse(resp, refusal.String())
-		}
-		if !agg.Empty() {
-			resp.Content = &genai.Content{Role: genai.RoleModel, Parts: agg.Parts()}
-		}
-		yield(resp, nil)
+		yield(st.response(), nil)
 	}
+}
+
+// streamState is what the chunks of one streamed completion have said so
+// far.
+type streamState struct {
+	agg     adapter.Aggregator
+	calls   map[int64]*toolCall // by index
+	refusal strings.Builder
+	finish  string
+	version string
+	use     *genai.GenerateContentResponseUsageMetadata
+}
+
+// add takes in a chunk and returns the partial response of its text, if
+// it has any.
+func (st *streamState) add(chunk oai.ChatCompletionChunk) *model.Response {
+	if chunk.Model != "" {
+		st.version = chunk.Model
+	}
+	if u := usage(chunk.Usage); u != nil {
+		st.use = u
+	}
+	if len(chunk.Choices) == 0 {
+		return nil
+	}
+	ch := chunk.Choices[0]
+	d := ch.Delta
+	if ch.FinishReason != "" {
+		st.finish = ch.FinishReason
+	}
+	var parts []*genai.Part
+	if r := reasoning(extraFields(d.JSON.ExtraFields)); r != "" {
+		st.agg.Text(r, true, nil)
+		parts = append(parts, &genai.Part{Text: r, Thought: true})
+	}
+	if d.Content != "" {
+		st.agg.Text(d.Content, false, nil)
+		parts = append(parts, &genai.Part{Text: d.Content})
+	}
+	st.refusal.WriteString(d.Refusal)
+	for _, tc := range d.ToolCalls {
+		c := st.calls[tc.Index]
+		if c == nil {
+			c = &toolCall{index: tc.Index}
+			st.calls[tc.Index] = c
+		}
+		if tc.ID != "" {
+			c.id = tc.ID
+		}
+		if tc.Function.Name != "" {
+			c.name = tc.Function.Name
+		}
+		c.args.WriteString(tc.Function.Arguments)
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return &model.Response{Content: &genai.Content{Role: genai.RoleModel, Parts: parts}, Partial: true, ModelVersion: st.version}
+}
+
+// response returns the complete response of a finished completion: its
+// text and then its tool calls in index order.
+func (st *streamState) response() *model.Response {
+	resp := &model.Response{ModelVersion: st.version, UsageMetadata: st.use, FinishReason: finishReason(st.finish)}
+	ordered := make([]*toolCall, 0, len(st.calls))
+	for _, c := range st.calls {
+		ordered = append(ordered, c)
+	}
+	sort.Slice(ordered, func(i, j int) bool { return ordered[i].index < ordered[j].index })
+	for _, c := range ordered {
+		args, err := adapter.Arguments(c.args.String())
+		if err != nil {
+			resp.FinishReason = genai.FinishReasonMalformedFunctionCall
+			resp.ErrorCode = string(genai.FinishReasonMalformedFunctionCall)
+			resp.ErrorMessage = fmt.Sprintf("arguments of %s are not a JSON object: %v", c.name, err)
+			continue
+		}
+		st.agg.Part(&genai.Part{FunctionCall: &genai.FunctionCall{ID: c.id, Name: c.name, Args: args}})
+	}
+	if st.refusal.Len() > 0 {
+		refuse(resp, st.refusal.String())
+	}
+	if !st.agg.Empty() {
+		resp.Content = &genai.Content{Role: genai.RoleModel, Parts: st.agg.Parts()}
+	}
+	return resp
 }
 
 // convertError maps SDK and transport errors to *model.Error, attaching a

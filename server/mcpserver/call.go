@@ -83,62 +83,83 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	if req.Extra != nil && req.Extra.TokenInfo != nil {
 		authUser = req.Extra.TokenInfo.UserID
 	}
-	sid := a.SessionID
+	user, sid, waiting, failed := h.openSession(ctx, authUser, a.SessionID)
+	if failed != nil {
+		return failed, nil
+	}
+	msg, early := message(a, sid, waiting)
+	if early != nil {
+		return early, nil
+	}
+	return h.converse(ctx, req, user, sid, msg), nil
+}
+
+// openSession returns the user and the session a call runs in, creating
+// the session when the call names none, and the calls of a continued
+// session that still wait for answers. A session id that is not valid or
+// not found, or a store that fails, gives the error result to return.
+func (h *Handler) openSession(ctx context.Context, authUser, sid string) (user, id string, waiting []Pending, failed *mcp.CallToolResult) {
 	newSession := sid == ""
 	if newSession {
 		sid = newSessionID()
 	} else if err := session.CheckID("session id", sid); err != nil {
-		return errorResult("%v", err), nil
+		return "", "", nil, errorResult("%v", err)
 	}
-	user := authUser
+	user = authUser
 	if user == "" {
 		user = UserPrefix + sid
 	}
 	r := h.cfg.Runner
 	key := session.Key{AppName: r.AppName(), UserID: user, SessionID: sid}
-
-	var waiting []Pending
 	if newSession {
 		if _, err := r.Sessions().Create(ctx, key, nil); err != nil {
-			return errorResult("create session %s: %v", sid, err), nil
+			return "", "", nil, errorResult("create session %s: %v", sid, err)
 		}
-	} else {
-		sess, err := r.Sessions().Get(ctx, key, nil)
-		if errors.Is(err, session.ErrNotFound) {
-			return errorResult("no session %s: pass the session_id of an earlier result, or none to start a new session", sid), nil
-		}
-		if err != nil {
-			return errorResult("read session %s: %v", sid, err), nil
-		}
-		waiting = waitingCalls(sess)
+		return user, sid, nil, nil
 	}
+	sess, err := r.Sessions().Get(ctx, key, nil)
+	if errors.Is(err, session.ErrNotFound) {
+		return "", "", nil, errorResult("no session %s: pass the session_id of an earlier result, or none to start a new session", sid)
+	}
+	if err != nil {
+		return "", "", nil, errorResult("read session %s: %v", sid, err)
+	}
+	return user, sid, waitingCalls(sess), nil
+}
 
-	var msg *genai.Content
+// message returns the user message of a call's arguments: its answers to
+// the calls waiting, or its request when none waits. Arguments that do
+// neither give the result to return instead.
+func message(a args, sid string, waiting []Pending) (*genai.Content, *mcp.CallToolResult) {
 	switch {
 	case len(a.Answers) > 0:
 		if a.Request != "" {
-			return errorResult("pass either request or answers, not both"), nil
+			return nil, errorResult("pass either request or answers, not both")
 		}
 		parts, err := answered(waiting, a.Answers)
 		if err != nil {
-			return errorResult("%v", err), nil
+			return nil, errorResult("%v", err)
 		}
-		msg = &genai.Content{Role: genai.RoleUser, Parts: parts}
+		return &genai.Content{Role: genai.RoleUser, Parts: parts}, nil
 	case len(waiting) > 0:
-		return pendingResult(sid, waiting, "The session waits for answers before it takes a new request: pass them in answers. "), nil
+		return nil, pendingResult(sid, waiting, "The session waits for answers before it takes a new request: pass them in answers. ")
 	case strings.TrimSpace(a.Request) == "":
-		return errorResult("request is required: the message to the agent"), nil
-	default:
-		msg = genai.NewContentFromText(a.Request, genai.RoleUser)
+		return nil, errorResult("request is required: the message to the agent")
 	}
+	return genai.NewContentFromText(a.Request, genai.RoleUser), nil
+}
 
+// converse runs the invocation msg starts and, while it pauses and the
+// client can answer, asks the client through elicitation and runs the
+// answers, for MaxElicitRounds rounds at the most.
+func (h *Handler) converse(ctx context.Context, req *mcp.CallToolRequest, user, sid string, msg *genai.Content) *mcp.CallToolResult {
 	for round := 0; ; round++ {
 		out := h.run(ctx, user, sid, msg)
 		if out.failure != "" || len(out.pending) == 0 {
-			return out.result(sid), nil
+			return out.result(sid)
 		}
 		if round >= h.cfg.MaxElicitRounds || !canElicit(req.Session, out.pending) {
-			return out.result(sid), nil
+			return out.result(sid)
 		}
 		// Ask the client, one call after the other; anything but an
 		// answer to each leaves the session waiting.
@@ -146,13 +167,13 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		for _, p := range out.pending {
 			res, err := req.Session.Elicit(ctx, elicitation(p))
 			if err != nil {
-				return out.result(sid), nil
+				return out.result(sid)
 			}
 			responses[p.ID] = res
 		}
 		parts := elicited(out.pending, responses)
 		if len(parts) == 0 {
-			return out.result(sid), nil
+			return out.result(sid)
 		}
 		msg = &genai.Content{Role: genai.RoleUser, Parts: parts}
 	}

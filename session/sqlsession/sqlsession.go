@@ -780,7 +780,21 @@ func (s *Store) ListSessions(ctx context.Context, app, user string, after sessio
 		return nil, fmt.Errorf("sqlsession: begin: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
+	out, err := s.listRecords(ctx, tx, app, user, after, limit)
+	if err != nil || len(out) == 0 {
+		return out, err
+	}
+	if err := s.readStates(ctx, tx, app, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// listRecords reads the records, without their states, of the sessions
+// ListSessions lists.
+func (s *Store) listRecords(ctx context.Context, tx *sql.Tx, app, user string, after session.Key, limit int) ([]*session.Record, error) {
 	var rows *sql.Rows
+	var err error
 	if user != "" {
 		afterID := ""
 		if after.UserID == user {
@@ -796,7 +810,6 @@ func (s *Store) ListSessions(ctx context.Context, app, user string, after sessio
 		return nil, fmt.Errorf("sqlsession: list sessions: %w", err)
 	}
 	var out []*session.Record
-	index := map[[2]string]*session.Record{}
 	for rows.Next() {
 		r := &session.Record{Key: session.Key{AppName: app}, State: map[string]any{}, UserState: map[string]any{}}
 		var created, updated int64
@@ -806,19 +819,25 @@ func (s *Store) ListSessions(ctx context.Context, app, user string, after sessio
 		}
 		r.CreateTime, r.UpdateTime = fromNanos(created), fromNanos(updated)
 		out = append(out, r)
-		index[[2]string{r.UserID, r.SessionID}] = r
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlsession: list sessions: %w", err)
 	}
-	if len(out) == 0 {
-		return out, nil
+	return out, nil
+}
+
+// readStates reads the app, user and session states of out, records of
+// the sessions of app in key order, into maps each record owns.
+func (s *Store) readStates(ctx context.Context, tx *sql.Tx, app string, out []*session.Record) error {
+	index := make(map[[2]string]*session.Record, len(out))
+	for _, r := range out {
+		index[[2]string{r.UserID, r.SessionID}] = r
 	}
 	first, last := out[0].Key, out[len(out)-1].Key
 	appState := map[string]any{}
 	if err := scanStates(ctx, tx, s.stmts.listAppState, []any{app}, func(_, _ string) map[string]any { return appState }); err != nil {
-		return nil, err
+		return err
 	}
 	users := map[string]map[string]any{}
 	for _, r := range out {
@@ -831,7 +850,7 @@ func (s *Store) ListSessions(ctx context.Context, app, user string, after sessio
 	}
 	if err := scanStates(ctx, tx, s.stmts.listUserState, []any{app, first.UserID, last.UserID},
 		func(u, _ string) map[string]any { return users[u] }); err != nil {
-		return nil, err
+		return err
 	}
 	if err := scanStates(ctx, tx, s.stmts.listState, []any{app, first.UserID, first.UserID, first.SessionID, last.UserID, last.UserID, last.SessionID},
 		func(u, id string) map[string]any {
@@ -840,7 +859,7 @@ func (s *Store) ListSessions(ctx context.Context, app, user string, after sessio
 			}
 			return nil
 		}); err != nil {
-		return nil, err
+		return err
 	}
 	// Records must not share maps: the caller owns each.
 	for i, r := range out {
@@ -851,7 +870,7 @@ func (s *Store) ListSessions(ctx context.Context, app, user string, after sessio
 			r.UserState = event.CloneMap(r.UserState)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // scanStates reads rows of ([user_id, [session_id,]] name, value) and puts

@@ -294,20 +294,10 @@ func convert(s map[string]any, root bool) *genai.Schema {
 				out.Enum = append(out.Enum, enumString(x))
 			}
 		case "required":
-			list, _ := v.([]any)
-			for _, x := range list {
-				if name, ok := x.(string); ok {
-					out.Required = append(out.Required, name)
-				}
-			}
+			out.Required = names(v)
 		case "property_ordering":
 			if root {
-				list, _ := v.([]any)
-				for _, x := range list {
-					if name, ok := x.(string); ok {
-						out.PropertyOrdering = append(out.PropertyOrdering, name)
-					}
-				}
+				out.PropertyOrdering = names(v)
 			}
 		case "minimum":
 			out.Minimum = number(v)
@@ -330,24 +320,45 @@ func convert(s map[string]any, root bool) *genai.Schema {
 	if anyOf, ok := s["any_of"].([]any); ok && len(anyOf) == 0 && out.Type == "" {
 		out.Type = genai.TypeObject
 	}
-	if len(out.AnyOf) == 2 {
-		var typed *genai.Schema
-		nulls := 0
-		for _, part := range out.AnyOf {
-			if isNullSchema(part) {
-				nulls++
-			} else {
-				typed = part
-			}
+	return collapseNullable(out)
+}
+
+// names returns the strings of a JSON list, skipping anything else.
+func names(v any) []string {
+	list, _ := v.([]any)
+	var out []string
+	for _, x := range list {
+		if name, ok := x.(string); ok {
+			out = append(out, name)
 		}
-		if nulls == 1 && typed != nil {
-			def := out.Default
-			out = typed
-			out.Nullable = genai.Ptr(true)
-			if def != nil {
-				out.Default = def
-			}
+	}
+	return out
+}
+
+// collapseNullable returns, for a schema that is any of one typed schema
+// and null, the typed schema made nullable, with the outer default if it
+// has one; any other schema is returned as it is.
+func collapseNullable(out *genai.Schema) *genai.Schema {
+	if len(out.AnyOf) != 2 {
+		return out
+	}
+	var typed *genai.Schema
+	nulls := 0
+	for _, part := range out.AnyOf {
+		if isNullSchema(part) {
+			nulls++
+		} else {
+			typed = part
 		}
+	}
+	if nulls != 1 || typed == nil {
+		return out
+	}
+	def := out.Default
+	out = typed
+	out.Nullable = genai.Ptr(true)
+	if def != nil {
+		out.Default = def
 	}
 	return out
 }

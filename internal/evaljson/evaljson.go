@@ -1,4 +1,9 @@
-package eval
+// Package evaljson is the JSON codec of ADK's eval documents: keys in
+// snake_case (files) or camelCase (ADK's HTTP API), either accepted on
+// input; genai values in either spelling; the members a type does not name
+// kept in its Extra field and written back; decoding errors located at a
+// field. Package eval's types and the server's eval routes use it.
+package evaljson
 
 import (
 	"bytes"
@@ -41,12 +46,10 @@ func (e *FieldError) Error() string {
 // Unwrap returns the problem.
 func (e *FieldError) Unwrap() error { return e.Err }
 
-// The codec below reads and writes the eval documents the way ADK does:
-// field names in snake_case (files) or camelCase (HTTP), either accepted on
-// input; genai values in either spelling; unknown members kept in the
-// struct's Extra field. Struct fields name their snake_case key in the json
-// tag; "omitempty" drops a zero value; an `eval:"required"` tag makes a
-// missing key an error.
+// The codec handles the structs with an Extra field. Their fields name
+// their snake_case key in the json tag; "omitempty" drops a zero value; an
+// `eval:"required"` tag makes a missing key an error. Other values are
+// left to encoding/json.
 
 type fieldInfo struct {
 	index     int
@@ -62,18 +65,48 @@ type structInfo struct {
 }
 
 var (
-	infoCache  sync.Map // reflect.Type -> *structInfo
-	extraType  = reflect.TypeFor[Extra]()
-	rawType    = reflect.TypeFor[json.RawMessage]()
-	genaiPkg   = reflect.TypeFor[genai.Content]().PkgPath()
-	numberType = reflect.TypeFor[numberForm]()
+	infoCache sync.Map // reflect.Type -> *structInfo
+	extraType = reflect.TypeFor[Extra]()
+	rawType   = reflect.TypeFor[json.RawMessage]()
+	genaiPkg  = reflect.TypeFor[genai.Content]().PkgPath()
+
+	// numbers and labels are filled in by RegisterNumber and RegisterLabel
+	// from package initialization, before any use.
+	numbers = map[reflect.Type]numberForm{}
+	labels  = map[reflect.Type]labelForm{}
 )
 
-// numberForm is implemented by types that JSON may also give as a bare
-// number (a criterion given as its threshold).
-type numberForm interface {
-	fromNumber(f float64)
-	asNumber() (float64, bool)
+// numberForm reads and writes a type that JSON may also give as a bare
+// number.
+type numberForm struct {
+	from func(rv reflect.Value, f float64) // rv is addressable
+	as   func(rv reflect.Value) (float64, bool)
+}
+
+// labelForm names the items of a type in error paths.
+type labelForm struct {
+	kind string
+	keys []string
+}
+
+// RegisterNumber lets JSON give a T as a bare number: decoding a number
+// calls from, and encoding writes as's number when it reports one. Call it
+// from package initialization.
+func RegisterNumber[T any](from func(*T, float64), as func(*T) (float64, bool)) {
+	numbers[reflect.TypeFor[T]()] = numberForm{
+		from: func(rv reflect.Value, f float64) { from(rv.Addr().Interface().(*T), f) },
+		as: func(rv reflect.Value) (float64, bool) {
+			v := rv.Interface().(T)
+			return as(&v)
+		},
+	}
+}
+
+// RegisterLabel names the items of a list of T (or *T) in the paths of
+// decoding errors by the first of keys they have: " (kind "id")". Call it
+// from package initialization.
+func RegisterLabel[T any](kind string, keys ...string) {
+	labels[reflect.TypeFor[T]()] = labelForm{kind, keys}
 }
 
 // codecStruct reports whether t is a struct the codec handles itself: one
@@ -113,12 +146,13 @@ func codecStruct(t reflect.Type) (*structInfo, bool) {
 	return si, si.extra >= 0
 }
 
-// decode reads data into v, a pointer.
-func decode(data []byte, v any) error {
+// Decode reads data, in either key style, into v, a pointer.
+func Decode(data []byte, v any) error {
 	return decodeValue(data, reflect.ValueOf(v).Elem(), "")
 }
 
-func isNull(raw []byte) bool {
+// IsNull reports whether raw is the JSON null.
+func IsNull(raw []byte) bool {
 	return string(bytes.TrimSpace(raw)) == "null"
 }
 
@@ -130,15 +164,15 @@ func join(path, key string) string {
 }
 
 func decodeValue(raw []byte, rv reflect.Value, path string) error {
-	if isNull(raw) {
+	if IsNull(raw) {
 		rv.SetZero()
 		return nil
 	}
 	t := rv.Type()
-	if rv.CanAddr() && reflect.PointerTo(t).Implements(numberType) {
+	if nf, ok := numbers[t]; ok && rv.CanAddr() {
 		var f float64
 		if json.Unmarshal(raw, &f) == nil {
-			rv.Addr().Interface().(numberForm).fromNumber(f)
+			nf.from(rv, f)
 			return nil
 		}
 	}
@@ -160,7 +194,7 @@ func decodeValue(raw []byte, rv reflect.Value, path string) error {
 		}
 		s := reflect.MakeSlice(t, len(items), len(items))
 		for i, item := range items {
-			if err := decodeValue(item, s.Index(i), path+"["+strconv.Itoa(i)+"]"+caseLabel(t.Elem(), item)); err != nil {
+			if err := decodeValue(item, s.Index(i), path+"["+strconv.Itoa(i)+"]"+label(t.Elem(), item)); err != nil {
 				return err
 			}
 		}
@@ -192,34 +226,35 @@ func decodeValue(raw []byte, rv reflect.Value, path string) error {
 		}
 	}
 	if err := json.Unmarshal(raw, rv.Addr().Interface()); err != nil {
-		return &FieldError{path, simplify(err)}
+		return &FieldError{path, Simplify(err)}
 	}
 	return nil
 }
 
-// caseLabel names an eval case by its id in error paths.
-func caseLabel(t reflect.Type, raw []byte) string {
+// label names a list item by its id in error paths (see RegisterLabel).
+func label(t reflect.Type, raw []byte) string {
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t != reflect.TypeFor[Case]() {
+	lf, ok := labels[t]
+	if !ok {
 		return ""
 	}
-	var probe struct {
-		A string `json:"eval_id"`
-		B string `json:"evalId"`
-	}
-	if json.Unmarshal(raw, &probe) != nil {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(raw, &members) != nil {
 		return ""
 	}
-	if id := probe.A + probe.B; id != "" {
-		return " (eval case " + strconv.Quote(id) + ")"
+	for _, k := range lf.keys {
+		var id string
+		if json.Unmarshal(members[k], &id) == nil && id != "" {
+			return " (" + lf.kind + " " + strconv.Quote(id) + ")"
+		}
 	}
 	return ""
 }
 
-// simplify drops the Go type names from a json error.
-func simplify(err error) error {
+// Simplify drops the Go type names from an error of encoding/json.
+func Simplify(err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		return fmt.Errorf("expected %s, got %s", jsonKind(te.Type), te.Value)
@@ -278,9 +313,9 @@ func decodeStruct(raw []byte, rv reflect.Value, si *structInfo, path string) err
 	return nil
 }
 
-// encode writes v in ADK's JSON: snake_case keys, or camelCase ones when
+// Encode writes v in ADK's JSON: snake_case keys, or camelCase ones when
 // camel is set.
-func encode(v any, camel bool) ([]byte, error) {
+func Encode(v any, camel bool) ([]byte, error) {
 	var b bytes.Buffer
 	if err := encodeValue(&b, reflect.ValueOf(v), camel); err != nil {
 		return nil, err
@@ -296,8 +331,8 @@ func encodeValue(b *bytes.Buffer, rv reflect.Value, camel bool) error {
 		return nil
 	}
 	t := rv.Type()
-	if t.Implements(numberType) && !(rv.Kind() == reflect.Pointer && rv.IsNil()) {
-		if f, ok := rv.Interface().(numberForm).asNumber(); ok {
+	if nf, ok := numbers[t]; ok {
+		if f, ok := nf.as(rv); ok {
 			return writeJSON(b, f)
 		}
 	}
@@ -423,8 +458,12 @@ func writeJSON(b *bytes.Buffer, v any) error {
 	return nil
 }
 
-// indent pretty-prints JSON for files.
-func indent(data []byte) []byte {
+// EncodeCamel writes v in the camelCase form of ADK's HTTP API.
+func EncodeCamel(v any) ([]byte, error) { return Encode(v, true) }
+
+// Indent pretty-prints JSON for files, with a final newline; data that is
+// not JSON is returned as it is.
+func Indent(data []byte) []byte {
 	var b bytes.Buffer
 	if json.Indent(&b, data, "", "  ") != nil {
 		return data
