@@ -33,8 +33,8 @@ const telemetryRounds = 5
 //     exporting to an exporter that drops them.
 //
 // Each round runs 2,000 S1 invocations (100 sessions) per configuration, in
-// alternating blocks of 100 so that all run at the same moments of a
-// shared machine; each *-% metric is the median over 5 rounds of the
+// alternating blocks of 20, each block starting with the next
+// configuration, so that all run at the same moments of a shared machine; each *-% metric is the median over 5 rounds of the
 // configuration's time over plain S1's, less 1, in percent.
 //
 //	go test ./bench -run '^$' -bench S1TelemetryCost -benchtime 1x
@@ -59,7 +59,7 @@ func BenchmarkS1TelemetryCost(b *testing.B) {
 			return tel, func() { stop(); tp.Shutdown(context.Background()) }
 		}},
 	}
-	const invocations, block = 2000, 100
+	const invocations, block = 2000, 20
 	for b.Loop() {
 		ratios := make([][]float64, len(variants))
 		for range telemetryRounds {
@@ -88,7 +88,11 @@ func BenchmarkS1TelemetryCost(b *testing.B) {
 			runtime.GC()
 			times := make([]time.Duration, len(setups))
 			for start := 0; start < invocations; start += block {
-				for k, s := range setups {
+				// Each block starts with the next configuration, so that
+				// none always runs right after another's garbage.
+				for j := range setups {
+					k := (start/block + j) % len(setups)
+					s := setups[k]
 					t0 := time.Now()
 					for i := start; i < start+block; i++ {
 						if n := invoke(b, s.r, s.ids[i%len(s.ids)]); n != 3 {
