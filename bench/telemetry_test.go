@@ -32,10 +32,11 @@ const telemetryRounds = 5
 //   - Batched: every span handed to OpenTelemetry's batch span processor,
 //     exporting to an exporter that drops them.
 //
-// Each round runs 2,000 S1 invocations (100 sessions) per configuration, in
-// alternating blocks of 20, each block starting with the next
-// configuration, so that all run at the same moments of a shared machine; each *-% metric is the median over 5 rounds of the
-// configuration's time over plain S1's, less 1, in percent.
+// Each round runs 2,000 S1 invocations (100 sessions) per configuration,
+// in alternating blocks of 20, each block starting with the next
+// configuration, so that all run at the same moments of a shared machine;
+// each *-% metric is the median over 5 rounds of the configuration's time
+// over plain S1's, less 1, in percent.
 //
 //	go test ./bench -run '^$' -bench S1TelemetryCost -benchtime 1x
 func BenchmarkS1TelemetryCost(b *testing.B) {
