@@ -126,8 +126,8 @@ func (f *sqliteFloor) check(b *testing.B, id string, n int) {
 
 // BenchmarkS4Floor runs S4's appends on SQLite and the bare append loop
 // (sqliteFloor) in the same process, in rounds, and reports Loom's time
-// over the floor's (loom/floor, the median of 5 rounds; target 1.3 or
-// less) with both rates:
+// over the floor's (loom/floor, the median of 5 rounds,
+// LOOM_BENCH_S4FLOOR_ROUNDS; target 1.3 or less) with both rates:
 //
 //   - Append: 10,000 events, one at a time into one session, in
 //     alternating blocks of 500 (Loom's, the floor's);
@@ -147,8 +147,9 @@ func benchS4Floor(b *testing.B, sessions int) {
 	ctx := context.Background()
 	per := s4Events / sessions
 	const block = 500
+	rounds := envInt(b, "LOOM_BENCH_S4FLOOR_ROUNDS", s4FloorRounds)
 	for b.Loop() {
-		ratios := make([]float64, s4FloorRounds)
+		ratios := make([]float64, rounds)
 		var loomSum, floorSum time.Duration
 		for round := range ratios {
 			dir := b.TempDir()
@@ -222,7 +223,7 @@ func benchS4Floor(b *testing.B, sessions int) {
 			loomSum, floorSum = loomSum+loom, floorSum+bare
 		}
 		slices.Sort(ratios)
-		n := float64(s4Events * s4FloorRounds)
+		n := float64(s4Events * rounds)
 		b.ReportMetric(n/loomSum.Seconds(), "loom-events/s")
 		b.ReportMetric(n/floorSum.Seconds(), "floor-events/s")
 		b.ReportMetric(ratios[len(ratios)/2], "loom/floor")
