@@ -27,17 +27,17 @@ const (
 )
 
 // TestLeakGuard builds the loom command, serves an application of a
-// root_agent.yaml with "loom api" (offline model, sessions in a SQLite
-// file in a new working directory) and sends it 10,000 /run_sse requests
-// from 16 clients: half of them start a new session for every request (S5
-// fresh), half hold conversations of 20 turns. The server's peak resident
-// memory (VmHWM) must stay under 256 MiB and grow by less than 16 MiB from
-// the 5,000th request to the last. By then the server's bounded stores
-// (the runner's 1,024 idle sessions, the telemetry's spans) are full, so
-// that memory every request leaves behind raises the peak again and again,
-// while the collector's cycles, which move VmRSS up and down by the heap's
-// headroom from one reading to the next, do not. The bounds are on
-// memory, not on time.
+// root_agent.yaml with "loom api" as a first run in a new working directory
+// does (offline model, the default SQLite session database) and sends it
+// 10,000 /run_sse requests from 16 clients: half of them start a new
+// session for every request (S5 fresh), half hold conversations of 20
+// turns. The server's peak resident memory (VmHWM) must stay under 256 MiB
+// and grow by less than 16 MiB from the 5,000th request to the last. By
+// then the server's bounded stores (the runner's 1,024 idle sessions, the
+// telemetry's spans) are full, so that memory every request leaves behind
+// raises the peak again and again, while the collector's cycles, which
+// move VmRSS up and down by the heap's headroom from one reading to the
+// next, do not. The bounds are on memory, not on time.
 func TestLeakGuard(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the loom command and sends it 10,000 requests (about 20 s)")
@@ -59,7 +59,7 @@ func TestLeakGuard(t *testing.T) {
 	if err := os.Mkdir(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "api", "--port", "0", "--sessions", "sqlite://sessions.db", apps)
+	cmd := exec.Command(bin, "api", "--port", "0", apps)
 	cmd.Dir = work
 	// No API key: the application runs on the offline model.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
