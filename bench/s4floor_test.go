@@ -65,7 +65,7 @@ func newSQLiteFloor(b *testing.B, file string, ids ...string) *sqliteFloor {
 	}
 	db.SetMaxOpenConns(1)
 	f := &sqliteFloor{db: db}
-	b.Cleanup(func() { f.conn.Close(); db.Close() })
+	b.Cleanup(func() { f.close(b) })
 	if f.conn, err = db.Conn(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -82,6 +82,26 @@ func newSQLiteFloor(b *testing.B, file string, ids ...string) *sqliteFloor {
 		ON CONFLICT (app_name, user_id, session_id, name) DO UPDATE SET value = excluded.value`)
 	f.count = prep(`SELECT count(*) FROM events WHERE app_name = 'bench' AND user_id = 'user' AND session_id = ?`)
 	return f
+}
+
+// close closes the floor's connection and database (which checkpoints
+// the WAL into the database file); later calls do nothing.
+func (f *sqliteFloor) close(b *testing.B) {
+	if f.conn == nil {
+		return
+	}
+	for _, st := range []*sql.Stmt{f.begin, f.insert, f.state, f.commit, f.count} {
+		if st != nil {
+			st.Close()
+		}
+	}
+	if err := f.conn.Close(); err != nil {
+		b.Error(err)
+	}
+	if err := f.db.Close(); err != nil {
+		b.Error(err)
+	}
+	f.conn = nil
 }
 
 // append stores event seq (from 1) of session id, with the state delta

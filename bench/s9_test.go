@@ -86,7 +86,9 @@ const s10Turns = 100
 // the store is closed (which checkpoints the WAL into the database), so
 // that WAL frames and checkpoints both count, and reports them per 100
 // turns (written-B/100turns) and per stored event (written-B/event),
-// with the database's size at the end (db-B):
+// with the database's size at the end (db-B), and its bytes over those
+// the bare SQLite append loop (sqliteFloor) writes for as many events, one
+// transaction each (written/floor):
 //
 //	go test ./bench -run '^$' -bench S10 -benchtime 1x -count 6
 func BenchmarkS10(b *testing.B) {
@@ -140,6 +142,27 @@ func BenchmarkS10(b *testing.B) {
 	b.ReportMetric(float64(written)/float64(b.N), "written-B/100turns")
 	b.ReportMetric(float64(written)/float64(b.N)/(4*s10Turns), "written-B/event")
 	b.ReportMetric(float64(size), "db-B")
+
+	// The floor: the bare SQLite append loop (sqliteFloor) storing as
+	// many events, one transaction each, and closing the database.
+	b.StopTimer()
+	floor := newSQLiteFloor(b, filepath.Join(b.TempDir(), "floor.db"), "s")
+	w0, err := wchar()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 4 * s10Turns {
+		if err := floor.append("s", i+1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	floor.check(b, "s", 4*s10Turns)
+	floor.close(b)
+	w1, err := wchar()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(written)/float64(b.N)/float64(w1-w0), "written/floor")
 }
 
 // wchar returns the bytes this process has handed to write system calls
