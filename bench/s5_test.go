@@ -46,6 +46,13 @@ const (
 	// file s5DBEnv names.
 	s5SQLiteServer = "sqlite"
 	s5DBEnv        = "LOOM_BENCH_S5_DB"
+	// s5PeerEnv names a server command of another ADK implementation to
+	// run in the Loom server's place, for comparisons on equal work: it
+	// serves the S1 agent as app "s1" over ADK's HTTP API, prints "port N"
+	// on stdout, stops when its stdin closes and, for S7, answers SIGUSR1
+	// as s5Serve does. Its event streams need not end with Loom's end
+	// comment.
+	s5PeerEnv = "LOOM_BENCH_S5_COMMAND"
 	// s5ClockTicks is the kernel's USER_HZ, the unit of the CPU times in
 	// /proc/PID/stat (100 on every Linux architecture Go supports).
 	s5ClockTicks = 100
@@ -181,6 +188,9 @@ func startS5Server(b *testing.B, floor bool) *s5Server {
 func startServerMode(b *testing.B, mode string, env ...string) *s5Server {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if peer := os.Getenv(s5PeerEnv); peer != "" && mode == "loom" {
+		cmd = exec.Command(peer)
+	}
 	cmd.Env = append(append(os.Environ(), s5ServerEnv+"="+mode), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
@@ -382,7 +392,7 @@ func (c *s5Client) run(session string) error {
 	}
 	out := c.buf.Bytes()
 	if resp.StatusCode != http.StatusOK || bytes.Count(out, []byte("data: ")) != 3 ||
-		!bytes.HasSuffix(out, []byte(": done\n\n")) || !bytes.Contains(out, []byte(`"text":"3"`)) {
+		!(bytes.HasSuffix(out, []byte(": done\n\n")) || os.Getenv(s5PeerEnv) != "") || !bytes.Contains(out, []byte(`"text":"3"`)) {
 		return fmt.Errorf("run: status %d, unexpected stream %q", resp.StatusCode, out)
 	}
 	return nil
