@@ -26,9 +26,9 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/agent/remoteagent"
-	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/agent/workflowagent"
 	"github.com/loomkit/loom/cli"
 	"github.com/loomkit/loom/codeexec"
@@ -547,23 +547,23 @@ paths:
 // TestREADMEWorkflow runs the README's graph workflow: a refund message is
 // routed to the node that asks for approval, and the answer finishes it.
 func TestREADMEWorkflow(t *testing.T) {
-	classify := workflow.Func("classify", func(ctx context.Context, nc *workflow.Context, in string) (string, error) {
+	classify := graph.Func("classify", func(ctx context.Context, nc *graph.Context, in string) (string, error) {
 		if strings.Contains(in, "refund") {
 			nc.SetRoute("refund")
 		}
 		return in, nil
 	})
-	refund := workflow.Func("refund", func(ctx context.Context, nc *workflow.Context, in string) (string, error) {
-		answer, err := nc.RequestInput(workflow.InputRequest{Message: "Approve the refund?"})
+	refund := graph.Func("refund", func(ctx context.Context, nc *graph.Context, in string) (string, error) {
+		answer, err := nc.RequestInput(graph.InputRequest{Message: "Approve the refund?"})
 		if err != nil {
 			return "", err // the invocation pauses until the user answers
 		}
 		return fmt.Sprintf("refund approved: %v", answer["approved"]), nil
 	})
-	desk, err := workflow.New(workflow.Config{
+	desk, err := graph.New(graph.Config{
 		Name:  "desk",
-		Nodes: []*workflow.Node{classify, refund},
-		Edges: []workflow.Edge{{From: "classify", To: "refund", Route: "refund"}},
+		Nodes: []*graph.Node{classify, refund},
+		Edges: []graph.Edge{{From: "classify", To: "refund", Route: "refund"}},
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -580,7 +580,7 @@ func TestREADMEWorkflow(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, fc := range ev.FunctionCalls() {
-			if fc.Name == workflow.FunctionRequestInput {
+			if fc.Name == graph.FunctionRequestInput {
 				callID = fc.ID
 			}
 		}
@@ -588,7 +588,7 @@ func TestREADMEWorkflow(t *testing.T) {
 	if callID == "" {
 		t.Fatal("no input request")
 	}
-	answer := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{workflow.InputResponse(callID, map[string]any{"approved": true})}}
+	answer := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{graph.InputResponse(callID, map[string]any{"approved": true})}}
 	var out any
 	for ev, err := range r.Run(ctx, "u", "s1", answer, nil) {
 		if err != nil {

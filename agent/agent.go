@@ -184,7 +184,7 @@ type Callbacks struct {
 	// there).
 	ResumeAgent []ResumeAgentCallback
 	// BeforeNode and AfterNode callbacks see each attempt of a node of a
-	// graph workflow (package agent/workflow), before it runs and when it
+	// graph workflow (package agent/graph), before it runs and when it
 	// has ended. They observe and cannot change the run.
 	BeforeNode []BeforeNodeCallback
 	AfterNode  []AfterNodeCallback

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/artifact"
+	"github.com/loomkit/loom/credential"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/memory"
 	"github.com/loomkit/loom/tool"
@@ -227,6 +228,12 @@ func (c *CallbackContext) RequestCredential(authConfig map[string]any) {
 // Credential returns the client's answer to the call's credential request,
 // when the call runs after one; otherwise nil.
 func (c *CallbackContext) Credential() map[string]any { return c.credential }
+
+// CredentialService returns the runtime's service keeping users'
+// credentials (see credential/oauth), or nil if none is configured.
+func (c *CallbackContext) CredentialService() *credential.Service {
+	return c.inv.CredentialService()
+}
 
 // CredentialRequested reports whether the tool asked for credentials.
 func (c *CallbackContext) CredentialRequested() bool {

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/artifact"
+	"github.com/loomkit/loom/credential"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/memory"
 	"github.com/loomkit/loom/session"
@@ -61,6 +62,10 @@ type InvocationConfig struct {
 	// by the user message, by request call id. The runner takes them out of
 	// the message before it is stored, so they live only in memory.
 	Credentials map[string]map[string]any
+	// CredentialService, when set, keeps the credentials users grant to
+	// tools (OAuth2 tokens, see credential/oauth) per user, encrypted.
+	// Tools reach it through their context (CallbackContext.CredentialService).
+	CredentialService *credential.Service
 	// PendingArtifacts, when set, records every artifact version saved
 	// through the invocation's contexts, so that the committer can delete
 	// those no committed event records (see PendingArtifacts). The runner
@@ -167,6 +172,12 @@ func (inv *Invocation) Callbacks() *Callbacks { return &inv.shared.cfg.Callbacks
 func (inv *Invocation) Credential(requestID string) (map[string]any, bool) {
 	c, ok := inv.shared.cfg.Credentials[requestID]
 	return c, ok
+}
+
+// CredentialService returns the service keeping users' credentials, or nil
+// if none is configured.
+func (inv *Invocation) CredentialService() *credential.Service {
+	return inv.shared.cfg.CredentialService
 }
 
 // CheckStoredCalls verifies, when the invocation authenticates calls

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/loomkit/loom/credential/oauth"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/session"
 )
@@ -41,7 +42,10 @@ import (
 // itself (its own function response, such as {"status": "pending"}); the
 // call stays pending until the client's response, which completes it. A
 // response to a call that does not pause, that is not pending any more, or
-// that the log does not hold is refused before anything is stored.
+// that the log does not hold is refused before anything is stored; so is
+// an answer to a credential request that started an OAuth2 authorization
+// whose state is not the request's (credential/oauth), which leaves the
+// request pending.
 //
 // # Ownership and use
 //
@@ -139,25 +143,27 @@ func completes(k PauseKind, ev *event.Event) bool {
 // It fails, with an error wrapping ErrNotPending, when a response answers
 // no call of the log, a call that does not pause, one that is no longer
 // pending, or one a rewind took back; when two responses of the message
-// answer the same call; and when the calls answered belong to two
+// answer the same call; when an answer to a credential request that
+// started an OAuth2 authorization does not carry the request's state
+// (oauth.CheckAnswer); and when the calls answered belong to two
 // invocations or two branches (the message is stored on the branch of its
 // calls, where only their owners see it: each branch is answered in a
 // message of its own).
 func Pending(sess *session.Session, msg *genai.Content) ([]PendingCall, error) {
-	var ids []string           // in message order
-	var wanted map[string]bool // the same, as a set: a message may hold many parts
+	var ids []string                              // in message order
+	var wanted map[string]*genai.FunctionResponse // the same, as a set: a message may hold many parts
 	for _, p := range msg.Parts {
 		if p == nil || p.FunctionResponse == nil || p.FunctionResponse.ID == "" {
 			continue
 		}
 		id := p.FunctionResponse.ID
-		if wanted[id] {
+		if wanted[id] != nil {
 			return nil, fmt.Errorf("%w: the message answers call %q twice", ErrNotPending, id)
 		}
 		if wanted == nil {
-			wanted = map[string]bool{}
+			wanted = map[string]*genai.FunctionResponse{}
 		}
-		wanted[id] = true
+		wanted[id] = p.FunctionResponse
 		ids = append(ids, id)
 	}
 	if len(ids) == 0 {
@@ -178,7 +184,7 @@ func Pending(sess *session.Session, msg *genai.Content) ([]PendingCall, error) {
 			continue
 		}
 		for _, fc := range ev.FunctionCalls() {
-			if !wanted[fc.ID] {
+			if wanted[fc.ID] == nil {
 				continue
 			}
 			if _, dup := found[fc.ID]; dup {
@@ -204,6 +210,9 @@ func Pending(sess *session.Session, msg *genai.Content) ([]PendingCall, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: no pending function call with id %q", ErrNotPending, id)
 		}
+		if err := checkCredentialAnswer(pc, wanted[id]); err != nil {
+			return nil, err
+		}
 		if len(out) > 0 {
 			switch first := out[0]; {
 			case pc.InvocationID != first.InvocationID:
@@ -216,6 +225,21 @@ func Pending(sess *session.Session, msg *genai.Content) ([]PendingCall, error) {
 		out = append(out, pc)
 	}
 	return out, nil
+}
+
+// checkCredentialAnswer checks an answer to a credential request that
+// started an OAuth2 authorization (its auth config names a state): the
+// answer must carry the authorization response with that state, or it is
+// refused and the request stays pending (CONFORMANCE T19).
+func checkCredentialAnswer(pc PendingCall, fr *genai.FunctionResponse) error {
+	if pc.Kind != PauseCredential {
+		return nil
+	}
+	cfg, _ := pc.Call.Args["authConfig"].(map[string]any)
+	if err := oauth.CheckAnswer(cfg, fr.Response); err != nil {
+		return fmt.Errorf("%w: the answer to credential request %q is refused: %w", ErrNotPending, pc.Call.ID, err)
+	}
+	return nil
 }
 
 // Waiting reports whether the pausing call id, of kind k, is still waiting

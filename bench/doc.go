@@ -5,7 +5,7 @@
 //
 //	go test ./bench -run '^$' -bench 'S1$' -benchtime 2000x -count 6
 //
-// S6 is a 10-node graph workflow (package agent/workflow) with a fan-out of
+// S6 is a 10-node graph workflow (package agent/graph) with a fan-out of
 // four, against a one-node workflow for the per-node overhead:
 //
 //	go test ./bench -run '^$' -bench 'S6' -benchtime 2000x -count 6

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/agent/llmagent"
-	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/session"
@@ -25,15 +25,15 @@ func s6Workflow() (agent.Agent, error) {
 			return scripted.Text(name + " says ok"), nil
 		}
 	}
-	llm := func(name string) (*workflow.Node, error) {
+	llm := func(name string) (*graph.Node, error) {
 		a, err := llmagent.New(llmagent.Config{Name: name, Model: scripted.New(name+"-model", text(name)), IncludeContents: llmagent.IncludeNone})
 		if err != nil {
 			return nil, err
 		}
-		return workflow.FromAgent(a), nil
+		return graph.FromAgent(a), nil
 	}
-	fn := func(name string) *workflow.Node {
-		return workflow.Func(name, func(_ context.Context, _ *workflow.Context, in any) (string, error) {
+	fn := func(name string) *graph.Node {
+		return graph.Func(name, func(_ context.Context, _ *graph.Context, in any) (string, error) {
 			return name + ":" + fmt.Sprint(in)[:min(8, len(fmt.Sprint(in)))], nil
 		})
 	}
@@ -49,11 +49,11 @@ func s6Workflow() (agent.Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	return workflow.New(workflow.Config{
+	return graph.New(graph.Config{
 		Name: "s6",
-		Nodes: []*workflow.Node{fn("start"), classify, fn("a"), fn("b"), c, fn("d"), workflow.Join("join"),
+		Nodes: []*graph.Node{fn("start"), classify, fn("a"), fn("b"), c, fn("d"), graph.Join("join"),
 			summarize, fn("format"), fn("final")},
-		Edges: []workflow.Edge{
+		Edges: []graph.Edge{
 			{From: "start", To: "classify"},
 			{From: "classify", To: "a"}, {From: "classify", To: "b"}, {From: "classify", To: "c"}, {From: "classify", To: "d"},
 			{From: "a", To: "join"}, {From: "b", To: "join"}, {From: "c", To: "join"}, {From: "d", To: "join"},
@@ -65,8 +65,8 @@ func s6Workflow() (agent.Agent, error) {
 // s6OneNode is the fixed cost S6's per-node figure is measured against: a
 // workflow of one function node.
 func s6OneNode() (agent.Agent, error) {
-	return workflow.New(workflow.Config{Name: "s6one", Nodes: []*workflow.Node{
-		workflow.Func("only", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+	return graph.New(graph.Config{Name: "s6one", Nodes: []*graph.Node{
+		graph.Func("only", func(_ context.Context, _ *graph.Context, in string) (string, error) {
 			return strings.ToUpper(in), nil
 		}),
 	}})

@@ -19,7 +19,7 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/agentconfig"
-	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/runner"
@@ -446,7 +446,7 @@ func (c *chatter) confirm(ctx context.Context) (*genai.Content, error) {
 			if err != nil {
 				return nil, err
 			}
-			msg.Parts = append(msg.Parts, workflow.InputResponse(fc.ID, inputAnswer(line)))
+			msg.Parts = append(msg.Parts, graph.InputResponse(fc.ID, inputAnswer(line)))
 			continue
 		}
 		hint, call := describeConfirmation(fc)
@@ -465,7 +465,7 @@ func (c *chatter) confirm(ctx context.Context) (*genai.Content, error) {
 }
 
 // inputName is the function call with which a workflow node asks for input.
-const inputName = workflow.FunctionRequestInput
+const inputName = graph.FunctionRequestInput
 
 // inputAnswer is the response to an input request: a JSON object typed as
 // such, any other line as {"result": line}.

@@ -37,6 +37,9 @@ type options struct {
 	// callKeyFile names the file of the key that authenticates stored
 	// function calls (see callKey).
 	callKeyFile string
+	// credentialKeyFile names the file of the key users' credentials are
+	// sealed with (see openCredentials).
+	credentialKeyFile string
 	// authCalls authenticates stored calls without --call-key-file, as
 	// "loom api" does (see callKey).
 	authCalls bool
@@ -52,6 +55,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.artifacts, "artifacts", DefaultArtifacts, "artifact storage `URL`: file://DIR, memory://")
 	fs.StringVar(&o.memory, "memory", DefaultMemory, "memory service `URL`")
 	fs.StringVar(&o.callKeyFile, "call-key-file", "", "`file` holding the key (at least 32 random bytes) that authenticates stored function calls, so that a call edited in the session store is refused before its tool runs (loom api, without it: a key kept in "+CallKeyFile+" beside a SQLite session database, or one of the process for memory://)")
+	fs.StringVar(&o.credentialKeyFile, "credential-key-file", "", "`file` holding the key (32 bytes in base64 or hex) that seals the credentials users grant to tools, such as OAuth2 tokens, kept per user in the session database (default: $"+EnvCredentialKey+"; without either, they are kept in memory until the process exits)")
 	fs.BoolVar(&o.resumable, "resumable", false, "make the applications resumable, as ADK's ResumabilityConfig does: workflow agents record checkpoint events, so that an invocation can continue from the middle of a workflow after a pause or a crash (always on with Temporal)")
 }
 

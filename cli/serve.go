@@ -18,6 +18,7 @@ import (
 	"github.com/loomkit/loom/agent/agentconfig"
 	"github.com/loomkit/loom/conformance"
 	"github.com/loomkit/loom/conformance/adkagents"
+	"github.com/loomkit/loom/cost"
 	"github.com/loomkit/loom/durable/temporal"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/plugin"
@@ -54,6 +55,7 @@ type serveFlags struct {
 	conf      bool
 	confRoots string
 	hosts     string
+	prices    string
 }
 
 // register defines the flags in fs.
@@ -69,6 +71,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.tf.registerClient(fs, "start invocations there, as workflows that loom worker runs, instead of in this process")
 	fs.BoolVar(&f.conf, "conformance", false, "honour ADK's conformance protocol: a run whose state delta holds _adk_replay_config answers model and tool calls from recordings, one holding _adk_recordings_config records them (it swaps models: for test servers only)")
 	fs.StringVar(&f.confRoots, "conformance-root", ".", "comma-separated `directories` the case directories of --conformance requests must lie in")
+	fs.StringVar(&f.prices, "prices", "", "JSON or YAML `file` of model prices per million tokens ({\"models\": {\"NAME\": {\"input\": 0.3, \"output\": 2.5, \"cached_input\": 0.03}}}): the dev UI and the session usage route show costs, the loom.model.cost metric counts them; models without a price show tokens only")
 	fs.StringVar(&f.hosts, "allowed-hosts", "", "comma-separated `hosts` (name or name:port) accepted in the Host header besides localhost, 127.0.0.1 and [::1], and the --host address; \"*\" for any")
 }
 
@@ -128,8 +131,14 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 		defer restore()
 	}
 
+	var prices cost.Prices
+	if f.prices != "" {
+		if prices, err = cost.Load(f.prices); err != nil {
+			return err
+		}
+	}
 	// Traces of every app, kept in memory for the debug trace routes.
-	tel, err := telemetry.New(telemetry.Config{})
+	tel, err := telemetry.New(telemetry.Config{Prices: prices})
 	if err != nil {
 		return err
 	}
@@ -145,7 +154,7 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 	if err != nil {
 		return err
 	}
-	cfg := server.Config{Apps: runners, AllowedOrigins: splitList(f.origins), AllowedHosts: allowedHosts(env, f.host, f.hosts), Version: version(), Traces: server.TelemetryTraces(tel), Mounts: prot.mounts, Status: statusOf(apps), AppFiles: appFilesOf(apps)}
+	cfg := server.Config{Apps: runners, AllowedOrigins: splitList(f.origins), AllowedHosts: allowedHosts(env, f.host, f.hosts), Version: version(), Traces: server.TelemetryTraces(tel), Prices: prices, Mounts: prot.mounts, Status: statusOf(apps), AppFiles: appFilesOf(apps)}
 	evals, _, closeEvals, err := evalStore(ctx, &f.o, f.evals)
 	if err != nil {
 		return err
@@ -354,6 +363,10 @@ func setup(ctx context.Context, env Env, o *options, apps []App, reg *agentconfi
 	if err != nil {
 		return nil, nil, err
 	}
+	if svc.credentials, svc.closeCredentials, err = openCredentials(ctx, env, o); err != nil {
+		svc.close()
+		return nil, nil, err
+	}
 	runners := make([]*runner.Runner, 0, len(apps))
 	descs := make([]string, 0, len(apps))
 	for _, app := range apps {
@@ -372,14 +385,15 @@ func setup(ctx context.Context, env Env, o *options, apps []App, reg *agentconfi
 
 func newRunner(app App, choice *modelChoice, o *options, svc *services, key *event.CallKey, plugins []*plugin.Plugin) (*runner.Runner, string, error) {
 	cfg := runner.Config{
-		AppName:    app.Name,
-		SessionTTL: cmp.Or(app.SessionTTL, o.sessionTTL),
-		Resumable:  o.resumable,
-		Sessions:   svc.sessions,
-		Artifacts:  svc.artifacts,
-		Memory:     svc.memory,
-		Plugins:    plugins,
-		CallKey:    key,
+		AppName:     app.Name,
+		SessionTTL:  cmp.Or(app.SessionTTL, o.sessionTTL),
+		Resumable:   o.resumable,
+		Sessions:    svc.sessions,
+		Artifacts:   svc.artifacts,
+		Memory:      svc.memory,
+		Plugins:     plugins,
+		CallKey:     key,
+		Credentials: svc.credentials,
 	}
 	var desc string
 	if f := app.file; f != nil {

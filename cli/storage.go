@@ -11,6 +11,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/loomkit/loom/artifact"
+	"github.com/loomkit/loom/credential"
 	"github.com/loomkit/loom/memory"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/storage"
@@ -21,6 +22,10 @@ type services struct {
 	sessions  *session.Service
 	artifacts *artifact.Service
 	memory    *memory.Service
+	// credentials keeps users' credentials (see openCredentials);
+	// closeCredentials releases its store.
+	credentials      *credential.Service
+	closeCredentials func() error
 }
 
 // openServices opens the storage the options name. Local directories that
@@ -73,6 +78,9 @@ func (s *services) close() error {
 	}
 	if s.memory != nil {
 		errs = append(errs, s.memory.Close())
+	}
+	if s.closeCredentials != nil {
+		errs = append(errs, s.closeCredentials())
 	}
 	return errors.Join(errs...)
 }

@@ -110,6 +110,12 @@ func (s *syncBuffer) String() string {
 // and returns its base URL; the server stops when the test ends.
 func startWeb(t *testing.T, dir string, apps ...cli.App) string {
 	t.Helper()
+	return startWebArgs(t, dir, nil, apps...)
+}
+
+// startWebArgs is startWeb with more flags.
+func startWebArgs(t *testing.T, dir string, extra []string, apps ...cli.App) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	urls := make(chan string, 1)
 	done := make(chan int, 1)
@@ -120,6 +126,7 @@ func startWeb(t *testing.T, dir string, apps ...cli.App) string {
 		"--sessions", "sqlite://" + filepath.Join(dir, "sessions.db"),
 		"--artifacts", "file://" + filepath.Join(dir, "artifacts"),
 		"--evals", filepath.Join(dir, "evals")}
+	args = append(args, extra...)
 	go func() {
 		done <- cli.Run(ctx, args, cli.Env{Stdout: &stderr, Stderr: &stderr, Getenv: func(string) string { return "" },
 			Listening: func(u string) { urls <- u }}, apps...)

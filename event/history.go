@@ -20,7 +20,7 @@ const (
 )
 
 // FunctionRequestInput is the name of the function call with which a node
-// of a graph workflow asks the user for input (package agent/workflow),
+// of a graph workflow asks the user for input (package agent/graph),
 // ADK's shared wire name.
 const FunctionRequestInput = "adk_request_input"
 

@@ -12,8 +12,8 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/agent/llmagent"
-	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/artifact"
 	"github.com/loomkit/loom/artifact/memartifact"
 	"github.com/loomkit/loom/event"
@@ -324,13 +324,13 @@ func TestMergeObserverHooks(t *testing.T) {
 	}
 
 	tries := 0
-	flaky := workflow.Func("lookup", func(context.Context, *workflow.Context, string) (string, error) {
+	flaky := graph.Func("lookup", func(context.Context, *graph.Context, string) (string, error) {
 		if tries++; tries == 1 {
 			return "", errors.New("lookup unavailable")
 		}
 		return "ok", nil
-	}, workflow.WithRetry(workflow.Retry{MaxAttempts: 2}))
-	wf, err := workflow.New(workflow.Config{Name: "wf", Nodes: []*workflow.Node{flaky}})
+	}).With(graph.NodeOptions{Retry: graph.Retry{MaxAttempts: 2}})
+	wf, err := graph.New(graph.Config{Name: "wf", Nodes: []*graph.Node{flaky}})
 	if err != nil {
 		t.Fatal(err)
 	}

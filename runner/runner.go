@@ -31,6 +31,7 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/artifact"
+	"github.com/loomkit/loom/credential"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/memory"
 	"github.com/loomkit/loom/plugin"
@@ -104,6 +105,11 @@ type Config struct {
 	// creation) for longer, with their events, session state and
 	// artifacts. Zero, the default, keeps sessions until they are deleted.
 	SessionTTL time.Duration
+	// Credentials, when set, keeps the credentials users grant to the
+	// app's tools (OAuth2 tokens, see credential/oauth), per user and
+	// sealed under its key, so that a user signs in once rather than in
+	// every session. Nil keeps none: a tool asks the client each time.
+	Credentials *credential.Service
 }
 
 // DefaultSessionCacheBytes is the default of Config.SessionCacheBytes.
@@ -342,17 +348,18 @@ func (r *Runner) invoke(ctx context.Context, tree *agent.Tree, sess *session.Ses
 		msg, creds = takeCredentials(msg)
 	}
 	cfg := agent.InvocationConfig{
-		ID:          res.invocationID(),
-		Tree:        tree,
-		Session:     sess,
-		Artifacts:   r.cfg.Artifacts,
-		Memory:      r.cfg.Memory,
-		UserContent: msg,
-		RunConfig:   agent.RunConfig{Streaming: opts.Streaming, MaxLLMCalls: opts.MaxLLMCalls},
-		LLMCalls:    res.priorLLMCalls(),
-		Resumable:   r.cfg.Resumable,
-		Callbacks:   r.callbacks,
-		Credentials: creds,
+		ID:                res.invocationID(),
+		Tree:              tree,
+		Session:           sess,
+		Artifacts:         r.cfg.Artifacts,
+		Memory:            r.cfg.Memory,
+		UserContent:       msg,
+		RunConfig:         agent.RunConfig{Streaming: opts.Streaming, MaxLLMCalls: opts.MaxLLMCalls},
+		LLMCalls:          res.priorLLMCalls(),
+		Resumable:         r.cfg.Resumable,
+		Callbacks:         r.callbacks,
+		Credentials:       creds,
+		CredentialService: r.cfg.Credentials,
 		// Shared by every invocation value built from cfg.
 		PendingArtifacts: &agent.PendingArtifacts{},
 		CallKey:          r.cfg.CallKey,

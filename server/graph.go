@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/loomkit/loom/agent"
-	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/tool"
 )
 
@@ -101,7 +101,7 @@ func describeGraph(a agent.Agent) graphInfo {
 	for _, t := range toolsOf(a) {
 		info.Tools = append(info.Tools, graphNode{Name: t.name, Type: "tool"})
 	}
-	w, ok := a.(*workflow.Workflow)
+	w, ok := a.(*graph.Workflow)
 	if !ok {
 		return info
 	}
@@ -117,7 +117,9 @@ func describeGraph(a agent.Agent) graphInfo {
 		byName[n.Name()] = node
 		g.Nodes = append(g.Nodes, node)
 	}
-	g.Edges = append(g.Edges, graphEdge{From: startNode, To: byName[w.Start()]})
+	for _, name := range w.Starts() {
+		g.Edges = append(g.Edges, graphEdge{From: startNode, To: byName[name]})
+	}
 	for _, e := range w.Edges() {
 		g.Edges = append(g.Edges, graphEdge{From: byName[e.From], To: byName[e.To], Route: e.Route, Max: e.Max})
 	}
@@ -155,7 +157,7 @@ func (s *Server) buildGraphImage(w http.ResponseWriter, r *http.Request) error {
 			if path != "" {
 				p = path + "/" + p
 			}
-			if _, ok := sub.(*workflow.Workflow); ok {
+			if _, ok := sub.(*graph.Workflow); ok {
 				out[p] = map[string]string{"dotSrc": dot(sub, dark)}
 			}
 			walk(sub, p)
@@ -213,23 +215,25 @@ func dot(a agent.Agent, dark bool) string {
 	fmt.Fprintf(&b, "  bgcolor=%s;\n  rankdir=LR;\n", quote(t.bg))
 	fmt.Fprintf(&b, "  node [style=\"rounded,filled\" shape=box color=%s fillcolor=%s fontcolor=%s];\n", quote(t.accent), quote(t.fill), quote(t.fg))
 	fmt.Fprintf(&b, "  edge [color=%s fontcolor=%s];\n", quote(t.fg), quote(t.fg))
-	if w, ok := a.(*workflow.Workflow); ok {
+	if w, ok := a.(*graph.Workflow); ok {
 		b.WriteString("  \"__start__\" [label=\"START\" shape=circle];\n")
 		for _, n := range w.Nodes() {
 			shape := "box"
 			switch n.Kind() {
-			case workflow.KindJoin:
+			case graph.KindJoin:
 				shape = "diamond"
-			case workflow.KindWorkflow:
+			case graph.KindWorkflow:
 				shape = "box3d"
-			case workflow.KindTool:
+			case graph.KindTool:
 				shape = "component"
-			case workflow.KindAgent:
+			case graph.KindAgent:
 				shape = "ellipse"
 			}
 			fmt.Fprintf(&b, "  %s [shape=%s tooltip=%s];\n", quote(n.Name()), shape, quote(n.Kind().String()))
 		}
-		fmt.Fprintf(&b, "  \"__start__\" -> %s;\n", quote(w.Start()))
+		for _, name := range w.Starts() {
+			fmt.Fprintf(&b, "  \"__start__\" -> %s;\n", quote(name))
+		}
 		for _, e := range w.Edges() {
 			label := e.Route
 			if e.Max > 0 {

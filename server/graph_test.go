@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/session/memsession"
@@ -18,17 +18,17 @@ import (
 
 func graphApp(t *testing.T) server.Config {
 	t.Helper()
-	id := func(name string) *workflow.Node {
-		return workflow.Func(name, func(_ context.Context, _ *workflow.Context, in string) (string, error) { return in, nil })
+	id := func(name string) *graph.Node {
+		return graph.Func(name, func(_ context.Context, _ *graph.Context, in string) (string, error) { return in, nil })
 	}
-	inner, err := workflow.New(workflow.Config{Name: "inner", Description: "a nested graph", Nodes: []*workflow.Node{id("x"), id("y")},
-		Edges: []workflow.Edge{{From: "x", To: "y"}, {From: "y", To: "x", Route: "again", Max: 2}}})
+	inner, err := graph.New(graph.Config{Name: "inner", Description: "a nested graph", Nodes: []*graph.Node{id("x"), id("y")},
+		Edges: []graph.Edge{{From: "x", To: "y"}, {From: "y", To: "x", Route: "again", Max: 2}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	outer, err := workflow.New(workflow.Config{Name: "outer", Description: "the \"root\" graph",
-		Nodes: []*workflow.Node{id("classify"), workflow.FromAgent(inner), id("other"), workflow.Join("both")},
-		Edges: []workflow.Edge{{From: "classify", To: "inner", Route: "deep"}, {From: "classify", To: "other", Route: "deep"},
+	outer, err := graph.New(graph.Config{Name: "outer", Description: "the \"root\" graph",
+		Nodes: []*graph.Node{id("classify"), graph.FromAgent(inner), id("other"), graph.Join("both")},
+		Edges: []graph.Edge{{From: "classify", To: "inner", Route: "deep"}, {From: "classify", To: "other", Route: "deep"},
 			{From: "inner", To: "both"}, {From: "other", To: "both"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -81,5 +81,39 @@ func TestBuildGraphGolden(t *testing.T) {
 	}
 	if got := out.String(); got != string(want) {
 		t.Errorf("responses differ from %s (run with -update after checking the change):\n%s", golden, lineDiff(string(want), got))
+	}
+}
+
+// TestBuildGraphEveryStart: a workflow whose edges from its entry start
+// two nodes draws an edge from the start to each.
+func TestBuildGraphEveryStart(t *testing.T) {
+	id := func(name string) *graph.Node {
+		return graph.Func(name, func(_ context.Context, _ *graph.Context, in string) (string, error) { return in, nil })
+	}
+	w, err := graph.New(graph.Config{Name: "two", Nodes: []*graph.Node{id("a"), id("b")},
+		Edges: []graph.Edge{{From: graph.Entry, To: "a"}, {From: graph.Entry, To: "b"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "two", Agent: w, Sessions: memsession.NewService()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, server.Config{Apps: []*runner.Runner{r}})
+	rec := f.do(t, "GET", "/dev/apps/two/build_graph_image", "")
+	var img map[string]struct {
+		DotSrc string `json:"dotSrc"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &img); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"__start__" -> "a";`, `"__start__" -> "b";`} {
+		if !strings.Contains(img[""].DotSrc, want) {
+			t.Errorf("the drawing lacks %s:\n%s", want, img[""].DotSrc)
+		}
+	}
+	rec = f.do(t, "GET", "/dev/apps/two/build_graph", "")
+	if n := strings.Count(rec.Body.String(), `"from_node":{"name":"__START__"`); n != 2 {
+		t.Errorf("build_graph has %d edges from the start, want 2:\n%s", n, rec.Body.String())
 	}
 }

@@ -45,11 +45,16 @@
 // limited in size, nesting depth and read time, and app, user and session
 // ids to 128 bytes without control characters.
 //
-// Two routes go beyond ADK:
+// Three routes go beyond ADK:
 //
 //	POST /apps/{app}/users/{user}/sessions/{sid}/cancel  → {"cancelled": n}
 //
-// cancels the invocations running in that session, and every /run_sse
+// cancels the invocations running in that session;
+//
+//	GET /apps/{app}/users/{user}/sessions/{sid}/usage  → {"total": {...}, "turns": [...]}
+//
+// reports the session's token usage and cost, in total and per invocation
+// ([cost.Session] over its stored events, priced by [Config.Prices]); and every /run_sse
 // stream that ends normally ends with the SSE comment line ": done" followed
 // by a blank line. Comment lines are skipped by EventSource and by ADK's own
 // clients, which read only "data:" lines, while raw clients can use the
@@ -98,6 +103,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/cost"
 	"github.com/loomkit/loom/eval"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
@@ -128,6 +134,9 @@ type Config struct {
 	// Traces answers the debug trace routes; nil answers them with empty
 	// results.
 	Traces TraceSource
+	// Prices price the token usage the session usage route reports; a
+	// model without a price has its tokens reported and no cost.
+	Prices cost.Prices
 	// RefuseSessionHistory refuses (403) requests that create a session
 	// with events. Histories a client supplies are checked and stored as
 	// data that can never pause or resume a call (runner.CreateSession);
@@ -394,6 +403,7 @@ func (s *Server) routes() {
 	s.handle("DELETE "+sess, s.deleteSession)
 	s.handle("POST "+sess+"/cancel", s.cancelSession)
 	s.handle("POST "+sess+"/fork", s.forkSession)
+	s.handle("GET "+sess+"/usage", s.sessionUsage)
 
 	s.handle("GET "+arts, s.listArtifacts)
 	s.handle("GET "+arts+"/{name}", s.loadArtifact)

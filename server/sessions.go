@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/loomkit/loom/cost"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
@@ -220,6 +221,20 @@ func (s *Server) forkSession(w http.ResponseWriter, r *http.Request) error {
 		return sessionError(key.SessionID, err)
 	}
 	return writeJSON(w, http.StatusOK, sess)
+}
+
+// sessionUsage serves GET /apps/{app}/users/{user}/sessions/{sid}/usage:
+// the session's token usage and cost, in total and per turn.
+func (s *Server) sessionUsage(w http.ResponseWriter, r *http.Request) error {
+	a, key, err := s.sessionKey(r)
+	if err != nil {
+		return err
+	}
+	sess, err := a.Sessions().Get(r.Context(), key, nil)
+	if err != nil {
+		return sessionError(key.SessionID, err)
+	}
+	return writeJSON(w, http.StatusOK, cost.Session(sess.Events(), s.cfg.Prices))
 }
 
 // cancelSession serves POST .../sessions/{sid}/cancel: it cancels the

@@ -23,15 +23,25 @@ import (
 	"github.com/loomkit/loom/model"
 )
 
-// Tool is a capability an LLM agent can call. Implementations must be safe
-// for concurrent use: the calls of one model response run concurrently.
+// Tool is anything an LLM agent can hold in its tools: a function the
+// model calls (Function), a tool that only changes the agent's model
+// requests (RequestProcessor, such as a provider's built-in search), or
+// both. Implementations must be safe for concurrent use: the calls of one
+// model response run concurrently.
 type Tool interface {
-	// Name is the function name the model calls.
+	// Name is the function name the model calls, or the name a
+	// request-only tool is known by.
 	Name() string
 	// Description tells the model what the tool does.
 	Description() string
-	// Declaration returns the function declaration sent to the model, or nil
-	// for a tool the model cannot call directly.
+}
+
+// Function is a tool the model calls as a function: its declaration is
+// sent with every request of the agent that has it, and the runtime runs
+// it for each of the model's calls to its name.
+type Function interface {
+	Tool
+	// Declaration returns the function declaration sent to the model.
 	Declaration() *genai.FunctionDeclaration
 	// Run executes the tool. args are the call's own (a copy of the
 	// model's), for the tool to use as it likes. The result becomes the
@@ -48,7 +58,7 @@ type Tool interface {
 // model as each adapter supports it (see the model adapters' docs). Run
 // stays the plain form for callers that only read JSON.
 type MediaTool interface {
-	Tool
+	Function
 	RunMedia(ctx context.Context, tc Context, args map[string]any) (map[string]any, []*genai.FunctionResponsePart, error)
 }
 
@@ -56,7 +66,7 @@ type MediaTool interface {
 // returns: their call ids are listed in the event's long-running tool ids and
 // the invocation pauses until a client sends the final function response.
 type LongRunning interface {
-	Tool
+	Function
 	IsLongRunning() bool
 }
 
@@ -68,7 +78,7 @@ type LongRunning interface {
 // an error. Tools can also ask from inside Run with
 // Context.RequestConfirmation.
 type Confirmable interface {
-	Tool
+	Function
 	// ConfirmationRequired reports whether this call needs approval, and
 	// the hint shown to the person.
 	ConfirmationRequired(ctx context.Context, args map[string]any) (required bool, hint string)
@@ -78,7 +88,7 @@ type Confirmable interface {
 // of the agent that has them, before every model call: a provider's
 // built-in tool adds itself to the request's tools, a memory tool adds what
 // it recalls to the instruction. A tool that is only a request processor
-// returns a nil Declaration. The request and its config belong to the
+// implements no Function: the model never sees it as a function. The request and its config belong to the
 // call, but the contents it holds are the agent's model history, shared
 // with later calls: a processor adds contents to req.Contents, or replaces
 // the slice, and does not change the contents it finds. Processors run in
@@ -152,7 +162,8 @@ type Context interface {
 	// RequestConfirmation, the tool should return right after it; the call
 	// runs again once the client has answered, and Credential returns the
 	// answer. Credentials are kept in memory for that run only and never
-	// written to the session log.
+	// written to the session log. For OAuth2, credential/oauth.Token asks,
+	// exchanges the answer and keeps the user's tokens.
 	RequestCredential(authConfig map[string]any)
 	// Credential returns the client's answer to the call's credential
 	// request when the call runs after one, or nil.

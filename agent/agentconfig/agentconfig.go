@@ -15,8 +15,21 @@
 // Files written for ADK Python load unchanged when they use only what Loom
 // has. The agent classes are LlmAgent (the default; also Agent),
 // SequentialAgent, ParallelAgent and LoopAgent, with or without ADK's
-// "google.adk.agents." prefix. Tools are named: the built-in exit_loop,
-// load_artifacts and load_memory; the kinds McpToolset (the tools of an MCP
+// "google.adk.agents." prefix, and Workflow, a graph workflow in ADK's
+// form: edges are chains of node references from START, whose nodes are
+// node files (FunctionNode, ToolNode, JoinNode, or an agent of any
+// class), nodes registered from Go code with [Registry.Node], or nodes
+// written inline under the Loom key nodes; maps after a chain's last node
+// route out of it:
+//
+//	agent_class: Workflow
+//	name: support
+//	edges:
+//	  - [START, classify, {refund: refunds.yaml, default: faq.yaml}]
+//	  - [refunds.yaml, done.yaml]
+//	  - [faq.yaml, done.yaml]
+//
+// Tools are named: the built-in exit_loop, load_artifacts and load_memory; the kinds McpToolset (the tools of an MCP
 // server, by its connection settings in args), AgentTool (an agent as a
 // tool) and Loom's SkillToolset (the Agent Skills of a directory beside
 // the file: args skills_dir, max_active, code_executor: local); and tools, toolsets, callbacks, output schemas and agents that Go
@@ -145,35 +158,45 @@ func (l *loader) file(path, model string) (agent.Agent, error) {
 	if slices.Contains(l.stack, path) {
 		return nil, fmt.Errorf("%s: config files reference each other in a cycle: %s", path, strings.Join(append(l.stack, path), " → "))
 	}
+	n, err := l.doc(path)
+	if err != nil {
+		return nil, err
+	}
+	l.stack = append(l.stack, path)
+	defer func() { l.stack = l.stack[:len(l.stack)-1] }()
+	return l.agent(n, model)
+}
+
+// doc reads a config file and returns its one document, counted among the
+// app's files.
+func (l *loader) doc(path string) (node, error) {
 	l.reads++
 	data, err := readFile(path)
 	if err != nil {
-		return nil, err
+		return node{}, err
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil && err != io.EOF {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return node{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		return nil, &Error{File: path, Line: 1, Column: 1, Msg: "the file is empty: an agent config is a mapping with at least a name"}
+		return node{}, &Error{File: path, Line: 1, Column: 1, Msg: "the file is empty: an agent config is a mapping with at least a name"}
 	}
 	// A second document would be ignored without a word; ADK refuses it
 	// too.
 	var next yaml.Node
 	if err := dec.Decode(&next); err == nil {
-		return nil, &Error{File: path, Line: next.Line, Column: next.Column, Msg: "the file holds more than one YAML document: an agent config is one document"}
+		return node{}, &Error{File: path, Line: next.Line, Column: next.Column, Msg: "the file holds more than one YAML document: an agent config is one document"}
 	} else if err != io.EOF {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return node{}, fmt.Errorf("%s: %w", path, err)
 	}
 	n := node{file: path, n: doc.Content[0]}
 	if err := noAliases(n.n, path); err != nil {
-		return nil, err
+		return node{}, err
 	}
 	l.app.Files = append(l.app.Files, path)
-	l.stack = append(l.stack, path)
-	defer func() { l.stack = l.stack[:len(l.stack)-1] }()
-	return l.agent(n, model)
+	return n, nil
 }
 
 // readFile reads a config file. Anything but a regular file is refused

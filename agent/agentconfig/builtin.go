@@ -43,9 +43,10 @@ func init() {
 	builtinClasses = sync.OnceValue(func() map[string]AgentClass {
 		return map[string]AgentClass{
 			"LlmAgent":        {Schema: Def("LlmAgentConfig"), New: newLLM},
-			"SequentialAgent": {Schema: Def("BaseAgentConfig"), New: newWorkflow("SequentialAgent")},
-			"ParallelAgent":   {Schema: Def("BaseAgentConfig"), New: newWorkflow("ParallelAgent")},
-			"LoopAgent":       {Schema: Def("LoopAgentConfig"), New: newWorkflow("LoopAgent")},
+			"SequentialAgent": {Schema: Def("BaseAgentConfig"), New: newWorkflowAgent("SequentialAgent")},
+			"ParallelAgent":   {Schema: Def("BaseAgentConfig"), New: newWorkflowAgent("ParallelAgent")},
+			"LoopAgent":       {Schema: Def("LoopAgentConfig"), New: newWorkflowAgent("LoopAgent")},
+			"Workflow":        {Schema: Def("WorkflowConfig"), New: newGraph},
 		}
 	})
 	builtinKinds = sync.OnceValue(func() map[string]ToolKind {
@@ -66,8 +67,8 @@ func init() {
 var builtinTools = sync.OnceValue(func() map[string]func() (tool.Tool, error) {
 	return map[string]func() (tool.Tool, error){
 		exitlooptool.Name:                   func() (tool.Tool, error) { return exitlooptool.New(), nil },
-		"load_artifacts":                    loadartifactstool.New,
-		"load_memory":                       loadmemorytool.New,
+		"load_artifacts":                    func() (tool.Tool, error) { return loadartifactstool.New() },
+		"load_memory":                       func() (tool.Tool, error) { return loadmemorytool.New() },
 		builtintool.GoogleSearchName:        func() (tool.Tool, error) { return builtintool.GoogleSearch(), nil },
 		builtintool.URLContextName:          func() (tool.Tool, error) { return builtintool.URLContext(), nil },
 		builtintool.GoogleMapsName:          func() (tool.Tool, error) { return builtintool.GoogleMaps(), nil },
@@ -75,7 +76,7 @@ var builtinTools = sync.OnceValue(func() map[string]func() (tool.Tool, error) {
 	}
 })
 
-func newWorkflow(class string) func(*Spec) (agent.Agent, error) {
+func newWorkflowAgent(class string) func(*Spec) (agent.Agent, error) {
 	return func(s *Spec) (agent.Agent, error) {
 		subs, err := s.SubAgents()
 		if err != nil {
@@ -425,24 +426,28 @@ func newLongRunning(t *ToolSpec) (tool.Tool, tool.Toolset, error) {
 	if err != nil {
 		return nil, nil, t.Errorf("func", "tool %s: %v", a.Func, err)
 	}
-	return longRunning{inner}, nil, nil
+	f, ok := inner.(tool.Function)
+	if !ok {
+		return nil, nil, t.Errorf("func", "tool %s is not a function and cannot be long-running", a.Func)
+	}
+	return longRunning{f}, nil, nil
 }
 
 // longRunning is a registered tool marked long-running, its description
 // carrying ADK's note.
-type longRunning struct{ tool.Tool }
+type longRunning struct{ tool.Function }
 
 func (longRunning) IsLongRunning() bool { return true }
 
 func (l longRunning) Description() string {
-	if d := l.Tool.Description(); d != "" {
+	if d := l.Function.Description(); d != "" {
 		return d + "\n\n" + longRunningNote
 	}
 	return longRunningNote
 }
 
 func (l longRunning) Declaration() *genai.FunctionDeclaration {
-	d := l.Tool.Declaration()
+	d := l.Function.Declaration()
 	if d == nil {
 		return nil
 	}

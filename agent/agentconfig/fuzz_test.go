@@ -22,6 +22,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("name: a\ninstruction: x\ntools:\n  - name: McpToolset\n    args: {stdio_server_params: {command: x}}\n"))
 	f.Add([]byte("agent_class: LoopAgent\nname: l\nmax_iterations: 1e400\n"))
 	f.Add([]byte("name: a\ninstruction: x\ngenerate_content_config: {thinking_config: {thinking_budget: 3}}\n"))
+	f.Add([]byte("agent_class: Workflow\nname: w\nnodes: [{join: j}, {tool: {name: exit_loop}, retry_config: {max_attempts: 2}}]\nedges: [[START, exit_loop, {a: j, default: j}], {from: j, to: exit_loop, max: 1}]\n"))
 	opts := &agentconfig.Options{Model: func(name string) (model.LLM, error) {
 		return scripted.New(name, func(context.Context, *model.Request) (scripted.Turn, error) { return scripted.Text("ok"), nil }), nil
 	}}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/tool"
 )
 
@@ -43,6 +44,7 @@ type Registry struct {
 	agents    map[string]func() (agent.Agent, error)
 	classes   map[string]AgentClass
 	kinds     map[string]ToolKind
+	nodes     map[string]*graph.Node
 }
 
 // NewRegistry returns an empty registry.
@@ -55,6 +57,7 @@ func NewRegistry() *Registry {
 		agents:    map[string]func() (agent.Agent, error){},
 		classes:   map[string]AgentClass{},
 		kinds:     map[string]ToolKind{},
+		nodes:     map[string]*graph.Node{},
 	}
 }
 
@@ -95,6 +98,13 @@ func (r *Registry) Schema(name string, s *jsonschema.Schema) *Registry {
 // belongs to one tree.
 func (r *Registry) Agent(name string, fn func() (agent.Agent, error)) *Registry {
 	return register(r, r.agents, name, fn)
+}
+
+// Node registers a graph workflow node under its name, for the nodes of a
+// Workflow config ("- function: classify"). Nodes are immutable, so one is
+// shared by every load.
+func (r *Registry) Node(n *graph.Node) *Registry {
+	return register(r, r.nodes, n.Name(), n)
 }
 
 // AgentClass registers an agent class under name, or replaces a built-in
@@ -160,6 +170,9 @@ func names[V any](r *Registry, m func(*Registry) map[string]V, builtin map[strin
 func className(s string) string {
 	if s == "" || s == "Agent" {
 		return "LlmAgent"
+	}
+	if s == "google.adk.workflow.Workflow" || s == "google.adk.Workflow" {
+		return "Workflow"
 	}
 	if rest, ok := strings.CutPrefix(s, "google.adk.agents."); ok {
 		s = rest[strings.LastIndex(rest, ".")+1:]

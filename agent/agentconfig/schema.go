@@ -209,6 +209,7 @@ var unsupported = map[string]string{
 	"sse_connection_params": "MCP servers are reached over stdio or streamable HTTP",
 	"auth_scheme":           "MCP servers over HTTP take headers",
 	"auth_credential":       "MCP servers over HTTP take headers",
+	"max_concurrency":       "a graph workflow starts every node whose input is ready",
 }
 
 func typeFits(n node, s, root *jsonschema.Schema) bool {

@@ -178,9 +178,16 @@ func (s *Spec) Tools() ([]tool.Tool, []tool.Toolset, error) {
 }
 
 func (s *Spec) tool(e node) (tool.Tool, tool.Toolset, error) {
-	raw := e.str("name")
-	name := toolName(raw)
+	v, _ := e.get("name")
 	args, hasArgs := e.get("args")
+	return s.toolNamed(e, v, args, hasArgs)
+}
+
+// toolNamed builds the tool or toolset the scalar v names, with args if
+// hasArgs; errors about the entry as a whole are located at e.
+func (s *Spec) toolNamed(e, v, args node, hasArgs bool) (tool.Tool, tool.Toolset, error) {
+	raw := v.n.Value
+	name := toolName(raw)
 	reg := s.l.opts.Registry
 	if k, ok := lookup(reg, func(r *Registry) map[string]ToolKind { return r.kinds }, builtinKinds(), name); ok {
 		if !hasArgs && k.Args != nil {
@@ -226,7 +233,6 @@ func (s *Spec) tool(e node) (tool.Tool, tool.Toolset, error) {
 		have += "; toolsets: " + ts
 	}
 	have += "; kinds: " + names(reg, func(r *Registry) map[string]ToolKind { return r.kinds }, builtinKinds())
-	v, _ := e.get("name")
 	return nil, nil, v.errorf("%v", errNotRegistered("tool", raw, have))
 }
 

@@ -511,9 +511,13 @@ func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.Fu
 		p.part.FunctionResponse = &p.resp
 		return callResult{part: &p.part, actions: tc.TakeActions()}
 	}
-	t, ok := tools[fc.Name]
+	held, ok := tools[fc.Name]
 	if !ok {
 		return respond(errorResult(fmt.Errorf("tool %q not found; available tools: %s", fc.Name, toolNames(tools))))
+	}
+	t, ok := held.(tool.Function)
+	if !ok {
+		return respond(errorResult(fmt.Errorf("tool %q is not a function and cannot be called", fc.Name)))
 	}
 	pending := func() callResult { return callResult{actions: tc.TakeActions()} }
 	switch {
@@ -592,7 +596,7 @@ func (a *Agent) runCall(ctx context.Context, inv *agent.Invocation, fc *genai.Fu
 
 // safeRun runs a tool, turning a panic into an error.
 // A tool.MediaTool runs through RunMedia, and its media come back too.
-func safeRun(ctx context.Context, t tool.Tool, tc tool.Context, args map[string]any) (res map[string]any, media []*genai.FunctionResponsePart, err error) {
+func safeRun(ctx context.Context, t tool.Function, tc tool.Context, args map[string]any) (res map[string]any, media []*genai.FunctionResponsePart, err error) {
 	run := func() { res, err = t.Run(ctx, tc, args) }
 	if mt, ok := t.(tool.MediaTool); ok {
 		run = func() { res, media, err = mt.RunMedia(ctx, tc, args) }

@@ -24,6 +24,7 @@ import (
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
 	"github.com/loomkit/loom/tool"
+	"github.com/loomkit/loom/tool/builtintool"
 )
 
 const app, user, sid = "app", "u", "s"
@@ -495,6 +496,21 @@ func TestR9UnknownTool(t *testing.T) {
 	evs := f.run(t, "go", nil)
 	if msg := fmt.Sprint(evs[1].FunctionResponses()[0].Response["error"]); !strings.Contains(msg, `"teleport" not found`) {
 		t.Fatalf("error %q", msg)
+	}
+}
+
+// TestR9CallToRequestOnlyTool: a model that calls a tool which is not a
+// function (a provider's built-in search, held only to change requests)
+// gets an error response naming it, and nothing runs.
+func TestR9CallToRequestOnlyTool(t *testing.T) {
+	m := scripted.NewSequence("m", scripted.Call(builtintool.GoogleSearchName, map[string]any{"q": "x"}), scripted.Text("ok"))
+	f := newFixture(t, mustAgent(t, llmagent.Config{Name: "a", Model: m, Tools: []tool.Tool{builtintool.GoogleSearch()}}), nil, nil)
+	evs := f.run(t, "go", nil)
+	if msg := fmt.Sprint(evs[1].FunctionResponses()[0].Response["error"]); !strings.Contains(msg, `"google_search" is not a function`) {
+		t.Fatalf("error %q", msg)
+	}
+	if got := model.Text(evs[len(evs)-1].Content, ""); got != "ok" {
+		t.Fatalf("final text %q", got)
 	}
 }
 

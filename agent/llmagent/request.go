@@ -285,8 +285,10 @@ type requestMemory struct {
 func declarations(tools map[string]tool.Tool, order []string) []*genai.FunctionDeclaration {
 	var decls []*genai.FunctionDeclaration
 	for _, name := range order {
-		if d := tools[name].Declaration(); d != nil {
-			decls = append(decls, d)
+		if f, ok := tools[name].(tool.Function); ok {
+			if d := f.Declaration(); d != nil {
+				decls = append(decls, d)
+			}
 		}
 	}
 	return slices.Clip(decls)

@@ -19,7 +19,7 @@
 // coordinator, so that the conversation can go to it and come back.
 //
 // A delegate is an ordinary agent: as a node of a graph workflow
-// (workflow.FromAgent), an agent that ends with a finish_task call outputs
+// (graph.FromAgent), an agent that ends with a finish_task call outputs
 // that call's arguments.
 package task
 
@@ -103,7 +103,7 @@ type Tool struct {
 	single   *agenttool.Tool
 }
 
-var _ tool.Tool = (*Tool)(nil)
+var _ tool.Function = (*Tool)(nil)
 
 // NewTool returns the tool with which a coordinator delegates tasks to
 // delegate.
@@ -148,12 +148,12 @@ func (t *Tool) Description() string {
 	return fmt.Sprintf("Delegates a task to the %s agent and returns its result. %s", t.delegate.Name(), d)
 }
 
-// Declaration implements tool.Tool: the input schema as parameters.
+// Declaration implements tool.Function: the input schema as parameters.
 func (t *Tool) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{Name: t.Name(), Description: t.Description(), ParametersJsonSchema: t.cfg.InputSchema}
 }
 
-// Run implements tool.Tool.
+// Run implements tool.Function.
 func (t *Tool) Run(ctx context.Context, tc tool.Context, args map[string]any) (map[string]any, error) {
 	if err := t.schema.Validate(args); err != nil {
 		return nil, fmt.Errorf("task %s: input does not match the schema: %w", t.Name(), err)
@@ -190,7 +190,7 @@ type FinishTool struct {
 	resolved *jsonschema.Resolved
 }
 
-var _ tool.Tool = (*FinishTool)(nil)
+var _ tool.Function = (*FinishTool)(nil)
 
 // NewFinishTool returns the finish_task tool; its parameters are the task's
 // output schema (nil: {"result": string}).
@@ -213,12 +213,12 @@ func (f *FinishTool) Description() string {
 	return "Finishes the task you were given, with its result; call it once the task is done."
 }
 
-// Declaration implements tool.Tool.
+// Declaration implements tool.Function.
 func (f *FinishTool) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{Name: FinishTaskName, Description: f.Description(), ParametersJsonSchema: f.schema}
 }
 
-// Run implements tool.Tool: it checks the output against the schema,
+// Run implements tool.Function: it checks the output against the schema,
 // records it in state, clears the task's input and hands the conversation
 // back to the agent that asked for the task.
 func (f *FinishTool) Run(_ context.Context, tc tool.Context, args map[string]any) (map[string]any, error) {

@@ -10,9 +10,9 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/agent/task"
-	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/runner"
@@ -176,10 +176,10 @@ func TestTaskAgentAsWorkflowNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wf, err := workflow.New(workflow.Config{Name: "wf", Nodes: []*workflow.Node{workflow.FromAgent(delegate),
-		workflow.Func("after", func(_ context.Context, _ *workflow.Context, in map[string]string) (string, error) {
+	wf, err := graph.New(graph.Config{Name: "wf", Nodes: []*graph.Node{graph.FromAgent(delegate),
+		graph.Func("after", func(_ context.Context, _ *graph.Context, in map[string]string) (string, error) {
 			return "got " + in["result"], nil
-		})}, Edges: []workflow.Edge{{From: "drafter", To: "after"}}})
+		})}, Edges: []graph.Edge{{From: "drafter", To: "after"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

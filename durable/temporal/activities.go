@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"time"
 
-	"go.temporal.io/sdk/activity"
 	sdktemporal "go.temporal.io/sdk/temporal"
 
 	"github.com/loomkit/loom/agent"
@@ -26,7 +23,7 @@ const errInvalidType = "LoomInvalid"
 // it has ended, as it would in process, and a retry would fail again.
 const errLLMCallLimitType = "LoomLLMCallLimit"
 
-// activities runs Steps on the runners of a worker.
+// activities runs turns on the runners of a worker.
 type activities struct {
 	apps map[string]*runner.Runner
 	hash map[string]string
@@ -39,8 +36,8 @@ func newActivities(apps []*runner.Runner) (*activities, error) {
 			return nil, errors.New("temporal: nil runner")
 		}
 		if !r.Resumable() {
-			// Each step resumes the invocation from the log: workflow
-			// agents need their checkpoints for it.
+			// A turn taken over by another worker resumes the invocation
+			// from the log: workflow agents need their checkpoints for it.
 			return nil, fmt.Errorf("temporal: app %q is not resumable: set runner.Config.Resumable to run it on Temporal", r.AppName())
 		}
 		if _, dup := a.apps[r.AppName()]; dup {
@@ -85,84 +82,64 @@ func (a *activities) mark(ctx context.Context, in SessionInput) (int, error) {
 	return int(sess.Seq()), nil
 }
 
-// step advances an invocation by one model call or one tool round, or
-// until it ends or pauses. It reads the session log from in.WaitFrom on
-// only: the message's own events and those of calls still waiting (the
-// runner reads the rest, once, into the session it keeps).
-func (a *activities) step(ctx context.Context, in stepInput) (stepResult, error) {
+// turn runs a message's invocation until it ends or pauses, and publishes
+// every event it yields to the client of the message if that waits in this
+// process (feeds). It reads the session log from in.WaitFrom on only:
+// the message's own events and those of calls still waiting (the runner
+// reads the rest, once, into the session it keeps). A message of the user
+// stored past in.From was stored by an earlier attempt of the turn, killed
+// or failed: the turn resumes its invocation from the log instead of
+// storing the message again, and runs no tool call whose response was
+// committed.
+func (a *activities) turn(ctx context.Context, in turnInput) (turnResult, error) {
 	r, err := a.app(in.Session)
 	if err != nil {
-		return stepResult{}, err
+		return turnResult{}, err
 	}
-	stop := heartbeat(ctx, in.Session.Options.withDefaults().HeartbeatTimeout/3)
-	defer stop()
-	// The runner counts the model calls earlier Steps made against the
-	// limit.
-	opts := &runner.RunOptions{MaxLLMCalls: in.MaxLLMCalls}
-	invID := in.InvocationID
 	msg := in.Message
-	// Nothing before from waits for the client, and from <= Floor.
-	from := max(min(in.WaitFrom, in.Floor), 0)
-	var log *session.Session // the log from from on
-	if msg != nil {
-		opts.StateDelta, opts.InvocationID, opts.MaxLLMCalls = msg.StateDelta, msg.InvocationID, msg.MaxLLMCalls
-		if log, err = since(ctx, r, in.Session, from); err != nil {
-			return stepResult{}, err
-		}
-		// An earlier attempt stored the message: resume its invocation.
-		if id, ok := firstUserInvocation(log, in.Floor); ok {
-			invID, msg = id, nil
-		}
+	// Nothing before from waits for the client, and from <= From.
+	from := max(min(in.WaitFrom, in.From), 0)
+	log, err := since(ctx, r, in.Session, from)
+	if err != nil {
+		return turnResult{}, err
 	}
+	out := turnResult{Floor: int(log.Seq())}
 	var events func(func(*event.Event, error) bool)
-	if msg != nil {
-		events = r.Run(ctx, in.Session.User, in.Session.Session, msg.Content, opts)
+	if i, id, ok := storedMessage(log, in.From); ok {
+		out.Floor, out.InvocationID = i, id
+		events = r.Resume(ctx, in.Session.User, in.Session.Session, id, &runner.RunOptions{Streaming: msg.Streaming, MaxLLMCalls: msg.MaxLLMCalls})
 	} else {
-		events = r.Resume(ctx, in.Session.User, in.Session.Session, invID, opts)
+		events = r.Run(ctx, in.Session.User, in.Session.Session, msg.Content, &runner.RunOptions{
+			Streaming: msg.Streaming, StateDelta: msg.StateDelta, InvocationID: msg.InvocationID, MaxLLMCalls: msg.MaxLLMCalls,
+		})
 	}
-	out := stepResult{InvocationID: invID, Done: true}
+	publish := feeds.publisher(msg.RequestID)
 	for ev, err := range events {
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
-				return stepResult{}, cerr // cancelled: the failure is its consequence
+				return turnResult{}, cerr // cancelled: the failure is its consequence
 			}
-			return stepResult{}, classify(err)
+			return turnResult{}, classify(err)
 		}
-		if ev.Partial {
-			continue
-		}
-		out.InvocationID = ev.InvocationID
-		activity.RecordHeartbeat(ctx, ev.ID)
-		if pausing, _ := agent.PausingCalls(ev); len(ev.FunctionCalls()) > len(pausing) || len(ev.FunctionResponses()) > 0 {
-			// A model turn that calls tools, or a tool round, is committed:
-			// the next Step goes on from the log. A call that pauses (the
-			// ledger of package agent decides) is no step: the agents end
-			// the invocation after it, as in process.
-			out.Done = false
-			break
+		publish(ev)
+		if !ev.Partial {
+			out.InvocationID = ev.InvocationID
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return stepResult{}, err
+		return turnResult{}, err
 	}
-	if !out.Done {
-		return out, nil
+	// Whether calls wait is in the log from from on, with what the turn
+	// appended.
+	if err := r.Sessions().Refresh(ctx, log); err != nil {
+		return turnResult{}, classify(err)
 	}
-	// The invocation ended or paused: whether calls wait is in the log
-	// from from on, with what this Step appended.
-	if log == nil {
-		log, err = since(ctx, r, in.Session, from)
-	} else {
-		err = r.Sessions().Refresh(ctx, log)
-	}
-	if err != nil {
-		return stepResult{}, classify(err)
-	}
-	if out.InvocationID == "" && msg != nil {
+	if out.InvocationID == "" {
 		// Nothing was yielded (a plugin answered, or the agents were
 		// silent): the message is the invocation's only trace.
-		out.InvocationID, _ = firstUserInvocation(log, in.Floor)
+		_, out.InvocationID, _ = storedMessage(log, out.Floor)
 	}
+	out.End = int(log.Seq())
 	out.WaitFrom, out.Paused = waitingFrom(log)
 	return out, nil
 }
@@ -181,15 +158,18 @@ func since(ctx context.Context, r *runner.Runner, in SessionInput, from int) (*s
 // since.
 func offset(log *session.Session) int { return int(log.Seq()) - log.Len() }
 
-// firstUserInvocation returns the invocation of the first user message of
-// the log at or after index floor.
-func firstUserInvocation(log *session.Session, floor int) (string, bool) {
-	for _, ev := range log.EventsFrom(min(max(floor-offset(log), 0), log.Len())) {
-		if ev.Author == event.AuthorUser {
-			return ev.InvocationID, true
+// storedMessage returns the log index and the invocation of the first
+// message of the user (an event of the user with content: a state change
+// has none) at or after index floor.
+func storedMessage(log *session.Session, floor int) (int, string, bool) {
+	off := offset(log)
+	start := min(max(floor-off, 0), log.Len())
+	for i, ev := range log.EventsFrom(start) {
+		if ev.Author == event.AuthorUser && ev.Content != nil {
+			return off + start + i, ev.InvocationID, true
 		}
 	}
-	return "", false
+	return 0, "", false
 }
 
 // waitingFrom reports whether a call of the log still waits for the
@@ -212,31 +192,4 @@ func classify(err error) error {
 		return sdktemporal.NewNonRetryableApplicationError(err.Error(), errLLMCallLimitType, err)
 	}
 	return err
-}
-
-// heartbeat records a heartbeat every period until stop is called, so that
-// a long tool call keeps its Step alive and learns of a cancellation.
-func heartbeat(ctx context.Context, period time.Duration) func() {
-	if period <= 0 {
-		period = time.Second
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(period)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx)
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
 }

@@ -21,10 +21,6 @@ import (
 	"github.com/loomkit/loom/session"
 )
 
-// updateStarted is the update that answers, once a message's turn has
-// come, where the session log ended before it.
-const updateStarted = "loom.started"
-
 // DefaultWorkflowIDPrefix starts the workflow ids of a client configured
 // without ClientConfig.WorkflowIDPrefix.
 const DefaultWorkflowIDPrefix = "loom"
@@ -49,11 +45,18 @@ type ClientConfig struct {
 	TaskQueue string
 	// Options are the workflows' activity settings.
 	Options Options
-	// Poll is how often the session log is read for new events while a
-	// message runs (default 50ms).
+	// Poll, when positive, is how often the session log is read for new
+	// events while a message's turn runs. Events of a worker in the
+	// client's process reach it as they are yielded, partial ones
+	// included, without reading the log; the committed events of a
+	// worker in another process reach it when the turn ends or pauses,
+	// unless Poll is set (default 0: no polling). A polling client takes
+	// the first message stored after it admitted its own for its own: it
+	// assumes, as a server does, that no other client sends to the
+	// session meanwhile.
 	Poll time.Duration
 	// WorkflowIDPrefix starts the id of every session workflow the client
-	// starts, signals or cancels (default DefaultWorkflowIDPrefix). A
+	// starts, updates or cancels (default DefaultWorkflowIDPrefix). A
 	// workflow id is the prefix, the app, the user and the session id: two
 	// deployments that share a Temporal namespace but not their session
 	// store (whose session ids may then repeat) need prefixes of their own,
@@ -61,8 +64,7 @@ type ClientConfig struct {
 	WorkflowIDPrefix string
 }
 
-// Client starts invocations on Temporal and streams their events from the
-// session log. It has the methods of server.Invoker, so that a server runs
+// Client starts invocations on Temporal and streams their events. It has the methods of server.Invoker, so that a server runs
 // its apps' invocations on Temporal workers instead of in process. It is
 // safe for concurrent use.
 type Client struct {
@@ -76,9 +78,6 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	if cfg.TaskQueue == "" {
 		cfg.TaskQueue = DefaultTaskQueue
-	}
-	if cfg.Poll <= 0 {
-		cfg.Poll = 50 * time.Millisecond
 	}
 	if cfg.WorkflowIDPrefix == "" {
 		cfg.WorkflowIDPrefix = DefaultWorkflowIDPrefix
@@ -114,10 +113,12 @@ func answersCalls(msg *genai.Content) bool {
 	return false
 }
 
-// Run sends msg to the workflow of the session (starting it if none runs)
-// and yields the committed events of the invocation the message starts or
-// resumes, as they appear in the session log, like runner.Runner.Run does
-// in process. Partial events are not yielded. The session must exist.
+// Run hands msg to the workflow of the session (starting it if none
+// runs) and yields the events of the invocation the message starts or
+// resumes, like runner.Runner.Run does in process: as they are yielded when
+// the worker that runs the turn is in this process (partial events
+// included when opts.Streaming is set), otherwise the committed ones when
+// the turn ends or pauses (see ClientConfig.Poll). The session must exist.
 // Cancelling ctx stops the streaming, not the invocation: use Cancel.
 func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID string, msg *genai.Content, opts *runner.RunOptions) iter.Seq2[*event.Event, error] {
 	if opts == nil {
@@ -129,20 +130,15 @@ func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID 
 			return
 		}
 		k := session.Key{AppName: app.AppName(), UserID: userID, SessionID: sessionID}
-		if err := admit(ctx, app, k, msg, opts.InvocationID); err != nil {
-			yield(nil, err)
-			return
-		}
-		id, m, err := c.send(ctx, app, k, msg, opts)
+		after, err := admit(ctx, app, k, msg, opts.InvocationID)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
-		var floor int
-		if err := c.update(ctx, id, updateStarted, m.RequestID, &floor); err != nil {
-			yield(nil, err)
-			return
-		}
+		m := Message{RequestID: newRequestID(), Content: msg, StateDelta: opts.StateDelta, InvocationID: opts.InvocationID,
+			MaxLLMCalls: opts.MaxLLMCalls, Streaming: opts.Streaming, After: after}
+		f := feeds.subscribe(m.RequestID)
+		defer feeds.unsubscribe(m.RequestID)
 		uctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		defer func() { cancel(); <-done }()
@@ -150,42 +146,117 @@ func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID 
 		var werr error
 		go func() {
 			defer close(done)
-			werr = c.update(uctx, id, updateWait, m.RequestID, &st)
+			st, werr = c.send(uctx, app, k, m)
 		}()
-		// The invocation's events are those after the floor.
-		sess, err := app.Sessions().Get(ctx, k, &session.GetOptions{AfterSeq: int64(floor)})
-		if err != nil {
-			yield(nil, err)
-			return
+		r := &reader{seen: map[string]bool{}}
+		var poll <-chan time.Time
+		if c.cfg.Poll > 0 {
+			t := time.NewTicker(c.cfg.Poll)
+			defer t.Stop()
+			poll = t.C
 		}
-		s := &stream{svc: app.Sessions(), sess: sess, next: max(floor-offset(sess), 0)}
-		t := time.NewTicker(c.cfg.Poll)
-		defer t.Stop()
 		for finished := false; !finished; {
 			select {
 			case <-done:
 				finished = true
-			case <-t.C:
+			case <-f.wake:
+			case <-poll:
+				if !r.poll(ctx, app, k, after, yield) {
+					return
+				}
+				continue
 			case <-ctx.Done():
 				yield(nil, ctx.Err())
 				return
 			}
-			if !s.read(ctx, yield) {
-				return // the caller stopped reading: the invocation goes on
+			// The events published before the turn ended are in the feed
+			// when its update answers.
+			evs, lost := f.take()
+			r.lost = r.lost || lost
+			for _, ev := range evs {
+				if !r.yield(ev, yield) {
+					return // the caller stopped reading: the invocation goes on
+				}
 			}
 		}
-		switch {
-		case werr != nil:
+		if werr != nil {
 			yield(nil, werr)
-		case st.Error != "":
+			return
+		}
+		// What the feed did not bring (a worker in another process, or
+		// one that took the turn over) is in the log.
+		if r.lost || r.committed != st.End-st.Floor-1 || st.Error != "" {
+			if !r.catchUp(ctx, app, k, st.Floor, yield) {
+				return
+			}
+		}
+		if st.Error != "" {
 			yield(nil, st.err())
 		}
 	}
 }
 
+// reader yields the events of one message, each committed one once,
+// whether it comes from the feed or from the log.
+type reader struct {
+	seen      map[string]bool // the committed events yielded
+	committed int             // how many
+	lost      bool            // the feed dropped events
+	log       *stream         // the log read by poll, or nil
+}
+
+// yield yields ev unless it is a committed event yielded already.
+func (r *reader) yield(ev *event.Event, yield func(*event.Event, error) bool) bool {
+	if !ev.Partial {
+		if r.seen[ev.ID] {
+			return true
+		}
+		r.seen[ev.ID] = true
+		r.committed++
+	}
+	return yield(ev, nil)
+}
+
+// poll yields the invocation's events committed since the last poll,
+// reading the log from index after on.
+func (r *reader) poll(ctx context.Context, app *runner.Runner, k session.Key, after int, yield func(*event.Event, error) bool) bool {
+	if r.log == nil {
+		sess, err := app.Sessions().Get(ctx, k, &session.GetOptions{AfterSeq: int64(after)})
+		if err != nil {
+			yield(nil, err)
+			return false
+		}
+		r.log = &stream{svc: app.Sessions(), sess: sess, next: max(after-offset(sess), 0)}
+	}
+	return r.log.read(ctx, func(ev *event.Event, err error) bool {
+		if err != nil {
+			return yield(nil, err)
+		}
+		return r.yield(ev, yield)
+	})
+}
+
+// catchUp yields the invocation's committed events of the log from index
+// floor on that were not yielded yet.
+func (r *reader) catchUp(ctx context.Context, app *runner.Runner, k session.Key, floor int, yield func(*event.Event, error) bool) bool {
+	sess, err := app.Sessions().Get(ctx, k, &session.GetOptions{AfterSeq: int64(floor)})
+	if err != nil {
+		yield(nil, err)
+		return false
+	}
+	s := &stream{svc: app.Sessions(), sess: sess, next: max(floor-offset(sess), 0)}
+	return s.yieldFrom(func(ev *event.Event, err error) bool {
+		if err != nil {
+			return yield(nil, err)
+		}
+		return r.yield(ev, yield)
+	})
+}
+
 // admit refuses what the runner would refuse (runner.Runner.Admit): the
-// client gets a clear error and nothing is sent.
-func admit(ctx context.Context, app *runner.Runner, k session.Key, msg *genai.Content, invocationID string) error {
+// client gets a clear error and nothing is sent. It returns the length of
+// the session log.
+func admit(ctx context.Context, app *runner.Runner, k session.Key, msg *genai.Content, invocationID string) (int, error) {
 	// Only a message that answers calls or names an invocation needs
 	// the log for that. The calls a message answers are most often recent:
 	// they are looked for among the last events first, in the whole
@@ -199,56 +270,62 @@ func admit(ctx context.Context, app *runner.Runner, k session.Key, msg *genai.Co
 	}
 	sess, err := app.Sessions().Get(ctx, k, read)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	n := int(sess.Seq())
 	err = app.Admit(sess, msg, invocationID)
 	if err == nil || offset(sess) == 0 {
-		return err
+		return n, err
 	}
 	// The window left events out.
 	if sess, err = app.Sessions().Get(ctx, k, nil); err != nil {
-		return err
+		return 0, err
 	}
-	return app.Admit(sess, msg, invocationID)
+	return n, app.Admit(sess, msg, invocationID)
 }
 
-// send signals the message to the session's workflow, starting it if none
-// runs, and returns the workflow's id and the message as sent.
-func (c *Client) send(ctx context.Context, app *runner.Runner, k session.Key, msg *genai.Content, opts *runner.RunOptions) (string, Message, error) {
-	m := Message{RequestID: newRequestID(), Content: msg, StateDelta: opts.StateDelta, InvocationID: opts.InvocationID, MaxLLMCalls: opts.MaxLLMCalls}
+// sendAttempts bounds how often a message is sent again because the
+// session's workflow ended (idle, or continued as new) before its turn.
+const sendAttempts = 3
+
+// send hands the message to the session's workflow with the run update,
+// starting the workflow if none runs, and returns the message's status once
+// its turn ended or paused.
+func (c *Client) send(ctx context.Context, app *runner.Runner, k session.Key, m Message) (Status, error) {
 	id := c.WorkflowID(k.AppName, k.UserID, k.SessionID)
 	in := SessionInput{App: k.AppName, User: k.UserID, Session: k.SessionID, TreeHash: TreeHash(app.Tree()), Options: c.cfg.Options}
-	_, err := c.cfg.Client.SignalWithStartWorkflow(ctx, id, signalMessage, m, client.StartWorkflowOptions{
-		ID:                       id,
-		TaskQueue:                c.cfg.TaskQueue,
-		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, WorkflowName, in)
-	if err != nil {
-		return "", Message{}, fmt.Errorf("temporal: start session workflow: %w", err)
-	}
-	return id, m, nil
-}
-
-// update runs an update of the workflow and waits for its result.
-func (c *Client) update(ctx context.Context, id, name, requestID string, out any) error {
-	h, err := c.cfg.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   id,
-		UpdateName:   name,
-		Args:         []any{requestID},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err == nil {
-		err = h.Get(ctx, out)
-	}
-	if err != nil {
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
-			return fmt.Errorf("temporal: the session workflow ended before answering: %w", err)
+	for attempt := 1; ; attempt++ {
+		start := c.cfg.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+			ID:                       id,
+			TaskQueue:                c.cfg.TaskQueue,
+			WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			WorkflowTaskTimeout:      c.cfg.Options.withDefaults().HeartbeatTimeout,
+		}, WorkflowName, in)
+		h, err := c.cfg.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+			StartWorkflowOperation: start,
+			UpdateOptions: client.UpdateWorkflowOptions{
+				UpdateID:     fmt.Sprintf("%s-%d", m.RequestID, attempt),
+				UpdateName:   UpdateRun,
+				Args:         []any{m},
+				WaitForStage: client.WorkflowUpdateStageCompleted,
+			},
+		})
+		var st Status
+		if err == nil {
+			err = h.Get(ctx, &st)
 		}
-		return fmt.Errorf("temporal: %s: %w", name, err)
+		if err != nil {
+			var nf *serviceerror.NotFound
+			if errors.As(err, &nf) {
+				return Status{}, fmt.Errorf("temporal: the session workflow ended before answering: %w", err)
+			}
+			return Status{}, fmt.Errorf("temporal: run: %w", err)
+		}
+		if st.ErrorType != errEnded || attempt == sendAttempts {
+			return st, nil
+		}
 	}
-	return nil
 }
 
 // stream reads a session log past a point and yields the events of the
@@ -269,6 +346,12 @@ func (s *stream) read(ctx context.Context, yield func(*event.Event, error) bool)
 		yield(nil, err)
 		return false
 	}
+	return s.yieldFrom(yield)
+}
+
+// yieldFrom yields the events of sess from next on that belong to the
+// invocation.
+func (s *stream) yieldFrom(yield func(*event.Event, error) bool) bool {
 	for ; s.next < s.sess.Len(); s.next++ {
 		ev := s.sess.At(s.next)
 		if ev.Author == event.AuthorUser {

@@ -5,9 +5,12 @@
 // # Design
 //
 // There is one workflow per session (its id is [Client.WorkflowID]: a
-// prefix of the deployment's, the app, the user and the session). Each user message is a signal to it, started with the
-// workflow if none runs; the workflow handles the session's messages one
-// after the other, as a runner serializes the invocations of a session.
+// prefix of the deployment's, the app, the user and the session). Each user
+// message is a run update ([UpdateRun]) to it, which starts the workflow
+// if none runs (update-with-start); the workflow handles the session's
+// messages one after the other, as a runner serializes the invocations of
+// a session, and answers each update with its message's [Status] once the
+// message's invocation ended or paused.
 //
 // The agent tree does not run in workflow code. Agents are ordinary Go: they
 // start goroutines (parallel agents, tool calls of one turn), read the
@@ -18,38 +21,41 @@
 // committed, running no tool call whose response was committed. So the
 // workflow is the durable state machine and the session log is its state:
 //
-//   - an activity (Step) runs the invocation on a worker's runner until the
-//     next model turn that calls tools, or the next tool round, is
-//     committed, and returns; the next Step resumes the invocation from the
-//     log (runner.Runner.Resume). Every model call and every tool round is
-//     thus one activity, with Temporal's retry policy, timeouts and
-//     heartbeats (sent every event and on a timer while a long tool runs);
+//   - a message's turn is one local activity (Turn), run by the worker that
+//     took the workflow task of the update, in that task: the worker runs
+//     the invocation on its runner until it ends or pauses, and the task
+//     completes with the update's answer. A turn costs the workflow one
+//     workflow task and no activity task; the worker renews the task while
+//     a long turn runs, so a worker that dies is noticed when the task
+//     times out (Options.HeartbeatTimeout) and another worker takes the
+//     turn over;
 //   - every event is written through the session service by the runner
-//     inside the activity, exactly once: a retried Step finds what its
-//     failed attempt committed and resumes after it, and a message is
-//     stored once because the workflow records where the log ended before
-//     the message (the Mark activity) and the Step that finds events past
-//     that point resumes the invocation they belong to instead of storing
-//     the message again; the session service refuses duplicate event ids;
+//     inside the turn, exactly once: a turn taken over, or retried,
+//     resumes the invocation from what its failed attempt committed, and a
+//     message is stored once because the turn knows an index of the log at
+//     or before which the message goes (the larger of where the previous
+//     message left the log and where the log ended when the client
+//     admitted the message): a message of the user stored past it was
+//     stored by an earlier attempt, whose invocation the turn resumes
+//     instead of storing the message again; the session service refuses
+//     duplicate event ids;
 //   - the session log stays the source of truth: the HTTP API, the dev UI
 //     and in-process runners read it as they always do.
 //
-// The activities read only what they need from the session log, so that a
-// turn late in a long conversation costs no more than an early one: Mark
-// reads no event (the log's length is the last sequence number), and a Step
-// reads the events from the message's floor on, or from the first call
-// still waiting for the client if one of an earlier message does
+// A turn reads only what it needs from the session log, so that a turn
+// late in a long conversation costs no more than an early one: it reads the
+// events from the message's floor on, or from the first call still waiting
+// for the client if one of an earlier message does
 // (session.GetOptions.AfterSeq). The workflow carries that point from
 // message to message: a call answered stays answered, so no call before it
 // can wait again. The first message a workflow handles reads the log once
 // in full to find it. The runner keeps its copy of the session between
-// Steps and loads only what was appended (session.Service.Refresh).
+// turns and loads only what was appended (session.Service.Refresh).
 //
-// The model-call limit of a message (runner.RunOptions.MaxLLMCalls) is
-// passed to every Step of its invocation, and the runner counts the calls
-// earlier Steps made from the log, so it holds as in process; exceeding it
-// ends the invocation with a non-retryable error that [Client.Run] returns
-// wrapping agent.ErrLLMCallLimit.
+// The model-call limit of a message (runner.RunOptions.MaxLLMCalls) holds
+// as in process, also across a turn taken over (the runner counts the calls
+// committed before); exceeding it ends the invocation with a non-retryable
+// error that [Client.Run] returns wrapping agent.ErrLLMCallLimit.
 //
 // A tool call that was running when its worker died runs again on another
 // worker (its response was not committed); one that completed and was
@@ -60,32 +66,51 @@
 // # Pauses
 //
 // An invocation that pauses (a tool confirmation, a credential request, a
-// long-running tool, a workflow node waiting for human input) ends its Step
+// long-running tool, a workflow node waiting for human input) ends its turn
 // with calls pending; the workflow then waits, durably and for as long as
-// it takes, for the next message signal. The client answers through Loom's
-// normal HTTP API (a /run_sse request whose message carries the function
-// response): the server, configured with a [Client], signals the message,
+// it takes, for the next message. The client answers through Loom's normal
+// HTTP API (a /run_sse request whose message carries the function
+// response): the server, configured with a [Client], sends the message,
 // and the runner resumes the paused invocation with it as it would in
 // process.
 //
 // # Streaming and cancellation
 //
-// [Client.Run] signals the message, then reads the session log and yields
-// each committed event of the message's invocation as it appears, until
-// the workflow reports the message handled. Partial (streaming) events are
-// not forwarded: they are never committed. [Client.Cancel] cancels the
-// session's workflow: the running activity is cancelled through its
-// heartbeat, and queued messages of that session are dropped.
+// A turn publishes every event its runner yields, partial ones included
+// when the request asks for streaming, to the client of its message if
+// that client waits in the worker's process: [Client.Run] subscribes to
+// its message in a small in-process exchange before it sends it, and
+// yields the events as they come, without reading the session log. When
+// the worker that ran the turn is in another process (or took the turn
+// over from one that died), the turn's committed events are read from the
+// log once, from the message on, when the update answers; partial events
+// are then not seen, as they are never committed. A deployment whose
+// clients should see committed events as they are committed across
+// processes sets ClientConfig.Poll to read the log meanwhile; one that
+// wants partial text runs its workers in its servers' processes (every
+// worker of a task queue may take a turn, so every server process should
+// run one). [Client.Cancel] cancels the session's workflow: the running
+// turn's context is cancelled when the workflow learns of it, at the
+// worker's next renewal of its workflow task at the latest, and queued
+// messages of that session are answered with the cancellation.
 //
 // # Versioning
 //
 // The workflow records, at its start, a hash of the structure of the agent
 // tree of the process that started it ([TreeHash]: agents' names, types,
-// descriptions, sub-agents and tool names). Every activity compares it with
+// descriptions, sub-agents and tool names). Every turn compares it with
 // its worker's tree and refuses, with a non-retryable error naming both
 // hashes, to advance an invocation with a different tree: the request
 // fails and the workflow ends with that error. A session whose tree
 // changed continues with a new workflow started by the next message. The
 // workflow code itself holds no agent logic, so a changed agent tree never
 // makes a workflow replay diverge silently.
+//
+// A session workflow whose history predates the run update (it took its
+// messages as signals and ran each message as a Mark activity and Step
+// activities, one per model call or tool round; its history holds no
+// "loom.turns" version marker) goes on with that code, so that its replay
+// matches its history, and takes run updates as it took signals, until it
+// ends or continues as new as a workflow of today's kind: a session paused
+// before an upgrade is answered after it.
 package temporal

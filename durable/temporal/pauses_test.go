@@ -12,16 +12,15 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/agent/remoteagent"
 	"github.com/loomkit/loom/agent/task"
-	graph "github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/durable/temporal"
 	supportdesk "github.com/loomkit/loom/examples/workflow"
 	"github.com/loomkit/loom/model"
@@ -64,7 +63,7 @@ func logOf(t *testing.T, app *runner.Runner, id string) *session.Session {
 	return sess
 }
 
-// maxSteps bounds the Steps of a conversation in the tests: far more than
+// maxSteps bounds the turns of a conversation in the tests: far more than
 // any of them needs.
 const maxSteps = 100
 
@@ -80,10 +79,10 @@ func converse(t *testing.T, app *runner.Runner, turns ...turn) []temporal.Status
 	env := suite.NewTestWorkflowEnvironment()
 	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	// A conversation that does not settle (a pause asked again and again)
-	// never lets the workflow wait: the test cancels it after many Steps.
+	// never lets the workflow wait: the test cancels it after many turns.
 	var steps atomic.Int32
-	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
-		if info.ActivityType.Name == "loom.Step" && steps.Add(1) == maxSteps {
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		if info.ActivityType.Name == "loom.Turn" && steps.Add(1) == maxSteps {
 			env.CancelWorkflow()
 		}
 	})
@@ -101,8 +100,8 @@ func converse(t *testing.T, app *runner.Runner, turns ...turn) []temporal.Status
 			if i > 0 && !statuses[i-1].Done {
 				errs[i] = fmt.Errorf("message %d was sent before message %d was done", i+1, i)
 			}
-			env.SignalWorkflow("loom.message", temporal.Message{RequestID: id, Content: tr(t, logOf(t, app, "s"))})
-			env.UpdateWorkflow("loom.wait", "w"+id, &testsuite.TestUpdateCallback{
+			env.UpdateWorkflow(temporal.UpdateRun, "w"+id, &testsuite.TestUpdateCallback{
+				OnAccept: func() {},
 				OnReject: func(err error) { errs[i] = err },
 				OnComplete: func(res any, err error) {
 					if err != nil {
@@ -111,7 +110,7 @@ func converse(t *testing.T, app *runner.Runner, turns ...turn) []temporal.Status
 					}
 					statuses[i], _ = res.(temporal.Status)
 				},
-			}, id)
+			}, temporal.Message{RequestID: id, Content: tr(t, logOf(t, app, "s"))})
 		}, time.Second+time.Duration(i)*time.Hour)
 	}
 	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{
@@ -122,7 +121,7 @@ func converse(t *testing.T, app *runner.Runner, turns ...turn) []temporal.Status
 		t.Fatalf("the workflow did not complete; the log holds %d events", logOf(t, app, "s").Len())
 	}
 	if err := env.GetWorkflowError(); err != nil {
-		t.Fatalf("workflow error: %v (after %d Steps, the log holds %d events)", err, steps.Load(), logOf(t, app, "s").Len())
+		t.Fatalf("workflow error: %v (after %d turns, the log holds %d events)", err, steps.Load(), logOf(t, app, "s").Len())
 	}
 	for i, err := range errs {
 		if err != nil {

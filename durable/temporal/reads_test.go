@@ -60,7 +60,7 @@ func TestStepReadsDoNotGrow(t *testing.T) {
 	for i := range n {
 		env.RegisterDelayedCallback(func() {
 			events[i], reads[i] = store.events.Load(), store.reads.Load()
-			env.SignalWorkflow("loom.message", temporal.Message{RequestID: fmt.Sprint("r", i), Content: text("slow")})
+			send(t, env, temporal.Message{RequestID: fmt.Sprint("r", i), Content: text("slow")}, nil)
 		}, time.Duration(i+1)*time.Second)
 	}
 	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{
@@ -103,10 +103,10 @@ func TestPauseOfEarlierMessageKept(t *testing.T) {
 		env.RegisterDelayedCallback(func() {
 			m := msg()
 			m.RequestID = id
-			env.SignalWorkflow("loom.message", m)
 			st := &temporal.Status{}
 			statuses[id] = st
-			env.UpdateWorkflow("loom.wait", "w-"+id, &testsuite.TestUpdateCallback{
+			env.UpdateWorkflow(temporal.UpdateRun, "w-"+id, &testsuite.TestUpdateCallback{
+				OnAccept: func() {},
 				OnReject: func(err error) { updateErr = err },
 				OnComplete: func(res any, err error) {
 					if err != nil {
@@ -117,7 +117,7 @@ func TestPauseOfEarlierMessageKept(t *testing.T) {
 						updateErr = fmt.Errorf("update result %T, want temporal.Status", res)
 					}
 				},
-			}, id)
+			}, m)
 		}, d)
 	}
 	at(time.Second, "pay", func() temporal.Message { return temporal.Message{Content: text("pay")} })

@@ -183,9 +183,9 @@ func collect(it func(func(*event.Event, error) bool)) <-chan result {
 // killed (SIGKILL) in the middle of the call; a second worker finishes the
 // invocation. The tool completed exactly once, the session log equals that
 // of an uninterrupted in-process run, and the client streamed every event
-// from the log while the workflow ran in other processes.
+// from the log in order, although the workflow ran in other processes.
 //
-// (CONFORMANCE D1)
+// (CONFORMANCE D1, D6)
 func TestWorkerKilledMidTool(t *testing.T) {
 	c := dial(t)
 	dir := t.TempDir()
@@ -466,7 +466,7 @@ func TestWorkflowIDPrefixSeparatesDeployments(t *testing.T) {
 // takes the Step over: the refund request ends paused with the one
 // request, which is not asked again. The answer, later, runs settle once,
 // and the log equals that of the same conversation in process.
-// (CONFORMANCE T10)
+// (CONFORMANCE T10, D6)
 func TestWorkflowAppWorkerKilled(t *testing.T) {
 	c := dial(t)
 	dir := t.TempDir()

@@ -2,6 +2,7 @@ package temporal_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/converter"
 
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
@@ -18,7 +18,9 @@ import (
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/durable/temporal"
+	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model/scripted"
+	"github.com/loomkit/loom/plugin"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
@@ -57,6 +59,31 @@ func suiteEnvOver(t *testing.T, svc *session.Service, slow time.Duration) (*test
 	return env, app, dir
 }
 
+// send hands m to the workflow of env with the run update. done, if not
+// nil, gets the message's status or the update's error; otherwise an error
+// fails the test.
+func send(t *testing.T, env *testsuite.TestWorkflowEnvironment, m temporal.Message, done func(temporal.Status, error)) {
+	t.Helper()
+	if done == nil {
+		done = func(st temporal.Status, err error) {
+			if err == nil && st.Error != "" {
+				err = errors.New(st.Error)
+			}
+			if err != nil {
+				t.Errorf("message %s: %v", m.RequestID, err)
+			}
+		}
+	}
+	env.UpdateWorkflow(temporal.UpdateRun, "u-"+m.RequestID, &testsuite.TestUpdateCallback{
+		OnAccept: func() {},
+		OnReject: func(err error) { done(temporal.Status{}, err) },
+		OnComplete: func(res any, err error) {
+			st, _ := res.(temporal.Status)
+			done(st, err)
+		},
+	}, m)
+}
+
 func stored(t *testing.T, app *runner.Runner, id string) *session.Session {
 	t.Helper()
 	sess, err := app.Sessions().Get(context.Background(), session.Key{AppName: appName, UserID: user, SessionID: id}, nil)
@@ -77,7 +104,7 @@ func TestConfirmationAnsweredTenMinutesLater(t *testing.T) {
 	start := env.Now()
 	var answeredAt time.Time
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow("loom.message", temporal.Message{RequestID: "r1", Content: text("pay")})
+		send(t, env, temporal.Message{RequestID: "r1", Content: text("pay")}, nil)
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
 		if n := lines(t, dir, "pay.count"); n != 0 {
@@ -85,7 +112,7 @@ func TestConfirmationAnsweredTenMinutesLater(t *testing.T) {
 		}
 		answeredAt = env.Now()
 		id, name := confirmationCall(t, stored(t, app, "s"))
-		env.SignalWorkflow("loom.message", temporal.Message{RequestID: "r2", Content: approve(id, name)})
+		send(t, env, temporal.Message{RequestID: "r2", Content: approve(id, name)}, nil)
 	}, 10*time.Minute)
 	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{
 		App: appName, User: user, Session: "s", TreeHash: temporal.TreeHash(app.Tree()),
@@ -121,7 +148,7 @@ func TestConfirmationAnsweredTenMinutesLater(t *testing.T) {
 func TestChangedTreeRefused(t *testing.T) {
 	env, app, _ := suiteEnv(t)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow("loom.message", temporal.Message{RequestID: "r1", Content: text("hello")})
+		send(t, env, temporal.Message{RequestID: "r1", Content: text("hello")}, func(temporal.Status, error) {})
 	}, time.Second)
 	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{App: appName, User: user, Session: "s", TreeHash: "0123456789abcdef"})
 	err := env.GetWorkflowError()
@@ -167,24 +194,57 @@ func TestTreeHash(t *testing.T) {
 	}
 }
 
-// TestR7LimitAcrossSteps: on Temporal an invocation advances one model call
-// or tool round per Step, each resuming it from the log. An agent whose
-// model always calls a tool, run with MaxLLMCalls 3, still ends with the
-// call limit after exactly 3 model calls, and the limit is not retried.
-func TestR7LimitAcrossSteps(t *testing.T) {
-	env, r, dir := suiteEnv(t)
+// TestR7LimitAcrossAttempts: on Temporal a turn that fails is retried,
+// and the retry resumes the invocation from the log. An agent whose model
+// always calls a tool, run with MaxLLMCalls 3, whose first attempt fails
+// after its second model call was committed, still ends with the call
+// limit after exactly 3 model calls: the retry counts the calls of the
+// failed attempt, stores the message no second time, and the limit itself
+// is not retried.
+func TestR7LimitAcrossAttempts(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(quiet)
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	env.SetTestTimeout(2 * time.Minute) // wall-clock bound if the loop does not end
-	var retried atomic.Bool
-	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
-		if info.Attempt > 1 {
-			retried.Store(true)
+	dir := t.TempDir()
+	root, err := newAgent(dir, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls, failed atomic.Int32
+	failOnce := &plugin.Plugin{Name: "fail-once", OnEvent: func(_ context.Context, _ *agent.Invocation, ev *event.Event) (*event.Event, error) {
+		if len(ev.FunctionCalls()) > 0 && calls.Add(1) == 2 && failed.Add(1) == 1 {
+			return nil, errors.New("the worker lost its connection")
+		}
+		return nil, nil
+	}}
+	svc := memsession.NewService()
+	r, err := runner.New(runner.Config{AppName: appName, Agent: root, Sessions: svc, Resumable: true, Plugins: []*plugin.Plugin{failOnce}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := temporal.Register(env, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Create(context.Background(), session.Key{AppName: appName, UserID: user, SessionID: "s"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var attempts atomic.Int32
+	var limitRetried atomic.Bool
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		if info.ActivityType.Name == "loom.Turn" {
+			attempts.Add(1)
+			if info.Attempt > 2 {
+				limitRetried.Store(true)
+			}
 		}
 	})
 	var st temporal.Status
 	var updateErr error
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow("loom.message", temporal.Message{RequestID: "r1", Content: text("loop"), MaxLLMCalls: 3})
-		env.UpdateWorkflow("loom.wait", "w1", &testsuite.TestUpdateCallback{
+		env.UpdateWorkflow(temporal.UpdateRun, "w1", &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
 			OnReject: func(err error) { updateErr = err },
 			OnComplete: func(res any, err error) {
 				updateErr = err
@@ -194,7 +254,7 @@ func TestR7LimitAcrossSteps(t *testing.T) {
 					updateErr = fmt.Errorf("update result %T, want temporal.Status", res)
 				}
 			},
-		}, "r1")
+		}, temporal.Message{RequestID: "r1", Content: text("loop"), MaxLLMCalls: 3})
 	}, time.Second)
 	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{App: appName, User: user, Session: "s", TreeHash: temporal.TreeHash(r.Tree())})
 	if err := env.GetWorkflowError(); err != nil {
@@ -209,7 +269,16 @@ func TestR7LimitAcrossSteps(t *testing.T) {
 	if !st.Done || !strings.Contains(st.Error, agent.ErrLLMCallLimit.Error()) || st.ErrorType != "LoomLLMCallLimit" {
 		t.Fatalf("status %+v, want the invocation ended by %q", st, agent.ErrLLMCallLimit)
 	}
-	if retried.Load() {
-		t.Fatal("a Step was retried: the call limit must end the invocation at once")
+	if n := attempts.Load(); n != 2 || limitRetried.Load() {
+		t.Fatalf("the turn ran %d times, want 2: the failed attempt and its retry, which the call limit ends", n)
+	}
+	messages := 0
+	for _, ev := range stored(t, r, "s").Events() {
+		if ev.Author == "user" && ev.Content != nil {
+			messages++
+		}
+	}
+	if messages != 1 {
+		t.Fatalf("the message is stored %d times, want 1", messages)
 	}
 }

@@ -20,12 +20,13 @@ type Registry interface {
 	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
 }
 
-// Register registers the session workflow and the activities that run
-// the invocations of apps on w. A process may register the same apps on
+// Register registers the session workflow and the (local) activities that
+// run the invocations of apps on w. A process may register the same apps on
 // any number of workers: the apps' session services must be shared by all
 // of them (a database, not memory) and by the clients that start
-// invocations. Every app must be resumable (runner.Config.Resumable): each
-// step continues the invocation from its checkpoints.
+// invocations. Every app must be resumable (runner.Config.Resumable): a turn
+// taken over by another worker continues the invocation from its
+// checkpoints.
 func Register(w Registry, apps ...*runner.Runner) error {
 	acts, err := newActivities(apps)
 	if err != nil {
@@ -33,6 +34,8 @@ func Register(w Registry, apps ...*runner.Runner) error {
 	}
 	w.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: WorkflowName})
 	w.RegisterActivityWithOptions(acts.mark, activity.RegisterOptions{Name: activityMark})
+	w.RegisterActivityWithOptions(acts.turn, activity.RegisterOptions{Name: activityTurn})
+	// The activity of the workflows that took their messages as signals.
 	w.RegisterActivityWithOptions(acts.step, activity.RegisterOptions{Name: activityStep})
 	return nil
 }

@@ -104,7 +104,7 @@ func Forecast(city string) Weather {
 
 // WeatherTool returns the get_weather tool. It reports the [Forecast] of a
 // city and remembers the city in the session state key "last_city".
-func WeatherTool() (tool.Tool, error) {
+func WeatherTool() (tool.Function, error) {
 	return functiontool.New(functiontool.Config{
 		Name:        "get_weather",
 		Description: "Reports the current weather in a city.",
@@ -118,7 +118,7 @@ func WeatherTool() (tool.Tool, error) {
 }
 
 // AddTool returns the add tool, which adds two numbers.
-func AddTool() (tool.Tool, error) {
+func AddTool() (tool.Function, error) {
 	return functiontool.New(functiontool.Config{
 		Name:        "add",
 		Description: "Adds two numbers.",
@@ -129,7 +129,7 @@ func AddTool() (tool.Tool, error) {
 
 // NoteTool returns the save_note tool, which saves a note as a text
 // artifact named after its title.
-func NoteTool() (tool.Tool, error) {
+func NoteTool() (tool.Function, error) {
 	return functiontool.New(functiontool.Config{
 		Name:        "save_note",
 		Description: "Saves a note as a text file the user can download later.",
@@ -147,7 +147,7 @@ func NoteTool() (tool.Tool, error) {
 // of every call: the runtime asks for it (adk_request_confirmation) and
 // runs the tool only once the call is approved. Nothing is really sent: the
 // tool records the recipient in the session state key "last_email_to".
-func EmailTool() (tool.Tool, error) {
+func EmailTool() (tool.Function, error) {
 	return functiontool.New(functiontool.Config{
 		Name:                "send_email",
 		Description:         "Sends an email. The user approves every email before it is sent.",
@@ -165,7 +165,7 @@ func EmailTool() (tool.Tool, error) {
 // send_email.
 func Tools() ([]tool.Tool, error) {
 	var tools []tool.Tool
-	for _, newTool := range []func() (tool.Tool, error){WeatherTool, AddTool, NoteTool, EmailTool} {
+	for _, newTool := range []func() (tool.Function, error){WeatherTool, AddTool, NoteTool, EmailTool} {
 		t, err := newTool()
 		if err != nil {
 			return nil, err

@@ -6,7 +6,7 @@ import (
 
 	"google.golang.org/genai"
 
-	graph "github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/examples/workflow"
 	"github.com/loomkit/loom/plugin"
 	"github.com/loomkit/loom/plugin/telemetry"

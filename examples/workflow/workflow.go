@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/agent/llmagent"
-	graph "github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/examples/internal/offline"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/scripted"
@@ -64,7 +64,7 @@ func New(llm model.LLM) (agent.Agent, error) {
 			nc.SetRoute("question")
 		}
 		return in, nil
-	}, graph.WithDescription("Routes refunds and questions."))
+	}).With(graph.NodeOptions{Description: "Routes refunds and questions."})
 
 	var mu sync.Mutex
 	failed := map[string]bool{} // lookups failing their first attempt, by invocation and path
@@ -86,11 +86,14 @@ func New(llm model.LLM) (agent.Agent, error) {
 			id = fmt.Sprintf("A-%d", int(n[0]))
 		}
 		return Order{ID: id, Amount: 42.5}, nil
-	}, graph.WithRetry(graph.Retry{MaxAttempts: 3, Backoff: 50 * time.Millisecond}),
-		graph.WithTimeout(5*time.Second), graph.WithDescription("Finds the order (retried)."))
+	}).With(graph.NodeOptions{
+		Description: "Finds the order (retried).",
+		Retry:       graph.Retry{MaxAttempts: 3, Backoff: 50 * time.Millisecond},
+		Timeout:     5 * time.Second,
+	})
 	policy := graph.Func("check_policy", func(_ context.Context, _ *graph.Context, in string) (Policy, error) {
 		return Policy{Refundable: true, Reason: "within 30 days"}, nil
-	}, graph.WithDescription("Checks the refund policy."))
+	}).With(graph.NodeOptions{Description: "Checks the refund policy."})
 	approve := graph.Func("approve", func(_ context.Context, nc *graph.Context, f Facts) (Facts, error) {
 		if !f.Policy.Refundable {
 			nc.SetRoute("rejected")
@@ -109,7 +112,7 @@ func New(llm model.LLM) (agent.Agent, error) {
 			nc.SetRoute("rejected")
 		}
 		return f, nil
-	}, graph.WithDescription("Asks a person to approve the refund."))
+	}).With(graph.NodeOptions{Description: "Asks a person to approve the refund."})
 	settle := graph.Func("settle", func(_ context.Context, nc *graph.Context, f Facts) (string, error) {
 		msg := fmt.Sprintf("Your refund of $%.2f for order %s is on its way.", f.Order.Amount, f.Order.ID)
 		nc.State().Set("last_refund", f.Order.ID)

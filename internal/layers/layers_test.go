@@ -18,11 +18,13 @@ var layer = map[string]int{
 	"event":             0,
 	"model/retry":       0,
 	"model/fallback":    0, // wraps any model.LLM; agent configs (2) build chains
+	"cost":              0,
 	"internal":          1,
 	"session":           1,
 	"artifact":          1,
 	"memory":            1,
 	"tool":              1,
+	"credential":        1, // users' credentials sealed per user; the OAuth2 flow of tools
 	"codeexec":          1, // runs model-written code; imports only the standard library and genai
 	"storage":           1, // opens the layer-1 backends by URL; imports nothing higher
 	"agent":             2,

@@ -38,6 +38,9 @@ type Turn struct {
 	Err error
 	// Usage is reported as usage metadata when set.
 	Usage *genai.GenerateContentResponseUsageMetadata
+	// ModelVersion is reported as the response's model version when set,
+	// as providers name the model that answered.
+	ModelVersion string
 }
 
 // Responder decides the turn for a request.
@@ -156,7 +159,7 @@ func (t Turn) response() *model.Response {
 		cp := *fc
 		c.Parts = append(c.Parts, &genai.Part{FunctionCall: &cp})
 	}
-	r := &model.Response{Content: c, UsageMetadata: t.Usage, FinishReason: genai.FinishReasonStop}
+	r := &model.Response{Content: c, UsageMetadata: t.Usage, ModelVersion: t.ModelVersion, FinishReason: genai.FinishReasonStop}
 	if len(c.Parts) == 0 {
 		r.Content = nil
 	}
@@ -184,7 +187,7 @@ func (t Turn) onePart() *model.Response {
 	}
 	b.parts[0] = &b.part
 	b.c = genai.Content{Role: genai.RoleModel, Parts: b.parts[:]}
-	b.resp = model.Response{Content: &b.c, UsageMetadata: t.Usage, FinishReason: genai.FinishReasonStop}
+	b.resp = model.Response{Content: &b.c, UsageMetadata: t.Usage, ModelVersion: t.ModelVersion, FinishReason: genai.FinishReasonStop}
 	return &b.resp
 }
 

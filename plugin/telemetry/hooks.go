@@ -16,6 +16,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/cost"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/tool"
@@ -60,6 +61,7 @@ const (
 	keyNodeMax        = "loom.node.max_attempts"
 	keyNodeRoute      = "loom.node.route"
 	keyNodePaused     = "loom.node.paused"
+	keyWorkflowNode   = "loom.workflow.node"
 
 	systemName        = "gcp.vertex.agent"
 	opInvokeAgent     = "invoke_agent"
@@ -93,6 +95,7 @@ type invState struct {
 	models  map[*agent.CallbackContext]*call // model calls without a response yet
 	pending []*call                          // model calls answered, waiting for their event
 	tools   map[string]*call                 // tool calls by call id, waiting for their event
+	usage   cost.Usage                       // of the committed model responses
 }
 
 // call is one open span below the invocation.
@@ -460,7 +463,6 @@ func (t *Telemetry) afterModel(ctx context.Context, cc *agent.CallbackContext, r
 	if !c.failed { // a failed call's duration is already recorded
 		t.m.recordModelDuration(ctx, c, nil)
 	}
-	t.m.recordTokens(ctx, c, resp)
 	c.end = time.Now()
 	st.pending = append(st.pending, c)
 	return nil, nil
@@ -571,7 +573,7 @@ func (t *Telemetry) onToolError(ctx context.Context, tc tool.Context, _ tool.Too
 
 // onEvent ends the spans of the model call and tool calls whose results the
 // committed event carries, recording the event's id on them.
-func (t *Telemetry) onEvent(_ context.Context, inv *agent.Invocation, ev *event.Event) (*event.Event, error) {
+func (t *Telemetry) onEvent(ctx context.Context, inv *agent.Invocation, ev *event.Event) (*event.Event, error) {
 	if ev.Partial {
 		return nil, nil
 	}
@@ -585,6 +587,7 @@ func (t *Telemetry) onEvent(_ context.Context, inv *agent.Invocation, ev *event.
 	for i, c := range st.pending {
 		if c.agent == ev.Author && c.branch == ev.Branch {
 			c.span.SetAttributes(attribute.String(keyEventID, ev.ID))
+			st.usage.Add(t.m.recordUsage(ctx, st.appName, c, ev, t.prices))
 			c.finish(t)
 			st.pending = append(st.pending[:i], st.pending[i+1:]...)
 			break
@@ -646,13 +649,14 @@ func (st *invState) endAll(ctx context.Context, t *Telemetry) {
 		unfinished(st.agents[i])
 	}
 	st.tools, st.models, st.pending, st.agents = nil, nil, nil, nil
+	usage := st.usage
 	st.mu.Unlock()
 	if cause != nil {
 		st.span.RecordError(cause)
 		st.span.SetStatus(codes.Error, cause.Error())
 	}
 	st.span.End()
-	t.m.recordInvocation(context.WithoutCancel(ctx), st.rootAgent, time.Since(st.start))
+	t.m.recordInvocation(context.WithoutCancel(ctx), st.appName, st.rootAgent, time.Since(st.start), usage)
 }
 
 // payloads is the number of payload attributes a span records: 1 when

@@ -3,12 +3,15 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/loomkit/loom/cost"
+	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model"
 )
 
@@ -19,6 +22,10 @@ const (
 	MetricToolDuration       = "loom.tool.duration"
 	MetricInvocationCount    = "loom.invocation.count"
 	MetricInvocationDuration = "loom.invocation.duration"
+	MetricTokens             = "loom.model.tokens"
+	MetricCost               = "loom.model.cost"
+	MetricInvocationTokens   = "loom.invocation.tokens"
+	MetricInvocationCost     = "loom.invocation.cost"
 )
 
 // instruments are the metric instruments of a Telemetry.
@@ -28,7 +35,12 @@ type instruments struct {
 	toolDur     metric.Float64Histogram
 	invocations metric.Int64Counter
 	invDur      metric.Float64Histogram
+	tokenCount  metric.Int64Counter
+	cost        metric.Float64Counter
+	invTokens   metric.Int64Histogram
+	invCost     metric.Float64Histogram
 	sets        *attrSets
+	usage       *usageSets
 }
 
 // attrSets caches the attribute sets of measurements, which repeat (the
@@ -71,8 +83,8 @@ func (s *attrSets) option(k attrKey, kvs func() []attribute.KeyValue) *measureOp
 }
 
 func newInstruments(m metric.Meter) (instruments, error) {
-	in := instruments{sets: &attrSets{}}
-	var errs [5]error
+	in := instruments{sets: &attrSets{}, usage: &usageSets{}}
+	var errs [9]error
 	in.tokens, errs[0] = m.Int64Histogram(MetricTokenUsage,
 		metric.WithDescription("Tokens used per model call, by token type."), metric.WithUnit("{token}"),
 		metric.WithExplicitBucketBoundaries(1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304))
@@ -85,6 +97,16 @@ func newInstruments(m metric.Meter) (instruments, error) {
 		metric.WithDescription("Invocations run."), metric.WithUnit("{invocation}"))
 	in.invDur, errs[4] = m.Float64Histogram(MetricInvocationDuration,
 		metric.WithDescription("Duration of invocations, from the user message to the end of the run."), metric.WithUnit("s"))
+	in.tokenCount, errs[5] = m.Int64Counter(MetricTokens,
+		metric.WithDescription("Tokens of model responses, by gen_ai.token.type (input, output, cached, total)."), metric.WithUnit("{token}"))
+	in.cost, errs[6] = m.Float64Counter(MetricCost,
+		metric.WithDescription("Cost of model responses of priced models, in the prices' currency."), metric.WithUnit("{currency}"))
+	in.invTokens, errs[7] = m.Int64Histogram(MetricInvocationTokens,
+		metric.WithDescription("Tokens of the model responses of an invocation, in total."), metric.WithUnit("{token}"),
+		metric.WithExplicitBucketBoundaries(256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216))
+	in.invCost, errs[8] = m.Float64Histogram(MetricInvocationCost,
+		metric.WithDescription("Cost of the model responses of an invocation whose models all have a price."), metric.WithUnit("{currency}"),
+		metric.WithExplicitBucketBoundaries(0.0001, 0.001, 0.01, 0.1, 1, 10, 100))
 	return in, errors.Join(errs[:]...)
 }
 
@@ -118,21 +140,105 @@ func (in *instruments) recordModelDuration(ctx context.Context, c *call, err err
 	in.modelDur.Record(ctx, time.Since(c.start).Seconds(), opt.rec...)
 }
 
-// recordTokens records a model response's token usage.
-func (in *instruments) recordTokens(ctx context.Context, c *call, resp *model.Response) {
-	u := resp.UsageMetadata
-	if u == nil {
-		return
+// usageKey names the attribute sets of a model response's usage.
+type usageKey struct{ app, agent, model, node string }
+
+// usageOpts are the measurement options of one usageKey: the semantic
+// conventions' histogram by token type (input, output), the token counter
+// by token type (input, output, cached, total) and the cost counter.
+type usageOpts struct {
+	hist  [2][]metric.RecordOption
+	count [4][]metric.AddOption
+	cost  []metric.AddOption
+}
+
+// usageSets caches usageOpts, as attrSets does attribute sets: one lookup
+// per response, at most maxAttrSets kept.
+type usageSets struct {
+	mu sync.Mutex
+	m  map[usageKey]*usageOpts
+}
+
+// tokenTypes are the values of gen_ai.token.type, the first two those of
+// the semantic conventions.
+var tokenTypes = [4]string{"input", "output", "cached", "total"}
+
+func (s *usageSets) option(k usageKey) *usageOpts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o, ok := s.m[k]; ok {
+		return o
 	}
-	for _, m := range [...]struct {
-		kind  string
-		count int32
-	}{{"input", u.PromptTokenCount}, {"output", u.CandidatesTokenCount}} {
-		opt := in.sets.option(attrKey{"tokens", c.model, m.kind, ""}, func() []attribute.KeyValue {
-			return modelAttrs(c.model, attribute.String(keyTokenType, m.kind))
-		})
-		in.tokens.Record(ctx, int64(m.count), opt.rec...)
+	base := modelAttrs(k.model, attribute.KeyValue{})
+	base = append(base, attribute.String(keyAppName, k.app), attribute.String(keyAgentName, k.agent))
+	if k.node != "" {
+		base = append(base, attribute.String(keyWorkflowNode, k.node))
 	}
+	with := func(kv attribute.KeyValue) metric.MeasurementOption {
+		return metric.WithAttributeSet(attribute.NewSet(append(base[:len(base):len(base)], kv)...))
+	}
+	o := &usageOpts{cost: []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(base...))}}
+	for i, typ := range tokenTypes {
+		opt := with(attribute.String(keyTokenType, typ))
+		o.count[i] = []metric.AddOption{opt}
+		if i < len(o.hist) {
+			o.hist[i] = []metric.RecordOption{opt}
+		}
+	}
+	if len(s.m) < maxAttrSets {
+		if s.m == nil {
+			s.m = map[usageKey]*usageOpts{}
+		}
+		s.m[k] = o
+	}
+	return o
+}
+
+// recordUsage records the token usage of a committed model response, ev,
+// of the call c in app, and its cost if prices has the model's price. The
+// response is priced as the model that answered (its modelVersion) or,
+// when it names none, the model requested. It returns the usage, for the
+// invocation's sums.
+func (in *instruments) recordUsage(ctx context.Context, app string, c *call, ev *event.Event, prices cost.Prices) cost.Usage {
+	if ev.UsageMetadata == nil {
+		return cost.Usage{}
+	}
+	priced := ev.ModelVersion
+	if priced == "" {
+		priced = c.model
+	}
+	u := cost.Of(ev.UsageMetadata, priced, prices)
+	var node string
+	if ev.NodeInfo != nil {
+		node = nodeOf(ev.NodeInfo.Path)
+	}
+	o := in.usage.option(usageKey{app, c.agent, c.model, node})
+	in.tokens.Record(ctx, u.Prompt, o.hist[0]...)
+	in.tokens.Record(ctx, u.Candidates, o.hist[1]...)
+	for i, n := range [4]int64{u.Prompt, u.Candidates, u.Cached, u.Total} {
+		if n != 0 {
+			in.tokenCount.Add(ctx, n, o.count[i]...)
+		}
+	}
+	if u.Unpriced == 0 {
+		in.cost.Add(ctx, u.Cost, o.cost...)
+	}
+	return u
+}
+
+// nodeOf is a workflow node's path without its runs ("triage/classify@2"
+// is "triage/classify"), which stays the same from one run to the next.
+func nodeOf(path string) string {
+	if !strings.Contains(path, "@") {
+		return path
+	}
+	parts := strings.Split(path, "/")
+	for i, p := range parts {
+		if at := strings.LastIndexByte(p, '@'); at >= 0 {
+			parts[i] = p[:at]
+		}
+	}
+	return strings.Join(parts, "/")
 }
 
 // recordTool records a tool call's duration.
@@ -155,13 +261,24 @@ func (in *instruments) recordTool(ctx context.Context, c *call, err error) {
 }
 
 // recordInvocation counts an invocation of the root agent and records how
-// long it took.
-func (in *instruments) recordInvocation(ctx context.Context, rootAgent string, d time.Duration) {
+// long it took and, if its models reported usage, how many tokens it used
+// and, if they all have a price, what they cost.
+func (in *instruments) recordInvocation(ctx context.Context, app, rootAgent string, d time.Duration, u cost.Usage) {
 	opt := in.sets.option(attrKey{"invocation", rootAgent, "", ""}, func() []attribute.KeyValue {
 		return []attribute.KeyValue{attribute.String(keyAgentName, rootAgent)}
 	})
 	in.invocations.Add(ctx, 1, opt.add...)
 	in.invDur.Record(ctx, d.Seconds(), opt.rec...)
+	if u.Responses == 0 {
+		return
+	}
+	uopt := in.sets.option(attrKey{"invocation usage", rootAgent, app, ""}, func() []attribute.KeyValue {
+		return []attribute.KeyValue{attribute.String(keyAgentName, rootAgent), attribute.String(keyAppName, app)}
+	})
+	in.invTokens.Record(ctx, u.Total, uopt.rec...)
+	if u.Unpriced == 0 {
+		in.invCost.Record(ctx, u.Cost, uopt.rec...)
+	}
 }
 
 // errorType is the error.type of an error: the provider's code of a model

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/loomkit/loom/cost"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/plugin"
 	"github.com/loomkit/loom/plugin/telemetry"
@@ -243,6 +244,13 @@ func BenchmarkS1Telemetry(b *testing.B) {
 // only.
 func BenchmarkS1TelemetryNoPayloads(b *testing.B) {
 	f := newFixture(b, telemetry.Config{MaxPayloadBytes: -1}, s1Agent(b, s1Model(1, 2)))
+	benchS1(b, f.runner)
+}
+
+// BenchmarkS1TelemetryPrices is BenchmarkS1TelemetryNoPayloads with the
+// model priced, so that each response also records its cost.
+func BenchmarkS1TelemetryPrices(b *testing.B) {
+	f := newFixture(b, telemetry.Config{MaxPayloadBytes: -1, Prices: cost.Prices{"scripted-s1": {Input: 1, Output: 4}}}, s1Agent(b, s1Model(1, 2)))
 	benchS1(b, f.runner)
 }
 

@@ -55,12 +55,26 @@
 // # Metrics
 //
 //	gen_ai.client.token.usage         histogram, {token}, by gen_ai.token.type (input, output)
+//	loom.model.tokens                 counter, {token}, by gen_ai.token.type (input, output, cached, total)
+//	loom.model.cost                   counter, {currency}, for models with a price in Config.Prices
 //	gen_ai.client.operation.duration  histogram, s, per model call
 //	loom.tool.duration                histogram, s, per tool call
 //	loom.invocation.count             counter, {invocation}
 //	loom.invocation.duration          histogram, s
+//	loom.invocation.tokens            histogram, {token}, an invocation's total, when its models reported usage
+//	loom.invocation.cost              histogram, {currency}, an invocation's cost, when all its models have a price
 //
-// Failed calls carry an error.type attribute.
+// Failed calls carry an error.type attribute. The three usage metrics are
+// recorded once per model response, when the runner commits its event,
+// from the event's usage metadata (so they agree with [cost.Session] over
+// the stored session), with gen_ai.request.model, gen_ai.agent.name,
+// loom.app_name and, for a response of an agent that runs as a graph
+// workflow's node, loom.workflow.node (the node's path without its run
+// numbers, "support/writer"). Input counts every prompt token, cached
+// ones included; output leaves the model's thoughts out, which total and
+// the cost count. A response is priced as the model that answered (its
+// modelVersion) or, when it names none, the model requested; see package
+// cost for the lookup.
 //
 // # Trace routes
 //
@@ -87,6 +101,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/cost"
 	"github.com/loomkit/loom/plugin"
 )
 
@@ -125,6 +140,9 @@ type Config struct {
 	// cut: DefaultMaxPayloadBytes if zero; negative records none. A model
 	// request records its newest contents first.
 	MaxPayloadBytes int
+	// Prices price the tokens of model responses for the loom.model.cost
+	// metric; a model without a price has its tokens counted and no cost.
+	Prices cost.Prices
 }
 
 // Telemetry records traces and metrics of invocations through its plugin.
@@ -135,6 +153,7 @@ type Telemetry struct {
 	exp        *Exporter
 	m          instruments
 	maxPayload int
+	prices     cost.Prices
 	contents   contentCache // encoded history contents (contentjson.go)
 	plugin     *plugin.Plugin
 
@@ -144,7 +163,7 @@ type Telemetry struct {
 
 // New returns a Telemetry.
 func New(cfg Config) (*Telemetry, error) {
-	t := &Telemetry{exp: cfg.Exporter, maxPayload: cfg.MaxPayloadBytes, invs: map[string]*invState{}}
+	t := &Telemetry{exp: cfg.Exporter, maxPayload: cfg.MaxPayloadBytes, prices: cfg.Prices, invs: map[string]*invState{}}
 	if t.maxPayload == 0 {
 		t.maxPayload = DefaultMaxPayloadBytes
 	}

@@ -12,8 +12,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"google.golang.org/genai"
 
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/agent/llmagent"
-	"github.com/loomkit/loom/agent/workflow"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/plugin"
@@ -25,26 +25,26 @@ import (
 
 // flakyWorkflow routes from classify to a lookup node that fails its first
 // attempt, then to an LLM agent node.
-func flakyWorkflow(t *testing.T) *workflow.Workflow {
+func flakyWorkflow(t *testing.T) *graph.Workflow {
 	t.Helper()
 	var tries atomic.Int32
-	classify := workflow.Func("classify", func(_ context.Context, c *workflow.Context, in string) (string, error) {
+	classify := graph.Func("classify", func(_ context.Context, c *graph.Context, in string) (string, error) {
 		c.SetRoute("refund")
 		return in, nil
 	})
-	lookup := workflow.Func("lookup", func(_ context.Context, _ *workflow.Context, in string) (string, error) {
+	lookup := graph.Func("lookup", func(_ context.Context, _ *graph.Context, in string) (string, error) {
 		if tries.Add(1) == 1 {
 			return "", errors.New("lookup service unavailable")
 		}
 		return "order 77", nil
-	}, workflow.WithRetry(workflow.Retry{MaxAttempts: 3}))
+	}).With(graph.NodeOptions{Retry: graph.Retry{MaxAttempts: 3}})
 	writer, err := llmagent.New(llmagent.Config{Name: "writer", Model: scripted.NewSequence("m", scripted.Text("refund approved"))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := workflow.New(workflow.Config{Name: "support",
-		Nodes: []*workflow.Node{classify, lookup, workflow.FromAgent(writer)},
-		Edges: []workflow.Edge{{From: "classify", To: "lookup", Route: "refund"}, {From: "lookup", To: "writer"}}})
+	w, err := graph.New(graph.Config{Name: "support",
+		Nodes: []*graph.Node{classify, lookup, graph.FromAgent(writer)},
+		Edges: []graph.Edge{{From: "classify", To: "lookup", Route: "refund"}, {From: "lookup", To: "writer"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,10 +138,10 @@ func TestConcurrentNodeSpans(t *testing.T) {
 		}
 		return a
 	}
-	start := workflow.Func("start", func(_ context.Context, _ *workflow.Context, in string) (string, error) { return in, nil })
-	w, err := workflow.New(workflow.Config{Name: "fan",
-		Nodes: []*workflow.Node{start, workflow.FromAgent(mk("a")), workflow.FromAgent(mk("b")), workflow.Join("both")},
-		Edges: []workflow.Edge{{From: "start", To: "a"}, {From: "start", To: "b"}, {From: "a", To: "both"}, {From: "b", To: "both"}}})
+	start := graph.Func("start", func(_ context.Context, _ *graph.Context, in string) (string, error) { return in, nil })
+	w, err := graph.New(graph.Config{Name: "fan",
+		Nodes: []*graph.Node{start, graph.FromAgent(mk("a")), graph.FromAgent(mk("b")), graph.Join("both")},
+		Edges: []graph.Edge{{From: "start", To: "a"}, {From: "start", To: "b"}, {From: "a", To: "both"}, {From: "b", To: "both"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/loomkit/loom/agent"
-	"github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/internal/a2aparts"
 	"github.com/loomkit/loom/runner"
@@ -333,7 +333,7 @@ func answers(calls []*genai.FunctionCall, reply []a2a.Part) ([]*genai.Part, erro
 			resp = data[0].(a2a.DataPart).Data
 		case fc.Name == event.FunctionRequestConfirmation:
 			resp = map[string]any{"confirmed": approves(text)}
-		case fc.Name == workflow.FunctionRequestInput:
+		case fc.Name == graph.FunctionRequestInput:
 			// A workflow node's input request: the answer in words is
 			// {"result": text}, as the command line and the web UI send it.
 			resp = map[string]any{"result": text}

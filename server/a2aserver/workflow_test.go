@@ -6,7 +6,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 
-	graph "github.com/loomkit/loom/agent/workflow"
+	"github.com/loomkit/loom/agent/graph"
 	"github.com/loomkit/loom/examples/workflow"
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/session/memsession"

@@ -10,7 +10,9 @@
 // its artifacts (view and download) one tab away. The Trace tab shows the
 // spans recorded for the session's invocations as a waterfall (from the
 // debug trace routes), and an opened timeline event shows the attributes of
-// the span that produced it. A tool call awaiting confirmation
+// the span that produced it. The Usage tab shows the session's tokens and
+// cost, in total and per turn (from the session usage route), and the
+// chat's header the session's total. A tool call awaiting confirmation
 // (adk_request_confirmation) gets Approve and Reject buttons, and a graph
 // workflow node's request for input (adk_request_input) a box to answer
 // in. The Graph tab draws the app's workflow graph (or agent tree) from

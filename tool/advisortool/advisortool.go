@@ -70,7 +70,7 @@ type Tool struct {
 	mu  sync.Mutex
 }
 
-var _ tool.Tool = (*Tool)(nil)
+var _ tool.Function = (*Tool)(nil)
 
 // New returns the tool.
 func New(cfg Config) (*Tool, error) {
@@ -115,7 +115,7 @@ func (t *Tool) Name() string { return t.cfg.Name }
 // Description implements tool.Tool.
 func (t *Tool) Description() string { return t.cfg.Description }
 
-// Declaration implements tool.Tool: a required question and an optional
+// Declaration implements tool.Function: a required question and an optional
 // context, both strings.
 func (t *Tool) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
@@ -201,7 +201,7 @@ func (t *Tool) Used(st StateReader) int {
 	return used(st, t.sessionPrefix(), t.cfg.MaxPerSession)
 }
 
-// Run implements tool.Tool.
+// Run implements tool.Function.
 func (t *Tool) Run(ctx context.Context, tc tool.Context, args map[string]any) (map[string]any, error) {
 	q, _ := args["question"].(string)
 	if strings.TrimSpace(q) == "" {

@@ -20,9 +20,19 @@
 // The child shares the caller's memory service, and its artifacts are the
 // caller's: loads read the caller's session's artifacts and saves land there,
 // recorded in the function response's artifact delta. The tool's result is
-// {"result": "<the child's last final answer>"}; if the child pauses on a
-// long-running tool, the answer it gave so far, possibly empty. An error of
-// the child, or a model error with no answer, is the tool's error.
+// {"result": "<the child's last final answer>"}. An error of the child, or
+// a model error with no answer, is the tool's error.
+//
+// A child that pauses (a graph workflow node asking for input, a
+// confirmation or a long-running call inside it, a remote agent waiting for
+// input) pauses the caller's call: the tool asks for a confirmation of its
+// call, whose hint is the child's question and whose payload holds the
+// child's log; the client approves with the answer as the payload
+// ({"confirmed": true, "payload": {"response": "yes"}}), and the child
+// resumes once from that log, in this process or after a restart. See
+// [PauseKey]. The child runs resumable when the caller's application is; a
+// child that is not, and that answers after a long-running call's interim
+// result, has answered and does not pause.
 package agenttool
 
 import (
@@ -65,7 +75,7 @@ type Tool struct {
 	cfg   Config
 }
 
-var _ tool.Tool = (*Tool)(nil)
+var _ tool.Function = (*Tool)(nil)
 
 // New returns a tool running a. cfg may be nil. a and its sub-agents must
 // form a valid agent tree.
@@ -97,7 +107,7 @@ func (t *Tool) Description() string {
 // Agent returns the agent the tool runs.
 func (t *Tool) Agent() agent.Agent { return t.agent }
 
-// Declaration implements tool.Tool: one required string parameter,
+// Declaration implements tool.Function: one required string parameter,
 // "request", and a string result, declared as ADK declares an agent tool.
 func (t *Tool) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
@@ -112,7 +122,7 @@ func (t *Tool) Declaration() *genai.FunctionDeclaration {
 	}
 }
 
-// Run implements tool.Tool: it runs the agent on the request in a child
+// Run implements tool.Function: it runs the agent on the request in a child
 // session and returns {"result": answer}.
 func (t *Tool) Run(ctx context.Context, tc tool.Context, args map[string]any) (map[string]any, error) {
 	request, ok := args["request"].(string)
@@ -144,35 +154,46 @@ func (t *Tool) Run(ctx context.Context, tc tool.Context, args map[string]any) (m
 	}
 	opts.StateDelta = seed
 
+	sessions := memsession.NewService()
+	key := session.Key{AppName: tc.AppName(), UserID: tc.UserID(), SessionID: event.NewID()}
+	childMsg := genai.NewContentFromText(request, genai.RoleUser)
+	if conf := tc.ToolConfirmation(); conf != nil && conf.Confirmed {
+		// Approved after the child paused: resume it from its log with the
+		// client's answer (pause.go).
+		if rec, evs, ok := storedPause(parent, tc.FunctionCallID()); ok {
+			if err := restore(ctx, sessions, key, evs); err != nil {
+				return nil, fmt.Errorf("agenttool %s: restore the paused agent: %w", t.Name(), err)
+			}
+			childMsg = answerMessage(rec.Waiting[0], conf.Payload)
+			opts.InvocationID = rec.InvocationID
+			opts.StateDelta = nil // the child's session has its state
+		}
+	}
+
 	r, err := runner.New(runner.Config{
 		AppName:           tc.AppName(),
 		Agent:             t.agent,
-		Sessions:          memsession.NewService(),
+		Sessions:          sessions,
 		Artifacts:         artifacts,
 		Memory:            mem,
 		AutoCreateSession: true,
 		SessionCacheSize:  -1,
+		Resumable:         parent != nil && parent.Resumable(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agenttool %s: %w", t.Name(), err)
 	}
 
 	var (
-		answer   string
-		failure  *event.Event
-		changes  = map[string]any{}
-		childMsg = genai.NewContentFromText(request, genai.RoleUser)
+		answer  string
+		failure *event.Event
 	)
-	for ev, err := range r.Run(ctx, tc.UserID(), event.NewID(), childMsg, opts) {
+	for ev, err := range r.Run(ctx, key.UserID, key.SessionID, childMsg, opts) {
 		if err != nil {
 			return nil, fmt.Errorf("agenttool %s: %w", t.Name(), err)
 		}
 		if ev.Partial {
 			continue
-		}
-		// Committed events carry their delta without temp: keys.
-		for k, v := range ev.Actions.StateDelta {
-			changes[k] = v
 		}
 		if ev.ErrorCode != "" || ev.ErrorMessage != "" {
 			failure = ev
@@ -186,6 +207,31 @@ func (t *Tool) Run(ctx context.Context, tc tool.Context, args map[string]any) (m
 	}
 	if answer == "" && failure != nil {
 		return nil, fmt.Errorf("agenttool %s: agent failed: %s", t.Name(), strings.TrimSpace(failure.ErrorCode+" "+failure.ErrorMessage))
+	}
+	sess, err := sessions.Get(ctx, key, nil)
+	if err != nil {
+		return nil, fmt.Errorf("agenttool %s: %w", t.Name(), err)
+	}
+	var (
+		evs     = make([]*event.Event, 0, sess.Len())
+		changes = map[string]any{}
+	)
+	for i := range sess.Len() {
+		ev := sess.At(i)
+		evs = append(evs, ev)
+		// Committed events carry their delta without temp: keys.
+		for k, v := range ev.Actions.StateDelta {
+			changes[k] = v
+		}
+	}
+	if calls, inv := waiting(evs); len(calls) > 0 {
+		// The child paused: so does the call, until the client answers.
+		payload, err := pausePayload(evs, calls, inv)
+		if err != nil {
+			return nil, fmt.Errorf("agenttool %s: record the paused agent: %w", t.Name(), err)
+		}
+		tc.RequestConfirmation(pauseHint(t.Name(), calls[0]), payload)
+		return nil, nil
 	}
 	forwardState(tc, seed, changes)
 	if t.cfg.SkipSummarization {

@@ -99,15 +99,6 @@ func (t *Tool) Name() string { return t.name }
 // Description implements tool.Tool.
 func (t *Tool) Description() string { return t.description }
 
-// Declaration implements tool.Tool: built-in tools are not functions.
-func (*Tool) Declaration() *genai.FunctionDeclaration { return nil }
-
-// Run implements tool.Tool. The provider runs the tool, so a function call
-// to it is an error the model can read.
-func (t *Tool) Run(context.Context, tool.Context, map[string]any) (map[string]any, error) {
-	return nil, fmt.Errorf("%s is built into the model and cannot be called as a function", t.name)
-}
-
 // GenaiTool returns a copy of the genai tool this tool adds to requests.
 func (t *Tool) GenaiTool() *genai.Tool {
 	gt := t.gt

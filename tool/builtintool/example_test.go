@@ -2,6 +2,7 @@ package builtintool_test
 
 import (
 	"fmt"
+	"github.com/loomkit/loom/tool"
 
 	"github.com/loomkit/loom/tool/builtintool"
 )
@@ -11,9 +12,10 @@ import (
 func ExampleGoogleSearch() {
 	for _, t := range []*builtintool.Tool{builtintool.GoogleSearch(), builtintool.URLContext()} {
 		gt := t.GenaiTool()
-		fmt.Println(t.Name(), t.Declaration() == nil, gt.GoogleSearch != nil, gt.URLContext != nil, gt.CodeExecution != nil)
+		_, callable := any(t).(tool.Function)
+		fmt.Println(t.Name(), callable, gt.GoogleSearch != nil, gt.URLContext != nil, gt.CodeExecution != nil)
 	}
 	// Output:
-	// google_search true true false false
-	// url_context true false true false
+	// google_search false true false false
+	// url_context false false true false
 }

@@ -27,7 +27,6 @@ package exampletool
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,15 +65,6 @@ func (*Tool) Name() string { return Name }
 
 // Description implements tool.Tool.
 func (*Tool) Description() string { return "example tool" }
-
-// Declaration implements tool.Tool: the tool is not a function.
-func (*Tool) Declaration() *genai.FunctionDeclaration { return nil }
-
-// Run implements tool.Tool. The tool is not a function, so a call to it is
-// an error the model can read.
-func (*Tool) Run(context.Context, tool.Context, map[string]any) (map[string]any, error) {
-	return nil, fmt.Errorf("%s only adds examples to the instruction and cannot be called", Name)
-}
 
 // ProcessRequest implements tool.RequestProcessor: when the invocation's
 // user message starts with text, as ADK requires, it appends the examples

@@ -23,7 +23,7 @@ const description = "Exits the loop.\n\n  Call this function only when you are i
 // Create it with New.
 type Tool struct{}
 
-var _ tool.Tool = (*Tool)(nil)
+var _ tool.Function = (*Tool)(nil)
 
 // New returns the exit_loop tool.
 func New() *Tool { return &Tool{} }
@@ -34,7 +34,7 @@ func (*Tool) Name() string { return Name }
 // Description implements tool.Tool.
 func (*Tool) Description() string { return description }
 
-// Declaration implements tool.Tool: a function without parameters, in
+// Declaration implements tool.Function: a function without parameters, in
 // ADK's words, whose result has no declared type.
 func (*Tool) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
@@ -44,7 +44,7 @@ func (*Tool) Declaration() *genai.FunctionDeclaration {
 	}
 }
 
-// Run implements tool.Tool: it marks the response event as escalating and
+// Run implements tool.Function: it marks the response event as escalating and
 // final, and returns ADK's null result, {"result": null}.
 func (*Tool) Run(_ context.Context, tc tool.Context, _ map[string]any) (map[string]any, error) {
 	a := tc.Actions()

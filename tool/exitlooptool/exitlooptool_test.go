@@ -14,7 +14,7 @@ import (
 // TestA5ExitLoopSetsEscalate: the tool escalates and skips summarization,
 // and is declared as ADK declares it: no parameters, an untyped result.
 func TestA5ExitLoopSetsEscalate(t *testing.T) {
-	var tl tool.Tool = exitlooptool.New()
+	var tl tool.Function = exitlooptool.New()
 	if tl.Name() != "exit_loop" || tl.Description() == "" {
 		t.Errorf("name %q, description %q", tl.Name(), tl.Description())
 	}

@@ -124,7 +124,7 @@ type Tool[Args, Result any] struct {
 }
 
 var (
-	_ tool.Tool        = (*Tool[struct{}, struct{}])(nil)
+	_ tool.Function    = (*Tool[struct{}, struct{}])(nil)
 	_ tool.LongRunning = (*Tool[struct{}, struct{}])(nil)
 	_ tool.Confirmable = (*Tool[struct{}, struct{}])(nil)
 )
@@ -269,7 +269,7 @@ func (t *Tool[Args, Result]) IsLongRunning() bool { return t.cfg.LongRunning }
 // and must not be modified.
 func (t *Tool[Args, Result]) InputSchema() *jsonschema.Schema { return t.schema }
 
-// Declaration implements tool.Tool: the function declaration with the
+// Declaration implements tool.Function: the function declaration with the
 // parameters' JSON schema and, when known, the response's. The schemas are
 // shared and must not be modified.
 func (t *Tool[Args, Result]) Declaration() *genai.FunctionDeclaration {
@@ -284,7 +284,7 @@ func (t *Tool[Args, Result]) Declaration() *genai.FunctionDeclaration {
 	return d
 }
 
-// Run implements tool.Tool: it validates args, decodes them, calls the
+// Run implements tool.Function: it validates args, decodes them, calls the
 // function and encodes its result.
 // The media of a [Media] result are checked but left out: the LLM agent
 // calls RunMedia, which keeps them.

@@ -310,7 +310,7 @@ func TestInputSchemaOverride(t *testing.T) {
 func TestResultWrapping(t *testing.T) {
 	ctx := context.Background()
 	tc := newToolContext(t)
-	run := func(t *testing.T, tl tool.Tool) map[string]any {
+	run := func(t *testing.T, tl tool.Function) map[string]any {
 		t.Helper()
 		res, err := tl.Run(ctx, tc, map[string]any{})
 		if err != nil {
@@ -319,7 +319,7 @@ func TestResultWrapping(t *testing.T) {
 		return res
 	}
 	type empty struct{}
-	must := func(tl tool.Tool, err error) tool.Tool {
+	must := func(tl tool.Function, err error) tool.Function {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -46,7 +46,7 @@ type Result struct {
 
 // New returns the load_artifacts tool. It fails at run time with a clear
 // error when the runner has no artifact service.
-func New() (tool.Tool, error) {
+func New() (tool.Function, error) {
 	t, err := functiontool.New(functiontool.Config{
 		Name: Name,
 		Description: "Lists the files (artifacts) saved in this conversation, or reads the named ones. " +
@@ -60,7 +60,7 @@ func New() (tool.Tool, error) {
 
 // withFiles adds the binary artifacts a load_artifacts call just loaded to
 // the next request, after the function response.
-type withFiles struct{ tool.Tool }
+type withFiles struct{ tool.Function }
 
 // binaryNote is the note of an artifact whose content follows the
 // response.

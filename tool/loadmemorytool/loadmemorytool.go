@@ -34,7 +34,7 @@ type Result struct {
 
 // New returns the load_memory tool. It fails at run time with a clear error
 // when the runner has no memory service.
-func New() (tool.Tool, error) {
+func New() (tool.Function, error) {
 	return functiontool.New(functiontool.Config{
 		Name: Name,
 		Description: "Searches the user's memory of past conversations. Call it when the answer may depend on " +

@@ -67,7 +67,7 @@ func newToolset(t *testing.T, cfg mcptool.Config) *mcptool.Toolset {
 }
 
 // toolByName lists the toolset's tools and returns the named one.
-func toolByName(t *testing.T, ts *mcptool.Toolset, name string) tool.Tool {
+func toolByName(t *testing.T, ts *mcptool.Toolset, name string) tool.Function {
 	t.Helper()
 	tools, err := ts.Tools(context.Background())
 	if err != nil {
@@ -75,7 +75,7 @@ func toolByName(t *testing.T, ts *mcptool.Toolset, name string) tool.Tool {
 	}
 	for _, tl := range tools {
 		if tl.Name() == name {
-			return tl
+			return tl.(tool.Function)
 		}
 	}
 	t.Fatalf("no tool %q", name)
@@ -91,7 +91,7 @@ func names(tools []tool.Tool) []string {
 	return out
 }
 
-func call(t *testing.T, tl tool.Tool, args map[string]any) map[string]any {
+func call(t *testing.T, tl tool.Function, args map[string]any) map[string]any {
 	t.Helper()
 	res, err := tl.Run(context.Background(), nil, args)
 	if err != nil {

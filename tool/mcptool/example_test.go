@@ -3,6 +3,7 @@ package mcptool_test
 import (
 	"context"
 	"fmt"
+	"github.com/loomkit/loom/tool"
 	"log"
 	"strings"
 
@@ -54,7 +55,7 @@ func Example() {
 	for _, t := range tools {
 		fmt.Printf("%s: %s\n", t.Name(), t.Description())
 	}
-	res, err := tools[0].Run(ctx, nil, map[string]any{"text": "hello"})
+	res, err := tools[0].(tool.Function).Run(ctx, nil, map[string]any{"text": "hello"})
 	if err != nil {
 		log.Fatal(err)
 	}

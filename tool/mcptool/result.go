@@ -38,7 +38,7 @@ type mcpTool struct {
 	decl *genai.FunctionDeclaration
 }
 
-var _ tool.Tool = (*mcpTool)(nil)
+var _ tool.Function = (*mcpTool)(nil)
 
 func newTool(ts *Toolset, t *mcp.Tool) *mcpTool {
 	return &mcpTool{ts: ts, name: t.Name, decl: &genai.FunctionDeclaration{

@@ -1,6 +1,7 @@
 package openapitool
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -11,7 +12,9 @@ import (
 	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"golang.org/x/oauth2"
 
+	"github.com/loomkit/loom/credential/oauth"
 	"github.com/loomkit/loom/tool"
 )
 
@@ -23,7 +26,33 @@ const maxCachedCredentials = 1024
 type authorization struct {
 	creds  map[string]Credential // by scheme name
 	doc    *openapi3.T
-	cached []credKey // the credentials that came from the cache
+	cached []credKey      // the credentials that came from the cache
+	kept   []oauth.Config // the OAuth2 tokens kept for the user
+}
+
+// oauthConfigs checks Config.OAuth2 against the document and returns the
+// flow of each scheme it names.
+func (ts *Toolset) oauthConfigs() (map[string]oauth.Config, error) {
+	out := map[string]oauth.Config{}
+	for name, c := range ts.cfg.OAuth2 {
+		var flow *openapi3.OAuthFlow
+		if ref := ts.doc.Components.SecuritySchemes[name]; ref != nil && ref.Value != nil && ref.Value.Type == "oauth2" && ref.Value.Flows != nil {
+			flow = ref.Value.Flows.AuthorizationCode
+		}
+		if flow == nil || flow.AuthorizationURL == "" || flow.TokenURL == "" {
+			return nil, fmt.Errorf("%w: OAuth2 names %q, which is not an oauth2 scheme of the document with an authorizationCode flow", ErrInvalidConfig, name)
+		}
+		out[name] = oauth.Config{
+			Name: ts.cfg.Name + ":" + name,
+			OAuth2: &oauth2.Config{
+				ClientID: c.ClientID, ClientSecret: c.ClientSecret, RedirectURL: c.RedirectURL,
+				Endpoint: oauth2.Endpoint{AuthURL: flow.AuthorizationURL, TokenURL: flow.TokenURL},
+				Scopes:   slices.Sorted(maps.Keys(flow.Scopes)),
+			},
+			HTTPClient: ts.cfg.HTTPClient,
+		}
+	}
+	return out, nil
 }
 
 // authorize finds the credentials of a call: for the first security
@@ -31,17 +60,38 @@ type authorization struct {
 // from an earlier answer of the client in the same session. When none is
 // complete it takes the client's answer to this call's credential request,
 // or asks the client (asked is true) unless asking is turned off.
-func (t *opTool) authorize(tc tool.Context) (auth authorization, asked bool, err error) {
+func (t *opTool) authorize(ctx context.Context, tc tool.Context) (auth authorization, asked bool, err error) {
 	auth.doc = t.ts.doc
 	if len(t.security) == 0 {
 		return auth, false, nil
 	}
-	if auth, ok := t.resolve(tc); ok {
-		return auth, false, nil
+	if auth, ok, err := t.resolve(ctx, tc); ok || err != nil {
+		return auth, false, err
 	}
-	name, err := t.missingScheme(tc)
+	name, err := t.missingScheme(ctx, tc)
 	if err != nil {
 		return auth, false, err
+	}
+	if oc, ok := t.ts.oauth[name]; ok && tc != nil && (tc.Credential() != nil || !t.ts.cfg.NoCredentialRequests) {
+		// The authorization-code flow: the answer exchanged, or the
+		// client asked.
+		tok, err := oauth.Token(ctx, tc, oc)
+		if tok == nil {
+			return auth, err == nil, err
+		}
+		if !oauth.Keeps(tc) {
+			// A runtime that keeps no tokens: the toolset's memory
+			// keeps it for the session, as it keeps other answers.
+			t.ts.creds.put(keyOf(tc, t.ts.cfg.Name, name), Credential{Token: tok.AccessToken})
+		}
+		if auth, ok, err := t.resolve(ctx, tc); ok || err != nil {
+			return auth, false, err
+		}
+		name, err = t.missingScheme(ctx, tc)
+		if err != nil {
+			return auth, false, err
+		}
+		return auth, false, fmt.Errorf("security scheme %q needs a credential too; set it in the toolset's Credentials", name)
 	}
 	if tc != nil && tc.Credential() != nil {
 		cred := parseCredential(tc.Credential())
@@ -49,10 +99,10 @@ func (t *opTool) authorize(tc tool.Context) (auth authorization, asked bool, err
 			return auth, false, fmt.Errorf("the credential received for security scheme %q holds no API key, token or user name", name)
 		}
 		t.ts.creds.put(keyOf(tc, t.ts.cfg.Name, name), cred)
-		if auth, ok := t.resolve(tc); ok {
-			return auth, false, nil
+		if auth, ok, err := t.resolve(ctx, tc); ok || err != nil {
+			return auth, false, err
 		}
-		name, err = t.missingScheme(tc)
+		name, err = t.missingScheme(ctx, tc)
 		if err != nil {
 			return auth, false, err
 		}
@@ -67,42 +117,72 @@ func (t *opTool) authorize(tc tool.Context) (auth authorization, asked bool, err
 
 // resolve returns the credentials of the first security requirement that
 // can be met without asking.
-func (t *opTool) resolve(tc tool.Context) (authorization, bool) {
+func (t *opTool) resolve(ctx context.Context, tc tool.Context) (authorization, bool, error) {
 	for _, req := range t.security {
 		auth := authorization{creds: map[string]Credential{}, doc: t.ts.doc}
 		complete := true
 		for _, name := range slices.Sorted(maps.Keys(req)) {
-			if !supported(t.scheme(name)) {
-				complete = false
-				break
+			c, from, err := t.known(ctx, tc, name)
+			if err != nil {
+				return authorization{}, false, err
 			}
-			if c, ok := t.ts.cfg.Credentials[name]; ok {
-				auth.creds[name] = c
-				continue
-			}
-			if tc == nil {
+			switch from {
+			case fromNowhere:
 				complete = false
-				break
+			case fromKept:
+				auth.kept = append(auth.kept, t.ts.oauth[name])
+			case fromCache:
+				auth.cached = append(auth.cached, keyOf(tc, t.ts.cfg.Name, name))
 			}
-			key := keyOf(tc, t.ts.cfg.Name, name)
-			c, ok := t.ts.creds.get(key)
-			if !ok {
-				complete = false
+			if !complete {
 				break
 			}
 			auth.creds[name] = c
-			auth.cached = append(auth.cached, key)
 		}
 		if complete {
-			return auth, true
+			return auth, true, nil
 		}
 	}
-	return authorization{}, false
+	return authorization{}, false, nil
+}
+
+// Where a scheme's credential comes from.
+const (
+	fromNowhere = iota
+	fromConfig
+	fromKept  // an OAuth2 token kept for the user (Config.OAuth2)
+	fromCache // the client's answer, in the toolset's memory
+)
+
+// known returns the credential of a scheme that needs no asking, and where
+// it comes from.
+func (t *opTool) known(ctx context.Context, tc tool.Context, name string) (Credential, int, error) {
+	if !supported(t.scheme(name)) {
+		return Credential{}, fromNowhere, nil
+	}
+	if c, ok := t.ts.cfg.Credentials[name]; ok {
+		return c, fromConfig, nil
+	}
+	if tc == nil {
+		return Credential{}, fromNowhere, nil
+	}
+	if oc, ok := t.ts.oauth[name]; ok && oauth.Keeps(tc) {
+		// The runtime keeps the user's tokens: they are the only source.
+		tok, err := oauth.Kept(ctx, tc, oc)
+		if err != nil || tok == nil {
+			return Credential{}, fromNowhere, err
+		}
+		return Credential{Token: tok.AccessToken}, fromKept, nil
+	}
+	if c, ok := t.ts.creds.get(keyOf(tc, t.ts.cfg.Name, name)); ok {
+		return c, fromCache, nil
+	}
+	return Credential{}, fromNowhere, nil
 }
 
 // missingScheme names the scheme to ask for: the first one without a
 // credential in the first requirement whose schemes are all supported.
-func (t *opTool) missingScheme(tc tool.Context) (string, error) {
+func (t *opTool) missingScheme(ctx context.Context, tc tool.Context) (string, error) {
 	var unsupported []string
 	for _, req := range t.security {
 		names := slices.Sorted(maps.Keys(req))
@@ -111,15 +191,13 @@ func (t *opTool) missingScheme(tc tool.Context) (string, error) {
 			continue
 		}
 		for _, name := range names {
-			if _, ok := t.ts.cfg.Credentials[name]; ok {
-				continue
+			_, from, err := t.known(ctx, tc, name)
+			if err != nil {
+				return "", err
 			}
-			if tc != nil {
-				if _, ok := t.ts.creds.get(keyOf(tc, t.ts.cfg.Name, name)); ok {
-					continue
-				}
+			if from == fromNowhere {
+				return name, nil
 			}
-			return name, nil
 		}
 	}
 	return "", fmt.Errorf("no supported security scheme: %s (supported: apiKey, http bearer and basic, oauth2 and openIdConnect tokens)", strings.Join(unsupported, ", "))

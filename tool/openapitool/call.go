@@ -18,6 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"google.golang.org/genai"
 
+	"github.com/loomkit/loom/credential/oauth"
 	"github.com/loomkit/loom/tool"
 )
 
@@ -59,7 +60,7 @@ type opTool struct {
 	decl     *genai.FunctionDeclaration
 }
 
-var _ tool.Tool = (*opTool)(nil)
+var _ tool.Function = (*opTool)(nil)
 
 func (t *opTool) Name() string                            { return t.info.ToolName }
 func (t *opTool) Description() string                     { return t.decl.Description }
@@ -72,7 +73,7 @@ func (t *opTool) Run(ctx context.Context, tc tool.Context, args map[string]any) 
 	if err := t.checkArgs(args); err != nil {
 		return nil, fmt.Errorf("%s: %w", t.info.ToolName, err)
 	}
-	auth, asked, err := t.authorize(tc)
+	auth, asked, err := t.authorize(ctx, tc)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.info.ToolName, err)
 	}
@@ -93,6 +94,9 @@ func (t *opTool) Run(ctx context.Context, tc tool.Context, args map[string]any) 
 	var he *HTTPError
 	if errors.As(err, &he) && he.StatusCode == http.StatusUnauthorized {
 		t.ts.creds.forget(auth.cached) // a stale credential: ask again next time
+		for _, oc := range auth.kept {
+			_ = oauth.Forget(ctx, tc, oc) // best effort: the next call refreshes or asks
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.info.ToolName, err)

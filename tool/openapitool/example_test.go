@@ -3,6 +3,7 @@ package openapitool_test
 import (
 	"context"
 	"fmt"
+	"github.com/loomkit/loom/tool"
 	"log"
 	"log/slog"
 	"net/http"
@@ -55,9 +56,9 @@ paths:
 		log.Fatal(err)
 	}
 	for _, t := range tools {
-		fmt.Printf("%s: %s %v\n", t.Name(), t.Description(), t.Declaration().ParametersJsonSchema)
+		fmt.Printf("%s: %s %v\n", t.Name(), t.Description(), t.(tool.Function).Declaration().ParametersJsonSchema)
 	}
-	res, err := tools[0].Run(ctx, nil, map[string]any{"city": "Oslo"})
+	res, err := tools[0].(tool.Function).Run(ctx, nil, map[string]any{"city": "Oslo"})
 	if err != nil {
 		log.Fatal(err)
 	}

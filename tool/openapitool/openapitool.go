@@ -68,6 +68,13 @@
 // "password": ...} or ADK's auth config holding an exchangedAuthCredential.
 // The answer is kept in the toolset's memory for the rest of the session
 // (and dropped on a 401 response), never in events or state.
+//
+// An oauth2 scheme whose client is in [Config.OAuth2] goes through the
+// authorization-code flow instead (credential/oauth): the client is asked
+// to send the user to the flow's authorizationUrl, its answer (the redirect
+// URL) is exchanged at the tokenUrl, and the user's tokens are kept in the
+// runtime's credential service, refreshed when they expire and forgotten on
+// a 401 response.
 package openapitool
 
 import (
@@ -85,6 +92,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/loomkit/loom/credential/oauth"
 	"github.com/loomkit/loom/tool"
 )
 
@@ -145,6 +153,13 @@ type Config struct {
 	// scheme's name in components.securitySchemes. A scheme without an
 	// entry is asked for through the credential flow.
 	Credentials map[string]Credential
+	// OAuth2 holds the clients of oauth2 security schemes with an
+	// authorizationCode flow, keyed by scheme name: for those schemes the
+	// toolset signs each user in itself (credential/oauth), asking the
+	// client for the authorization, exchanging the code at the flow's
+	// tokenUrl, and keeping the user's tokens in the runtime's credential
+	// service (refreshed when they expire) rather than in its memory.
+	OAuth2 map[string]OAuth2Client
 	// NoCredentialRequests turns off asking the client for credentials: a
 	// call that needs one not in Credentials fails with an error instead.
 	NoCredentialRequests bool
@@ -176,6 +191,15 @@ type Credential struct {
 	Password string
 }
 
+// OAuth2Client is the OAuth2 client of a security scheme (Config.OAuth2).
+type OAuth2Client struct {
+	ClientID     string
+	ClientSecret string
+	// RedirectURL is the redirect URI registered with the authorization
+	// server; empty means the one the client answers with.
+	RedirectURL string
+}
+
 // Operation describes one operation of the document, as seen by
 // Config.Filter.
 type Operation struct {
@@ -202,6 +226,7 @@ type Toolset struct {
 	http  *http.Client
 	tools []tool.Tool
 	creds *credentialCache
+	oauth map[string]oauth.Config // by scheme name (Config.OAuth2)
 	// warnings are the guesses made loading the document.
 	warnings []string
 }
@@ -256,6 +281,9 @@ func New(ctx context.Context, cfg Config) (*Toolset, error) {
 		return nil, err
 	}
 	ts.doc = doc
+	if ts.oauth, err = ts.oauthConfigs(); err != nil {
+		return nil, err
+	}
 	if ts.tools, err = ts.build(base); err != nil {
 		return nil, err
 	}

@@ -21,15 +21,15 @@ import (
 )
 
 // toolsByName lists a toolset's tools by name.
-func toolsByName(t *testing.T, ts *openapitool.Toolset) map[string]tool.Tool {
+func toolsByName(t *testing.T, ts *openapitool.Toolset) map[string]tool.Function {
 	t.Helper()
 	tools, err := ts.Tools(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := map[string]tool.Tool{}
+	m := map[string]tool.Function{}
 	for _, tl := range tools {
-		m[tl.Name()] = tl
+		m[tl.Name()] = tl.(tool.Function)
 	}
 	return m
 }

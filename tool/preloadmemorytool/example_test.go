@@ -2,6 +2,7 @@ package preloadmemorytool_test
 
 import (
 	"fmt"
+	"github.com/loomkit/loom/tool"
 
 	"github.com/loomkit/loom/tool/preloadmemorytool"
 )
@@ -11,7 +12,8 @@ import (
 // service.
 func ExampleNew() {
 	t := preloadmemorytool.New()
-	fmt.Println(t.Name(), t.Declaration() == nil)
+	_, callable := any(t).(tool.Function)
+	fmt.Println(t.Name(), callable)
 	// Output:
-	// preload_memory true
+	// preload_memory false
 }

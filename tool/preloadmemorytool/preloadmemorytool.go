@@ -7,7 +7,6 @@ package preloadmemorytool
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -39,14 +38,6 @@ func (*Tool) Name() string { return Name }
 // Description implements tool.Tool.
 func (*Tool) Description() string {
 	return "Adds memories of past conversations that match the user's message to the instruction."
-}
-
-// Declaration implements tool.Tool: the model does not call this tool.
-func (*Tool) Declaration() *genai.FunctionDeclaration { return nil }
-
-// Run implements tool.Tool; the tool is not callable.
-func (*Tool) Run(context.Context, tool.Context, map[string]any) (map[string]any, error) {
-	return nil, errors.New("preload_memory is not a callable tool")
 }
 
 // ProcessRequest implements tool.RequestProcessor. A missing memory

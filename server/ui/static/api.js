@@ -57,6 +57,8 @@ export class Client {
   createSession(app, user, state) { return this.request('POST', this.sessionsPath(app, user), state ? { state } : {}); }
   getSession(app, user, sid) { return this.request('GET', this.sessionPath(app, user, sid)); }
   deleteSession(app, user, sid) { return this.request('DELETE', this.sessionPath(app, user, sid)); }
+  /** A session's token usage and cost: {total, turns: [{invocation_id, ...}]}. */
+  sessionUsage(app, user, sid) { return this.request('GET', `${this.sessionPath(app, user, sid)}/usage`); }
   /** Cancels the invocations running on a session. */
   cancelRuns(app, user, sid) { return this.request('POST', `${this.sessionPath(app, user, sid)}/cancel`); }
 

@@ -2,7 +2,7 @@
 import { Client, ApiError } from './api.js';
 import {
   el, chatItems, timelineItem, functionResponses, parts, json, relativeTime, CONFIRMATION,
-  traceTree, spanAttributes, formatDuration,
+  traceTree, spanAttributes, formatDuration, usageSummary, usageView,
 } from './render.js';
 import { GraphView } from './graph.js';
 import { INPUT, inputCard } from './input.js';
@@ -202,7 +202,7 @@ async function selectSession(sid) {
   setHash();
   renderSessions();
   $('session-id').textContent = ui.sid;
-  await Promise.all([loadArtifacts(), loadTrace()]);
+  await Promise.all([loadArtifacts(), loadTrace(), loadUsage()]);
 }
 
 async function newSession() {
@@ -234,6 +234,7 @@ function clearSession() {
   renderState({});
   renderArtifacts([]);
   renderTrace([]);
+  renderUsage(null);
   $('session-id').textContent = '';
   setHash();
 }
@@ -570,7 +571,7 @@ async function refresh() {
     ui.transient = transient;
     if (transient.length) renderAll();
     renderState(sess.state || {});
-    await Promise.all([loadArtifacts(), loadSessions(), loadTrace()]);
+    await Promise.all([loadArtifacts(), loadSessions(), loadTrace(), loadUsage()]);
   } catch (err) {
     report(err);
   }
@@ -737,6 +738,31 @@ function showEventSpan(e) {
   ui.client.eventTrace(ui.app, ui.user, id)
     .then((attrs) => box.replaceChildren(title, spanAttributes(attrs)))
     .catch((err) => box.replaceChildren(title, el('p', { class: 'error-text', text: err.message || String(err) })));
+}
+
+// ---------- usage ----------
+
+// loadUsage shows the session's token usage and cost, from the server's
+// sum over the stored events.
+// A backend without the route (another ADK server) leaves the tab empty
+// rather than failing the session's view.
+async function loadUsage() {
+  if (!ui.sid) return renderUsage(null);
+  const sid = ui.sid;
+  let usage = null;
+  try {
+    usage = await ui.client.sessionUsage(ui.app, ui.user, sid);
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    console.warn('session usage:', err.message);
+  }
+  if (sid === ui.sid) renderUsage(usage);
+}
+
+function renderUsage(usage) {
+  const total = usage && usage.total;
+  $('session-usage').textContent = total && total.responses ? usageSummary(total) : '';
+  $('usage-view').replaceChildren(usageView(usage));
 }
 
 // ---------- location ----------

@@ -429,3 +429,61 @@ export function spanAttributes(attrs) {
     return el('tr', { dataset: { key: k } }, el('th', {}, el('span', { class: 'mono', text: k })), el('td', {}, cell));
   })));
 }
+
+// ---------- usage ----------
+
+/** A token count for people: 12,345. */
+export function formatTokens(n) {
+  return typeof n === 'number' && n >= 0 ? Math.round(n).toLocaleString('en-US') : '0';
+}
+
+/** A cost in the prices' currency, with the precision small sums need. */
+export function formatCost(v) {
+  if (typeof v !== 'number' || !(v >= 0)) return '';
+  if (v === 0) return '$0';
+  if (v < 0.0001) return '<$0.0001';
+  return `$${v.toFixed(v < 1 ? 4 : 2)}`;
+}
+
+// costOf says what a usage cost: its cost, marked when some of its
+// responses came from models without a price, or '' when none had one.
+export function costOf(u) {
+  if (!u || !u.responses || u.unpriced_responses >= u.responses) return '';
+  return formatCost(u.cost) + (u.unpriced_responses > 0 ? ' + unpriced' : '');
+}
+
+/** One line for a usage: "3,300 tokens · $0.0046" (tokens only without prices). */
+export function usageSummary(u) {
+  if (!u) return '';
+  const cost = costOf(u);
+  return `${formatTokens(u.total_tokens)} tokens${cost ? ` · ${cost}` : ''}`;
+}
+
+/** The Usage tab: the session's totals by token type, then each turn's. */
+export function usageView(usage) {
+  const total = (usage && usage.total) || {};
+  const turns = (usage && Array.isArray(usage.turns)) ? usage.turns : [];
+  if (!total.responses) {
+    return el('p', { class: 'empty', text: 'No token usage in this session yet. Model responses that report usage are counted here.' });
+  }
+  const row = (label, value, key) => el('tr', { dataset: { key } }, el('th', { text: label }), el('td', { class: 'mono', text: value }));
+  const cost = costOf(total);
+  const totals = el('table', { class: 'kv usage-total' }, el('tbody', {},
+    row('Input tokens', formatTokens(total.prompt_tokens), 'prompt'),
+    row('of which cached', formatTokens(total.cached_tokens), 'cached'),
+    row('Output tokens', formatTokens(total.candidates_tokens), 'candidates'),
+    total.thoughts_tokens ? row('Thinking tokens', formatTokens(total.thoughts_tokens), 'thoughts') : null,
+    row('Total tokens', formatTokens(total.total_tokens), 'total'),
+    row('Cost', cost || 'no price for these models', 'cost'),
+    row('Model responses', String(total.responses), 'responses')));
+  const head = el('tr', {}, ['Turn', 'Input', 'Output', 'Total', 'Cost'].map((h) => el('th', { text: h })));
+  const body = turns.map((t, i) => el('tr', { class: 'usage-turn', dataset: { invocation: t.invocation_id || '' }, title: t.invocation_id || '' },
+    el('td', { text: String(i + 1) }),
+    el('td', { class: 'mono', text: formatTokens(t.prompt_tokens) }),
+    el('td', { class: 'mono', text: formatTokens(t.candidates_tokens + (t.thoughts_tokens || 0)) }),
+    el('td', { class: 'mono turn-total', text: formatTokens(t.total_tokens) }),
+    el('td', { class: 'mono turn-cost', text: costOf(t) || '—' })));
+  return el('div', { class: 'usage' },
+    el('h4', { text: 'Session' }), totals,
+    el('h4', { text: 'Turns' }), el('table', { class: 'usage-turns' }, el('thead', {}, head), el('tbody', {}, body)));
+}
