@@ -172,6 +172,9 @@ type liveSession struct {
 	prev, next *liveSession
 	idle       bool
 	size       int64 // sess.Size() when it became idle
+	// forgotten says that the session was deleted while an invocation
+	// held it: the last to let go drops it rather than keep it idle.
+	forgotten bool
 	// Guarded by sem: began is sess.Len() when the invocation under way
 	// began; trimmed is the number of events sess's last Trim left
 	// encoded, as far as the runner knows.
@@ -710,7 +713,7 @@ func (r *Runner) unref(ls *liveSession) {
 	if ls.refs > 0 {
 		return
 	}
-	if ls.sess == nil || r.limit == 0 {
+	if ls.sess == nil || r.limit == 0 || ls.forgotten {
 		delete(r.live, ls.key)
 		return
 	}
@@ -727,6 +730,25 @@ func (r *Runner) unref(ls *liveSession) {
 		r.idle.remove(old)
 		r.idleBytes -= old.size
 		delete(r.live, old.key)
+	}
+}
+
+// forget drops the live session of key, which was deleted, from the
+// cache: at once if it is idle, else when the last invocation holding it
+// lets go, so that its memory goes with it and not when newer sessions
+// push it out.
+func (r *Runner) forget(key session.Key) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ls := r.live[key]
+	switch {
+	case ls == nil:
+	case ls.idle:
+		r.idle.remove(ls)
+		r.idleBytes -= ls.size
+		delete(r.live, key)
+	default:
+		ls.forgotten = true
 	}
 }
 
