@@ -156,18 +156,24 @@ func (a *activities) turn(ctx context.Context, in turnInput) (turnResult, error)
 	return out, nil
 }
 
-// runContext returns the context an attempt of a turn runs its invocation
-// in. It ends when the attempt's does, with runner.ErrDetached as its cause
-// unless the workflow cancelled the turn (Client.Cancel): only then is the
-// invocation aborted. An attempt that ends for a reason of its worker's
-// own (its StepTimeout, the worker's shutdown) leaves the invocation as a
-// crash does, for the turn's next attempt, on this worker or another.
+// runContext returns the context an attempt of a turn (or of a signalled
+// workflow's Step) runs its invocation in. It ends when the attempt's does,
+// with runner.ErrDetached as its cause unless the workflow cancelled the
+// attempt (Client.Cancel): only then is the invocation aborted. An attempt
+// that ends for a reason of its worker's own (its StepTimeout, the
+// worker's shutdown, a lost activity) leaves the invocation as a crash
+// does, for the next attempt, on this worker or another.
 func runContext(ctx context.Context) (context.Context, func()) {
 	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() {
 		cause := runner.ErrDetached
-		if errors.Is(ctx.Err(), context.Canceled) && context.Cause(ctx) == context.Canceled {
-			cause = context.Canceled // the workflow cancelled the turn
+		var ce *sdktemporal.CanceledError
+		switch c := context.Cause(ctx); {
+		case !errors.Is(ctx.Err(), context.Canceled):
+		case c == context.Canceled: // a local activity cancelled by its workflow
+			cause = c
+		case errors.As(c, &ce): // an activity whose cancellation was requested
+			cause = c
 		}
 		cancel(cause)
 	})

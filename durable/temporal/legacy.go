@@ -231,6 +231,8 @@ func (a *activities) step(ctx context.Context, in stepInput) (stepResult, error)
 	}
 	stop := heartbeat(ctx, in.Session.Options.withDefaults().HeartbeatTimeout/3)
 	defer stop()
+	rctx, detach := runContext(ctx)
+	defer detach()
 	// The runner counts the model calls earlier Steps made against the
 	// limit.
 	opts := &runner.RunOptions{MaxLLMCalls: in.MaxLLMCalls}
@@ -251,9 +253,9 @@ func (a *activities) step(ctx context.Context, in stepInput) (stepResult, error)
 	}
 	var events func(func(*event.Event, error) bool)
 	if msg != nil {
-		events = r.Run(ctx, in.Session.User, in.Session.Session, msg.Content, opts)
+		events = r.Run(rctx, in.Session.User, in.Session.Session, msg.Content, opts)
 	} else {
-		events = r.Resume(ctx, in.Session.User, in.Session.Session, invID, opts)
+		events = r.Resume(rctx, in.Session.User, in.Session.Session, invID, opts)
 	}
 	out := stepResult{InvocationID: invID, Done: true}
 	for ev, err := range events {
