@@ -89,9 +89,8 @@ func (a *activities) mark(ctx context.Context, in SessionInput) (int, error) {
 // process (feeds). It reads the session log from in.WaitFrom on only:
 // the message's own events and those of calls still waiting (the runner
 // reads the rest, once, into the session it keeps). The message is stored
-// under an event id of its request's own (messageID): if the log holds it
-// past in.From, an earlier attempt of the turn, killed or failed, stored
-// it, and the turn resumes its invocation from the log instead of storing
+// under an event id of its request's own (messageID): if the log holds it,
+// an earlier attempt of the turn, killed or failed, stored it, and the turn resumes its invocation from the log instead of storing
 // it again, running no tool call whose response was committed. An attempt
 // that still ran while this one stored the message cannot store it a
 // second time: the session refuses the id.
@@ -112,7 +111,7 @@ func (a *activities) turn(ctx context.Context, in turnInput) (turnResult, error)
 	rctx, detach := runContext(ctx)
 	defer detach()
 	var events func(func(*event.Event, error) bool)
-	if i, inv, ok := storedMessage(log, in.From, id); ok {
+	if i, inv, ok := storedMessage(log, id); ok {
 		out.Floor, out.InvocationID = i, inv
 		events = r.Resume(rctx, in.Session.User, in.Session.Session, inv, &runner.RunOptions{Streaming: msg.Streaming, MaxLLMCalls: msg.MaxLLMCalls})
 	} else {
@@ -145,7 +144,7 @@ func (a *activities) turn(ctx context.Context, in turnInput) (turnResult, error)
 	// The message's index, and its invocation if nothing was yielded (a
 	// plugin answered, or the agents were silent: the message is the
 	// invocation's only trace).
-	if i, inv, ok := storedMessage(log, in.From, id); ok {
+	if i, inv, ok := storedMessage(log, id); ok {
 		out.Floor = i
 		if out.InvocationID == "" {
 			out.InvocationID = inv
@@ -195,13 +194,14 @@ func since(ctx context.Context, r *runner.Runner, in SessionInput, from int) (*s
 func offset(log *session.Session) int { return int(log.Seq()) - log.Len() }
 
 // storedMessage returns the log index and the invocation of the message
-// stored under the event id id at or after index floor.
-func storedMessage(log *session.Session, floor int, id string) (int, string, bool) {
-	off := offset(log)
-	start := min(max(floor-off, 0), log.Len())
-	for i, ev := range log.EventsFrom(start) {
-		if ev.ID == id && ev.Author == event.AuthorUser {
-			return off + start + i, ev.InvocationID, true
+// stored under the event id id, if the events read hold it. It looks at
+// all of them, latest first: the id says which message is the turn's, so
+// where the log stood when the message was admitted (a client's word)
+// decides nothing.
+func storedMessage(log *session.Session, id string) (int, string, bool) {
+	for i := log.Len() - 1; i >= 0; i-- {
+		if ev := log.At(i); ev.ID == id && ev.Author == event.AuthorUser {
+			return offset(log) + i, ev.InvocationID, true
 		}
 	}
 	return 0, "", false

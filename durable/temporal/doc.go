@@ -34,11 +34,11 @@
 //     resumes the invocation from what its failed attempt committed, and a
 //     message is stored once: it is stored under an event id made from its
 //     request id (runner.RunOptions.MessageID), which the session holds
-//     once, and a turn that finds that id in the log, past an index at or
-//     before which the message goes (the larger of where the previous
-//     message left the log and where the log ended when the client
-//     admitted the message), resumes that invocation instead of storing
-//     the message again. Another message stored meanwhile (by the
+//     once, and a turn that finds that id in the log, which it reads from
+//     an index at or before which the message goes (the larger of where
+//     the previous message left the log and where the log ended when the
+//     client admitted the message), resumes that invocation instead of
+//     storing the message again. Another message stored meanwhile (by the
 //     session's previous workflow, or in process) is never taken for it;
 //   - the session log stays the source of truth: the HTTP API, the dev UI
 //     and in-process runners read it as they always do.

@@ -384,3 +384,44 @@ func TestAnswerRetriedBeforeTool(t *testing.T) {
 		t.Fatalf("log on Temporal:\n%s\nin process:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestMessageAfterPastLogEnd: a message whose admission point lies past
+// the end of the log (the session was deleted and created again since,
+// or a client got it wrong) is stored once and answered, also when its
+// turn's first attempt failed after storing it: the retry finds it by its
+// id wherever it is.
+//
+// (CONFORMANCE D10)
+func TestMessageAfterPastLogEnd(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(quiet)
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	svc := memsession.NewService()
+	app := transferApp(t, svc, "hello")
+	if err := temporal.Register(env, app); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Create(context.Background(), session.Key{AppName: appName, UserID: user, SessionID: "s"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var st temporal.Status
+	env.RegisterDelayedCallback(func() {
+		send(t, env, temporal.Message{RequestID: "r1", Content: text("hello"), After: 1000}, func(s temporal.Status, err error) {
+			if err != nil {
+				t.Errorf("update: %v", err)
+			}
+			st = s
+		})
+	}, time.Second)
+	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{
+		App: appName, User: user, Session: "s", TreeHash: temporal.TreeHash(app.Tree()),
+	})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	log := stored(t, app, "s")
+	if got := userTexts(log); len(got) != 1 || st.Error != "" || lastText(log) != "root said root: hello" {
+		t.Fatalf("user messages %q, status %+v: want the message stored once and answered\n%s", got, st, shapeText(t, log))
+	}
+}

@@ -118,10 +118,10 @@ type turnInput struct {
 	Message Message
 	// From is an index of the session log at or before which the message
 	// goes: the larger of where the previous message's turn left the log
-	// and where the log ended when the client admitted this one. The
-	// message stored past it under its own event id was stored by an
-	// earlier attempt of the turn, which resumes its invocation instead of
-	// storing it again.
+	// and where the log ended when the client admitted this one. The turn
+	// reads the log from no later than it. A message found there under its
+	// own event id was stored by an earlier attempt of the turn, which
+	// resumes its invocation instead of storing it again.
 	From int
 	// WaitFrom is the index of the session log before which no call waits
 	// for the client, as the previous message left it (0: unknown, the
