@@ -90,10 +90,11 @@ func (a *activities) mark(ctx context.Context, in SessionInput) (int, error) {
 // the message's own events and those of calls still waiting (the runner
 // reads the rest, once, into the session it keeps). The message is stored
 // under an event id of its request's own (messageID): if the log holds it,
-// an earlier attempt of the turn, killed or failed, stored it, and the turn resumes its invocation from the log instead of storing
-// it again, running no tool call whose response was committed. An attempt
-// that still ran while this one stored the message cannot store it a
-// second time: the session refuses the id.
+// an earlier attempt of the turn, killed or failed, stored it, and the
+// turn resumes its invocation from the log instead of storing it again,
+// running no tool call whose response was committed. An attempt that
+// still ran while this one stored the message cannot store it a second
+// time: the session refuses the id.
 func (a *activities) turn(ctx context.Context, in turnInput) (turnResult, error) {
 	r, err := a.app(in.Session)
 	if err != nil {
