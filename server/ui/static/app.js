@@ -6,6 +6,7 @@ import {
 } from './render.js';
 import { GraphView } from './graph.js';
 import { INPUT, inputCard } from './input.js';
+import { CREDENTIAL, signIn, signInCard, answerFor, stateOf } from './signin.js';
 
 const $ = (id) => document.getElementById(id);
 const graph = new GraphView(document.getElementById('graph-view'));
@@ -297,8 +298,39 @@ function handlers() {
     userSaid: (text) => ui.events.some((ev) => ev.author === 'user' && (ev.content || {}).role !== 'model' && parts(ev).some((p) => p.text === text)),
     inputCard,
     input: (fc, response) => send({ role: 'user', parts: [{ functionResponse: { id: fc.id, name: INPUT, response } }] }),
+    signIn,
+    signInCard,
+    credential: (fc, redirectURL) => send({ role: 'user', parts: [{ functionResponse: answerFor(fc, redirectURL) }] }),
   };
 }
+
+// pendingSignIns returns the OAuth2 credential requests of the session that
+// still wait for an answer.
+function pendingSignIns() {
+  const responded = respondedIds();
+  const out = [];
+  for (const ev of ui.events) {
+    const waiting = new Set(ev.longRunningToolIds || []);
+    for (const p of parts(ev)) {
+      const fc = p.functionCall;
+      if (fc && fc.name === CREDENTIAL && waiting.has(fc.id) && !responded.has(fc.id) && signIn(fc)) out.push(fc);
+    }
+  }
+  return out;
+}
+
+// The sign-in popup's callback page posts the redirect URL here; it answers
+// the request whose state it carries (ADK's web UI posts the same message).
+window.addEventListener('message', (e) => {
+  if (e.origin !== window.location.origin || !e.data || typeof e.data.authResponseUrl !== 'string') return;
+  const state = stateOf(e.data.authResponseUrl);
+  const fc = pendingSignIns().find((c) => signIn(c).state === state);
+  if (!fc) {
+    setStatus('A sign-in came back for no request waiting in this session.', 'error');
+    return;
+  }
+  handlers().credential(fc, e.data.authResponseUrl);
+});
 
 function renderAll() {
   const box = $('messages');

@@ -225,6 +225,9 @@ export function chatItems(ev, handlers) {
       if (fr.name === CONFIRMATION) {
         const ok = fr.response && fr.response.confirmed === true;
         out.push(el('div', { class: `note ${ok ? 'ok' : 'warn'}`, text: ok ? '✓ You approved the tool call.' : '✗ You rejected the tool call.' }));
+      } else if (fr.name === CREDENTIAL) {
+        // Never shown: the answer holds the authorization response.
+        out.push(el('div', { class: 'note ok credential-sent', text: '🔑 You sent the credentials the tool asked for.' }));
       } else {
         out.push(el('div', { class: 'tool response' }, el('span', { class: 'tool-icon', text: '←' }),
           el('span', { class: 'mono', text: `${fr.name} ← ${compactJSON(responseOf(fr))}` })));
@@ -258,6 +261,10 @@ export function chatItems(ev, handlers) {
     }
     if (fc.name === INPUT_REQUEST && longRunning.has(fc.id) && handlers.inputCard) {
       out.push(handlers.inputCard(author, fc, handlers));
+      continue;
+    }
+    if (fc.name === CREDENTIAL && longRunning.has(fc.id) && handlers.signIn && handlers.signIn(fc)) {
+      out.push(handlers.signInCard(author, fc, handlers));
       continue;
     }
     out.push(el('div', { class: 'tool call', dataset: { callId: fc.id || '' } },
