@@ -186,7 +186,7 @@ func TestT23OpenAPIToolsetAuthErrors(t *testing.T) {
 	base := fmt.Sprintf(openAPIConfig, api, "%s")
 	for _, c := range []struct {
 		name, file, field, want string
-		line                  int
+		line                    int
 	}{
 		{"unset variable", fmt.Sprintf(base, "          client_secret_env: LOOM_TEST_NO_SUCH_VARIABLE\n"),
 			"tools[0].args.auth_credential.oauth2.client_secret_env", "LOOM_TEST_NO_SUCH_VARIABLE, which is not set", 30},
