@@ -22,6 +22,7 @@ import (
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/server/ui"
 	"github.com/loomkit/loom/tool"
+	"github.com/loomkit/loom/tool/agenttool"
 	"github.com/loomkit/loom/tool/functiontool"
 )
 
@@ -110,18 +111,37 @@ func signInAgent(t *testing.T, a *authServer) agent.Agent {
 		}
 		return tl
 	}
+	mailModel := scripted.New("mail-model", func(_ context.Context, req *model.Request) (scripted.Turn, error) {
+		if frs := scripted.LastFunctionResponse(req); len(frs) > 0 {
+			b, _ := json.Marshal(frs[0].Response)
+			return scripted.Text("mail: " + string(b)), nil
+		}
+		return scripted.Call("list_mail", nil), nil
+	})
+	mailer, err := llmagent.New(llmagent.Config{Name: "mailer", Description: "Reads the user's mail.", Model: mailModel,
+		Instruction: "Read mail.", Tools: []tool.Tool{toolFor("list_mail", "mail")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mailTool, err := agenttool.New(mailer, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	llm := scripted.New("sign-in-model", func(_ context.Context, req *model.Request) (scripted.Turn, error) {
 		if frs := scripted.LastFunctionResponse(req); len(frs) > 0 {
 			b, _ := json.Marshal(frs[0].Response)
 			return scripted.Text(frs[0].Name + " got " + string(b)), nil
 		}
-		if strings.Contains(scripted.LastUserText(req), "calendar") {
+		switch text := scripted.LastUserText(req); {
+		case strings.Contains(text, "calendar"):
 			return scripted.Call("list_events", nil), nil
+		case strings.Contains(text, "mail"):
+			return scripted.Call("mailer", map[string]any{"request": "list my mail"}), nil
 		}
 		return scripted.Call("list_files", nil), nil
 	})
 	ag, err := llmagent.New(llmagent.Config{Name: "organizer", Model: llm, Instruction: "Help.",
-		Tools: []tool.Tool{toolFor("list_events", "calendar"), toolFor("list_files", "drive")}})
+		Tools: []tool.Tool{toolFor("list_events", "calendar"), toolFor("list_files", "drive"), mailTool}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +154,8 @@ func signInAgent(t *testing.T, a *authServer) agent.Agent {
 // provider sends the popup back there, the callback page hands the redirect
 // URL to the UI, which answers the request, and the tool runs with the
 // token; the next session does not ask again. A second tool's sign-in is
-// completed by pasting the redirect URL by hand.
+// completed by pasting the redirect URL by hand, and a third's, inside an
+// agent used as a tool, through the agent tool's pause.
 //
 // (CONFORMANCE T21)
 func TestT21DevUISignIn(t *testing.T) {
@@ -200,6 +221,17 @@ func TestT21DevUISignIn(t *testing.T) {
 		chromedp.Click("#messages .sign-in .redirect-url + button"))
 	waitFor("the second tool ran", `[...document.querySelectorAll("#messages .msg.agent .bubble")].some(b => b.textContent === 'list_files got {"token":"token-for-code-2"}')`)
 	b.screenshot("pasted")
+
+	// A tool inside an agent used as a tool: the agent tool's pause carries
+	// the child's request, and the same card signs the user in.
+	send("check my mail")
+	waitFor("sign-in card of the agent tool", `[...document.querySelectorAll("#messages .sign-in")].some(c => c.textContent.includes("list_mail") && c.querySelector(".sign-in-button"))`)
+	if n := eval(`String(document.querySelectorAll("#messages .confirm:not(.sign-in) button.primary").length)`); n != "0" {
+		t.Errorf("the agent tool's request also shows %s Approve buttons", n)
+	}
+	do("sign in for the agent tool", chromedp.Click("#messages .sign-in .sign-in-button"))
+	waitFor("the agent tool's child ran", `[...document.querySelectorAll("#messages .msg.agent .bubble")].some(b => b.textContent.startsWith("mailer got") && b.textContent.includes("token-for-code-3"))`)
+	b.screenshot("agent-tool")
 }
 
 // followAuthorize is the user signing in at the provider outside the UI:

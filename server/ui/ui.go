@@ -22,7 +22,8 @@
 // button, which opens the authorization URL in a popup; the redirect lands
 // on [CallbackPath], whose page posts the redirect URL back to the UI, and
 // the UI answers the request with it as ADK's web UI does. The redirect
-// URL can also be pasted by hand.
+// URL can also be pasted by hand. An agent tool paused on its child's
+// OAuth2 request gets the same card.
 //
 // The UI is plain HTML, CSS and JavaScript modules: nothing to build. It
 // talks to the ADK HTTP API of package server, on the same origin by

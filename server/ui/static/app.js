@@ -6,7 +6,7 @@ import {
 } from './render.js';
 import { GraphView } from './graph.js';
 import { INPUT, inputCard } from './input.js';
-import { CREDENTIAL, signIn, signInCard, answerFor, stateOf } from './signin.js';
+import { signInOf, signInCard, answerContent, stateOf } from './signin.js';
 
 const $ = (id) => document.getElementById(id);
 const graph = new GraphView(document.getElementById('graph-view'));
@@ -298,14 +298,14 @@ function handlers() {
     userSaid: (text) => ui.events.some((ev) => ev.author === 'user' && (ev.content || {}).role !== 'model' && parts(ev).some((p) => p.text === text)),
     inputCard,
     input: (fc, response) => send({ role: 'user', parts: [{ functionResponse: { id: fc.id, name: INPUT, response } }] }),
-    signIn,
+    signIn: signInOf,
     signInCard,
-    credential: (fc, redirectURL) => send({ role: 'user', parts: [{ functionResponse: answerFor(fc, redirectURL) }] }),
+    credential: (fc, redirectURL) => send(answerContent(fc, redirectURL)),
   };
 }
 
-// pendingSignIns returns the OAuth2 credential requests of the session that
-// still wait for an answer.
+// pendingSignIns returns the requests of the session for an OAuth2 sign-in
+// (a tool's, or an agent tool's child's) that still wait for an answer.
 function pendingSignIns() {
   const responded = respondedIds();
   const out = [];
@@ -313,7 +313,7 @@ function pendingSignIns() {
     const waiting = new Set(ev.longRunningToolIds || []);
     for (const p of parts(ev)) {
       const fc = p.functionCall;
-      if (fc && fc.name === CREDENTIAL && waiting.has(fc.id) && !responded.has(fc.id) && signIn(fc)) out.push(fc);
+      if (fc && waiting.has(fc.id) && !responded.has(fc.id) && signInOf(fc)) out.push(fc);
     }
   }
   return out;
@@ -324,7 +324,7 @@ function pendingSignIns() {
 window.addEventListener('message', (e) => {
   if (e.origin !== window.location.origin || !e.data || typeof e.data.authResponseUrl !== 'string') return;
   const state = stateOf(e.data.authResponseUrl);
-  const fc = pendingSignIns().find((c) => signIn(c).state === state);
+  const fc = pendingSignIns().find((c) => signInOf(c).state === state);
   if (!fc) {
     setStatus('A sign-in came back for no request waiting in this session.', 'error');
     return;

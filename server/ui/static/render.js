@@ -255,16 +255,16 @@ export function chatItems(ev, handlers) {
       el('div', { class: 'bubble', text })));
   }
   for (const fc of functionCalls(ev)) {
+    if ((fc.name === CREDENTIAL || fc.name === CONFIRMATION) && longRunning.has(fc.id) && handlers.signIn && handlers.signIn(fc)) {
+      out.push(handlers.signInCard(author, fc, handlers));
+      continue;
+    }
     if (fc.name === CONFIRMATION && longRunning.has(fc.id)) {
       out.push(confirmationCard(author, fc, handlers));
       continue;
     }
     if (fc.name === INPUT_REQUEST && longRunning.has(fc.id) && handlers.inputCard) {
       out.push(handlers.inputCard(author, fc, handlers));
-      continue;
-    }
-    if (fc.name === CREDENTIAL && longRunning.has(fc.id) && handlers.signIn && handlers.signIn(fc)) {
-      out.push(handlers.signInCard(author, fc, handlers));
       continue;
     }
     out.push(el('div', { class: 'tool call', dataset: { callId: fc.id || '' } },

@@ -10,6 +10,7 @@
 import { el } from './render.js';
 
 export const CREDENTIAL = 'adk_request_credential';
+const CONFIRMATION = 'adk_request_confirmation';
 
 /** The dev server's OAuth2 callback route, the redirect URI the UI offers. */
 export function callbackURL() {
@@ -55,6 +56,40 @@ export function signIn(fc) {
   return { authConfig, url: url.href, redirectUri, state: pick(o, 'state', 'state') || url.searchParams.get('state') || '' };
 }
 
+/** nestedCredential returns the credential request of an agent used as a
+ * tool that a confirmation request fc carries (the agent tool's pause:
+ * toolConfirmation.payload.agentToolPause, the child's waiting call), when
+ * it is an OAuth2 sign-in; null otherwise. */
+export function nestedCredential(fc) {
+  if (!fc || fc.name !== CONFIRMATION) return null;
+  const payload = ((fc.args || {}).toolConfirmation || {}).payload;
+  const pause = payload && typeof payload === 'object' ? payload.agentToolPause : null;
+  const w = pause && Array.isArray(pause.waiting) ? pause.waiting[0] : null;
+  if (!w || w.name !== CREDENTIAL) return null;
+  const child = { id: w.id, name: CREDENTIAL, args: w.args || {} };
+  return signIn(child) ? child : null;
+}
+
+/** signInOf returns the sign-in a request fc asks for: its own, or that of
+ * the agent tool's child it carries; null when it asks for no sign-in. */
+export function signInOf(fc) {
+  if (fc && fc.name === CREDENTIAL) return signIn(fc);
+  const child = nestedCredential(fc);
+  return child ? signIn(child) : null;
+}
+
+/** answerContent builds the message answering request fc with the redirect
+ * URL the user came back to: the credential answer itself, or, for an
+ * agent tool's paused child, the approval of the agent tool's request with
+ * the child's answer as payload. */
+export function answerContent(fc, redirectURL) {
+  const child = nestedCredential(fc);
+  const part = child
+    ? { functionResponse: { id: fc.id, name: CONFIRMATION, response: { confirmed: true, payload: answerFor(child, redirectURL).response } } }
+    : { functionResponse: answerFor(fc, redirectURL) };
+  return { role: 'user', parts: [part] };
+}
+
 /** answerFor builds the function response answering fc with the redirect
  * URL the user came back to. */
 export function answerFor(fc, redirectURL) {
@@ -92,8 +127,8 @@ export function stateOf(redirectURL) {
 /** signInCard renders one sign-in request; handlers.responded(id) says
  * whether it was answered, handlers.credential(fc, url) sends the answer. */
 export function signInCard(author, fc, handlers) {
-  const s = signIn(fc);
-  const args = fc.args || {};
+  const s = signInOf(fc);
+  const args = (nestedCredential(fc) || fc).args || {};
   const original = args.originalFunctionCall || {};
   const key = (s.authConfig || {}).credentialKey || (s.authConfig || {}).credential_key || '';
   const head = el('div', { class: 'confirm-head' }, el('span', { class: 'confirm-icon', text: '🔑' }),
