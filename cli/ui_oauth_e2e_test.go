@@ -137,11 +137,13 @@ func signInAgent(t *testing.T, a *authServer) agent.Agent {
 			return scripted.Call("list_events", nil), nil
 		case strings.Contains(text, "mail"):
 			return scripted.Call("mailer", map[string]any{"request": "list my mail"}), nil
+		case strings.Contains(text, "photos"):
+			return scripted.Call("list_photos", nil), nil
 		}
 		return scripted.Call("list_files", nil), nil
 	})
 	ag, err := llmagent.New(llmagent.Config{Name: "organizer", Model: llm, Instruction: "Help.",
-		Tools: []tool.Tool{toolFor("list_events", "calendar"), toolFor("list_files", "drive"), mailTool}})
+		Tools: []tool.Tool{toolFor("list_events", "calendar"), toolFor("list_files", "drive"), toolFor("list_photos", "photos"), mailTool}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +157,8 @@ func signInAgent(t *testing.T, a *authServer) agent.Agent {
 // URL to the UI, which answers the request, and the tool runs with the
 // token; the next session does not ask again. A second tool's sign-in is
 // completed by pasting the redirect URL by hand, and a third's, inside an
-// agent used as a tool, through the agent tool's pause.
+// agent used as a tool, through the agent tool's pause; a fourth's
+// callback, opened without an opener, reaches the UI all the same.
 //
 // (CONFORMANCE T21)
 func TestT21DevUISignIn(t *testing.T) {
@@ -232,6 +235,20 @@ func TestT21DevUISignIn(t *testing.T) {
 	do("sign in for the agent tool", chromedp.Click("#messages .sign-in .sign-in-button"))
 	waitFor("the agent tool's child ran", `[...document.querySelectorAll("#messages .msg.agent .bubble")].some(b => b.textContent.startsWith("mailer got") && b.textContent.includes("token-for-code-3"))`)
 	b.screenshot("agent-tool")
+
+	// The opener severed (as an authorization server's
+	// Cross-Origin-Opener-Policy does): the callback page, opened in a tab
+	// of its own, hands the URL to the dev UI's page through a
+	// BroadcastChannel of the origin.
+	send("my photos")
+	waitFor("photos sign-in card", `document.querySelector("#messages .sign-in .sign-in-button") !== null`)
+	back = followAuthorize(t, a, callback, eval(`document.querySelector("#messages .sign-in .sign-in-button").closest(".sign-in").dataset.state`))
+	tab, closeTab := chromedp.NewContext(b.ctx)
+	defer closeTab()
+	if err := chromedp.Do(tab, chromedp.Navigate(back)); err != nil {
+		t.Fatalf("open the callback page in its own tab: %v", err)
+	}
+	waitFor("the photos tool ran", `[...document.querySelectorAll("#messages .msg.agent .bubble")].some(b => b.textContent === 'list_photos got {"token":"token-for-code-4"}')`)
 }
 
 // followAuthorize is the user signing in at the provider outside the UI:

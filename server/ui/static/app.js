@@ -319,18 +319,26 @@ function pendingSignIns() {
   return out;
 }
 
-// The sign-in popup's callback page posts the redirect URL here; it answers
-// the request whose state it carries (ADK's web UI posts the same message).
-window.addEventListener('message', (e) => {
-  if (e.origin !== window.location.origin || !e.data || typeof e.data.authResponseUrl !== 'string') return;
-  const state = stateOf(e.data.authResponseUrl);
+// signedIn answers the request whose state the redirect URL carries.
+function signedIn(data, quiet) {
+  if (!data || typeof data.authResponseUrl !== 'string') return;
+  const state = stateOf(data.authResponseUrl);
   const fc = pendingSignIns().find((c) => signInOf(c).state === state);
   if (!fc) {
-    setStatus('A sign-in came back for no request waiting in this session.', 'error');
+    if (!quiet) setStatus('A sign-in came back for no request waiting in this session.', 'error');
     return;
   }
-  handlers().credential(fc, e.data.authResponseUrl);
+  handlers().credential(fc, data.authResponseUrl);
+}
+
+// The sign-in popup's callback page posts the redirect URL to its opener
+// (ADK's web UI gets the same message), or, when the authorization server
+// severed the opener, to every dev UI page of the origin: only the page
+// holding the request answers it.
+window.addEventListener('message', (e) => {
+  if (e.origin === window.location.origin) signedIn(e.data, false);
 });
+if ('BroadcastChannel' in window) new BroadcastChannel('loom-oauth2').onmessage = (e) => signedIn(e.data, true);
 
 function renderAll() {
   const box = $('messages');
