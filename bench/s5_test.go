@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -28,6 +29,7 @@ import (
 	"github.com/loomkit/loom/runner"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/session/memsession"
+	"github.com/loomkit/loom/session/sqlsession"
 )
 
 const (
@@ -40,6 +42,17 @@ const (
 	// or with the value s5FloorServer the HTTP floor (s5FloorHandler).
 	s5ServerEnv   = "LOOM_BENCH_S5_SERVER"
 	s5FloorServer = "floor"
+	// s5SQLiteServer is the Loom server with its sessions in the SQLite
+	// file s5DBEnv names.
+	s5SQLiteServer = "sqlite"
+	s5DBEnv        = "LOOM_BENCH_S5_DB"
+	// s5PeerEnv names a server command of another ADK implementation to
+	// run in the Loom server's place, for comparisons on equal work: it
+	// serves the S1 agent as app "s1" over ADK's HTTP API, prints "port N"
+	// on stdout, stops when its stdin closes and, for S7, answers SIGUSR1
+	// as s5Serve does. Its event streams need not end with Loom's end
+	// comment.
+	s5PeerEnv = "LOOM_BENCH_S5_COMMAND"
 	// s5ClockTicks is the kernel's USER_HZ, the unit of the CPU times in
 	// /proc/PID/stat (100 on every Linux architecture Go supports).
 	s5ClockTicks = 100
@@ -59,9 +72,12 @@ func TestMain(m *testing.M) {
 }
 
 // s5Serve is the S5 server process: the HTTP API serving the S1 agent with
-// in-memory sessions, as "loom api" serves its apps, or the HTTP floor, on
-// 127.0.0.1 at a port the kernel picks. It prints "port N" on stdout and
-// serves until its stdin closes or it is signalled.
+// in-memory sessions (or, in mode s5SQLiteServer, sessions in SQLite), as
+// "loom api" serves its apps, or the HTTP floor, on 127.0.0.1 at a port the
+// kernel picks. It prints "port N" on stdout and serves until its stdin
+// closes or it is signalled. On SIGUSR1 it collects its garbage, returns
+// the free memory to the kernel (debug.FreeOSMemory) and prints "freed":
+// S7 reads its private memory then, without the Go runtime's pacing in it.
 func s5Serve() error {
 	if path := os.Getenv("LOOM_BENCH_S5_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)
@@ -82,7 +98,14 @@ func s5Serve() error {
 		if err != nil {
 			return err
 		}
-		app, err := runner.New(runner.Config{AppName: "s1", Agent: root, Sessions: memsession.NewService()})
+		svc := memsession.NewService()
+		if os.Getenv(s5ServerEnv) == s5SQLiteServer {
+			if svc, err = sqlsession.NewService(context.Background(), "sqlite://"+os.Getenv(s5DBEnv), nil); err != nil {
+				return err
+			}
+			defer svc.Close()
+		}
+		app, err := runner.New(runner.Config{AppName: "s1", Agent: root, Sessions: svc})
 		if err != nil {
 			return err
 		}
@@ -106,6 +129,14 @@ func s5Serve() error {
 	}()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	go func() {
+		for range usr1 {
+			debug.FreeOSMemory()
+			fmt.Println("freed")
+		}
+	}()
 	fmt.Printf("port %d\n", ln.Addr().(*net.TCPAddr).Port)
 	select {
 	case err := <-errc:
@@ -132,9 +163,11 @@ func s5Serve() error {
 
 // s5Server is the server child process.
 type s5Server struct {
-	cmd   *exec.Cmd
-	stdin io.Closer
-	base  string
+	cmd     *exec.Cmd
+	stdin   io.Closer
+	stdout  *bufio.Reader
+	base    string
+	started time.Time // when the process was started
 }
 
 // startS5Server starts the test binary again as the S5 server (the HTTP
@@ -146,8 +179,19 @@ func startS5Server(b *testing.B, floor bool) *s5Server {
 	if floor {
 		mode = s5FloorServer
 	}
+	return startServerMode(b, mode)
+}
+
+// startServerMode starts the test binary again as a server of the mode
+// (see s5Serve) with the extra environment variables env, and waits for
+// its port; the process ends when b does, if it has not been killed.
+func startServerMode(b *testing.B, mode string, env ...string) *s5Server {
+	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), s5ServerEnv+"="+mode)
+	if peer := os.Getenv(s5PeerEnv); peer != "" && mode == "loom" {
+		cmd = exec.Command(peer)
+	}
+	cmd.Env = append(append(os.Environ(), s5ServerEnv+"="+mode), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -157,10 +201,11 @@ func startS5Server(b *testing.B, floor bool) *s5Server {
 	if err != nil {
 		b.Fatal(err)
 	}
+	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	s := &s5Server{cmd: cmd, stdin: stdin}
+	s := &s5Server{cmd: cmd, stdin: stdin, stdout: bufio.NewReader(stdout), started: started}
 	b.Cleanup(func() {
 		stdin.Close()
 		done := make(chan struct{})
@@ -172,7 +217,7 @@ func startS5Server(b *testing.B, floor bool) *s5Server {
 			<-done
 		}
 	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	line, err := s.stdout.ReadString('\n')
 	port, ok := strings.CutPrefix(strings.TrimSpace(line), "port ")
 	if err != nil || !ok {
 		b.Fatalf("S5 server did not report its port: %q, %v", line, err)
@@ -347,7 +392,7 @@ func (c *s5Client) run(session string) error {
 	}
 	out := c.buf.Bytes()
 	if resp.StatusCode != http.StatusOK || bytes.Count(out, []byte("data: ")) != 3 ||
-		!bytes.HasSuffix(out, []byte(": done\n\n")) || !bytes.Contains(out, []byte(`"text":"3"`)) {
+		!(bytes.HasSuffix(out, []byte(": done\n\n")) || os.Getenv(s5PeerEnv) != "") || !bytes.Contains(out, []byte(`"text":"3"`)) {
 		return fmt.Errorf("run: status %d, unexpected stream %q", resp.StatusCode, out)
 	}
 	return nil

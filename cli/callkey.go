@@ -38,6 +38,9 @@ func callKey(o *options, auto bool, note func(string)) (*event.CallKey, error) {
 		return event.NewCallKey(key)
 	}
 	if file, ok := sqliteFile(o.sessions); ok {
+		if err := makeParentDir(o.sessions); err != nil {
+			return nil, fmt.Errorf("call key: %w", err)
+		}
 		return makeCallKey(filepath.Join(filepath.Dir(file), CallKeyFile))
 	}
 	note("stored function calls are not authenticated: --call-key-file names no key")

@@ -106,3 +106,18 @@ func TestAPICallKeyFileTooShort(t *testing.T) {
 		t.Fatalf("exit code %d: %s", code, errb.String())
 	}
 }
+
+// TestAPICallKeyNewDirectory checks that "loom api" starts over a SQLite
+// database whose directory does not exist yet, as the default
+// ./.loom/sessions.db on a first run: the directory is made before the
+// call key is kept in it.
+func TestAPICallKeyNewDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new")
+	_, stop := runAPI(t, "--sessions", "sqlite://"+filepath.Join(dir, "sessions.db"))
+	if code := stop(); code != 0 {
+		t.Fatalf("loom api exited with %d", code)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, cli.CallKeyFile)); err != nil || fi.Size() < event.MinCallKeyLen {
+		t.Fatalf("call key beside the new database: %v", err)
+	}
+}

@@ -36,7 +36,7 @@ func Record(o *Options) *plugin.Plugin {
 	if o == nil {
 		o = &Options{}
 	}
-	r := &recorder{o: o, states: map[string]*recordState{}}
+	r := &recorder{o: o}
 	p := &plugin.Plugin{Name: "adk_recordings"}
 	p.ReadOnlyModelHooks = true
 	p.BeforeRun = r.beforeRun
@@ -51,17 +51,8 @@ func Record(o *Options) *plugin.Plugin {
 // recorder is the recording plugin's state: what each recorded
 // invocation has recorded so far.
 type recorder struct {
-	o      *Options
-	mu     sync.Mutex
-	states map[string]*recordState // by invocation id
-}
-
-// get returns the state of the invocation id, or nil when it records
-// nothing.
-func (r *recorder) get(id string) *recordState {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.states[id]
+	o *Options
+	byInvocation[recordState]
 }
 
 // beforeRun starts recording an invocation whose state asks for it.
@@ -74,9 +65,7 @@ func (r *recorder) beforeRun(ctx context.Context, cc *agent.CallbackContext) (*g
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	r.states[cc.InvocationID()] = &recordState{cfg: cfg, dir: dir, llm: map[string]*Recording{}, pending: map[string]*Recording{}, slots: map[string]int{}}
-	r.mu.Unlock()
+	r.put(cc.InvocationID(), &recordState{cfg: cfg, dir: dir, llm: map[string]*Recording{}, pending: map[string]*Recording{}, slots: map[string]int{}})
 	return nil, nil
 }
 
@@ -168,10 +157,7 @@ func (r *recorder) afterTool(ctx context.Context, tc tool.Context, t tool.Tool, 
 
 // afterRun saves the recordings of an invocation that ends.
 func (r *recorder) afterRun(_ context.Context, inv *agent.Invocation) {
-	r.mu.Lock()
-	st := r.states[inv.ID()]
-	delete(r.states, inv.ID())
-	r.mu.Unlock()
+	st := r.take(inv.ID())
 	if st == nil {
 		return
 	}
@@ -214,4 +200,38 @@ func responseTree(resp *model.Response) (map[string]any, error) {
 	}
 	m, _ := Normalize(tree).(map[string]any)
 	return m, nil
+}
+
+// byInvocation holds a plugin's state of each invocation it follows, by
+// invocation id; the zero value is empty and ready.
+type byInvocation[T any] struct {
+	mu     sync.Mutex
+	states map[string]*T
+}
+
+// get returns the state of the invocation id, or nil when the plugin
+// follows nothing there.
+func (b *byInvocation[T]) get(id string) *T {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.states[id]
+}
+
+// put starts following the invocation id with st.
+func (b *byInvocation[T]) put(id string, st *T) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.states == nil {
+		b.states = map[string]*T{}
+	}
+	b.states[id] = st
+}
+
+// take stops following the invocation id and returns its state, or nil.
+func (b *byInvocation[T]) take(id string) *T {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.states[id]
+	delete(b.states, id)
+	return st
 }

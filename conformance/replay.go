@@ -210,7 +210,7 @@ func Replay(o *Options) *plugin.Plugin {
 	if o == nil {
 		o = &Options{}
 	}
-	r := &replayer{o: o, states: map[string]*replayState{}}
+	r := &replayer{o: o}
 	p := &plugin.Plugin{Name: "adk_replay"}
 	p.ReadOnlyModelHooks = true
 	p.BeforeRun = r.beforeRun
@@ -224,17 +224,8 @@ func Replay(o *Options) *plugin.Plugin {
 // replayer is the replay plugin's state: the recordings each replayed
 // invocation answers from, and how far it got.
 type replayer struct {
-	o      *Options
-	mu     sync.Mutex
-	states map[string]*replayState // by invocation id
-}
-
-// get returns the state of the invocation id, or nil when it replays
-// nothing.
-func (r *replayer) get(id string) *replayState {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.states[id]
+	o *Options
+	byInvocation[replayState]
 }
 
 // beforeRun loads the recordings of an invocation whose state asks for a
@@ -255,9 +246,7 @@ func (r *replayer) beforeRun(ctx context.Context, cc *agent.CallbackContext) (*g
 	st := &replayState{cfg: cfg, recs: recs, llm: map[string]int{}, tools: map[string]int{}, calls: map[string]int{},
 		answered: map[string]int{}, committed: map[string]int{}}
 	st.turn = sync.NewCond(&st.mu)
-	r.mu.Lock()
-	r.states[cc.InvocationID()] = st
-	r.mu.Unlock()
+	r.put(cc.InvocationID(), st)
 	return nil, nil
 }
 
@@ -272,9 +261,7 @@ func (r *replayer) onEvent(_ context.Context, inv *agent.Invocation, ev *event.E
 // afterRun forgets an invocation that ends, and the model calls it left
 // unanswered.
 func (r *replayer) afterRun(_ context.Context, inv *agent.Invocation) {
-	r.mu.Lock()
-	delete(r.states, inv.ID())
-	r.mu.Unlock()
+	r.take(inv.ID())
 	pending.Range(func(k, v any) bool {
 		if v.(pendingCall).invocation == inv.ID() {
 			pending.Delete(k)

@@ -281,3 +281,41 @@ func TestCacheCountsModelHistories(t *testing.T) {
 		t.Fatalf("the cache counts %d bytes for a session whose model history holds %d", cached, history)
 	}
 }
+
+// TestDeletedSessionLeavesCache checks that deleting a session drops it
+// from the cache of idle live sessions at once: its memory goes back with
+// it, not when newer sessions push it out, and a session of the same id
+// created later starts empty.
+func TestDeletedSessionLeavesCache(t *testing.T) {
+	ctx := context.Background()
+	ag, _ := echoLLM(t)
+	svc := memsession.NewService()
+	r, err := runner.New(runner.Config{AppName: app, Agent: ag, Sessions: svc, AutoCreateSession: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := r.RunSync(ctx, user, id, userText("hello"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ := r.CacheUsage(); n != 3 {
+		t.Fatalf("cache holds %d sessions after three turns, want 3", n)
+	}
+	for _, id := range []string{"a", "b"} {
+		if err := r.DeleteSession(ctx, user, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, bytes := r.CacheUsage(); n != 1 {
+		t.Fatalf("cache holds %d sessions (%d bytes) after two of three were deleted, want 1", n, bytes)
+	}
+	evs, err := r.RunSync(ctx, user, "a", userText("again"), nil)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("turn in a new session a: %v, %d events", err, len(evs))
+	}
+	s, err := svc.Get(ctx, session.Key{AppName: app, UserID: user, SessionID: "a"}, nil)
+	if err != nil || s.Len() != 2 {
+		t.Fatalf("new session a: %v, %d events, want 2 (none of the deleted one's)", err, s.Len())
+	}
+}

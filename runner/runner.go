@@ -133,6 +133,13 @@ type RunOptions struct {
 	// message answering a paused call resumes the call's invocation without
 	// it.
 	InvocationID string
+	// MessageID, when set, is the id of the event that stores the message
+	// (default: a new one). A session holds an event id once: a run whose
+	// message id the session already holds stores nothing and fails with
+	// an error wrapping session.ErrAlreadyExists, so that an executor that
+	// retries a run after a failure it cannot tell from a commit (a durable
+	// one) stores the message once and finds it by its id.
+	MessageID string
 }
 
 // ErrInvalid reports a malformed run request.
@@ -165,6 +172,9 @@ type liveSession struct {
 	prev, next *liveSession
 	idle       bool
 	size       int64 // sess.Size() when it became idle
+	// forgotten says that the session was deleted while an invocation
+	// held it: the last to let go drops it rather than keep it idle.
+	forgotten bool
 	// Guarded by sem: began is sess.Len() when the invocation under way
 	// began; trimmed is the number of events sess's last Trim left
 	// encoded, as far as the runner knows.
@@ -400,7 +410,7 @@ func (r *Runner) invoke(ctx context.Context, tree *agent.Tree, sess *session.Ses
 			err = r.afterAgents(ctx, inv, pending)
 		}
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), ErrDetached) {
 		reading = r.abort(ctx, inv, pending, reading, yield) // abort.go
 	}
 	if err != nil && reading {
@@ -432,6 +442,9 @@ func (r *Runner) storeUserMessage(ctx context.Context, inv *agent.Invocation, cf
 		}
 	}
 	user := event.New(inv.ID(), event.AuthorUser)
+	if opts.MessageID != "" {
+		user.ID = opts.MessageID
+	}
 	user.Branch = res.callBranch() // an answer joins the branch of its call
 	user.Content = event.CloneContent(inv.UserContent())
 	if user.Content.Role == "" {
@@ -700,7 +713,7 @@ func (r *Runner) unref(ls *liveSession) {
 	if ls.refs > 0 {
 		return
 	}
-	if ls.sess == nil || r.limit == 0 {
+	if ls.sess == nil || r.limit == 0 || ls.forgotten {
 		delete(r.live, ls.key)
 		return
 	}
@@ -717,6 +730,25 @@ func (r *Runner) unref(ls *liveSession) {
 		r.idle.remove(old)
 		r.idleBytes -= old.size
 		delete(r.live, old.key)
+	}
+}
+
+// forget drops the live session of key, which was deleted, from the
+// cache: at once if it is idle, else when the last invocation holding it
+// lets go, so that its memory goes with it and not when newer sessions
+// push it out.
+func (r *Runner) forget(key session.Key) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ls := r.live[key]
+	switch {
+	case ls == nil:
+	case ls.idle:
+		r.idle.remove(ls)
+		r.idleBytes -= ls.size
+		delete(r.live, key)
+	default:
+		ls.forgotten = true
 	}
 }
 

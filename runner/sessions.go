@@ -37,6 +37,7 @@ func (r *Runner) DeleteSession(ctx context.Context, userID, sessionID string) er
 	if err := r.cfg.Sessions.Delete(ctx, key); err != nil {
 		return err
 	}
+	r.forget(key)
 	if r.cfg.Artifacts == nil {
 		return nil
 	}
@@ -206,6 +207,7 @@ func (r *Runner) ExpireSessions(ctx context.Context, now time.Time) (int, error)
 			return n, fmt.Errorf("runner: expire sessions: %w", err)
 		}
 		if deleted {
+			r.forget(key)
 			n++
 		}
 	}

@@ -82,6 +82,7 @@ fi
 # Every benchmark of bench/ once, on short rounds, so that none stops
 # working unseen: each checks that it did its scenario's whole work.
 LOOM_BENCH_S5_DURATION=300ms LOOM_BENCH_S5_WARMUP=100ms LOOM_SOAK=2s \
+	LOOM_BENCH_S7_REQUESTS=1000 LOOM_BENCH_S7_IDLE=200 LOOM_BENCH_S8_REQUESTS=300 LOOM_BENCH_S4FLOOR_ROUNDS=1 \
 	go test -run '^$' -bench . -benchtime 1x ./bench/
 
 # Short fuzzing runs, each about 10 s here. The budgets are counts of
