@@ -411,3 +411,25 @@ func TestT17T22TakeCredentials(t *testing.T) {
 		t.Errorf("delivered %+v, want the approval with its payload", delivered)
 	}
 }
+
+func ExampleTakeCredentials() {
+	// An agent tool's request: its paused child waits for a credential.
+	request := &genai.FunctionCall{ID: "r1", Name: event.FunctionRequestConfirmation, Args: map[string]any{
+		"toolConfirmation": map[string]any{"payload": map[string]any{agent.ChildPauseKey: map[string]any{
+			"waiting": []any{map[string]any{"id": "c1", "name": event.FunctionRequestCredential}},
+		}}},
+	}}
+	fmt.Println(agent.AsksCredential(request), agent.RelayedCall(request).Name)
+
+	answer := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{
+		ID: "r1", Name: event.FunctionRequestConfirmation,
+		Response: map[string]any{"confirmed": true, "payload": map[string]any{"authCode": "the-code"}},
+	}}}}
+	stored, kept := agent.TakeCredentials([]agent.PendingCall{{Call: request, Kind: agent.PauseConfirmation}}, answer)
+	fmt.Println(stored.Parts[0].FunctionResponse.Response)
+	fmt.Println(kept["r1"]["payload"])
+	// Output:
+	// true adk_request_credential
+	// map[confirmed:true]
+	// map[authCode:the-code]
+}
