@@ -2,8 +2,10 @@ package cli_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/cli"
+	"github.com/loomkit/loom/durable/temporal"
 	"github.com/loomkit/loom/model"
 )
 
@@ -111,8 +114,12 @@ func TestD7TemporalWorkerStreamsToWebServer(t *testing.T) {
 	dir := t.TempDir()
 	// A queue and workflow ids of the test's own on a shared server.
 	queue, prefix := "loom-cli-test-"+rand.Text(), "loom-cli-test-"+rand.Text()
+	keyFile := filepath.Join(dir, "temporal.key")
+	if err := os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, temporal.KeySize))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	common := []string{"--temporal", addr, "--temporal-task-queue", queue, "--sessions", "sqlite://" + filepath.Join(dir, "sessions.db"),
-		"--artifacts", "file://" + filepath.Join(dir, "artifacts")}
+		"--artifacts", "file://" + filepath.Join(dir, "artifacts"), "--temporal-key-file", keyFile}
 
 	args, err := json.Marshal(append([]string{"worker"}, common...))
 	if err != nil {
@@ -215,5 +222,34 @@ func TestD7TemporalWorkerStreamsToWebServer(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "partial:hel,hello" {
 		t.Fatalf("streamed %q, want the partial text, then the answer", got)
+	}
+}
+
+// TestD13TemporalKeyRequired: "loom worker" and "loom api" with --temporal
+// but no key for Temporal's payloads, or a key that is not one, refuse to
+// start, saying how to give one: nothing reaches Temporal in clear.
+//
+// (CONFORMANCE D13)
+func TestD13TemporalKeyRequired(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.key")
+	if err := os.WriteFile(bad, []byte("not-a-key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := "sqlite://" + filepath.Join(dir, "sessions.db")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"worker", "--temporal", "127.0.0.1:1", "--sessions", db}, "no Temporal key"},
+		{[]string{"api", "--port", "0", "--temporal", "127.0.0.1:1", "--sessions", db}, "--temporal-key-file or $" + cli.EnvTemporalKey},
+		{[]string{"worker", "--temporal", "127.0.0.1:1", "--sessions", db, "--temporal-key-file", bad}, "temporal key 1 in " + bad},
+		{[]string{"worker", "--temporal", "127.0.0.1:1", "--sessions", db, "--temporal-key-file", filepath.Join(dir, "none.key")}, "none.key"},
+	} {
+		var out syncBuffer
+		code := cli.Run(context.Background(), tc.args, cli.Env{Stdout: &out, Stderr: &out, Getenv: noEnv}, gatedApp(dir))
+		if code != 1 || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("loom %q: exit %d, want 1 and %q:\n%s", tc.args, code, tc.want, out.String())
+		}
 	}
 }

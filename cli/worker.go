@@ -6,12 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
 	"github.com/loomkit/loom/cost"
+	"github.com/loomkit/loom/credential"
 	"github.com/loomkit/loom/durable/temporal"
 	"github.com/loomkit/loom/plugin/telemetry"
 )
@@ -25,12 +27,47 @@ type temporalFlags struct {
 	feedAddr  string // where the feed listener listens (servers only)
 	feedURL   string // where workers reach it (servers only)
 	prices    string // of the models (workers only)
+	keyFile   string // of the keys of the payload codec
 }
+
+// EnvTemporalKey names the environment variable that may hold the keys
+// Temporal payloads are encrypted with, when --temporal-key-file names no
+// file: KeySize bytes of package durable/temporal each, in base64 or hex,
+// separated by spaces or newlines, the first encrypting.
+const EnvTemporalKey = "LOOM_TEMPORAL_KEY"
 
 func (t *temporalFlags) register(fs *flag.FlagSet, what string) {
 	fs.StringVar(&t.addr, "temporal", "", "`host:port` of a Temporal server: "+what)
 	fs.StringVar(&t.namespace, "temporal-namespace", "default", "Temporal `namespace`")
 	fs.StringVar(&t.queue, "temporal-task-queue", temporal.DefaultTaskQueue, "Temporal task `queue` of the workers")
+	fs.StringVar(&t.keyFile, "temporal-key-file", "",
+		"`file` of the keys (32 bytes each, base64 or hex, one per line) that encrypt everything Temporal keeps of the invocations (messages, state, tokens, results): the first encrypts, the others, rotated out, still decrypt; servers and workers need the same (default: $"+EnvTemporalKey+"; one of them is required)")
+}
+
+// codec returns the payload codec of the keys of --temporal-key-file, else
+// of $LOOM_TEMPORAL_KEY. Without keys it refuses to run: Temporal would
+// keep every message, credential answers included, in clear.
+func (t *temporalFlags) codec(env Env) (*temporal.Codec, error) {
+	text, from := env.Getenv(EnvTemporalKey), "$"+EnvTemporalKey
+	if t.keyFile != "" {
+		b, err := os.ReadFile(t.keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("temporal key: %w", err)
+		}
+		text, from = string(b), t.keyFile
+	}
+	var keys [][]byte
+	for i, f := range strings.Fields(text) {
+		k, err := credential.ParseKey(f)
+		if err != nil {
+			return nil, fmt.Errorf("temporal key %d in %s: %w", i+1, from, err)
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("no Temporal key: Temporal keeps every message and result in its workflow histories; give the key that encrypts them with --temporal-key-file or $%s (the same for servers and workers; make one with openssl rand -base64 %d)", EnvTemporalKey, temporal.KeySize)
+	}
+	return temporal.NewCodec(keys[0], keys[1:]...)
 }
 
 // registerClient registers, besides the flags of register, those of a
@@ -45,11 +82,15 @@ func (t *temporalFlags) registerClient(fs *flag.FlagSet, what string) {
 		"base `URL` workers reach the feed listener at (default http:// and its address; required when it listens on every interface)")
 }
 
-// dial connects to the Temporal server; its SDK logs warnings and errors
-// to stderr.
+// dial connects to the Temporal server, every payload encrypted with the
+// codec of the Temporal keys; its SDK logs warnings and errors to stderr.
 func (t *temporalFlags) dial(ctx context.Context, env Env) (client.Client, error) {
+	codec, err := t.codec(env)
+	if err != nil {
+		return nil, err
+	}
 	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	c, err := client.DialContext(ctx, client.Options{HostPort: t.addr, Namespace: t.namespace, Logger: logger})
+	c, err := client.DialContext(ctx, codec.ClientOptions(client.Options{HostPort: t.addr, Namespace: t.namespace, Logger: logger}))
 	if err != nil {
 		return nil, fmt.Errorf("temporal %s: %w", t.addr, err)
 	}

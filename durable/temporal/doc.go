@@ -89,7 +89,7 @@
 // only with that token (compared in constant time), one per turn, only
 // while the client waits, and bounds its bytes, its events, its silence
 // and the streams it reads at once. The token is in the workflow's
-// history, as the message is. Pushing never holds the turn up: a stream
+// history, as the message is, both encrypted (see Encryption). Pushing never holds the turn up: a stream
 // that cannot keep up drops what follows, and a listener that is gone or
 // unreachable is given up on. The session log stays the source of truth:
 // when the update answers, the client reads the turn's committed events
@@ -107,6 +107,18 @@
 // invocation: a worker that shuts down, or an attempt that outlives
 // Options.StepTimeout, stops its run without aborting it
 // (runner.ErrDetached), and the turn's next attempt resumes it.
+//
+// # Encryption
+//
+// Temporal keeps every payload of a workflow in its history: the messages
+// (credential answers among them), their state deltas and feed tokens, and
+// what the turns return. A [Codec] encrypts each one with AES-256-GCM, and
+// the messages and stack traces of failures, when the Temporal client of
+// the servers and of the workers is dialled with [Codec.ClientOptions].
+// Each encrypted payload names the id of its key ([KeyID]); a codec
+// decrypts under its older keys too, so that keys rotate, and fails with
+// [ErrUnknownKey] under a key it does not hold. A payload that is not
+// encrypted (a history recorded before the codec) decodes as it is.
 //
 // # Versioning
 //

@@ -1,14 +1,20 @@
 package temporal_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log"
+	"os"
 
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/agent/llmagent"
+	"github.com/loomkit/loom/credential"
 	"github.com/loomkit/loom/durable/temporal"
 	"github.com/loomkit/loom/model/scripted"
 	"github.com/loomkit/loom/runner"
@@ -33,7 +39,17 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c, err := client.Dial(client.Options{HostPort: "127.0.0.1:7233"})
+	// The worker and the server process encrypt what Temporal keeps under
+	// the same key.
+	key, err := credential.ParseKey(os.Getenv("LOOM_TEMPORAL_KEY"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	codec, err := temporal.NewCodec(key)
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := client.Dial(codec.ClientOptions(client.Options{HostPort: "127.0.0.1:7233"}))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -124,4 +140,28 @@ func ExampleClient_FeedURL() {
 	fmt.Println(cl.FeedURL())
 	// Output:
 	// http://web-1.internal:7300
+}
+
+// A codec encrypts payloads under its first key and decrypts those of its
+// older ones: a key is rotated by putting the new one first.
+func ExampleNewCodec() {
+	oldKey, newKey := bytes.Repeat([]byte{1}, temporal.KeySize), bytes.Repeat([]byte{2}, temporal.KeySize)
+	before, _ := temporal.NewCodec(oldKey)
+	after, _ := temporal.NewCodec(newKey, oldKey)
+	p, _ := converter.GetDefaultDataConverter().ToPayload("my API key")
+	enc, _ := before.Encode([]*commonpb.Payload{p})
+	fmt.Println(string(enc[0].Metadata["encoding"]), bytes.Contains(enc[0].Data, []byte("API key")))
+
+	dec, _ := after.Decode(enc)
+	var s string
+	_ = converter.GetDefaultDataConverter().FromPayload(dec[0], &s)
+	fmt.Println(s)
+
+	newOnly, _ := temporal.NewCodec(newKey)
+	_, err := newOnly.Decode(enc)
+	fmt.Println(errors.Is(err, temporal.ErrUnknownKey))
+	// Output:
+	// binary/encrypted false
+	// my API key
+	// true
 }

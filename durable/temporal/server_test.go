@@ -81,7 +81,7 @@ func workerMain(queue string) int {
 	if err != nil {
 		return fail(err)
 	}
-	c, err := client.Dial(client.Options{HostPort: os.Getenv("LOOM_TEMPORAL_ADDR"), Logger: quiet})
+	c, err := client.Dial(testCodec.ClientOptions(client.Options{HostPort: os.Getenv("LOOM_TEMPORAL_ADDR"), Logger: quiet}))
 	if err != nil {
 		return fail(err)
 	}
@@ -114,7 +114,30 @@ func temporalAddr(t *testing.T) string {
 	return addr
 }
 
+// testCodec encrypts the payloads of the tests' clients and workers.
+var testCodec = func() *temporal.Codec {
+	c, err := temporal.NewCodec([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
+
+// dial returns a client whose payloads testCodec encrypts, as those of
+// its workers.
 func dial(t *testing.T) client.Client {
+	t.Helper()
+	c, err := client.Dial(testCodec.ClientOptions(client.Options{HostPort: temporalAddr(t), Logger: quiet}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// dialRaw returns a client that reads payloads as Temporal stores them:
+// without any codec.
+func dialRaw(t *testing.T) client.Client {
 	t.Helper()
 	c, err := client.Dial(client.Options{HostPort: temporalAddr(t), Logger: quiet})
 	if err != nil {
