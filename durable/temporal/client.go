@@ -64,9 +64,9 @@ type ClientConfig struct {
 	// Poll, when positive, is how often the session log is read for new
 	// events while a message's turn runs (default 0: no polling), for
 	// clients without a feed listener or whose workers cannot reach it.
-	// A polling client takes the first message stored after it admitted
-	// its own for its own: it assumes, as a server does, that no other
-	// client sends to the session meanwhile.
+	// A polling client streams the invocation of its own message, which
+	// it finds by the event id the message is stored under, whatever
+	// other clients send to the session meanwhile.
 	Poll time.Duration
 	// WorkflowIDPrefix starts the id of every session workflow the client
 	// starts, updates or cancels (default DefaultWorkflowIDPrefix). A
@@ -210,7 +210,7 @@ func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID 
 				finished = true
 			case <-f.wake:
 			case <-poll:
-				if !r.poll(ctx, app, k, after, yield) {
+				if !r.poll(ctx, app, k, after, m.RequestID, yield) {
 					return
 				}
 				continue
@@ -235,7 +235,7 @@ func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID 
 		// What the feed did not bring (a worker in another process, or
 		// one that took the turn over) is in the log.
 		if r.lost || r.committed != st.End-st.Floor-1 || st.Error != "" {
-			if !r.catchUp(ctx, app, k, st.Floor, yield) {
+			if !r.catchUp(ctx, app, k, st, m.RequestID, yield) {
 				return
 			}
 		}
@@ -266,16 +266,17 @@ func (r *reader) yield(ev *event.Event, yield func(*event.Event, error) bool) bo
 	return yield(ev, nil)
 }
 
-// poll yields the invocation's events committed since the last poll,
-// reading the log from index after on.
-func (r *reader) poll(ctx context.Context, app *runner.Runner, k session.Key, after int, yield func(*event.Event, error) bool) bool {
+// poll yields the events of the invocation of the message of request
+// requestID committed since the last poll, reading the log from index
+// after on.
+func (r *reader) poll(ctx context.Context, app *runner.Runner, k session.Key, after int, requestID string, yield func(*event.Event, error) bool) bool {
 	if r.log == nil {
 		sess, err := app.Sessions().Get(ctx, k, &session.GetOptions{AfterSeq: int64(after)})
 		if err != nil {
 			yield(nil, err)
 			return false
 		}
-		r.log = &stream{svc: app.Sessions(), sess: sess, next: max(after-offset(sess), 0)}
+		r.log = &stream{svc: app.Sessions(), sess: sess, next: max(after-offset(sess), 0), messageID: messageID(requestID)}
 	}
 	return r.log.read(ctx, func(ev *event.Event, err error) bool {
 		if err != nil {
@@ -285,15 +286,18 @@ func (r *reader) poll(ctx context.Context, app *runner.Runner, k session.Key, af
 	})
 }
 
-// catchUp yields the invocation's committed events of the log from index
-// floor on that were not yielded yet.
-func (r *reader) catchUp(ctx context.Context, app *runner.Runner, k session.Key, floor int, yield func(*event.Event, error) bool) bool {
-	sess, err := app.Sessions().Get(ctx, k, &session.GetOptions{AfterSeq: int64(floor)})
+// catchUp yields the committed events of the invocation of the message of
+// request requestID, whose turn ended with st, that were not yielded yet:
+// those of the log from st.Floor on, of st.InvocationID when the turn
+// names it (a workflow of before the message ids stored the message under
+// an id of its own).
+func (r *reader) catchUp(ctx context.Context, app *runner.Runner, k session.Key, st Status, requestID string, yield func(*event.Event, error) bool) bool {
+	sess, err := app.Sessions().Get(ctx, k, &session.GetOptions{AfterSeq: int64(st.Floor)})
 	if err != nil {
 		yield(nil, err)
 		return false
 	}
-	s := &stream{svc: app.Sessions(), sess: sess, next: max(floor-offset(sess), 0)}
+	s := &stream{svc: app.Sessions(), sess: sess, next: max(st.Floor-offset(sess), 0), messageID: messageID(requestID), invocationID: st.InvocationID}
 	return s.yieldFrom(func(ev *event.Event, err error) bool {
 		if err != nil {
 			return yield(nil, err)
@@ -378,12 +382,15 @@ func (c *Client) send(ctx context.Context, app *runner.Runner, k session.Key, m 
 }
 
 // stream reads a session log past a point and yields the events of the
-// invocation of its first user message.
+// invocation of one message, found by the event id it is stored under
+// (messageID): no other user event (another client's message, a change of
+// state) is taken for it.
 type stream struct {
 	svc          *session.Service
 	sess         *session.Session // refreshed with what was appended since each read
 	next         int              // index in sess of the next event to look at
-	invocationID string
+	messageID    string
+	invocationID string // the message's, once known
 }
 
 // read yields the events logged since the last read, which it loads alone
@@ -404,12 +411,12 @@ func (s *stream) yieldFrom(yield func(*event.Event, error) bool) bool {
 	for ; s.next < s.sess.Len(); s.next++ {
 		ev := s.sess.At(s.next)
 		if ev.Author == event.AuthorUser {
-			if s.invocationID == "" {
+			if ev.ID == s.messageID && s.invocationID == "" {
 				s.invocationID = ev.InvocationID
 			}
 			continue
 		}
-		if ev.InvocationID != s.invocationID {
+		if s.invocationID == "" || ev.InvocationID != s.invocationID {
 			continue
 		}
 		if !yield(ev, nil) {

@@ -103,11 +103,12 @@ type crossProcess struct {
 	app   *runner.Runner // the client's copy of the app: its tree
 	key   session.Key
 	cl    *temporal.Client
+	queue string // the worker's task queue
 }
 
 // startCrossProcess starts a worker process of the streaming app (stream)
 // or of the test app, and returns a client of its queue configured by
-// cfg (its Client and TaskQueue are filled in) and a new session.
+// cfg (its TaskQueue is filled in, its Client if nil) and a new session.
 func startCrossProcess(t *testing.T, stream bool, cfg temporal.ClientConfig) *crossProcess {
 	t.Helper()
 	c := dial(t)
@@ -137,7 +138,10 @@ func startCrossProcess(t *testing.T, stream bool, cfg temporal.ClientConfig) *cr
 	}
 	queue := newQueue()
 	startWorker(t, queue, x.dir, db, 200*time.Millisecond, env...)
-	cfg.Client, cfg.TaskQueue = c, queue
+	if cfg.Client == nil {
+		cfg.Client = c
+	}
+	cfg.TaskQueue, x.queue = queue, queue
 	if x.cl, err = temporal.NewClient(cfg); err != nil {
 		t.Fatal(err)
 	}
