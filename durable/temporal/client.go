@@ -40,7 +40,9 @@ func workflowID(prefix, app, user, sessionID string) string {
 
 // ClientConfig configures a Client.
 type ClientConfig struct {
-	// Client is the Temporal client. Required.
+	// Client is the Temporal client. Required. Dial it with
+	// Codec.ClientOptions, as the workers' (NewWorker), so that Temporal
+	// keeps every message and result encrypted.
 	Client client.Client
 	// TaskQueue is the queue the workers poll (default DefaultTaskQueue).
 	TaskQueue string

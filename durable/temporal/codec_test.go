@@ -163,3 +163,22 @@ func TestD14SignalledWorkflowReplaysWithCodec(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkCodec encrypts and decrypts the payload of a message of about
+// a kilobyte, as a run update and its local activity do.
+func BenchmarkCodec(b *testing.B) {
+	p, err := converter.GetDefaultDataConverter().ToPayloads(temporal.Message{RequestID: "r", Content: text(strings.Repeat("a kilobyte of text ", 54))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(proto.Size(p.Payloads[0])))
+	for b.Loop() {
+		enc, err := testCodec.Encode(p.Payloads)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := testCodec.Decode(enc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -42,6 +42,8 @@ func Register(w Registry, apps ...*runner.Runner) error {
 
 // NewWorker returns a worker of c on taskQueue (DefaultTaskQueue when
 // empty) that runs the invocations of apps. Start it with Run or Start.
+// It encodes payloads with c's converters: dial c with Codec.ClientOptions,
+// with the keys of the clients that start the workflows.
 func NewWorker(c client.Client, taskQueue string, apps ...*runner.Runner) (worker.Worker, error) {
 	if taskQueue == "" {
 		taskQueue = DefaultTaskQueue
