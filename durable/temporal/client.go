@@ -290,16 +290,16 @@ func (r *reader) poll(ctx context.Context, app *runner.Runner, k session.Key, af
 
 // catchUp yields the committed events of the invocation of the message of
 // request requestID, whose turn ended with st, that were not yielded yet:
-// those of the log from st.Floor on, of st.InvocationID when the turn
-// names it (a workflow of before the message ids stored the message under
-// an id of its own).
+// those of the log from st.Floor to st.End (to its end for a failed
+// turn), of st.InvocationID when the turn names it (a workflow of before
+// the message ids stored the message under an id of its own).
 func (r *reader) catchUp(ctx context.Context, app *runner.Runner, k session.Key, st Status, requestID string, yield func(*event.Event, error) bool) bool {
 	sess, err := app.Sessions().Get(ctx, k, &session.GetOptions{AfterSeq: int64(st.Floor)})
 	if err != nil {
 		yield(nil, err)
 		return false
 	}
-	s := &stream{svc: app.Sessions(), sess: sess, next: max(st.Floor-offset(sess), 0), messageID: messageID(requestID), invocationID: st.InvocationID}
+	s := &stream{svc: app.Sessions(), sess: sess, next: max(st.Floor-offset(sess), 0), messageID: messageID(requestID), invocationID: st.InvocationID, end: st.End}
 	return s.yieldFrom(func(ev *event.Event, err error) bool {
 		if err != nil {
 			return yield(nil, err)
@@ -393,6 +393,7 @@ type stream struct {
 	next         int              // index in sess of the next event to look at
 	messageID    string
 	invocationID string // the message's, once known
+	end          int    // the log index where its turn ended, or 0: unknown
 }
 
 // read yields the events logged since the last read, which it loads alone
@@ -411,6 +412,9 @@ func (s *stream) read(ctx context.Context, yield func(*event.Event, error) bool)
 // invocation.
 func (s *stream) yieldFrom(yield func(*event.Event, error) bool) bool {
 	for ; s.next < s.sess.Len(); s.next++ {
+		if s.end > 0 && offset(s.sess)+s.next >= s.end {
+			return true // a later message's
+		}
 		ev := s.sess.At(s.next)
 		if ev.Author == event.AuthorUser {
 			if ev.ID == s.messageID && s.invocationID == "" {
