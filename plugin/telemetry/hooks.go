@@ -96,6 +96,43 @@ type invState struct {
 	pending []*call                          // model calls answered, waiting for their event
 	tools   map[string]*call                 // tool calls by call id, waiting for their event
 	usage   cost.Usage                       // of the committed model responses
+	// buf holds the attributes of a span as they are set, under mu (see
+	// attrList).
+	buf [12]attribute.KeyValue
+}
+
+// attrList returns an empty list for the attributes of one span of st,
+// filled and handed to start or SetAttributes under st.mu. The spans of
+// the provider New created copy the attributes they are given, so they
+// share st's buffer; another provider's spans may keep the list, so each
+// of them gets its own.
+func (t *Telemetry) attrList(st *invState) []attribute.KeyValue {
+	if t.owned != nil {
+		return st.buf[:0]
+	}
+	return make([]attribute.KeyValue, 0, len(st.buf))
+}
+
+// start starts a span named name with attrs, the child of parent (of the
+// span in ctx if parent is nil). The provider New created gets the
+// attributes once the span has started, and only if it records: its
+// sampler does not read them and its processor does nothing as a span
+// starts, and a start option would be allocated and copied for every
+// span. Another provider's sampler may read them, so there they are a
+// start option.
+func (t *Telemetry) start(ctx context.Context, parent trace.Span, name string, attrs []attribute.KeyValue) trace.Span {
+	if parent != nil {
+		ctx = trace.ContextWithSpan(ctx, parent)
+	}
+	if t.owned == nil {
+		_, span := t.tracer.Start(ctx, name, trace.WithAttributes(attrs...))
+		return span
+	}
+	_, span := t.tracer.Start(ctx, name)
+	if span.IsRecording() {
+		span.SetAttributes(attrs...)
+	}
+	return span
 }
 
 // call is one open span below the invocation.
@@ -117,7 +154,9 @@ type call struct {
 // finish ends the span at the time the call finished, or now.
 func (c *call) finish(t *Telemetry) {
 	if c.result != nil {
-		c.span.SetAttributes(attribute.String(keyToolResponse, t.payload(c.result)))
+		if c.span.IsRecording() {
+			c.span.SetAttributes(attribute.String(keyToolResponse, t.payload(c.result)))
+		}
 		c.result = nil
 	}
 	if c.end.IsZero() {
@@ -147,7 +186,7 @@ func (t *Telemetry) begin(ctx context.Context, inv *agent.Invocation) {
 	if a := inv.Agent(); a != nil {
 		st.rootAgent = a.Name()
 	}
-	_, st.span = t.tracer.Start(ctx, SpanInvocation, trace.WithAttributes(
+	st.span = t.start(ctx, nil, SpanInvocation, append(t.attrList(st),
 		attribute.String(keyInvocationID, inv.ID()),
 		attribute.String(keySessionID, st.sessionID),
 		attribute.String(keyConversationID, st.sessionID),
@@ -219,7 +258,9 @@ func (t *Telemetry) startAgent(ctx context.Context, inv *agent.Invocation, resum
 	}
 	a := inv.Agent()
 	c := &call{start: time.Now(), agent: a.Name(), branch: inv.Branch()}
-	attrs := append(make([]attribute.KeyValue, 0, 7),
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	attrs := append(t.attrList(st),
 		attribute.String(keyOperationName, opInvokeAgent),
 		attribute.String(keyAgentName, a.Name()),
 		attribute.String(keyAgentDesc, a.Description()),
@@ -232,11 +273,7 @@ func (t *Telemetry) startAgent(ctx context.Context, inv *agent.Invocation, resum
 	if resumed {
 		attrs = append(attrs, attribute.Bool(keyResumed, true))
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	parent := st.parentLocked(c.branch, "")
-	_, c.span = t.tracer.Start(trace.ContextWithSpan(ctx, parent), SpanInvokeAgent+" "+a.Name(),
-		trace.WithAttributes(attrs...))
+	c.span = t.start(ctx, st.parentLocked(c.branch, ""), SpanInvokeAgent+" "+a.Name(), attrs)
 	st.agents = append(st.agents, c)
 }
 
@@ -249,7 +286,9 @@ func (t *Telemetry) beforeNode(ctx context.Context, inv *agent.Invocation, a age
 		return
 	}
 	c := &call{start: time.Now(), agent: a.Node, branch: inv.Branch(), node: a.Path}
-	attrs := []attribute.KeyValue{
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	attrs := append(t.attrList(st),
 		attribute.String(keyNodeName, a.Node),
 		attribute.String(keyNodeKind, a.Kind),
 		attribute.String(keyNodePath, a.Path),
@@ -260,15 +299,11 @@ func (t *Telemetry) beforeNode(ctx context.Context, inv *agent.Invocation, a age
 		attribute.String(keySessionID, st.sessionID),
 		attribute.String(keyAppName, st.appName),
 		attribute.String(keyUserID, st.userID),
-	}
+	)
 	if c.branch != "" {
 		attrs = append(attrs, attribute.String(keyBranch, c.branch))
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	parent := st.parentLocked(c.branch, "")
-	_, c.span = t.tracer.Start(trace.ContextWithSpan(ctx, parent), SpanExecuteNode+" "+a.Node,
-		trace.WithAttributes(attrs...))
+	c.span = t.start(ctx, st.parentLocked(c.branch, ""), SpanExecuteNode+" "+a.Node, attrs)
 	st.agents = append(st.agents, c)
 }
 
@@ -327,7 +362,13 @@ func (t *Telemetry) beforeModel(ctx context.Context, cc *agent.CallbackContext, 
 		return nil, nil
 	}
 	c := &call{start: time.Now(), agent: cc.AgentName(), branch: inv.Branch(), model: req.Model}
-	attrs := append(make([]attribute.KeyValue, 0, 7+t.payloads()),
+	var request string
+	if t.maxPayload > 0 {
+		request = t.requestPayload(req)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	attrs := append(t.attrList(st),
 		attribute.String(keySystem, systemName),
 		attribute.String(keyOperationName, opGenerateContent),
 		attribute.String(keyRequestModel, req.Model),
@@ -345,13 +386,9 @@ func (t *Telemetry) beforeModel(ctx context.Context, cc *agent.CallbackContext, 
 		}
 	}
 	if t.maxPayload > 0 {
-		attrs = append(attrs, attribute.String(keyLLMRequest, t.requestPayload(req)))
+		attrs = append(attrs, attribute.String(keyLLMRequest, request))
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	parent := st.parentLocked(c.branch, c.agent)
-	_, c.span = t.tracer.Start(trace.ContextWithSpan(ctx, parent), SpanCallLLM,
-		trace.WithAttributes(attrs...))
+	c.span = t.start(ctx, st.parentLocked(c.branch, c.agent), SpanCallLLM, attrs)
 	if old := st.models[cc]; old != nil {
 		old.finish(t) // the same context reused for a second call: close the first
 	}
@@ -436,7 +473,25 @@ func (t *Telemetry) afterModel(ctx context.Context, cc *agent.CallbackContext, r
 		return nil, nil
 	}
 	delete(st.models, cc)
-	attrs := make([]attribute.KeyValue, 0, 3+t.payloads()) // tokens and finish reason, usually
+	if c.span.IsRecording() {
+		t.responseAttrs(st, c.span, resp)
+	}
+	if resp.ErrorCode != "" && !c.failed {
+		c.span.SetStatus(codes.Error, resp.ErrorCode+": "+resp.ErrorMessage)
+		c.span.SetAttributes(attribute.String(keyErrorType, resp.ErrorCode))
+	}
+	if !c.failed { // a failed call's duration is already recorded
+		t.m.recordModelDuration(ctx, c, nil)
+	}
+	c.end = time.Now()
+	st.pending = append(st.pending, c)
+	return nil, nil
+}
+
+// responseAttrs records on a call_llm span what the model answered: token
+// usage, finish reason, model version, fallback and payload. st.mu is held.
+func (t *Telemetry) responseAttrs(st *invState, span trace.Span, resp *model.Response) {
+	attrs := t.attrList(st)
 	if u := resp.UsageMetadata; u != nil {
 		attrs = append(attrs,
 			attribute.Int64(keyInputTokens, int64(u.PromptTokenCount)),
@@ -454,18 +509,8 @@ func (t *Telemetry) afterModel(ctx context.Context, cc *agent.CallbackContext, r
 	if t.maxPayload > 0 {
 		attrs = append(attrs, attribute.String(keyLLMResponse, t.payload(resp)))
 	}
-	c.span.SetAttributes(attrs...)
-	fallbackAttrs(c.span, resp)
-	if resp.ErrorCode != "" && !c.failed {
-		c.span.SetStatus(codes.Error, resp.ErrorCode+": "+resp.ErrorMessage)
-		c.span.SetAttributes(attribute.String(keyErrorType, resp.ErrorCode))
-	}
-	if !c.failed { // a failed call's duration is already recorded
-		t.m.recordModelDuration(ctx, c, nil)
-	}
-	c.end = time.Now()
-	st.pending = append(st.pending, c)
-	return nil, nil
+	span.SetAttributes(attrs...)
+	fallbackAttrs(span, resp)
 }
 
 func (t *Telemetry) onModelError(ctx context.Context, cc *agent.CallbackContext, _ *model.Request, err error) (*model.Response, error) {
@@ -505,7 +550,13 @@ func (t *Telemetry) beforeTool(ctx context.Context, tc tool.Context, tl tool.Too
 		return nil, nil
 	}
 	c := &call{start: time.Now(), agent: tc.AgentName(), branch: branchOf(tc), tool: tl.Name()}
-	attrs := append(make([]attribute.KeyValue, 0, 8+t.payloads()),
+	var toolArgs string
+	if t.maxPayload > 0 {
+		toolArgs = t.payload(args)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	attrs := append(t.attrList(st),
 		attribute.String(keyOperationName, opExecuteTool),
 		attribute.String(keyToolName, tl.Name()),
 		attribute.String(keyToolDesc, tl.Description()),
@@ -516,13 +567,9 @@ func (t *Telemetry) beforeTool(ctx context.Context, tc tool.Context, tl tool.Too
 		attribute.String(keyUserID, st.userID),
 	)
 	if t.maxPayload > 0 {
-		attrs = append(attrs, attribute.String(keyToolArgs, t.payload(args)))
+		attrs = append(attrs, attribute.String(keyToolArgs, toolArgs))
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	parent := st.parentLocked(c.branch, c.agent)
-	_, c.span = t.tracer.Start(trace.ContextWithSpan(ctx, parent), SpanExecuteTool+" "+tl.Name(),
-		trace.WithAttributes(attrs...))
+	c.span = t.start(ctx, st.parentLocked(c.branch, c.agent), SpanExecuteTool+" "+tl.Name(), attrs)
 	if old := st.tools[tc.FunctionCallID()]; old != nil {
 		old.finish(t)
 	}
@@ -586,7 +633,9 @@ func (t *Telemetry) onEvent(ctx context.Context, inv *agent.Invocation, ev *even
 	// The first event of an agent after its model answered is that answer.
 	for i, c := range st.pending {
 		if c.agent == ev.Author && c.branch == ev.Branch {
-			c.span.SetAttributes(attribute.String(keyEventID, ev.ID))
+			if c.span.IsRecording() {
+				c.span.SetAttributes(append(t.attrList(st), attribute.String(keyEventID, ev.ID))...)
+			}
 			st.usage.Add(t.m.recordUsage(ctx, st.appName, c, ev, t.prices))
 			c.finish(t)
 			st.pending = append(st.pending[:i], st.pending[i+1:]...)
@@ -600,11 +649,13 @@ func (t *Telemetry) onEvent(ctx context.Context, inv *agent.Invocation, ev *even
 		}
 		delete(st.tools, fr.ID)
 		c.result = nil
-		attrs := append(make([]attribute.KeyValue, 0, 1+t.payloads()), attribute.String(keyEventID, ev.ID))
-		if t.maxPayload > 0 {
-			attrs = append(attrs, attribute.String(keyToolResponse, t.payload(fr.Response)))
+		if c.span.IsRecording() {
+			attrs := append(t.attrList(st), attribute.String(keyEventID, ev.ID))
+			if t.maxPayload > 0 {
+				attrs = append(attrs, attribute.String(keyToolResponse, t.payload(fr.Response)))
+			}
+			c.span.SetAttributes(attrs...)
 		}
-		c.span.SetAttributes(attrs...)
 		c.finish(t)
 	}
 	return nil, nil
@@ -657,15 +708,6 @@ func (st *invState) endAll(ctx context.Context, t *Telemetry) {
 	}
 	st.span.End()
 	t.m.recordInvocation(context.WithoutCancel(ctx), st.appName, st.rootAgent, time.Since(st.start), usage)
-}
-
-// payloads is the number of payload attributes a span records: 1 when
-// payloads are recorded, else 0.
-func (t *Telemetry) payloads() int {
-	if t.maxPayload > 0 {
-		return 1
-	}
-	return 0
 }
 
 // payload returns v as JSON, truncated to the configured length.
