@@ -91,14 +91,65 @@ type invState struct {
 	rootAgent string
 
 	mu      sync.Mutex
-	agents  []*call                          // open agent and node spans, in start order
-	models  map[*agent.CallbackContext]*call // model calls without a response yet
-	pending []*call                          // model calls answered, waiting for their event
-	tools   map[string]*call                 // tool calls by call id, waiting for their event
-	usage   cost.Usage                       // of the committed model responses
+	agents  []*call    // open agent and node spans, in start order
+	models  []*call    // model calls without a response yet, by call.cc
+	pending []*call    // model calls answered, waiting for their event
+	tools   []*call    // tool calls waiting for their event, by call.id
+	usage   cost.Usage // of the committed model responses
 	// buf holds the attributes of a span as they are set, under mu (see
 	// attrList).
 	buf [12]attribute.KeyValue
+	// The calls of an invocation, and the lists above, start in these
+	// arrays, so that an invocation of one agent, two model calls and a
+	// tool call allocates none of them.
+	slab  [4]call
+	used  int // calls of slab handed out
+	lists [8]*call
+}
+
+// newInvState returns the state of a new invocation.
+func newInvState() *invState {
+	st := &invState{start: time.Now()}
+	st.agents, st.models = st.lists[0:0:2], st.lists[2:2:4]
+	st.pending, st.tools = st.lists[4:4:6], st.lists[6:6:8]
+	return st
+}
+
+// newCall returns a new zero call of st, from its slab while it lasts.
+// st.mu is held.
+func (st *invState) newCall() *call {
+	if st.used == len(st.slab) {
+		return new(call)
+	}
+	st.used++
+	return &st.slab[st.used-1]
+}
+
+// modelLocked returns the index in st.models of the model call of cc, or -1.
+func (st *invState) modelLocked(cc *agent.CallbackContext) int {
+	for i, c := range st.models {
+		if c.cc == cc {
+			return i
+		}
+	}
+	return -1
+}
+
+// toolLocked returns the index in st.tools of the tool call id, or -1.
+func (st *invState) toolLocked(id string) int {
+	for i, c := range st.tools {
+		if c.id == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// without returns list without its element i, in order.
+func without(list []*call, i int) []*call {
+	n := copy(list[i:], list[i+1:])
+	list[i+n] = nil
+	return list[:i+n]
 }
 
 // attrList returns an empty list for the attributes of one span of st,
@@ -144,8 +195,10 @@ type call struct {
 	branch string
 	model  string
 	tool   string
-	node   string // the path of a workflow node's run: a node span
-	failed bool   // the failure has been recorded (metrics included)
+	node   string                 // the path of a workflow node's run: a node span
+	cc     *agent.CallbackContext // a model call's, shared by its hooks
+	id     string                 // a tool call's id
+	failed bool                   // the failure has been recorded (metrics included)
 	// result is a tool's result, recorded as its payload when the span
 	// ends unless a committed function response replaced it.
 	result map[string]any
@@ -179,7 +232,8 @@ func (t *Telemetry) begin(ctx context.Context, inv *agent.Invocation) {
 	if _, ok := t.invs[inv.ID()]; ok {
 		return
 	}
-	st := &invState{start: time.Now(), sessionID: sessionID(inv), models: map[*agent.CallbackContext]*call{}, tools: map[string]*call{}}
+	st := newInvState()
+	st.sessionID = sessionID(inv)
 	if s := inv.Session(); s != nil {
 		st.appName, st.userID = s.AppName(), s.UserID()
 	}
@@ -257,9 +311,10 @@ func (t *Telemetry) startAgent(ctx context.Context, inv *agent.Invocation, resum
 		return
 	}
 	a := inv.Agent()
-	c := &call{start: time.Now(), agent: a.Name(), branch: inv.Branch()}
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	c := st.newCall()
+	*c = call{start: time.Now(), agent: a.Name(), branch: inv.Branch()}
 	attrs := append(t.attrList(st),
 		attribute.String(keyOperationName, opInvokeAgent),
 		attribute.String(keyAgentName, a.Name()),
@@ -285,9 +340,10 @@ func (t *Telemetry) beforeNode(ctx context.Context, inv *agent.Invocation, a age
 	if st == nil {
 		return
 	}
-	c := &call{start: time.Now(), agent: a.Node, branch: inv.Branch(), node: a.Path}
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	c := st.newCall()
+	*c = call{start: time.Now(), agent: a.Node, branch: inv.Branch(), node: a.Path}
 	attrs := append(t.attrList(st),
 		attribute.String(keyNodeName, a.Node),
 		attribute.String(keyNodeKind, a.Kind),
@@ -331,7 +387,7 @@ func (t *Telemetry) afterNode(_ context.Context, inv *agent.Invocation, a agent.
 			c.span.SetAttributes(attribute.String(keyNodeRoute, o.Route))
 		}
 		c.span.End()
-		st.agents = append(st.agents[:i], st.agents[i+1:]...)
+		st.agents = without(st.agents, i)
 		return
 	}
 }
@@ -348,7 +404,7 @@ func (t *Telemetry) afterAgent(_ context.Context, cc *agent.CallbackContext) (*g
 	for i := len(st.agents) - 1; i >= 0; i-- {
 		if c := st.agents[i]; c.node == "" && c.agent == name && c.branch == branch {
 			c.span.End()
-			st.agents = append(st.agents[:i], st.agents[i+1:]...)
+			st.agents = without(st.agents, i)
 			break
 		}
 	}
@@ -361,13 +417,15 @@ func (t *Telemetry) beforeModel(ctx context.Context, cc *agent.CallbackContext, 
 	if st == nil {
 		return nil, nil
 	}
-	c := &call{start: time.Now(), agent: cc.AgentName(), branch: inv.Branch(), model: req.Model}
+	start := time.Now()
 	var request string
 	if t.maxPayload > 0 {
 		request = t.requestPayload(req)
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	c := st.newCall()
+	*c = call{start: start, agent: cc.AgentName(), branch: inv.Branch(), model: req.Model, cc: cc}
 	attrs := append(t.attrList(st),
 		attribute.String(keySystem, systemName),
 		attribute.String(keyOperationName, opGenerateContent),
@@ -389,10 +447,11 @@ func (t *Telemetry) beforeModel(ctx context.Context, cc *agent.CallbackContext, 
 		attrs = append(attrs, attribute.String(keyLLMRequest, request))
 	}
 	c.span = t.start(ctx, st.parentLocked(c.branch, c.agent), SpanCallLLM, attrs)
-	if old := st.models[cc]; old != nil {
-		old.finish(t) // the same context reused for a second call: close the first
+	if i := st.modelLocked(cc); i >= 0 {
+		st.models[i].finish(t) // the same context reused for a second call: close the first
+		st.models = without(st.models, i)
 	}
-	st.models[cc] = c
+	st.models = append(st.models, c)
 	return nil, nil
 }
 
@@ -468,11 +527,12 @@ func (t *Telemetry) afterModel(ctx context.Context, cc *agent.CallbackContext, r
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	c := st.models[cc]
-	if c == nil {
+	i := st.modelLocked(cc)
+	if i < 0 {
 		return nil, nil
 	}
-	delete(st.models, cc)
+	c := st.models[i]
+	st.models = without(st.models, i)
 	if c.span.IsRecording() {
 		t.responseAttrs(st, c.span, resp)
 	}
@@ -520,10 +580,11 @@ func (t *Telemetry) onModelError(ctx context.Context, cc *agent.CallbackContext,
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	c := st.models[cc]
-	if c == nil || c.failed {
+	i := st.modelLocked(cc)
+	if i < 0 || st.models[i].failed {
 		return nil, nil
 	}
+	c := st.models[i]
 	// The span stays open in case a later callback recovers with a
 	// response; otherwise the end of the invocation ends it.
 	c.failed = true
@@ -549,13 +610,15 @@ func (t *Telemetry) beforeTool(ctx context.Context, tc tool.Context, tl tool.Too
 	if st == nil {
 		return nil, nil
 	}
-	c := &call{start: time.Now(), agent: tc.AgentName(), branch: branchOf(tc), tool: tl.Name()}
+	start := time.Now()
 	var toolArgs string
 	if t.maxPayload > 0 {
 		toolArgs = t.payload(args)
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	c := st.newCall()
+	*c = call{start: start, agent: tc.AgentName(), branch: branchOf(tc), tool: tl.Name(), id: tc.FunctionCallID()}
 	attrs := append(t.attrList(st),
 		attribute.String(keyOperationName, opExecuteTool),
 		attribute.String(keyToolName, tl.Name()),
@@ -570,10 +633,11 @@ func (t *Telemetry) beforeTool(ctx context.Context, tc tool.Context, tl tool.Too
 		attrs = append(attrs, attribute.String(keyToolArgs, toolArgs))
 	}
 	c.span = t.start(ctx, st.parentLocked(c.branch, c.agent), SpanExecuteTool+" "+tl.Name(), attrs)
-	if old := st.tools[tc.FunctionCallID()]; old != nil {
-		old.finish(t)
+	if i := st.toolLocked(c.id); i >= 0 {
+		st.tools[i].finish(t)
+		st.tools = without(st.tools, i)
 	}
-	st.tools[tc.FunctionCallID()] = c
+	st.tools = append(st.tools, c)
 	return nil, nil
 }
 
@@ -584,10 +648,11 @@ func (t *Telemetry) afterTool(ctx context.Context, tc tool.Context, _ tool.Tool,
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	c := st.tools[tc.FunctionCallID()]
-	if c == nil {
+	i := st.toolLocked(tc.FunctionCallID())
+	if i < 0 {
 		return nil, nil
 	}
+	c := st.tools[i]
 	if !c.failed {
 		t.m.recordTool(ctx, c, nil)
 	}
@@ -605,10 +670,11 @@ func (t *Telemetry) onToolError(ctx context.Context, tc tool.Context, _ tool.Too
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	c := st.tools[tc.FunctionCallID()]
-	if c == nil || c.failed {
+	i := st.toolLocked(tc.FunctionCallID())
+	if i < 0 || st.tools[i].failed {
 		return nil, nil
 	}
+	c := st.tools[i]
 	c.failed = true
 	c.end = time.Now()
 	c.span.RecordError(err)
@@ -638,16 +704,17 @@ func (t *Telemetry) onEvent(ctx context.Context, inv *agent.Invocation, ev *even
 			}
 			st.usage.Add(t.m.recordUsage(ctx, st.appName, c, ev, t.prices))
 			c.finish(t)
-			st.pending = append(st.pending[:i], st.pending[i+1:]...)
+			st.pending = without(st.pending, i)
 			break
 		}
 	}
 	for _, fr := range ev.FunctionResponses() {
-		c := st.tools[fr.ID]
-		if c == nil {
+		i := st.toolLocked(fr.ID)
+		if i < 0 {
 			continue
 		}
-		delete(st.tools, fr.ID)
+		c := st.tools[i]
+		st.tools = without(st.tools, i)
 		c.result = nil
 		if c.span.IsRecording() {
 			attrs := append(t.attrList(st), attribute.String(keyEventID, ev.ID))
