@@ -328,7 +328,7 @@ func (t *Telemetry) startAgent(ctx context.Context, inv *agent.Invocation, resum
 	if resumed {
 		attrs = append(attrs, attribute.Bool(keyResumed, true))
 	}
-	c.span = t.start(ctx, st.parentLocked(c.branch, ""), SpanInvokeAgent+" "+a.Name(), attrs)
+	c.span = t.start(ctx, st.parentLocked(c.branch, ""), t.agentNames.of(a.Name()), attrs)
 	st.agents = append(st.agents, c)
 }
 
@@ -632,7 +632,7 @@ func (t *Telemetry) beforeTool(ctx context.Context, tc tool.Context, tl tool.Too
 	if t.maxPayload > 0 {
 		attrs = append(attrs, attribute.String(keyToolArgs, toolArgs))
 	}
-	c.span = t.start(ctx, st.parentLocked(c.branch, c.agent), SpanExecuteTool+" "+tl.Name(), attrs)
+	c.span = t.start(ctx, st.parentLocked(c.branch, c.agent), t.toolNames.of(tl.Name()), attrs)
 	if i := st.toolLocked(c.id); i >= 0 {
 		st.tools[i].finish(t)
 		st.tools = without(st.tools, i)
@@ -708,7 +708,15 @@ func (t *Telemetry) onEvent(ctx context.Context, inv *agent.Invocation, ev *even
 			break
 		}
 	}
-	for _, fr := range ev.FunctionResponses() {
+	var parts []*genai.Part
+	if ev.Content != nil && len(st.tools) > 0 {
+		parts = ev.Content.Parts
+	}
+	for _, p := range parts {
+		if p == nil || p.FunctionResponse == nil {
+			continue
+		}
+		fr := p.FunctionResponse
 		i := st.toolLocked(fr.ID)
 		if i < 0 {
 			continue
@@ -827,4 +835,35 @@ func finishReasonAttr(r genai.FinishReason) attribute.KeyValue {
 		return kv
 	}
 	return attribute.StringSlice(keyFinishReasons, []string{string(r)})
+}
+
+// maxSpanNames bounds the names a spanNames keeps.
+const maxSpanNames = 1024
+
+// spanNames makes the names of the spans of one kind, its prefix, a space
+// and an agent's or tool's name, once per name.
+type spanNames struct {
+	prefix string
+	mu     sync.RWMutex
+	names  map[string]string // by agent or tool name
+}
+
+// of returns the span name for name.
+func (n *spanNames) of(name string) string {
+	n.mu.RLock()
+	s, ok := n.names[name]
+	n.mu.RUnlock()
+	if ok {
+		return s
+	}
+	s = n.prefix + " " + name
+	n.mu.Lock()
+	if n.names == nil {
+		n.names = map[string]string{}
+	}
+	if len(n.names) < maxSpanNames {
+		n.names[name] = s
+	}
+	n.mu.Unlock()
+	return s
 }
