@@ -817,16 +817,35 @@ func truncate(s string, max int) string {
 	return s[:cut] + truncateMark
 }
 
-// finishReasons are the finish-reason attributes of the reasons models give
-// most, made once: an attribute's value never changes, so spans share them.
+// commonFinishReasons are the reasons models give most, each as the list
+// its attribute holds.
+var commonFinishReasons = [][]string{{string(genai.FinishReasonStop)}, {string(genai.FinishReasonMaxTokens)},
+	{string(genai.FinishReasonSafety)}, {string(genai.FinishReasonRecitation)},
+	{string(genai.FinishReasonMalformedFunctionCall)}, {string(genai.FinishReasonOther)}}
+
+// finishReasons are the finish-reason attributes of commonFinishReasons,
+// made once: an attribute's value never changes, so spans share them.
 var finishReasons = func() map[genai.FinishReason]attribute.KeyValue {
 	m := map[genai.FinishReason]attribute.KeyValue{}
-	for _, r := range []genai.FinishReason{genai.FinishReasonStop, genai.FinishReasonMaxTokens, genai.FinishReasonSafety,
-		genai.FinishReasonRecitation, genai.FinishReasonMalformedFunctionCall, genai.FinishReasonOther} {
-		m[r] = attribute.StringSlice(keyFinishReasons, []string{string(r)})
+	for _, r := range commonFinishReasons {
+		m[genai.FinishReason(r[0])] = attribute.StringSlice(keyFinishReasons, r)
 	}
 	return m
 }()
+
+// sharedFinishReason returns the list of kv if it is one of finishReasons,
+// without the copy attribute.Value.AsStringSlice makes.
+func sharedFinishReason(kv attribute.KeyValue) ([]string, bool) {
+	if kv.Key != keyFinishReasons {
+		return nil, false
+	}
+	for _, r := range commonFinishReasons {
+		if kv == finishReasons[genai.FinishReason(r[0])] {
+			return r, true
+		}
+	}
+	return nil, false
+}
 
 // finishReasonAttr is the attribute recording a model response's finish
 // reason, as a one-element list.
