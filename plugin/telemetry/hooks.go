@@ -84,6 +84,7 @@ const (
 // before- and after-model hooks share, and a tool call by its call id.
 type invState struct {
 	span      trace.Span
+	ctx       context.Context // the context holding span, for its children
 	start     time.Time
 	appName   string
 	userID    string
@@ -165,30 +166,43 @@ func (t *Telemetry) attrList(st *invState) []attribute.KeyValue {
 }
 
 // start starts a span named name with attrs, the child of parent (of the
-// span in ctx if parent is nil). The provider New created gets the
-// attributes once the span has started, and only if it records: its
-// sampler does not read them and its processor does nothing as a span
-// starts, and a start option would be allocated and copied for every
-// span. Another provider's sampler may read them, so there they are a
-// start option.
-func (t *Telemetry) start(ctx context.Context, parent trace.Span, name string, attrs []attribute.KeyValue) trace.Span {
-	if parent != nil {
+// span in ctx if parent is nil), and returns it with the context holding
+// it, for its own children.
+//
+// The provider New created gets the attributes once the span has
+// started, and only if it records: its sampler does not read them and its
+// processor does nothing as a span starts, and a start option would be
+// allocated and copied for every span. It also starts a child in the
+// context its parent started (pctx) rather than in a new one made of the
+// hook's context and the parent: it reads nothing of that context but the
+// parent span. Another provider's sampler may read the attributes, and
+// its processors the context, so there the attributes are a start option
+// and the context is the hook's.
+func (t *Telemetry) start(ctx context.Context, parent trace.Span, pctx context.Context, name string, attrs []attribute.KeyValue) (trace.Span, context.Context) {
+	if t.owned == nil {
+		if parent != nil {
+			ctx = trace.ContextWithSpan(ctx, parent)
+		}
+		ctx, span := t.tracer.Start(ctx, name, trace.WithAttributes(attrs...))
+		return span, ctx
+	}
+	switch {
+	case pctx != nil:
+		ctx = pctx
+	case parent != nil:
 		ctx = trace.ContextWithSpan(ctx, parent)
 	}
-	if t.owned == nil {
-		_, span := t.tracer.Start(ctx, name, trace.WithAttributes(attrs...))
-		return span
-	}
-	_, span := t.tracer.Start(ctx, name)
+	ctx, span := t.tracer.Start(ctx, name)
 	if span.IsRecording() {
 		span.SetAttributes(attrs...)
 	}
-	return span
+	return span, ctx
 }
 
 // call is one open span below the invocation.
 type call struct {
 	span   trace.Span
+	ctx    context.Context // the context holding an agent or node span, for its children
 	start  time.Time
 	end    time.Time // when the call finished, if it has; the span ends later
 	agent  string
@@ -240,7 +254,7 @@ func (t *Telemetry) begin(ctx context.Context, inv *agent.Invocation) {
 	if a := inv.Agent(); a != nil {
 		st.rootAgent = a.Name()
 	}
-	st.span = t.start(ctx, nil, SpanInvocation, append(t.attrList(st),
+	st.span, st.ctx = t.start(ctx, nil, nil, SpanInvocation, append(t.attrList(st),
 		attribute.String(keyInvocationID, inv.ID()),
 		attribute.String(keySessionID, st.sessionID),
 		attribute.String(keyConversationID, st.sessionID),
@@ -275,21 +289,23 @@ func (t *Telemetry) beforeRun(ctx context.Context, cc *agent.CallbackContext) (*
 // or node span on the branch or an enclosing one (the agent that
 // transferred to this one, the workflow node running it, the workflow),
 // else the invocation span.
-func (st *invState) parentLocked(branch, name string) trace.Span {
+//
+// It also returns the context that span started (see Telemetry.start).
+func (st *invState) parentLocked(branch, name string) (trace.Span, context.Context) {
 	if name != "" {
 		for i := len(st.agents) - 1; i >= 0; i-- {
 			if a := st.agents[i]; a.node == "" && a.agent == name && a.branch == branch {
-				return a.span
+				return a.span, a.ctx
 			}
 		}
 	}
 	for i := len(st.agents) - 1; i >= 0; i-- {
 		a := st.agents[i]
-		if a.branch == branch || a.branch == "" || strings.HasPrefix(branch, a.branch+".") {
-			return a.span
+		if a.branch == branch || a.branch == "" || len(branch) > len(a.branch) && branch[len(a.branch)] == '.' && strings.HasPrefix(branch, a.branch) {
+			return a.span, a.ctx
 		}
 	}
-	return st.span
+	return st.span, st.ctx
 }
 
 func (t *Telemetry) beforeAgent(ctx context.Context, cc *agent.CallbackContext) (*genai.Content, error) {
@@ -328,7 +344,8 @@ func (t *Telemetry) startAgent(ctx context.Context, inv *agent.Invocation, resum
 	if resumed {
 		attrs = append(attrs, attribute.Bool(keyResumed, true))
 	}
-	c.span = t.start(ctx, st.parentLocked(c.branch, ""), t.agentNames.of(a.Name()), attrs)
+	parent, pctx := st.parentLocked(c.branch, "")
+	c.span, c.ctx = t.start(ctx, parent, pctx, t.agentNames.of(a.Name()), attrs)
 	st.agents = append(st.agents, c)
 }
 
@@ -359,7 +376,8 @@ func (t *Telemetry) beforeNode(ctx context.Context, inv *agent.Invocation, a age
 	if c.branch != "" {
 		attrs = append(attrs, attribute.String(keyBranch, c.branch))
 	}
-	c.span = t.start(ctx, st.parentLocked(c.branch, ""), SpanExecuteNode+" "+a.Node, attrs)
+	parent, pctx := st.parentLocked(c.branch, "")
+	c.span, c.ctx = t.start(ctx, parent, pctx, SpanExecuteNode+" "+a.Node, attrs)
 	st.agents = append(st.agents, c)
 }
 
@@ -446,7 +464,8 @@ func (t *Telemetry) beforeModel(ctx context.Context, cc *agent.CallbackContext, 
 	if t.maxPayload > 0 {
 		attrs = append(attrs, attribute.String(keyLLMRequest, request))
 	}
-	c.span = t.start(ctx, st.parentLocked(c.branch, c.agent), SpanCallLLM, attrs)
+	parent, pctx := st.parentLocked(c.branch, c.agent)
+	c.span, _ = t.start(ctx, parent, pctx, SpanCallLLM, attrs)
 	if i := st.modelLocked(cc); i >= 0 {
 		st.models[i].finish(t) // the same context reused for a second call: close the first
 		st.models = without(st.models, i)
@@ -632,7 +651,8 @@ func (t *Telemetry) beforeTool(ctx context.Context, tc tool.Context, tl tool.Too
 	if t.maxPayload > 0 {
 		attrs = append(attrs, attribute.String(keyToolArgs, toolArgs))
 	}
-	c.span = t.start(ctx, st.parentLocked(c.branch, c.agent), t.toolNames.of(tl.Name()), attrs)
+	parent, pctx := st.parentLocked(c.branch, c.agent)
+	c.span, _ = t.start(ctx, parent, pctx, t.toolNames.of(tl.Name()), attrs)
 	if i := st.toolLocked(c.id); i >= 0 {
 		st.tools[i].finish(t)
 		st.tools = without(st.tools, i)
@@ -782,7 +802,11 @@ func (st *invState) endAll(ctx context.Context, t *Telemetry) {
 		st.span.SetStatus(codes.Error, cause.Error())
 	}
 	st.span.End()
-	t.m.recordInvocation(context.WithoutCancel(ctx), st.appName, st.rootAgent, time.Since(st.start), usage)
+	mctx := ctx // the metrics are recorded even if the run was cancelled
+	if cause != nil {
+		mctx = context.WithoutCancel(ctx)
+	}
+	t.m.recordInvocation(mctx, st.appName, st.rootAgent, time.Since(st.start), usage)
 }
 
 // payload returns v as JSON, truncated to the configured length.
