@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"google.golang.org/genai"
@@ -28,7 +29,16 @@ import (
 //
 // A caller that only stops reading (breaks out of Run's loop) without
 // cancelling aborts nothing: the invocation stays as a crash leaves it, for
-// Resume.
+// Resume. Nor does a cancellation whose cause is ErrDetached.
+
+// ErrDetached, as the cause of the cancellation of a run's context
+// (context.WithCancelCause), stops the invocation without aborting it: its
+// agents stop as with any cancellation, but no abort event is committed,
+// and the invocation stays as a crash leaves it, for Resume. An executor
+// that hands an invocation over to another process cancels with it when
+// its own part ends for a reason of its own (its process shuts down, its
+// attempt timed out), not because the invocation was cancelled.
+var ErrDetached = errors.New("runner: invocation detached: it stays as it is, for Resume")
 
 // abortCommitTimeout bounds the commit of the abort events, which runs
 // after the invocation's context has ended.

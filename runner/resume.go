@@ -211,7 +211,9 @@ func pausedOnOwnCall(sess *session.Session, invocationID, author string) bool {
 // runs the agent that started the invocation in resume mode: workflow
 // agents skip the sub-agents that had finished and continue the one they
 // were running; an LLM agent runs only the function calls whose responses
-// were not committed, then goes on with its model. A paused invocation
+// were not committed, then goes on with its model. An invocation of which
+// only the message was stored starts as Run starts it, with the agent that
+// keeps the conversation (the last that spoke, if it may). A paused invocation
 // stays paused until its calls are answered through Run. An invocation that
 // had finished yields nothing.
 //
@@ -243,7 +245,9 @@ func (r *Runner) Resume(ctx context.Context, userID, sessionID, invocationID str
 				return err
 			}
 			if res.first == "" {
-				res.first = tree.Root().Name() // nothing ran: start afresh
+				// Nothing ran: start afresh with the agent a run of the
+				// message picks, as the run that stored it did.
+				res.first = selectAgent(tree, sess).Name()
 			} else if r.withoutCheckpoints(tree) {
 				return errNoCheckpoints(invocationID)
 			} else if rs, ok := tree.Find(res.first).(agent.Resumer); !ok || !rs.ResumesFromLog() {

@@ -133,6 +133,13 @@ type RunOptions struct {
 	// message answering a paused call resumes the call's invocation without
 	// it.
 	InvocationID string
+	// MessageID, when set, is the id of the event that stores the message
+	// (default: a new one). A session holds an event id once: a run whose
+	// message id the session already holds stores nothing and fails with
+	// an error wrapping session.ErrAlreadyExists, so that an executor that
+	// retries a run after a failure it cannot tell from a commit (a durable
+	// one) stores the message once and finds it by its id.
+	MessageID string
 }
 
 // ErrInvalid reports a malformed run request.
@@ -403,7 +410,7 @@ func (r *Runner) invoke(ctx context.Context, tree *agent.Tree, sess *session.Ses
 			err = r.afterAgents(ctx, inv, pending)
 		}
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), ErrDetached) {
 		reading = r.abort(ctx, inv, pending, reading, yield) // abort.go
 	}
 	if err != nil && reading {
@@ -435,6 +442,9 @@ func (r *Runner) storeUserMessage(ctx context.Context, inv *agent.Invocation, cf
 		}
 	}
 	user := event.New(inv.ID(), event.AuthorUser)
+	if opts.MessageID != "" {
+		user.ID = opts.MessageID
+	}
 	user.Branch = res.callBranch() // an answer joins the branch of its call
 	user.Content = event.CloneContent(inv.UserContent())
 	if user.Content.Role == "" {

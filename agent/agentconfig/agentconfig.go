@@ -30,8 +30,12 @@
 //	  - [faq.yaml, done.yaml]
 //
 // Tools are named: the built-in exit_loop, load_artifacts and load_memory; the kinds McpToolset (the tools of an MCP
-// server, by its connection settings in args), AgentTool (an agent as a
-// tool) and Loom's SkillToolset (the Agent Skills of a directory beside
+// server, by its connection settings in args), OpenAPIToolset (the
+// operations of an OpenAPI document, args as ADK's OpenAPIToolset takes
+// them: spec_dict, spec_str or Loom's spec_path, tool_filter,
+// tool_name_prefix, and an auth_scheme for every operation with an oauth2
+// auth_credential whose client secret client_secret_env may name in the
+// environment), AgentTool (an agent as a tool) and Loom's SkillToolset (the Agent Skills of a directory beside
 // the file: args skills_dir, max_active, code_executor: local); and tools, toolsets, callbacks, output schemas and agents that Go
 // code registers by name in a [Registry], which can also add agent classes
 // and tool kinds.

@@ -52,6 +52,7 @@ func init() {
 	builtinKinds = sync.OnceValue(func() map[string]ToolKind {
 		return map[string]ToolKind{
 			"McpToolset":              {Args: Def("McpToolsetArgs"), New: newMCP},
+			"OpenAPIToolset":          {Args: Def("OpenAPIToolsetArgs"), New: newOpenAPI},
 			"AgentTool":               {Args: Def("AgentToolArgs"), New: newAgentTool},
 			"ExampleTool":             {Args: Def("ExampleToolArgs"), New: newExampleTool},
 			"AdvisorTool":             {Args: Def("AdvisorToolArgs"), New: newAdvisorTool},

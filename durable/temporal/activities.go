@@ -2,6 +2,8 @@ package temporal
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -86,17 +88,20 @@ func (a *activities) mark(ctx context.Context, in SessionInput) (int, error) {
 // every event it yields to the client of the message if that waits in this
 // process (feeds). It reads the session log from in.WaitFrom on only:
 // the message's own events and those of calls still waiting (the runner
-// reads the rest, once, into the session it keeps). A message of the user
-// stored past in.From was stored by an earlier attempt of the turn, killed
-// or failed: the turn resumes its invocation from the log instead of
-// storing the message again, and runs no tool call whose response was
-// committed.
+// reads the rest, once, into the session it keeps). The message is stored
+// under an event id of its request's own (messageID): if the log holds it,
+// an earlier attempt of the turn, killed or failed, stored it, and the
+// turn resumes its invocation from the log instead of storing it again,
+// running no tool call whose response was committed. An attempt that
+// still ran while this one stored the message cannot store it a second
+// time: the session refuses the id.
 func (a *activities) turn(ctx context.Context, in turnInput) (turnResult, error) {
 	r, err := a.app(in.Session)
 	if err != nil {
 		return turnResult{}, err
 	}
 	msg := in.Message
+	id := messageID(msg.RequestID)
 	// Nothing before from waits for the client, and from <= From.
 	from := max(min(in.WaitFrom, in.From), 0)
 	log, err := since(ctx, r, in.Session, from)
@@ -104,13 +109,16 @@ func (a *activities) turn(ctx context.Context, in turnInput) (turnResult, error)
 		return turnResult{}, err
 	}
 	out := turnResult{Floor: int(log.Seq())}
+	rctx, detach := runContext(ctx)
+	defer detach()
 	var events func(func(*event.Event, error) bool)
-	if i, id, ok := storedMessage(log, in.From); ok {
-		out.Floor, out.InvocationID = i, id
-		events = r.Resume(ctx, in.Session.User, in.Session.Session, id, &runner.RunOptions{Streaming: msg.Streaming, MaxLLMCalls: msg.MaxLLMCalls})
+	if i, inv, ok := storedMessage(log, id); ok {
+		out.Floor, out.InvocationID = i, inv
+		events = r.Resume(rctx, in.Session.User, in.Session.Session, inv, &runner.RunOptions{Streaming: msg.Streaming, MaxLLMCalls: msg.MaxLLMCalls})
 	} else {
-		events = r.Run(ctx, in.Session.User, in.Session.Session, msg.Content, &runner.RunOptions{
+		events = r.Run(rctx, in.Session.User, in.Session.Session, msg.Content, &runner.RunOptions{
 			Streaming: msg.Streaming, StateDelta: msg.StateDelta, InvocationID: msg.InvocationID, MaxLLMCalls: msg.MaxLLMCalls,
+			MessageID: id,
 		})
 	}
 	publish := feeds.publisher(msg.RequestID)
@@ -134,14 +142,42 @@ func (a *activities) turn(ctx context.Context, in turnInput) (turnResult, error)
 	if err := r.Sessions().Refresh(ctx, log); err != nil {
 		return turnResult{}, classify(err)
 	}
-	if out.InvocationID == "" {
-		// Nothing was yielded (a plugin answered, or the agents were
-		// silent): the message is the invocation's only trace.
-		_, out.InvocationID, _ = storedMessage(log, out.Floor)
+	// The message's index, and its invocation if nothing was yielded (a
+	// plugin answered, or the agents were silent: the message is the
+	// invocation's only trace).
+	if i, inv, ok := storedMessage(log, id); ok {
+		out.Floor = i
+		if out.InvocationID == "" {
+			out.InvocationID = inv
+		}
 	}
 	out.End = int(log.Seq())
 	out.WaitFrom, out.Paused = waitingFrom(log)
 	return out, nil
+}
+
+// runContext returns the context an attempt of a turn (or of a signalled
+// workflow's Step) runs its invocation in. It ends when the attempt's does,
+// with runner.ErrDetached as its cause unless the workflow cancelled the
+// attempt (Client.Cancel): only then is the invocation aborted. An attempt
+// that ends for a reason of its worker's own (its StepTimeout, the
+// worker's shutdown, a lost activity) leaves the invocation as a crash
+// does, for the next attempt, on this worker or another.
+func runContext(ctx context.Context) (context.Context, func()) {
+	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		cause := runner.ErrDetached
+		var ce *sdktemporal.CanceledError
+		switch c := context.Cause(ctx); {
+		case !errors.Is(ctx.Err(), context.Canceled):
+		case c == context.Canceled: // a local activity cancelled by its workflow
+			cause = c
+		case errors.As(c, &ce): // an activity whose cancellation was requested
+			cause = c
+		}
+		cancel(cause)
+	})
+	return rctx, func() { stop(); cancel(nil) }
 }
 
 // since reads the session log from index from on. The session it returns
@@ -158,18 +194,29 @@ func since(ctx context.Context, r *runner.Runner, in SessionInput, from int) (*s
 // since.
 func offset(log *session.Session) int { return int(log.Seq()) - log.Len() }
 
-// storedMessage returns the log index and the invocation of the first
-// message of the user (an event of the user with content: a state change
-// has none) at or after index floor.
-func storedMessage(log *session.Session, floor int) (int, string, bool) {
-	off := offset(log)
-	start := min(max(floor-off, 0), log.Len())
-	for i, ev := range log.EventsFrom(start) {
-		if ev.Author == event.AuthorUser && ev.Content != nil {
-			return off + start + i, ev.InvocationID, true
+// storedMessage returns the log index and the invocation of the message
+// stored under the event id id, if the events read hold it. It looks at
+// all of them, latest first: the id says which message is the turn's, so
+// where the log stood when the message was admitted (a client's word)
+// decides nothing.
+func storedMessage(log *session.Session, id string) (int, string, bool) {
+	for i := log.Len() - 1; i >= 0; i-- {
+		if ev := log.At(i); ev.ID == id && ev.Author == event.AuthorUser {
+			return offset(log) + i, ev.InvocationID, true
 		}
 	}
 	return 0, "", false
+}
+
+// messageID returns the event id a message is stored under: a UUID made
+// from its request id, the same on every attempt of its turn and on every
+// worker, and another for every request.
+func messageID(requestID string) string {
+	h := sha256.Sum256([]byte("loom.message\x00" + requestID))
+	h[6] = h[6]&0x0f | 0x80 // version 8: made by the application
+	h[8] = h[8]&0x3f | 0x80 // variant RFC 9562
+	b := hex.EncodeToString(h[:16])
+	return b[0:8] + "-" + b[8:12] + "-" + b[12:16] + "-" + b[16:20] + "-" + b[20:32]
 }
 
 // waitingFrom reports whether a call of the log still waits for the

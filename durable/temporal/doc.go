@@ -32,13 +32,14 @@
 //   - every event is written through the session service by the runner
 //     inside the turn, exactly once: a turn taken over, or retried,
 //     resumes the invocation from what its failed attempt committed, and a
-//     message is stored once because the turn knows an index of the log at
-//     or before which the message goes (the larger of where the previous
-//     message left the log and where the log ended when the client
-//     admitted the message): a message of the user stored past it was
-//     stored by an earlier attempt, whose invocation the turn resumes
-//     instead of storing the message again; the session service refuses
-//     duplicate event ids;
+//     message is stored once: it is stored under an event id made from its
+//     request id (runner.RunOptions.MessageID), which the session holds
+//     once, and a turn that finds that id in the log, which it reads from
+//     an index at or before which the message goes (the larger of where
+//     the previous message left the log and where the log ended when the
+//     client admitted the message), resumes that invocation instead of
+//     storing the message again. Another message stored meanwhile (by the
+//     session's previous workflow, or in process) is never taken for it;
 //   - the session log stays the source of truth: the HTTP API, the dev UI
 //     and in-process runners read it as they always do.
 //
@@ -92,7 +93,10 @@
 // run one). [Client.Cancel] cancels the session's workflow: the running
 // turn's context is cancelled when the workflow learns of it, at the
 // worker's next renewal of its workflow task at the latest, and queued
-// messages of that session are answered with the cancellation.
+// messages of that session are answered with the cancellation. Only that
+// aborts the invocation: a worker that shuts down, or an attempt that
+// outlives Options.StepTimeout, stops its run without aborting it
+// (runner.ErrDetached), and the turn's next attempt resumes it.
 //
 // # Versioning
 //

@@ -231,6 +231,8 @@ func (a *activities) step(ctx context.Context, in stepInput) (stepResult, error)
 	}
 	stop := heartbeat(ctx, in.Session.Options.withDefaults().HeartbeatTimeout/3)
 	defer stop()
+	rctx, detach := runContext(ctx)
+	defer detach()
 	// The runner counts the model calls earlier Steps made against the
 	// limit.
 	opts := &runner.RunOptions{MaxLLMCalls: in.MaxLLMCalls}
@@ -251,9 +253,9 @@ func (a *activities) step(ctx context.Context, in stepInput) (stepResult, error)
 	}
 	var events func(func(*event.Event, error) bool)
 	if msg != nil {
-		events = r.Run(ctx, in.Session.User, in.Session.Session, msg.Content, opts)
+		events = r.Run(rctx, in.Session.User, in.Session.Session, msg.Content, opts)
 	} else {
-		events = r.Resume(ctx, in.Session.User, in.Session.Session, invID, opts)
+		events = r.Resume(rctx, in.Session.User, in.Session.Session, invID, opts)
 	}
 	out := stepResult{InvocationID: invID, Done: true}
 	for ev, err := range events {
@@ -303,10 +305,11 @@ func (a *activities) step(ctx context.Context, in stepInput) (stepResult, error)
 }
 
 // firstUserInvocation returns the invocation of the first user message of
-// the log at or after index floor.
+// the log at or after index floor: an event of the user with content (a
+// change of state or a rewind has none).
 func firstUserInvocation(log *session.Session, floor int) (string, bool) {
 	for _, ev := range log.EventsFrom(min(max(floor-offset(log), 0), log.Len())) {
-		if ev.Author == event.AuthorUser {
+		if ev.Author == event.AuthorUser && ev.Content != nil {
 			return ev.InvocationID, true
 		}
 	}

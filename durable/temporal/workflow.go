@@ -117,12 +117,11 @@ type turnInput struct {
 	Session SessionInput
 	Message Message
 	// From is an index of the session log at or before which the message
-	// goes: a message of the user past it was stored by an earlier attempt
-	// of the turn, which resumes its invocation instead of storing it
-	// again. No other message is stored past it meanwhile: the workflow
-	// runs its session's messages one at a time, and From is the larger of
-	// where the previous message's turn left the log and where the log
-	// ended when the client admitted this one.
+	// goes: the larger of where the previous message's turn left the log
+	// and where the log ended when the client admitted this one. The turn
+	// reads the log from no later than it. A message found there under its
+	// own event id was stored by an earlier attempt of the turn, which
+	// resumes its invocation instead of storing it again.
 	From int
 	// WaitFrom is the index of the session log before which no call waits
 	// for the client, as the previous message left it (0: unknown, the
@@ -267,11 +266,17 @@ func finish(ctx workflow.Context, queue *[]*queued, err error) error {
 	}
 }
 
+// turnSpan bounds a turn and all its retries: set, so that Temporal does
+// not bound them by one attempt's StepTimeout, and long, so that
+// Options.MaxAttempts alone bounds the retries.
+const turnSpan = 10 * 365 * 24 * time.Hour
+
 // localContext returns the context of the local activities: their
 // timeouts and retries.
 func localContext(ctx workflow.Context, opts Options) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: opts.StepTimeout,
+		ScheduleToCloseTimeout: turnSpan,
+		StartToCloseTimeout:    opts.StepTimeout,
 		RetryPolicy: &sdktemporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,

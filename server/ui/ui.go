@@ -17,7 +17,13 @@
 // workflow node's request for input (adk_request_input) a box to answer
 // in. The Graph tab draws the app's workflow graph (or agent tree) from
 // the build_graph route, with the node that is running or paused
-// highlighted from the events' nodeInfo paths.
+// highlighted from the events' nodeInfo paths. A tool's OAuth2 request
+// (adk_request_credential with an authorization URL) gets a Sign in
+// button, which opens the authorization URL in a popup; the redirect lands
+// on [CallbackPath], whose page posts the redirect URL back to the UI, and
+// the UI answers the request with it as ADK's web UI does. The redirect
+// URL can also be pasted by hand. An agent tool paused on its child's
+// OAuth2 request gets the same card.
 //
 // The UI is plain HTML, CSS and JavaScript modules: nothing to build. It
 // talks to the ADK HTTP API of package server, on the same origin by
@@ -42,6 +48,12 @@ import (
 
 // Prefix is the path under which the UI is served.
 const Prefix = "/dev-ui/"
+
+// CallbackPath is the UI's OAuth2 redirect route: the redirect URI the UI
+// gives an authorization URL whose tool names none. The page served there
+// hands the redirect URL to the UI window that opened the sign-in, or
+// shows it to paste by hand.
+const CallbackPath = Prefix + "oauth2/callback"
 
 //go:embed static
 var static embed.FS
@@ -75,8 +87,16 @@ func Handler() http.Handler {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		w.Header().Set("Cache-Control", "no-cache")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if r.URL.Path == CallbackPath {
+			// The URL holds an authorization code: kept out of caches and
+			// of the Referer of anything the page loads.
+			w.Header().Set("Cache-Control", "no-store")
+			w.Header().Set("Referrer-Policy", "no-referrer")
+			http.ServeFileFS(w, r, files, "oauth2_callback.html")
+			return
+		}
+		w.Header().Set("Cache-Control", "no-cache")
 		fileServer.ServeHTTP(w, r)
 	})
 }

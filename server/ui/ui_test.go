@@ -124,3 +124,27 @@ func ExampleWrap() {
 	fmt.Println(rec.Code, rec.Header().Get("Location"))
 	// Output: 302 /dev-ui/
 }
+
+// TestCallbackPage: the OAuth2 redirect route serves the page that hands
+// the redirect URL to the UI, kept out of caches and referrers, whatever
+// the query holds; only GET and HEAD. (CONFORMANCE T21)
+func TestCallbackPage(t *testing.T) {
+	h := ui.Wrap(http.NotFoundHandler())
+	r := get(t, h, http.MethodGet, ui.CallbackPath+"?code=c&state=s")
+	b := body(t, r)
+	if r.StatusCode != http.StatusOK || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(b, `src="../oauth2_callback.js"`) {
+		t.Fatalf("GET %s: %d %s\n%s", ui.CallbackPath, r.StatusCode, r.Header.Get("Content-Type"), b)
+	}
+	if r.Header.Get("Cache-Control") != "no-store" || r.Header.Get("Referrer-Policy") != "no-referrer" {
+		t.Errorf("Cache-Control %q, Referrer-Policy %q", r.Header.Get("Cache-Control"), r.Header.Get("Referrer-Policy"))
+	}
+	// The script it loads ("../" from the route's directory).
+	s := get(t, h, http.MethodGet, "/dev-ui/oauth2_callback.js")
+	if js := body(t, s); s.StatusCode != http.StatusOK || !strings.Contains(js, "authResponseUrl") || !strings.Contains(js, "window.location.origin") {
+		t.Errorf("GET /dev-ui/oauth2_callback.js: %d", s.StatusCode)
+	}
+	if r := get(t, h, http.MethodPost, ui.CallbackPath); r.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST %s: %d, want 405", ui.CallbackPath, r.StatusCode)
+	}
+}

@@ -17,8 +17,9 @@
 // temp: keys, and values written back unchanged) are staged into the
 // caller's function-response event, so they become part of the caller's
 // session when that event is committed.
-// The child shares the caller's memory service, and its artifacts are the
-// caller's: loads read the caller's session's artifacts and saves land there,
+// The child shares the caller's memory and credential services (a token a
+// user grants to a tool inside the child is kept for that user, as if the
+// caller's own tool had asked), and its artifacts are the caller's: loads read the caller's session's artifacts and saves land there,
 // recorded in the function response's artifact delta. The tool's result is
 // {"result": "<the child's last final answer>"}. An error of the child, or
 // a model error with no answer, is the tool's error.
@@ -48,6 +49,7 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/artifact"
+	"github.com/loomkit/loom/credential"
 	"github.com/loomkit/loom/event"
 	"github.com/loomkit/loom/memory"
 	"github.com/loomkit/loom/model"
@@ -140,6 +142,7 @@ func (t *Tool) Run(ctx context.Context, tc tool.Context, args map[string]any) (m
 		seed      map[string]any
 		artifacts *artifact.Service
 		mem       *memory.Service
+		creds     *credential.Service
 		opts      = &runner.RunOptions{}
 	)
 	if parent != nil {
@@ -147,6 +150,9 @@ func (t *Tool) Run(ctx context.Context, tc tool.Context, args map[string]any) (m
 			seed = s.State()
 		}
 		mem = parent.Memory()
+		// Credentials users grant inside the child are theirs in the
+		// caller's application: kept where the caller keeps them.
+		creds = parent.CredentialService()
 		opts.MaxLLMCalls = parent.RunConfig().MaxLLMCalls
 	}
 	if parent == nil || parent.Artifacts() != nil {
@@ -176,6 +182,7 @@ func (t *Tool) Run(ctx context.Context, tc tool.Context, args map[string]any) (m
 		Sessions:          sessions,
 		Artifacts:         artifacts,
 		Memory:            mem,
+		Credentials:       creds,
 		AutoCreateSession: true,
 		SessionCacheSize:  -1,
 		Resumable:         parent != nil && parent.Resumable(),

@@ -390,3 +390,39 @@ func (c *credentialCache) forget(keys []credKey) {
 		}
 	}
 }
+
+// AuthSchemeName is the name Config.AuthScheme takes among the document's
+// security schemes (replacing one the document names so).
+const AuthSchemeName = "auth_scheme"
+
+// applyAuthScheme makes scheme the one security requirement of every
+// operation of doc.
+func applyAuthScheme(ctx context.Context, doc *openapi3.T, scheme map[string]any) error {
+	b, err := json.Marshal(scheme)
+	if err != nil {
+		return fmt.Errorf("%w: AuthScheme: %w", ErrInvalidConfig, err)
+	}
+	var s openapi3.SecurityScheme
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("%w: AuthScheme: %w", ErrInvalidConfig, err)
+	}
+	if err := s.Validate(ctx); err != nil {
+		return fmt.Errorf("%w: AuthScheme: %w", ErrInvalidConfig, err)
+	}
+	if doc.Components == nil {
+		doc.Components = &openapi3.Components{}
+	}
+	if doc.Components.SecuritySchemes == nil {
+		doc.Components.SecuritySchemes = openapi3.SecuritySchemes{}
+	}
+	doc.Components.SecuritySchemes[AuthSchemeName] = &openapi3.SecuritySchemeRef{Value: &s}
+	doc.Security = openapi3.SecurityRequirements{{AuthSchemeName: []string{}}}
+	if doc.Paths != nil {
+		for _, item := range doc.Paths.Map() {
+			for _, op := range item.Operations() {
+				op.Security = nil
+			}
+		}
+	}
+	return nil
+}

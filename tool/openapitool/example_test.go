@@ -87,3 +87,36 @@ func ExampleToolset_Warnings() {
 	// info.title is missing: the document is titled "untitled"
 	// #/paths/~1run/post/requestBody/content/application~1json/schema/properties/payload: schema type "Any" is not a JSON Schema type: the schema is left untyped
 }
+
+// This example gives every operation one security scheme of the caller's
+// (ADK's auth_scheme), whatever the document states: its credential is
+// keyed by AuthSchemeName.
+func ExampleConfig_authScheme() {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"authorization": %q}`, r.Header.Get("Authorization"))
+	}))
+	defer api.Close()
+	spec := `{"openapi": "3.0.3", "info": {"title": "Echo", "version": "1"},
+	  "paths": {"/echo": {"get": {"operationId": "echo", "responses": {"200": {"description": "ok"}}}}}}`
+	ctx := context.Background()
+	ts, err := openapitool.New(ctx, openapitool.Config{
+		Spec:        []byte(spec),
+		BaseURL:     api.URL,
+		AuthScheme:  map[string]any{"type": "http", "scheme": "bearer"},
+		Credentials: map[string]openapitool.Credential{openapitool.AuthSchemeName: {Token: "t0k3n"}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	tools, err := ts.Tools(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := tools[0].(tool.Function).Run(ctx, nil, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res)
+	// Output:
+	// map[authorization:Bearer t0k3n]
+}

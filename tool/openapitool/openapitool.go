@@ -149,6 +149,14 @@ type Config struct {
 	// an error. Zero means DefaultMaxResponseBytes.
 	MaxResponseBytes int64
 
+	// AuthScheme, if set, is the security scheme of every operation, in
+	// place of the requirements the document states (ADK's auth_scheme):
+	// an OpenAPI Security Scheme Object, as decoded from JSON or YAML
+	// ({"type": "oauth2", "flows": {"authorizationCode": {...}}}, say). It
+	// joins the document's schemes as AuthSchemeName, the key of its entry
+	// in Credentials or OAuth2.
+	AuthScheme map[string]any
+
 	// Credentials holds the credentials of security schemes, keyed by the
 	// scheme's name in components.securitySchemes. A scheme without an
 	// entry is asked for through the credential flow.
@@ -281,6 +289,11 @@ func New(ctx context.Context, cfg Config) (*Toolset, error) {
 		return nil, err
 	}
 	ts.doc = doc
+	if cfg.AuthScheme != nil {
+		if err := applyAuthScheme(ctx, doc, cfg.AuthScheme); err != nil {
+			return nil, err
+		}
+	}
 	if ts.oauth, err = ts.oauthConfigs(); err != nil {
 		return nil, err
 	}

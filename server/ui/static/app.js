@@ -6,6 +6,7 @@ import {
 } from './render.js';
 import { GraphView } from './graph.js';
 import { INPUT, inputCard } from './input.js';
+import { signInOf, signInCard, answerContent, stateOf } from './signin.js';
 
 const $ = (id) => document.getElementById(id);
 const graph = new GraphView(document.getElementById('graph-view'));
@@ -297,8 +298,47 @@ function handlers() {
     userSaid: (text) => ui.events.some((ev) => ev.author === 'user' && (ev.content || {}).role !== 'model' && parts(ev).some((p) => p.text === text)),
     inputCard,
     input: (fc, response) => send({ role: 'user', parts: [{ functionResponse: { id: fc.id, name: INPUT, response } }] }),
+    signIn: signInOf,
+    signInCard,
+    credential: (fc, redirectURL) => send(answerContent(fc, redirectURL)),
   };
 }
+
+// pendingSignIns returns the requests of the session for an OAuth2 sign-in
+// (a tool's, or an agent tool's child's) that still wait for an answer.
+function pendingSignIns() {
+  const responded = respondedIds();
+  const out = [];
+  for (const ev of ui.events) {
+    const waiting = new Set(ev.longRunningToolIds || []);
+    for (const p of parts(ev)) {
+      const fc = p.functionCall;
+      if (fc && waiting.has(fc.id) && !responded.has(fc.id) && signInOf(fc)) out.push(fc);
+    }
+  }
+  return out;
+}
+
+// signedIn answers the request whose state the redirect URL carries.
+function signedIn(data, quiet) {
+  if (!data || typeof data.authResponseUrl !== 'string') return;
+  const state = stateOf(data.authResponseUrl);
+  const fc = pendingSignIns().find((c) => signInOf(c).state === state);
+  if (!fc) {
+    if (!quiet) setStatus('A sign-in came back for no request waiting in this session.', 'error');
+    return;
+  }
+  handlers().credential(fc, data.authResponseUrl);
+}
+
+// The sign-in popup's callback page posts the redirect URL to its opener
+// (ADK's web UI gets the same message), or, when the authorization server
+// severed the opener, to every dev UI page of the origin: only the page
+// holding the request answers it.
+window.addEventListener('message', (e) => {
+  if (e.origin === window.location.origin) signedIn(e.data, false);
+});
+if ('BroadcastChannel' in window) new BroadcastChannel('loom-oauth2').onmessage = (e) => signedIn(e.data, true);
 
 function renderAll() {
   const box = $('messages');

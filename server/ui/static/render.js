@@ -225,6 +225,9 @@ export function chatItems(ev, handlers) {
       if (fr.name === CONFIRMATION) {
         const ok = fr.response && fr.response.confirmed === true;
         out.push(el('div', { class: `note ${ok ? 'ok' : 'warn'}`, text: ok ? '✓ You approved the tool call.' : '✗ You rejected the tool call.' }));
+      } else if (fr.name === CREDENTIAL) {
+        // Never shown: the answer holds the authorization response.
+        out.push(el('div', { class: 'note ok credential-sent', text: '🔑 You sent the credentials the tool asked for.' }));
       } else {
         out.push(el('div', { class: 'tool response' }, el('span', { class: 'tool-icon', text: '←' }),
           el('span', { class: 'mono', text: `${fr.name} ← ${compactJSON(responseOf(fr))}` })));
@@ -252,6 +255,10 @@ export function chatItems(ev, handlers) {
       el('div', { class: 'bubble', text })));
   }
   for (const fc of functionCalls(ev)) {
+    if ((fc.name === CREDENTIAL || fc.name === CONFIRMATION) && longRunning.has(fc.id) && handlers.signIn && handlers.signIn(fc)) {
+      out.push(handlers.signInCard(author, fc, handlers));
+      continue;
+    }
     if (fc.name === CONFIRMATION && longRunning.has(fc.id)) {
       out.push(confirmationCard(author, fc, handlers));
       continue;
