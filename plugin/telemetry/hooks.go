@@ -85,6 +85,7 @@ const (
 type invState struct {
 	span      trace.Span
 	ctx       context.Context // the context holding span, for its children
+	invID     string
 	start     time.Time
 	appName   string
 	userID    string
@@ -99,7 +100,7 @@ type invState struct {
 	usage   cost.Usage // of the committed model responses
 	// buf holds the attributes of a span as they are set, under mu (see
 	// attrList).
-	buf [12]attribute.KeyValue
+	buf [20]attribute.KeyValue
 	// The calls of an invocation, and the lists above, start in these
 	// arrays, so that an invocation of one agent, two model calls and a
 	// tool call allocates none of them.
@@ -212,19 +213,49 @@ type call struct {
 	node   string                 // the path of a workflow node's run: a node span
 	cc     *agent.CallbackContext // a model call's, shared by its hooks
 	id     string                 // a tool call's id
-	failed bool                   // the failure has been recorded (metrics included)
+	// deferred: the span of a model or tool call of the provider New
+	// created gets all its attributes as it ends, in one list, so that
+	// it stores them once, at their final size; what they are made of is
+	// kept until then (see callAttrs).
+	deferred  bool
+	desc      string // a tool's description
+	topP      float64
+	hasTopP   bool
+	maxTokens int64
+	payload   string // a model call's request or a tool call's arguments, as JSON
+	answer    answer // a model's response
+	eventID   string // of the committed event carrying the result
+	response  string // a tool's response, as JSON
+	failed    bool   // the failure has been recorded (metrics included)
 	// result is a tool's result, recorded as its payload when the span
 	// ends unless a committed function response replaced it.
 	result map[string]any
 }
 
-// finish ends the span at the time the call finished, or now.
-func (c *call) finish(t *Telemetry) {
+// answer is what a call_llm span records of a model's response.
+type answer struct {
+	ok                  bool // the model answered
+	usage               bool // with token counts
+	in, out, cached     int64
+	finish              genai.FinishReason
+	version, llmPayload string
+}
+
+// finish ends the span at the time the call finished, or now. st.mu is
+// held.
+func (c *call) finish(t *Telemetry, st *invState) {
 	if c.result != nil {
 		if c.span.IsRecording() {
-			c.span.SetAttributes(attribute.String(keyToolResponse, t.payload(c.result)))
+			if c.deferred {
+				c.response = t.payload(c.result)
+			} else {
+				c.span.SetAttributes(attribute.String(keyToolResponse, t.payload(c.result)))
+			}
 		}
 		c.result = nil
+	}
+	if c.deferred && c.span.IsRecording() {
+		c.span.SetAttributes(t.callAttrs(st, c, t.attrList(st))...)
 	}
 	if c.end.IsZero() {
 		c.span.End()
@@ -247,7 +278,7 @@ func (t *Telemetry) begin(ctx context.Context, inv *agent.Invocation) {
 		return
 	}
 	st := newInvState()
-	st.sessionID = sessionID(inv)
+	st.invID, st.sessionID = inv.ID(), sessionID(inv)
 	if s := inv.Session(); s != nil {
 		st.appName, st.userID = s.AppName(), s.UserID()
 	}
@@ -443,31 +474,18 @@ func (t *Telemetry) beforeModel(ctx context.Context, cc *agent.CallbackContext, 
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	c := st.newCall()
-	*c = call{start: start, agent: cc.AgentName(), branch: inv.Branch(), model: req.Model, cc: cc}
-	attrs := append(t.attrList(st),
-		attribute.String(keySystem, systemName),
-		attribute.String(keyOperationName, opGenerateContent),
-		attribute.String(keyRequestModel, req.Model),
-		attribute.String(keyInvocationID, inv.ID()),
-		attribute.String(keySessionID, st.sessionID),
-		attribute.String(keyAppName, st.appName),
-		attribute.String(keyUserID, st.userID),
-	)
+	*c = call{start: start, agent: cc.AgentName(), branch: inv.Branch(), model: req.Model, cc: cc,
+		deferred: t.owned != nil, payload: request}
 	if cfg := req.Config; cfg != nil {
 		if cfg.TopP != nil {
-			attrs = append(attrs, attribute.Float64(keyTopP, float64(*cfg.TopP)))
+			c.topP, c.hasTopP = float64(*cfg.TopP), true
 		}
-		if cfg.MaxOutputTokens > 0 {
-			attrs = append(attrs, attribute.Int64(keyMaxTokens, int64(cfg.MaxOutputTokens)))
-		}
-	}
-	if t.maxPayload > 0 {
-		attrs = append(attrs, attribute.String(keyLLMRequest, request))
+		c.maxTokens = int64(cfg.MaxOutputTokens)
 	}
 	parent, pctx := st.parentLocked(c.branch, c.agent)
-	c.span, _ = t.start(ctx, parent, pctx, SpanCallLLM, attrs)
+	c.span, _ = t.start(ctx, parent, pctx, SpanCallLLM, t.startAttrs(st, c))
 	if i := st.modelLocked(cc); i >= 0 {
-		st.models[i].finish(t) // the same context reused for a second call: close the first
+		st.models[i].finish(t, st) // the same context reused for a second call: close the first
 		st.models = without(st.models, i)
 	}
 	st.models = append(st.models, c)
@@ -553,7 +571,19 @@ func (t *Telemetry) afterModel(ctx context.Context, cc *agent.CallbackContext, r
 	c := st.models[i]
 	st.models = without(st.models, i)
 	if c.span.IsRecording() {
-		t.responseAttrs(st, c.span, resp)
+		c.answer = answer{ok: true, finish: resp.FinishReason, version: resp.ModelVersion}
+		if u := resp.UsageMetadata; u != nil {
+			c.answer.usage = true
+			c.answer.in, c.answer.out = int64(u.PromptTokenCount), int64(u.CandidatesTokenCount)
+			c.answer.cached = int64(u.CachedContentTokenCount)
+		}
+		if t.maxPayload > 0 {
+			c.answer.llmPayload = t.payload(resp)
+		}
+		if !c.deferred {
+			c.span.SetAttributes(t.answerAttrs(c, t.attrList(st))...)
+		}
+		fallbackAttrs(c.span, resp)
 	}
 	if resp.ErrorCode != "" && !c.failed {
 		c.span.SetStatus(codes.Error, resp.ErrorCode+": "+resp.ErrorMessage)
@@ -567,29 +597,101 @@ func (t *Telemetry) afterModel(ctx context.Context, cc *agent.CallbackContext, r
 	return nil, nil
 }
 
-// responseAttrs records on a call_llm span what the model answered: token
-// usage, finish reason, model version, fallback and payload. st.mu is held.
-func (t *Telemetry) responseAttrs(st *invState, span trace.Span, resp *model.Response) {
-	attrs := t.attrList(st)
-	if u := resp.UsageMetadata; u != nil {
-		attrs = append(attrs,
-			attribute.Int64(keyInputTokens, int64(u.PromptTokenCount)),
-			attribute.Int64(keyOutputTokens, int64(u.CandidatesTokenCount)))
-		if u.CachedContentTokenCount > 0 { // input tokens read from a provider's context cache
-			attrs = append(attrs, attribute.Int64(keyCachedTokens, int64(u.CachedContentTokenCount)))
-		}
+// startAttrs returns the attributes a model or tool call's span starts
+// with: none for a deferred one, which gets them all as it ends. st.mu is
+// held.
+func (t *Telemetry) startAttrs(st *invState, c *call) []attribute.KeyValue {
+	if c.deferred {
+		return nil
 	}
-	if resp.FinishReason != "" {
-		attrs = append(attrs, finishReasonAttr(resp.FinishReason))
+	if c.tool != "" {
+		return t.toolAttrs(st, c, t.attrList(st))
 	}
-	if resp.ModelVersion != "" {
-		attrs = append(attrs, attribute.String(keyResponseModel, resp.ModelVersion))
+	return t.modelAttrs(st, c, t.attrList(st))
+}
+
+// modelAttrs appends the attributes of a call_llm span's request.
+func (t *Telemetry) modelAttrs(st *invState, c *call, attrs []attribute.KeyValue) []attribute.KeyValue {
+	attrs = append(attrs,
+		attribute.String(keySystem, systemName),
+		attribute.String(keyOperationName, opGenerateContent),
+		attribute.String(keyRequestModel, c.model),
+		attribute.String(keyInvocationID, st.invID),
+		attribute.String(keySessionID, st.sessionID),
+		attribute.String(keyAppName, st.appName),
+		attribute.String(keyUserID, st.userID),
+	)
+	if c.hasTopP {
+		attrs = append(attrs, attribute.Float64(keyTopP, c.topP))
+	}
+	if c.maxTokens > 0 {
+		attrs = append(attrs, attribute.Int64(keyMaxTokens, c.maxTokens))
 	}
 	if t.maxPayload > 0 {
-		attrs = append(attrs, attribute.String(keyLLMResponse, t.payload(resp)))
+		attrs = append(attrs, attribute.String(keyLLMRequest, c.payload))
 	}
-	span.SetAttributes(attrs...)
-	fallbackAttrs(span, resp)
+	return attrs
+}
+
+// answerAttrs appends what a call_llm span records of the model's
+// response: token usage, finish reason, model version and payload.
+func (t *Telemetry) answerAttrs(c *call, attrs []attribute.KeyValue) []attribute.KeyValue {
+	a := &c.answer
+	if a.usage {
+		attrs = append(attrs, attribute.Int64(keyInputTokens, a.in), attribute.Int64(keyOutputTokens, a.out))
+		if a.cached > 0 { // input tokens read from a provider's context cache
+			attrs = append(attrs, attribute.Int64(keyCachedTokens, a.cached))
+		}
+	}
+	if a.finish != "" {
+		attrs = append(attrs, finishReasonAttr(a.finish))
+	}
+	if a.version != "" {
+		attrs = append(attrs, attribute.String(keyResponseModel, a.version))
+	}
+	if t.maxPayload > 0 {
+		attrs = append(attrs, attribute.String(keyLLMResponse, a.llmPayload))
+	}
+	return attrs
+}
+
+// toolAttrs appends the attributes of an execute_tool span's call.
+func (t *Telemetry) toolAttrs(st *invState, c *call, attrs []attribute.KeyValue) []attribute.KeyValue {
+	attrs = append(attrs,
+		attribute.String(keyOperationName, opExecuteTool),
+		attribute.String(keyToolName, c.tool),
+		attribute.String(keyToolDesc, c.desc),
+		attribute.String(keyToolCallID, c.id),
+		attribute.String(keyInvocationID, st.invID),
+		attribute.String(keySessionID, st.sessionID),
+		attribute.String(keyAppName, st.appName),
+		attribute.String(keyUserID, st.userID),
+	)
+	if t.maxPayload > 0 {
+		attrs = append(attrs, attribute.String(keyToolArgs, c.payload))
+	}
+	return attrs
+}
+
+// callAttrs appends all the attributes of a deferred call's span, in the
+// order a span that is not deferred gets them: the call's, the answer's,
+// the committed event's id, the tool's response.
+func (t *Telemetry) callAttrs(st *invState, c *call, attrs []attribute.KeyValue) []attribute.KeyValue {
+	if c.tool != "" {
+		attrs = t.toolAttrs(st, c, attrs)
+	} else {
+		attrs = t.modelAttrs(st, c, attrs)
+		if c.answer.ok {
+			attrs = t.answerAttrs(c, attrs)
+		}
+	}
+	if c.eventID != "" {
+		attrs = append(attrs, attribute.String(keyEventID, c.eventID))
+	}
+	if c.response != "" {
+		attrs = append(attrs, attribute.String(keyToolResponse, c.response))
+	}
+	return attrs
 }
 
 func (t *Telemetry) onModelError(ctx context.Context, cc *agent.CallbackContext, _ *model.Request, err error) (*model.Response, error) {
@@ -637,24 +739,12 @@ func (t *Telemetry) beforeTool(ctx context.Context, tc tool.Context, tl tool.Too
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	c := st.newCall()
-	*c = call{start: start, agent: tc.AgentName(), branch: branchOf(tc), tool: tl.Name(), id: tc.FunctionCallID()}
-	attrs := append(t.attrList(st),
-		attribute.String(keyOperationName, opExecuteTool),
-		attribute.String(keyToolName, tl.Name()),
-		attribute.String(keyToolDesc, tl.Description()),
-		attribute.String(keyToolCallID, tc.FunctionCallID()),
-		attribute.String(keyInvocationID, tc.InvocationID()),
-		attribute.String(keySessionID, st.sessionID),
-		attribute.String(keyAppName, st.appName),
-		attribute.String(keyUserID, st.userID),
-	)
-	if t.maxPayload > 0 {
-		attrs = append(attrs, attribute.String(keyToolArgs, toolArgs))
-	}
+	*c = call{start: start, agent: tc.AgentName(), branch: branchOf(tc), tool: tl.Name(), id: tc.FunctionCallID(),
+		desc: tl.Description(), deferred: t.owned != nil, payload: toolArgs}
 	parent, pctx := st.parentLocked(c.branch, c.agent)
-	c.span, _ = t.start(ctx, parent, pctx, t.toolNames.of(tl.Name()), attrs)
+	c.span, _ = t.start(ctx, parent, pctx, t.toolNames.of(tl.Name()), t.startAttrs(st, c))
 	if i := st.toolLocked(c.id); i >= 0 {
-		st.tools[i].finish(t)
+		st.tools[i].finish(t, st)
 		st.tools = without(st.tools, i)
 	}
 	st.tools = append(st.tools, c)
@@ -719,11 +809,13 @@ func (t *Telemetry) onEvent(ctx context.Context, inv *agent.Invocation, ev *even
 	// The first event of an agent after its model answered is that answer.
 	for i, c := range st.pending {
 		if c.agent == ev.Author && c.branch == ev.Branch {
-			if c.span.IsRecording() {
+			if c.deferred {
+				c.eventID = ev.ID
+			} else if c.span.IsRecording() {
 				c.span.SetAttributes(append(t.attrList(st), attribute.String(keyEventID, ev.ID))...)
 			}
 			st.usage.Add(t.m.recordUsage(ctx, st.appName, c, ev, t.prices))
-			c.finish(t)
+			c.finish(t, st)
 			st.pending = without(st.pending, i)
 			break
 		}
@@ -744,14 +836,21 @@ func (t *Telemetry) onEvent(ctx context.Context, inv *agent.Invocation, ev *even
 		c := st.tools[i]
 		st.tools = without(st.tools, i)
 		c.result = nil
-		if c.span.IsRecording() {
+		switch {
+		case !c.span.IsRecording():
+		case c.deferred:
+			c.eventID = ev.ID
+			if t.maxPayload > 0 {
+				c.response = t.payload(fr.Response)
+			}
+		default:
 			attrs := append(t.attrList(st), attribute.String(keyEventID, ev.ID))
 			if t.maxPayload > 0 {
 				attrs = append(attrs, attribute.String(keyToolResponse, t.payload(fr.Response)))
 			}
 			c.span.SetAttributes(attrs...)
 		}
-		c.finish(t)
+		c.finish(t, st)
 	}
 	return nil, nil
 }
@@ -779,7 +878,7 @@ func (st *invState) endAll(ctx context.Context, t *Telemetry) {
 			c.span.SetStatus(codes.Error, cause.Error())
 			c.span.SetAttributes(attribute.String(keyErrorType, errorType(cause)))
 		}
-		c.finish(t)
+		c.finish(t, st)
 	}
 	st.mu.Lock()
 	for _, c := range st.tools {
@@ -789,7 +888,7 @@ func (st *invState) endAll(ctx context.Context, t *Telemetry) {
 		unfinished(c)
 	}
 	for _, c := range st.pending {
-		c.finish(t)
+		c.finish(t, st)
 	}
 	for i := len(st.agents) - 1; i >= 0; i-- {
 		unfinished(st.agents[i])
