@@ -158,12 +158,12 @@ func without(list []*call, i int) []*call {
 // filled and handed to start or SetAttributes under st.mu. The spans of
 // the provider New created copy the attributes they are given, so they
 // share st's buffer; another provider's spans may keep the list, so each
-// of them gets its own.
-func (t *Telemetry) attrList(st *invState) []attribute.KeyValue {
+// of them gets its own, with room for n and a payload.
+func (t *Telemetry) attrList(st *invState, n int) []attribute.KeyValue {
 	if t.owned != nil {
 		return st.buf[:0]
 	}
-	return make([]attribute.KeyValue, 0, len(st.buf))
+	return make([]attribute.KeyValue, 0, n+1)
 }
 
 // start starts a span named name with attrs, the child of parent (of the
@@ -255,7 +255,7 @@ func (c *call) finish(t *Telemetry, st *invState) {
 		c.result = nil
 	}
 	if c.deferred && c.span.IsRecording() {
-		c.span.SetAttributes(t.callAttrs(st, c, t.attrList(st))...)
+		c.span.SetAttributes(t.callAttrs(st, c, t.attrList(st, 20))...)
 	}
 	if c.end.IsZero() {
 		c.span.End()
@@ -285,7 +285,7 @@ func (t *Telemetry) begin(ctx context.Context, inv *agent.Invocation) {
 	if a := inv.Agent(); a != nil {
 		st.rootAgent = a.Name()
 	}
-	st.span, st.ctx = t.start(ctx, nil, nil, SpanInvocation, append(t.attrList(st),
+	st.span, st.ctx = t.start(ctx, nil, nil, SpanInvocation, append(t.attrList(st, 5),
 		attribute.String(keyInvocationID, inv.ID()),
 		attribute.String(keySessionID, st.sessionID),
 		attribute.String(keyConversationID, st.sessionID),
@@ -362,7 +362,7 @@ func (t *Telemetry) startAgent(ctx context.Context, inv *agent.Invocation, resum
 	defer st.mu.Unlock()
 	c := st.newCall()
 	*c = call{start: time.Now(), agent: a.Name(), branch: inv.Branch()}
-	attrs := append(t.attrList(st),
+	attrs := append(t.attrList(st, 7),
 		attribute.String(keyOperationName, opInvokeAgent),
 		attribute.String(keyAgentName, a.Name()),
 		attribute.String(keyAgentDesc, a.Description()),
@@ -392,7 +392,7 @@ func (t *Telemetry) beforeNode(ctx context.Context, inv *agent.Invocation, a age
 	defer st.mu.Unlock()
 	c := st.newCall()
 	*c = call{start: time.Now(), agent: a.Node, branch: inv.Branch(), node: a.Path}
-	attrs := append(t.attrList(st),
+	attrs := append(t.attrList(st, 11),
 		attribute.String(keyNodeName, a.Node),
 		attribute.String(keyNodeKind, a.Kind),
 		attribute.String(keyNodePath, a.Path),
@@ -581,7 +581,7 @@ func (t *Telemetry) afterModel(ctx context.Context, cc *agent.CallbackContext, r
 			c.answer.llmPayload = t.payload(resp)
 		}
 		if !c.deferred {
-			c.span.SetAttributes(t.answerAttrs(c, t.attrList(st))...)
+			c.span.SetAttributes(t.answerAttrs(c, t.attrList(st, 5))...)
 		}
 		fallbackAttrs(c.span, resp)
 	}
@@ -605,9 +605,9 @@ func (t *Telemetry) startAttrs(st *invState, c *call) []attribute.KeyValue {
 		return nil
 	}
 	if c.tool != "" {
-		return t.toolAttrs(st, c, t.attrList(st))
+		return t.toolAttrs(st, c, t.attrList(st, 9))
 	}
-	return t.modelAttrs(st, c, t.attrList(st))
+	return t.modelAttrs(st, c, t.attrList(st, 10))
 }
 
 // modelAttrs appends the attributes of a call_llm span's request.
@@ -812,7 +812,7 @@ func (t *Telemetry) onEvent(ctx context.Context, inv *agent.Invocation, ev *even
 			if c.deferred {
 				c.eventID = ev.ID
 			} else if c.span.IsRecording() {
-				c.span.SetAttributes(append(t.attrList(st), attribute.String(keyEventID, ev.ID))...)
+				c.span.SetAttributes(append(t.attrList(st, 1), attribute.String(keyEventID, ev.ID))...)
 			}
 			st.usage.Add(t.m.recordUsage(ctx, st.appName, c, ev, t.prices))
 			c.finish(t, st)
@@ -844,7 +844,7 @@ func (t *Telemetry) onEvent(ctx context.Context, inv *agent.Invocation, ev *even
 				c.response = t.payload(fr.Response)
 			}
 		default:
-			attrs := append(t.attrList(st), attribute.String(keyEventID, ev.ID))
+			attrs := append(t.attrList(st, 2), attribute.String(keyEventID, ev.ID))
 			if t.maxPayload > 0 {
 				attrs = append(attrs, attribute.String(keyToolResponse, t.payload(fr.Response)))
 			}
