@@ -69,6 +69,20 @@ import (
 // calls rather than the log (an A2A task) checks its replies against them
 // with [CheckReplies].
 
+// # Credentials
+//
+// The client's answer to a credential request never reaches the session
+// log, and neither does a credential relayed through a confirmation: the
+// request of an agent used as a tool whose paused child waits for a
+// credential ([AsksCredential]), whose approval's payload is the child's
+// answer. The runtime takes both out of the message before it is stored
+// ([TakeCredentials]) and keeps them in the invocation's memory, from
+// which the ledger delivers them to their owners ([Invocation.Answers]);
+// the log holds {"status": "credential received"} for a credential, and
+// {"confirmed": true} or {"confirmed": false} alone for such a
+// confirmation. An invocation resumed after a restart has no credential:
+// the tool asks again.
+
 // ErrNotPending is wrapped by the errors of [Pending] for a message whose
 // function responses do not answer pending calls of one agent branch.
 var ErrNotPending = errors.New("agent: no pending call")
@@ -230,16 +244,143 @@ func Pending(sess *session.Session, msg *genai.Content) ([]PendingCall, error) {
 // checkCredentialAnswer checks an answer to a credential request that
 // started an OAuth2 authorization (its auth config names a state): the
 // answer must carry the authorization response with that state, or it is
-// refused and the request stays pending (CONFORMANCE T19).
+// refused and the request stays pending (CONFORMANCE T19). The approval
+// of a confirmation that relays such a request (AsksCredential) is checked
+// the same way, its payload being the credential relayed; a rejection is
+// not.
 func checkCredentialAnswer(pc PendingCall, fr *genai.FunctionResponse) error {
-	if pc.Kind != PauseCredential {
+	cred, answer := pc.Call, fr.Response
+	switch pc.Kind {
+	case PauseCredential:
+	case PauseConfirmation:
+		cred = relayedCredential(pc.Call)
+		if cred == nil {
+			return nil
+		}
+		conf := ParseConfirmation(fr.Response)
+		if !conf.Confirmed {
+			return nil
+		}
+		answer, _ = conf.Payload.(map[string]any)
+	default:
 		return nil
 	}
-	cfg, _ := pc.Call.Args["authConfig"].(map[string]any)
-	if err := oauth.CheckAnswer(cfg, fr.Response); err != nil {
+	cfg, _ := cred.Args["authConfig"].(map[string]any)
+	if err := oauth.CheckAnswer(cfg, answer); err != nil {
 		return fmt.Errorf("%w: the answer to credential request %q is refused: %w", ErrNotPending, pc.Call.ID, err)
 	}
 	return nil
+}
+
+// ChildPauseKey is the key, in the payload of a confirmation request, of
+// the record an agent used as a tool (tool/agenttool) leaves when the
+// agent it runs pauses: {"invocationId", "events" (the child's log),
+// "waiting" (the child's calls that wait for the client: id, name, args)}.
+// The client's approval of the request answers the first waiting call with
+// its payload.
+const ChildPauseKey = "agentToolPause"
+
+// maxRelayDepth bounds how deep [RelayedCall] chains are followed: agent
+// tools inside agent tools, each pausing on the next.
+const maxRelayDepth = 16
+
+// RelayedCall returns the call of a paused child that the confirmation
+// request fc relays to the client (the first waiting call of the record
+// under [ChildPauseKey] in its payload), or nil when fc relays none.
+func RelayedCall(fc *genai.FunctionCall) *genai.FunctionCall {
+	if fc == nil || fc.Name != event.FunctionRequestConfirmation {
+		return nil
+	}
+	conf, _ := fc.Args["toolConfirmation"].(map[string]any)
+	payload, _ := conf["payload"].(map[string]any)
+	rec, _ := payload[ChildPauseKey].(map[string]any)
+	waiting, _ := rec["waiting"].([]any)
+	if len(waiting) == 0 {
+		return nil
+	}
+	w, _ := waiting[0].(map[string]any)
+	id, _ := w["id"].(string)
+	name, _ := w["name"].(string)
+	if id == "" || name == "" {
+		return nil
+	}
+	args, _ := w["args"].(map[string]any)
+	return &genai.FunctionCall{ID: id, Name: name, Args: args}
+}
+
+// relayedCredential returns the credential request that the confirmation
+// request fc relays, through as many paused agent tools as it takes, or
+// nil.
+func relayedCredential(fc *genai.FunctionCall) *genai.FunctionCall {
+	for range maxRelayDepth {
+		if fc = RelayedCall(fc); fc == nil || fc.Name == event.FunctionRequestCredential {
+			return fc
+		}
+	}
+	return nil
+}
+
+// AsksCredential reports whether the pausing call fc asks the client for a
+// credential: a credential request, or a confirmation request relaying
+// one from a paused agent used as a tool (its approval's payload is the
+// credential). Its answer is kept out of the log ([TakeCredentials]).
+func AsksCredential(fc *genai.FunctionCall) bool {
+	return fc != nil && (fc.Name == event.FunctionRequestCredential || relayedCredential(fc) != nil)
+}
+
+// credentialReceived is what the log holds in place of the client's answer
+// to a credential request.
+var credentialReceived = map[string]any{"status": "credential received"}
+
+// TakeCredentials takes the client's credentials out of msg, a message
+// whose function responses answer calls (as [Pending] returned them), so
+// that they never reach the session log or plugins: it returns the message
+// to store and the answers taken, by call id, for
+// [InvocationConfig.Credentials]. An answer to a credential request (or
+// any response named adk_request_credential) is stored as {"status":
+// "credential received"}; an answer to a confirmation that relays one
+// (AsksCredential) as {"confirmed": bool} alone. msg is not modified; it
+// is returned as is when it holds no credential.
+func TakeCredentials(calls []PendingCall, msg *genai.Content) (*genai.Content, map[string]map[string]any) {
+	if msg == nil {
+		return nil, nil
+	}
+	var creds map[string]map[string]any
+	var out *genai.Content
+	for i, p := range msg.Parts {
+		if p == nil || p.FunctionResponse == nil {
+			continue
+		}
+		fr := *p.FunctionResponse
+		var stored map[string]any
+		switch {
+		case fr.Name == event.FunctionRequestCredential:
+			stored = event.CloneMap(credentialReceived)
+		default:
+			j := slices.IndexFunc(calls, func(pc PendingCall) bool { return pc.Call.ID == fr.ID })
+			switch {
+			case j < 0:
+				continue
+			case calls[j].Kind == PauseCredential:
+				stored = event.CloneMap(credentialReceived)
+			case calls[j].Kind == PauseConfirmation && relayedCredential(calls[j].Call) != nil:
+				stored = map[string]any{"confirmed": ParseConfirmation(fr.Response).Confirmed}
+			default:
+				continue
+			}
+		}
+		if out == nil {
+			out = &genai.Content{Role: msg.Role, Parts: append([]*genai.Part(nil), msg.Parts...)}
+			creds = map[string]map[string]any{}
+		}
+		creds[fr.ID] = event.CloneMap(fr.Response)
+		fr.Response = stored
+		out.Parts[i] = &genai.Part{FunctionResponse: &fr}
+	}
+	if out == nil {
+		return msg, nil
+	}
+	return out, creds
 }
 
 // Waiting reports whether the pausing call id, of kind k, is still waiting
@@ -450,10 +591,22 @@ func (inv *Invocation) Answers() []Answer {
 
 // DeliverAnswers records, for an invocation that resumes from session index
 // floor, the answers of its log that their owners have not used; agents
-// read theirs with [Invocation.Answers]. The runner calls it after storing
-// the message that resumes the invocation.
+// read theirs with [Invocation.Answers]. An answer the runtime kept out of
+// the log ([InvocationConfig.Credentials]) is delivered as the client sent
+// it. The runner calls it after storing the message that resumes the
+// invocation.
 func (inv *Invocation) DeliverAnswers(floor int) {
-	inv.shared.answers = openAnswers(inv.Session(), floor, inv.ID())
+	answers := openAnswers(inv.Session(), floor, inv.ID())
+	for i, a := range answers {
+		// A credential the runtime kept out of the log is delivered from
+		// memory (see "Credentials" above).
+		if c, ok := inv.Credential(a.Call.ID); ok {
+			fr := *a.Response
+			fr.Response = c
+			answers[i].Response = &fr
+		}
+	}
+	inv.shared.answers = answers
 }
 
 // CheckReplies checks function responses a client sends against waiting,

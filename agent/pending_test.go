@@ -298,3 +298,138 @@ func ExampleCheckReplies() {
 	// <nil>
 	// agent: no pending call: no pending function call with id "t2"
 }
+
+// relayingRequest is the confirmation request of an agent tool whose
+// paused child waits on call (as tool/agenttool records it, in its JSON
+// form).
+func relayingRequest(id string, call map[string]any) *genai.FunctionCall {
+	return &genai.FunctionCall{ID: id, Name: event.FunctionRequestConfirmation, Args: map[string]any{
+		"originalFunctionCall": map[string]any{"id": "tool-" + id, "name": "helper", "args": map[string]any{}},
+		"toolConfirmation": map[string]any{"hint": "Sign in", "confirmed": false, "payload": map[string]any{
+			agent.ChildPauseKey: map[string]any{"invocationId": "e-child", "events": []any{}, "waiting": []any{call}},
+		}},
+	}}
+}
+
+// TestT17T22TakeCredentials: the ledger takes out of a message, before it
+// is stored, the answer to a credential request and the payload of the
+// answer to a confirmation that relays one from a paused agent tool (at
+// any depth), keeping the approval alone; it leaves other answers as
+// they are, and the taken answers are what the invocation delivers to
+// their owners.
+//
+// (CONFORMANCE T17, T22)
+func TestT17T22TakeCredentials(t *testing.T) {
+	credCall := map[string]any{"id": "cred-1", "name": event.FunctionRequestCredential, "args": map[string]any{"authConfig": map[string]any{}}}
+	relay := relayingRequest("conf-1", credCall)
+	nested := relayingRequest("conf-2", map[string]any{"id": relay.ID, "name": relay.Name, "args": relay.Args})
+	input := relayingRequest("conf-3", map[string]any{"id": "in-1", "name": event.FunctionRequestInput, "args": map[string]any{}})
+	plain := &genai.FunctionCall{ID: "conf-4", Name: event.FunctionRequestConfirmation, Args: map[string]any{
+		"toolConfirmation": map[string]any{"hint": "Refund?", "payload": map[string]any{"amount": 3.0}}}}
+	for _, fc := range []*genai.FunctionCall{relay, nested} {
+		if !agent.AsksCredential(fc) {
+			t.Errorf("AsksCredential(%s) = false, want true", fc.ID)
+		}
+	}
+	for _, fc := range []*genai.FunctionCall{input, plain} {
+		if agent.AsksCredential(fc) {
+			t.Errorf("AsksCredential(%s) = true, want false", fc.ID)
+		}
+	}
+
+	secret := map[string]any{"exchangedAuthCredential": map[string]any{"oauth2": map[string]any{"authResponseUri": "http://x/cb?code=the-code"}}}
+	calls := []agent.PendingCall{
+		{Call: &genai.FunctionCall{ID: "cred-0", Name: event.FunctionRequestCredential}, Kind: agent.PauseCredential},
+		{Call: relay, Kind: agent.PauseConfirmation},
+		{Call: nested, Kind: agent.PauseConfirmation},
+		{Call: input, Kind: agent.PauseConfirmation},
+		{Call: plain, Kind: agent.PauseConfirmation},
+	}
+	resp := func(id, name string, r map[string]any) *genai.Part {
+		return &genai.Part{FunctionResponse: &genai.FunctionResponse{ID: id, Name: name, Response: r}}
+	}
+	msg := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{
+		resp("cred-0", event.FunctionRequestCredential, secret),
+		resp("conf-1", event.FunctionRequestConfirmation, map[string]any{"confirmed": true, "payload": secret}),
+		resp("conf-2", event.FunctionRequestConfirmation, map[string]any{"response": map[string]any{"confirmed": true}, "payload": secret, "extra": secret}),
+		resp("conf-3", event.FunctionRequestConfirmation, map[string]any{"confirmed": true, "payload": map[string]any{"result": "yes"}}),
+		resp("conf-4", event.FunctionRequestConfirmation, map[string]any{"confirmed": false, "payload": map[string]any{"why": "no"}}),
+	}}
+	stored, creds := agent.TakeCredentials(calls, msg)
+	want := []string{
+		"map[status:credential received]",
+		"map[confirmed:true]",
+		"map[confirmed:true]",
+		"map[confirmed:true payload:map[result:yes]]",
+		"map[confirmed:false payload:map[why:no]]",
+	}
+	for i, p := range stored.Parts {
+		if got := fmt.Sprint(p.FunctionResponse.Response); got != want[i] {
+			t.Errorf("stored answer %s = %s, want %s", p.FunctionResponse.ID, got, want[i])
+		}
+	}
+	if len(creds) != 3 || fmt.Sprint(creds["cred-0"]) != fmt.Sprint(secret) ||
+		fmt.Sprint(creds["conf-1"]["payload"]) != fmt.Sprint(secret) || fmt.Sprint(creds["conf-2"]["payload"]) != fmt.Sprint(secret) {
+		t.Errorf("answers kept in memory: %v", creds)
+	}
+	if fmt.Sprint(msg.Parts[1].FunctionResponse.Response["payload"]) != fmt.Sprint(secret) {
+		t.Error("TakeCredentials modified the client's message")
+	}
+
+	// The owner of the relaying request gets the client's answer, payload
+	// included; the log holds the approval alone.
+	ctx := context.Background()
+	svc := memsession.NewService()
+	sess, err := svc.Create(ctx, session.Key{AppName: "app", UserID: "u", SessionID: "s"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := event.New("e-1", "helper_agent")
+	req.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: relay}}}
+	req.LongRunningToolIDs = []string{relay.ID}
+	if err := svc.AppendEvent(ctx, sess, req); err != nil {
+		t.Fatal(err)
+	}
+	reply := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{msg.Parts[1]}}
+	pcs, err := agent.Pending(sess, reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, creds = agent.TakeCredentials(pcs, reply)
+	ans := event.New("e-1", event.AuthorUser)
+	ans.Content = reply
+	if err := svc.AppendEvent(ctx, sess, ans); err != nil {
+		t.Fatal(err)
+	}
+	inv := agent.NewInvocation(agent.InvocationConfig{ID: "e-1", Session: sess, Credentials: creds})
+	inv.DeliverAnswers(0)
+	if got := fmt.Sprint(sess.At(1).FunctionResponses()[0].Response); got != "map[confirmed:true]" {
+		t.Errorf("the log holds %s", got)
+	}
+	delivered := inv.For(&ptrAgent{name: "helper_agent"}).Answers()
+	if len(delivered) != 1 || fmt.Sprint(agent.ParseConfirmation(delivered[0].Response.Response).Payload) != fmt.Sprint(secret) {
+		t.Errorf("delivered %+v, want the approval with its payload", delivered)
+	}
+}
+
+func ExampleTakeCredentials() {
+	// An agent tool's request: its paused child waits for a credential.
+	request := &genai.FunctionCall{ID: "r1", Name: event.FunctionRequestConfirmation, Args: map[string]any{
+		"toolConfirmation": map[string]any{"payload": map[string]any{agent.ChildPauseKey: map[string]any{
+			"waiting": []any{map[string]any{"id": "c1", "name": event.FunctionRequestCredential}},
+		}}},
+	}}
+	fmt.Println(agent.AsksCredential(request), agent.RelayedCall(request).Name)
+
+	answer := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{
+		ID: "r1", Name: event.FunctionRequestConfirmation,
+		Response: map[string]any{"confirmed": true, "payload": map[string]any{"authCode": "the-code"}},
+	}}}}
+	stored, kept := agent.TakeCredentials([]agent.PendingCall{{Call: request, Kind: agent.PauseConfirmation}}, answer)
+	fmt.Println(stored.Parts[0].FunctionResponse.Response)
+	fmt.Println(kept["r1"]["payload"])
+	// Output:
+	// true adk_request_credential
+	// map[confirmed:true]
+	// map[authCode:the-code]
+}

@@ -1,12 +1,17 @@
 package cli_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -249,6 +254,26 @@ func TestT21DevUISignIn(t *testing.T) {
 		t.Fatalf("open the callback page in its own tab: %v", err)
 	}
 	waitFor("the photos tool ran", `[...document.querySelectorAll("#messages .msg.agent .bubble")].some(b => b.textContent === 'list_photos got {"token":"token-for-code-4"}')`)
+
+	// No answer, the agent tool's relayed one included, left its code in
+	// the session database or its WAL (the tools' results, which show
+	// their tokens, are this test's and are stored as results).
+	var raw []byte
+	for _, f := range []string{"sessions.db", "sessions.db-wal"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		raw = append(raw, b...)
+	}
+	if !bytes.Contains(raw, []byte("token-for-code-3")) {
+		t.Fatal("the session database does not hold the events in clear: the check below would prove nothing")
+	}
+	for i := 1; i <= 4; i++ {
+		if code := fmt.Sprintf("code=code-%d", i); bytes.Contains(raw, []byte(code)) {
+			t.Errorf("the session database holds the answer with %s", code)
+		}
+	}
 }
 
 // followAuthorize is the user signing in at the provider outside the UI:

@@ -42,10 +42,11 @@ import (
 // resumption says which invocation a run continues, and where.
 type resumption struct {
 	id          string
-	floor       int    // session index of the invocation's first event
-	branch      string // branch of the answered call
-	asker       string // agent that asked the answered call
-	first       string // author of the invocation's first agent event
+	calls       []agent.PendingCall // the calls the message answers (agent.Pending)
+	floor       int                 // session index of the invocation's first event
+	branch      string              // branch of the answered call
+	asker       string              // agent that asked the answered call
+	first       string              // author of the invocation's first agent event
 	userContent *genai.Content
 	tree        *agent.Tree
 	llmCalls    int  // model calls the invocation made (event.Event.LLMCall)
@@ -81,6 +82,14 @@ func (res *resumption) priorLLMCalls() int {
 		return 0
 	}
 	return res.llmCalls
+}
+
+// pendingCalls returns the calls the run's message answers.
+func (res *resumption) pendingCalls() []agent.PendingCall {
+	if res == nil {
+		return nil
+	}
+	return res.calls
 }
 
 func (res *resumption) callBranch() string {
@@ -133,7 +142,7 @@ func (r *Runner) resumption(tree *agent.Tree, sess *session.Session, msg *genai.
 	if len(calls) == 0 && explicitID == "" {
 		return nil, nil // a new invocation: the common case costs nothing
 	}
-	res := &resumption{tree: tree, noCheckpts: r.withoutCheckpoints(tree)}
+	res := &resumption{tree: tree, calls: calls, noCheckpts: r.withoutCheckpoints(tree)}
 	if len(calls) > 0 { // all of one invocation and one branch (agent.Pending)
 		pc := calls[len(calls)-1]
 		res.id, res.branch, res.asker = pc.InvocationID, pc.Branch, pc.Author

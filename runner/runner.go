@@ -352,7 +352,9 @@ func (r *Runner) invoke(ctx context.Context, tree *agent.Tree, sess *session.Ses
 	defer stop()
 	var creds map[string]map[string]any
 	if msg != nil {
-		msg, creds = takeCredentials(msg)
+		// The ledger decides which answers are credentials, kept out of
+		// the log and plugins' sight, in memory for the tools that asked.
+		msg, creds = agent.TakeCredentials(res.pendingCalls(), msg)
 	}
 	cfg := agent.InvocationConfig{
 		ID:                res.invocationID(),
@@ -644,31 +646,6 @@ func selectAgent(tree *agent.Tree, sess *session.Session) agent.Agent {
 		return root
 	}
 	return root
-}
-
-// takeCredentials removes the client's answers to credential requests from
-// a message, so that they never reach the session log or plugins; the
-// invocation keeps them in memory for the tools that asked.
-func takeCredentials(msg *genai.Content) (*genai.Content, map[string]map[string]any) {
-	var creds map[string]map[string]any
-	var out *genai.Content
-	for i, p := range msg.Parts {
-		if p == nil || p.FunctionResponse == nil || p.FunctionResponse.Name != event.FunctionRequestCredential {
-			continue
-		}
-		if out == nil {
-			out = &genai.Content{Role: msg.Role, Parts: append([]*genai.Part(nil), msg.Parts...)}
-			creds = map[string]map[string]any{}
-		}
-		fr := *p.FunctionResponse
-		creds[fr.ID] = event.CloneMap(fr.Response)
-		fr.Response = map[string]any{"status": "credential received"} // stored instead of the secret
-		out.Parts[i] = &genai.Part{FunctionResponse: &fr}
-	}
-	if out == nil {
-		return msg, nil
-	}
-	return out, creds
 }
 
 // acquire takes the invocation lock of a session.

@@ -15,10 +15,12 @@
 // then "completed", "failed" (an error event or a run error), "canceled"
 // (tasks/cancel cancels the invocation) or "input-required" when the
 // invocation pauses for a confirmation or a long-running tool
-// ("auth-required" when it pauses only for credentials). That status
+// ("auth-required" when it pauses only for credentials, an agent tool's
+// request relaying its child's included: agent.AsksCredential). That status
 // message lists the pausing function calls as data parts; the client's next
 // message on the task answers them and resumes the invocation (see
-// [Handler] for how a reply is read).
+// [Handler] for how a reply is read). A reply carrying credentials is kept
+// in the task's history as the session log keeps it, without them.
 //
 // A task runs detached from the request that started it: a client that
 // disconnects loses nothing, since the runner keeps committing, and it can

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -91,8 +92,26 @@ func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 		cancel(nil)
 	}()
 
+	// The task's history keeps the message as the session log does: a
+	// credential the client sent (an answer to a credential request, or
+	// an approval relaying one) stays with the runner, in memory.
+	kept := e.keptMessage(ctx, rc, userID, msg)
 	if rc.StoredTask == nil {
-		if err := q.Write(ctx, a2a.NewSubmittedTask(rc, rc.Message)); err != nil {
+		if err := q.Write(ctx, a2a.NewSubmittedTask(rc, kept)); err != nil {
+			return err
+		}
+	} else if kept != rc.Message {
+		// The SDK stored the reply in the task's history as it came: the
+		// task saved again replaces it.
+		task := *rc.StoredTask
+		task.History = slices.Clone(task.History)
+		for i, m := range task.History {
+			if m == rc.Message || (m != nil && m.ID == rc.Message.ID) {
+				task.History[i] = kept
+			}
+		}
+		task.Status = a2a.TaskStatus{State: a2a.TaskStateWorking}
+		if err := q.Write(ctx, &task); err != nil {
 			return err
 		}
 	}
@@ -115,6 +134,35 @@ func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 	final := t.final(errors.Is(context.Cause(runCtx), errCanceled))
 	final.Final = true
 	return q.Write(ctx, final)
+}
+
+// keptMessage returns what the task's history keeps of the message of rc,
+// msg once converted: rc.Message itself, or, when it carries credentials
+// (agent.TakeCredentials decides, from the calls the ledger finds it
+// answers), a copy whose parts are the function responses the session
+// log stores instead.
+func (e *executor) keptMessage(ctx context.Context, rc *a2asrv.RequestContext, userID string, msg *genai.Content) *a2a.Message {
+	if !slices.ContainsFunc(msg.Parts, func(p *genai.Part) bool { return p != nil && p.FunctionResponse != nil }) {
+		return rc.Message
+	}
+	stored, creds := msg, map[string]map[string]any(nil)
+	key := session.Key{AppName: e.r.AppName(), UserID: userID, SessionID: rc.ContextID}
+	if sess, err := e.r.Sessions().Get(ctx, key, nil); err == nil {
+		if calls, err := agent.Pending(sess, msg); err == nil {
+			stored, creds = agent.TakeCredentials(calls, msg)
+		}
+	}
+	if creds == nil {
+		// No pending call found (the run will refuse the message): a
+		// response named as a credential answer is kept out all the same.
+		stored, creds = agent.TakeCredentials(nil, msg)
+	}
+	if creds == nil {
+		return rc.Message
+	}
+	m := *rc.Message
+	m.Parts = a2aparts.FromGenai(stored.Parts, nil)
+	return &m
 }
 
 // taskRun is the A2A side of one invocation of a task: what it wrote and
@@ -144,7 +192,7 @@ func (t *taskRun) event(ctx context.Context, ev *event.Event) error {
 	for i, fc := range calls {
 		t.pausing = append(t.pausing, &genai.Part{FunctionCall: fc})
 		t.longRun = append(t.longRun, fc.ID)
-		t.credentialsOnly = t.credentialsOnly && kinds[i] == agent.PauseCredential
+		t.credentialsOnly = t.credentialsOnly && (kinds[i] == agent.PauseCredential || agent.AsksCredential(fc))
 	}
 	var parts []a2a.Part
 	if ev.Content != nil {

@@ -22,8 +22,15 @@ const (
 // pendingOf describes a pausing call for the client.
 func pendingOf(fc *genai.FunctionCall, k agent.PauseKind) Pending {
 	p := Pending{ID: fc.ID, Name: fc.Name, Args: fc.Args}
-	switch k {
-	case agent.PauseConfirmation:
+	switch {
+	case k == agent.PauseConfirmation && agent.AsksCredential(fc):
+		// An agent tool whose paused child waits for credentials: a
+		// credential, answered by the approval with it as the payload.
+		p.Kind = KindCredential
+		orig, _ := fc.Args["originalFunctionCall"].(map[string]any)
+		name, _ := orig["name"].(string)
+		p.Message = fmt.Sprintf(`The agent tool %s needs credentials for its agent: answer with {"confirmed": true, "payload": the auth config of the request it relays, completed}.`, name)
+	case k == agent.PauseConfirmation:
 		p.Kind = KindConfirmation
 		orig, _ := fc.Args["originalFunctionCall"].(map[string]any)
 		conf, _ := fc.Args["toolConfirmation"].(map[string]any)
@@ -34,13 +41,13 @@ func pendingOf(fc *genai.FunctionCall, k agent.PauseKind) Pending {
 		if hint != "" {
 			p.Message = fmt.Sprintf("%s %s(%s)", hint, name, callArgs)
 		}
-	case agent.PauseInput:
+	case k == agent.PauseInput:
 		p.Kind = KindInput
 		p.Message, _ = fc.Args["message"].(string)
 		if p.Message == "" {
 			p.Message = "The workflow asks for input."
 		}
-	case agent.PauseCredential:
+	case k == agent.PauseCredential:
 		p.Kind = KindCredential
 		orig, _ := fc.Args["originalFunctionCall"].(map[string]any)
 		name, _ := orig["name"].(string)

@@ -23,7 +23,9 @@
 // server asks the client for each answer (a yes/no for an approval, text
 // otherwise) and resumes the invocation with them, within the same call.
 // A client without elicitation, one that cancels the elicitation, or a
-// request for credentials (which form elicitation must not ask for) gets a
+// request for credentials (which form elicitation must not ask for; an
+// agent tool's request relaying its child's is one, answered by the
+// approval with the credential as payload) gets a
 // result with status "pending" that lists the calls waiting; the client
 // answers them in a later call with the same session_id and "answers",
 // an object from call id to answer: an object is the call's response as

@@ -24,6 +24,7 @@ import (
 	"github.com/loomkit/loom/session"
 	"github.com/loomkit/loom/session/memsession"
 	"github.com/loomkit/loom/tool"
+	"github.com/loomkit/loom/tool/agenttool"
 	"github.com/loomkit/loom/tool/functiontool"
 )
 
@@ -475,5 +476,88 @@ func TestElicitLongRunningTool(t *testing.T) {
 	}
 	if got := text(res); res.IsError || got != "Ticket closed." || !strings.Contains(asked, "open_ticket") {
 		t.Errorf("result %q (asked %q), want Ticket closed. after asking about open_ticket", got, asked)
+	}
+}
+
+// An agent tool whose child asks for credentials is a credential for the
+// client, never asked in a form: the result is pending on it, and the
+// approval with the credential as payload, in a later call, reaches the
+// child, while the session keeps no credential.
+//
+// (CONFORMANCE T22)
+func TestRelayedCredentialIsNotElicited(t *testing.T) {
+	const secret = "k-mcp-relayed-31"
+	fetch, err := functiontool.New(functiontool.Config{Name: "fetch_report", Description: "Fetches a private report."},
+		func(_ context.Context, tc tool.Context, _ struct{}) (map[string]any, error) {
+			cred := tc.Credential()
+			if cred == nil {
+				tc.RequestCredential(map[string]any{"authScheme": map[string]any{"type": "apiKey", "in": "header", "name": "X-Key"}})
+				return nil, nil
+			}
+			return map[string]any{"key_ok": cred["apiKey"] == secret}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := llmagent.New(llmagent.Config{Name: "reporter", Tools: []tool.Tool{fetch},
+		Model: scripted.New("child", func(_ context.Context, req *model.Request) (scripted.Turn, error) {
+			if frs := scripted.LastFunctionResponse(req); len(frs) > 0 {
+				return scripted.Text(fmt.Sprintf("key ok: %v", frs[0].Response["key_ok"])), nil
+			}
+			return scripted.Call("fetch_report", map[string]any{}), nil
+		})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := agenttool.New(child, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := llmagent.New(llmagent.Config{Name: "assistant", Tools: []tool.Tool{at},
+		Model: scripted.New("m", func(_ context.Context, req *model.Request) (scripted.Turn, error) {
+			if frs := scripted.LastFunctionResponse(req); len(frs) > 0 {
+				return scripted.Text(fmt.Sprint("done: ", frs[0].Response["result"])), nil
+			}
+			return scripted.Call("reporter", map[string]any{"request": "my report"}), nil
+		})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "assistant", Agent: root, Sessions: session.NewService(memsession.New(), nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, url := serve(t, mcpserver.Config{Runner: r})
+	var mu sync.Mutex
+	var asked []string
+	cs := connect(t, url, "", nil, func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, req.Params.Message)
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirmed": true}}, nil
+	})
+	res, out := call(t, cs, map[string]any{"request": "my report"})
+	if res.IsError || out.Status != mcpserver.StatusPending || len(out.Pending) != 1 || out.Pending[0].Kind != mcpserver.KindCredential {
+		t.Fatalf("call: %+v %q, want pending on one credential", out, text(res))
+	}
+	mu.Lock()
+	if len(asked) != 0 {
+		t.Errorf("the credential was asked in a form: %q", asked)
+	}
+	mu.Unlock()
+	p := out.Pending[0]
+	res, done := call(t, cs, map[string]any{"session_id": out.SessionID, "answers": map[string]any{
+		p.ID: map[string]any{"confirmed": true, "payload": map[string]any{"apiKey": secret}}}})
+	if res.IsError || done.Status != mcpserver.StatusCompleted || done.Response != "done: key ok: true" {
+		t.Fatalf("answer: %+v %q, want the child's answer with the key", done, text(res))
+	}
+	sess, err := r.Sessions().Get(context.Background(), session.Key{AppName: "assistant", UserID: mcpserver.UserPrefix + out.SessionID, SessionID: out.SessionID}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range sess.Events() {
+		if b, _ := json.Marshal(ev); strings.Contains(string(b), secret) {
+			t.Fatalf("the credential was written to the session: %s", b)
+		}
 	}
 }

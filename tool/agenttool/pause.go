@@ -34,7 +34,10 @@ import (
 // pauses an agent tool's call, of what the child left: {"invocationId",
 // "events" (the child's log, in the wire form), "waiting" (the calls it
 // waits on: id, name, args)}.
-const PauseKey = "agentToolPause"
+// It is the ledger's agent.ChildPauseKey: the ledger knows a request that
+// relays a child's credential request by it, and keeps the client's
+// credential out of the log (agent.TakeCredentials).
+const PauseKey = agent.ChildPauseKey
 
 // waitingCall is a pausing call of the child that waits for the client.
 type waitingCall struct {

@@ -56,18 +56,28 @@ export function signIn(fc) {
   return { authConfig, url: url.href, redirectUri, state: pick(o, 'state', 'state') || url.searchParams.get('state') || '' };
 }
 
-/** nestedCredential returns the credential request of an agent used as a
- * tool that a confirmation request fc carries (the agent tool's pause:
- * toolConfirmation.payload.agentToolPause, the child's waiting call), when
- * it is an OAuth2 sign-in; null otherwise. */
-export function nestedCredential(fc) {
+/** childRequest returns the call an agent used as a tool is waiting on,
+ * carried by its confirmation request fc (the agent tool's pause:
+ * toolConfirmation.payload.agentToolPause.waiting[0]); null otherwise. */
+function childRequest(fc) {
   if (!fc || fc.name !== CONFIRMATION) return null;
   const payload = ((fc.args || {}).toolConfirmation || {}).payload;
   const pause = payload && typeof payload === 'object' ? payload.agentToolPause : null;
   const w = pause && Array.isArray(pause.waiting) ? pause.waiting[0] : null;
-  if (!w || w.name !== CREDENTIAL) return null;
-  const child = { id: w.id, name: CREDENTIAL, args: w.args || {} };
-  return signIn(child) ? child : null;
+  return w && typeof w === 'object' ? { id: w.id, name: w.name, args: w.args || {} } : null;
+}
+
+/** How many agent tools deep a relayed sign-in is looked for, as the
+ * runtime follows them. */
+const MAX_RELAY = 16;
+
+/** nestedCredential returns the credential request that a confirmation
+ * request fc relays from an agent used as a tool, however many agent tools
+ * deep, when it is an OAuth2 sign-in; null otherwise. */
+export function nestedCredential(fc) {
+  let c = childRequest(fc);
+  for (let i = 1; c && c.name === CONFIRMATION && i < MAX_RELAY; i++) c = childRequest(c);
+  return c && c.name === CREDENTIAL && signIn(c) ? c : null;
 }
 
 /** signInOf returns the sign-in a request fc asks for: its own, or that of
@@ -78,16 +88,19 @@ export function signInOf(fc) {
   return child ? signIn(child) : null;
 }
 
+/** responseFor is the response answering request fc with the redirect URL
+ * the user came back to: the credential answer itself, or, for an agent
+ * tool's paused child, the approval of the agent tool's request with the
+ * child's own answer as payload, level by level. */
+function responseFor(fc, redirectURL) {
+  if (fc.name === CREDENTIAL) return answerFor(fc, redirectURL).response;
+  return { confirmed: true, payload: responseFor(childRequest(fc), redirectURL) };
+}
+
 /** answerContent builds the message answering request fc with the redirect
- * URL the user came back to: the credential answer itself, or, for an
- * agent tool's paused child, the approval of the agent tool's request with
- * the child's answer as payload. */
+ * URL the user came back to. */
 export function answerContent(fc, redirectURL) {
-  const child = nestedCredential(fc);
-  const part = child
-    ? { functionResponse: { id: fc.id, name: CONFIRMATION, response: { confirmed: true, payload: answerFor(child, redirectURL).response } } }
-    : { functionResponse: answerFor(fc, redirectURL) };
-  return { role: 'user', parts: [part] };
+  return { role: 'user', parts: [{ functionResponse: { id: fc.id, name: fc.name, response: responseFor(fc, redirectURL) } }] };
 }
 
 /** answerFor builds the function response answering fc with the redirect
