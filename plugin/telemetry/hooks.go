@@ -98,9 +98,9 @@ type invState struct {
 	pending []*call    // model calls answered, waiting for their event
 	tools   []*call    // tool calls waiting for their event, by call.id
 	usage   cost.Usage // of the committed model responses
-	// buf holds the attributes of a span as they are set, under mu (see
-	// attrList).
-	buf [20]attribute.KeyValue
+	// buf holds the attributes of a span as they are set, under mu, with
+	// the plugin's own provider (see attrList and ownState).
+	buf []attribute.KeyValue
 	// The calls of an invocation, and the lists above, start in these
 	// arrays, so that an invocation of one agent, two model calls and a
 	// tool call allocates none of them.
@@ -109,9 +109,25 @@ type invState struct {
 	lists [8]*call
 }
 
-// newInvState returns the state of a new invocation.
-func newInvState() *invState {
-	st := &invState{start: time.Now()}
+// ownState is the state of an invocation recorded by the provider New
+// created, with the room for its attribute buffer.
+type ownState struct {
+	invState
+	attrs [20]attribute.KeyValue
+}
+
+// newInvState returns the state of a new invocation; own: of the plugin's
+// own provider.
+func newInvState(own bool) *invState {
+	var st *invState
+	if own {
+		o := &ownState{}
+		o.buf = o.attrs[:0]
+		st = &o.invState
+	} else {
+		st = &invState{}
+	}
+	st.start = time.Now()
 	st.agents, st.models = st.lists[0:0:2], st.lists[2:2:4]
 	st.pending, st.tools = st.lists[4:4:6], st.lists[6:6:8]
 	return st
@@ -158,12 +174,16 @@ func without(list []*call, i int) []*call {
 // filled and handed to start or SetAttributes under st.mu. The spans of
 // the provider New created copy the attributes they are given, so they
 // share st's buffer; another provider's spans may keep the list, so each
-// of them gets its own, with room for n and a payload.
+// of them gets its own, with room for the n attributes a span usually
+// gets at once and its payload, if any.
 func (t *Telemetry) attrList(st *invState, n int) []attribute.KeyValue {
 	if t.owned != nil {
 		return st.buf[:0]
 	}
-	return make([]attribute.KeyValue, 0, n+1)
+	if t.maxPayload > 0 {
+		n++
+	}
+	return make([]attribute.KeyValue, 0, n)
 }
 
 // start starts a span named name with attrs, the child of parent (of the
@@ -277,7 +297,7 @@ func (t *Telemetry) begin(ctx context.Context, inv *agent.Invocation) {
 	if _, ok := t.invs[inv.ID()]; ok {
 		return
 	}
-	st := newInvState()
+	st := newInvState(t.owned != nil)
 	st.invID, st.sessionID = inv.ID(), sessionID(inv)
 	if s := inv.Session(); s != nil {
 		st.appName, st.userID = s.AppName(), s.UserID()
@@ -581,7 +601,7 @@ func (t *Telemetry) afterModel(ctx context.Context, cc *agent.CallbackContext, r
 			c.answer.llmPayload = t.payload(resp)
 		}
 		if !c.deferred {
-			c.span.SetAttributes(t.answerAttrs(c, t.attrList(st, 5))...)
+			c.span.SetAttributes(t.answerAttrs(c, t.attrList(st, 3))...)
 		}
 		fallbackAttrs(c.span, resp)
 	}
@@ -605,9 +625,9 @@ func (t *Telemetry) startAttrs(st *invState, c *call) []attribute.KeyValue {
 		return nil
 	}
 	if c.tool != "" {
-		return t.toolAttrs(st, c, t.attrList(st, 9))
+		return t.toolAttrs(st, c, t.attrList(st, 8))
 	}
-	return t.modelAttrs(st, c, t.attrList(st, 10))
+	return t.modelAttrs(st, c, t.attrList(st, 7))
 }
 
 // modelAttrs appends the attributes of a call_llm span's request.
@@ -844,7 +864,7 @@ func (t *Telemetry) onEvent(ctx context.Context, inv *agent.Invocation, ev *even
 				c.response = t.payload(fr.Response)
 			}
 		default:
-			attrs := append(t.attrList(st, 2), attribute.String(keyEventID, ev.ID))
+			attrs := append(t.attrList(st, 1), attribute.String(keyEventID, ev.ID))
 			if t.maxPayload > 0 {
 				attrs = append(attrs, attribute.String(keyToolResponse, t.payload(fr.Response)))
 			}
