@@ -70,7 +70,9 @@
 // --temporal-namespace and --temporal-task-queue; web and api also take
 // --temporal-workflow-prefix, which starts the ids of the session
 // workflows, so that deployments with session stores of their own can
-// share a namespace.
+// share a namespace, and --temporal-feed-addr (and --temporal-feed-url),
+// where workers send the events of the turns, partial text included, as
+// they are yielded. worker takes --prices, as web and api do.
 //
 // # Models and storage
 //

@@ -121,6 +121,9 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"worker"}, 2, "", "--temporal is required"},
 		{[]string{"worker", "--temporal", "127.0.0.1:1", "extra"}, 2, "", `unexpected argument "extra"`},
 		{[]string{"worker", "--temporal", "127.0.0.1:1", "--sessions", "memory://"}, 1, "", "must share a session store"},
+		{[]string{"worker", "--temporal", "127.0.0.1:1", "--sessions", "sqlite:///nonexistent/s.db", "--prices", "/nonexistent/prices.yaml"}, 1, "", "prices.yaml"},
+		{[]string{"worker", "-h"}, 0, "-prices", ""},
+		{[]string{"api", "-h"}, 0, "-temporal-feed-addr", ""},
 		{[]string{"api", "--port", "0", "--temporal", "127.0.0.1:1", "--sessions", "memory://"}, 1, "", "must share a session store"},
 		{[]string{"help"}, 0, "loom worker --temporal", ""},
 	} {

@@ -290,13 +290,16 @@ func (t *temporalFlags) invoker(ctx context.Context, env Env, o *options) (serve
 	if err != nil {
 		return nil, nil, err
 	}
-	inv, err := temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: t.queue, WorkflowIDPrefix: t.prefix})
+	inv, err := temporal.NewClient(temporal.ClientConfig{Client: c, TaskQueue: t.queue, WorkflowIDPrefix: t.prefix, FeedAddr: t.feedAddr, FeedURL: t.feedURL})
 	if err != nil {
 		c.Close()
 		return nil, nil, err
 	}
 	fmt.Fprintf(env.Stderr, "loom: invocations run on Temporal %s, task queue %s, workflow ids %s/...\n", t.addr, t.queue, t.prefix)
-	return inv, c.Close, nil
+	if u := inv.FeedURL(); u != "" {
+		fmt.Fprintf(env.Stderr, "loom: workers send the events of turns to %s\n", u)
+	}
+	return inv, func() { inv.Close(); c.Close() }, nil
 }
 
 // announce tells where the server answers: the API or the dev UI, and the

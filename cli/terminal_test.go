@@ -47,6 +47,9 @@ func loomBinary(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(envTemporalWorker); dir != "" {
+		os.Exit(temporalWorkerMain(dir))
+	}
 	code := m.Run()
 	if loomDir != "" {
 		os.RemoveAll(loomDir)

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
+	"github.com/loomkit/loom/cost"
 	"github.com/loomkit/loom/durable/temporal"
 	"github.com/loomkit/loom/plugin/telemetry"
 )
@@ -21,6 +22,9 @@ type temporalFlags struct {
 	namespace string
 	queue     string
 	prefix    string // of the workflow ids (servers only)
+	feedAddr  string // where the feed listener listens (servers only)
+	feedURL   string // where workers reach it (servers only)
+	prices    string // of the models (workers only)
 }
 
 func (t *temporalFlags) register(fs *flag.FlagSet, what string) {
@@ -35,6 +39,10 @@ func (t *temporalFlags) registerClient(fs *flag.FlagSet, what string) {
 	t.register(fs, what)
 	fs.StringVar(&t.prefix, "temporal-workflow-prefix", temporal.DefaultWorkflowIDPrefix,
 		"`prefix` of the session workflows' ids: deployments that share a Temporal namespace but not their session store each need their own")
+	fs.StringVar(&t.feedAddr, "temporal-feed-addr", "127.0.0.1:0",
+		"`host:port` of the feed listener, where workers of other processes send each turn's events, partial text included, as they are yielded (port 0 picks one; \"\" turns it off: the events then arrive when the turn ends)")
+	fs.StringVar(&t.feedURL, "temporal-feed-url", "",
+		"base `URL` workers reach the feed listener at (default http:// and its address; required when it listens on every interface)")
 }
 
 // dial connects to the Temporal server; its SDK logs warnings and errors
@@ -67,6 +75,7 @@ func worker(ctx context.Context, env Env, args []string, p Program) error {
 	o.authCalls = true // it runs what loom api starts, as loom api would
 	var tf temporalFlags
 	tf.register(fs, "the server whose workflows this worker runs (required)")
+	fs.StringVar(&tf.prices, "prices", "", "JSON or YAML `file` of model prices per million tokens ({\"models\": {\"NAME\": {\"input\": 0.3, \"output\": 2.5, \"cached_input\": 0.03}}}): the loom.model.cost metric counts the costs of the invocations this worker runs; models without a price count tokens only")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -86,7 +95,14 @@ func worker(ctx context.Context, env Env, args []string, p Program) error {
 	if err := checkShared(o.sessions); err != nil {
 		return err
 	}
-	tel, err := telemetry.New(telemetry.Config{})
+	var prices cost.Prices
+	if tf.prices != "" {
+		var err error
+		if prices, err = cost.Load(tf.prices); err != nil {
+			return err
+		}
+	}
+	tel, err := telemetry.New(telemetry.Config{Prices: prices})
 	if err != nil {
 		return err
 	}

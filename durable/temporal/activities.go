@@ -85,17 +85,18 @@ func (a *activities) mark(ctx context.Context, in SessionInput) (int, error) {
 }
 
 // turn runs a message's invocation until it ends or pauses, and publishes
-// every event it yields to the client of the message if that waits in this
-// process (feeds). It reads the session log from in.WaitFrom on only:
-// the message's own events and those of calls still waiting (the runner
-// reads the rest, once, into the session it keeps). The message is stored
+// every event it yields to the client of the message: directly if that
+// waits in this process (feeds), through its feed listener if it has one.
+// It reads the session log from in.WaitFrom on only: the message's own
+// events and those of calls still waiting (the runner reads the rest,
+// once, into the session it keeps). The message is stored
 // under an event id of its request's own (messageID): if the log holds it,
 // an earlier attempt of the turn, killed or failed, stored it, and the
 // turn resumes its invocation from the log instead of storing it again,
 // running no tool call whose response was committed. An attempt that
 // still ran while this one stored the message cannot store it a second
 // time: the session refuses the id.
-func (a *activities) turn(ctx context.Context, in turnInput) (turnResult, error) {
+func (a *activities) turn(ctx context.Context, in turnInput) (_ turnResult, err error) {
 	r, err := a.app(in.Session)
 	if err != nil {
 		return turnResult{}, err
@@ -121,7 +122,16 @@ func (a *activities) turn(ctx context.Context, in turnInput) (turnResult, error)
 			MessageID: id,
 		})
 	}
-	publish := feeds.publisher(msg.RequestID)
+	publish, local := feeds.publisher(msg.RequestID)
+	if !local && msg.Feed != "" {
+		// The client waits in another process: the events go to its feed
+		// listener.
+		p := push(msg.Feed, msg.FeedToken)
+		clean := false
+		defer func() { p.finish(clean) }()
+		publish = p.publish
+		defer func() { clean = err == nil }()
+	}
 	for ev, err := range events {
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"net/url"
+	"strings"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
@@ -45,15 +46,27 @@ type ClientConfig struct {
 	TaskQueue string
 	// Options are the workflows' activity settings.
 	Options Options
+	// FeedAddr, when set, is the address (host:port; port 0 picks one)
+	// the client's feed listener listens on: a worker of another process
+	// sends the events of each turn there as they are yielded, partial
+	// ones included, each turn authenticated by a random token of its
+	// own; NewClient starts it and Close stops it. Without it (the
+	// default), the committed events of a worker in another process
+	// reach the client when the turn ends or pauses, or as Poll reads
+	// them. Events of a worker in the client's process always reach it as
+	// they are yielded, without a listener.
+	FeedAddr string
+	// FeedURL is the base address workers reach the feed listener at
+	// (http:// or https://, e.g. behind a proxy or on another
+	// interface); default http:// and the address FeedAddr listens on,
+	// which must then not be every interface.
+	FeedURL string
 	// Poll, when positive, is how often the session log is read for new
-	// events while a message's turn runs. Events of a worker in the
-	// client's process reach it as they are yielded, partial ones
-	// included, without reading the log; the committed events of a
-	// worker in another process reach it when the turn ends or pauses,
-	// unless Poll is set (default 0: no polling). A polling client takes
-	// the first message stored after it admitted its own for its own: it
-	// assumes, as a server does, that no other client sends to the
-	// session meanwhile.
+	// events while a message's turn runs (default 0: no polling), for
+	// clients without a feed listener or whose workers cannot reach it.
+	// A polling client takes the first message stored after it admitted
+	// its own for its own: it assumes, as a server does, that no other
+	// client sends to the session meanwhile.
 	Poll time.Duration
 	// WorkflowIDPrefix starts the id of every session workflow the client
 	// starts, updates or cancels (default DefaultWorkflowIDPrefix). A
@@ -68,7 +81,8 @@ type ClientConfig struct {
 // its apps' invocations on Temporal workers instead of in process. It is
 // safe for concurrent use.
 type Client struct {
-	cfg ClientConfig
+	cfg  ClientConfig
+	feed *feedServer // nil without ClientConfig.FeedAddr
 }
 
 // NewClient returns a Client.
@@ -82,7 +96,34 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.WorkflowIDPrefix == "" {
 		cfg.WorkflowIDPrefix = DefaultWorkflowIDPrefix
 	}
-	return &Client{cfg: cfg}, nil
+	c := &Client{cfg: cfg}
+	if cfg.FeedAddr != "" {
+		f, err := listenFeed(cfg.FeedAddr, cfg.FeedURL)
+		if err != nil {
+			return nil, err
+		}
+		c.feed = f
+	}
+	return c, nil
+}
+
+// FeedURL returns the base address of the client's feed listener that
+// workers post to, or "" if it has none.
+func (c *Client) FeedURL() string {
+	if c.feed == nil {
+		return ""
+	}
+	return strings.TrimSuffix(c.feed.url, feedPath)
+}
+
+// Close stops the client's feed listener, if it has one: the turns
+// still running reach their clients through the log. It does not close
+// the Temporal client.
+func (c *Client) Close() error {
+	if c.feed == nil {
+		return nil
+	}
+	return c.feed.close()
 }
 
 // WorkflowID returns the id of the workflow of a session:
@@ -115,10 +156,13 @@ func answersCalls(msg *genai.Content) bool {
 
 // Run hands msg to the workflow of the session (starting it if none
 // runs) and yields the events of the invocation the message starts or
-// resumes, like runner.Runner.Run does in process: as they are yielded when
-// the worker that runs the turn is in this process (partial events
-// included when opts.Streaming is set), otherwise the committed ones when
-// the turn ends or pauses (see ClientConfig.Poll). The session must exist.
+// resumes, like runner.Runner.Run does in process: as they are yielded
+// (partial events included when opts.Streaming is set) when the worker
+// that runs the turn is in this process or reaches the client's feed
+// listener (ClientConfig.FeedAddr), otherwise the committed ones when the
+// turn ends or pauses (see ClientConfig.Poll). Each committed event is
+// yielded once, in log order, whichever way it came. The session must
+// exist.
 // Cancelling ctx stops the streaming, not the invocation: use Cancel.
 func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID string, msg *genai.Content, opts *runner.RunOptions) iter.Seq2[*event.Event, error] {
 	if opts == nil {
@@ -137,7 +181,12 @@ func (c *Client) Run(ctx context.Context, app *runner.Runner, userID, sessionID 
 		}
 		m := Message{RequestID: newRequestID(), Content: msg, StateDelta: opts.StateDelta, InvocationID: opts.InvocationID,
 			MaxLLMCalls: opts.MaxLLMCalls, Streaming: opts.Streaming, After: after}
-		f := feeds.subscribe(m.RequestID)
+		var token string
+		if c.feed != nil {
+			token = newRequestID() + newRequestID()
+			m.Feed, m.FeedToken = c.feed.url+m.RequestID, token
+		}
+		f := feeds.subscribe(m.RequestID, token)
 		defer feeds.unsubscribe(m.RequestID)
 		uctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})

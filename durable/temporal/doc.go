@@ -78,24 +78,34 @@
 // # Streaming and cancellation
 //
 // A turn publishes every event its runner yields, partial ones included
-// when the request asks for streaming, to the client of its message if
-// that client waits in the worker's process: [Client.Run] subscribes to
-// its message in a small in-process exchange before it sends it, and
-// yields the events as they come, without reading the session log. When
-// the worker that ran the turn is in another process (or took the turn
-// over from one that died), the turn's committed events are read from the
-// log once, from the message on, when the update answers; partial events
-// are then not seen, as they are never committed. A deployment whose
-// clients should see committed events as they are committed across
-// processes sets ClientConfig.Poll to read the log meanwhile; one that
-// wants partial text runs its workers in its servers' processes (every
-// worker of a task queue may take a turn, so every server process should
-// run one). [Client.Cancel] cancels the session's workflow: the running
-// turn's context is cancelled when the workflow learns of it, at the
-// worker's next renewal of its workflow task at the latest, and queued
-// messages of that session are answered with the cancellation. Only that
-// aborts the invocation: a worker that shuts down, or an attempt that
-// outlives Options.StepTimeout, stops its run without aborting it
+// when the request asks for streaming, to the client of its message as it
+// is yielded, without the client reading the session log. When the client
+// waits in the worker's process, [Client.Run] subscribes to its message
+// in a small in-process exchange before it sends it. When it waits in
+// another process, its feed listener (ClientConfig.FeedAddr) takes the
+// events: the message names the listener and carries a random token of
+// its turn's own; the worker opens one HTTP stream per turn to the
+// listener and sends the events on it; the listener accepts the stream
+// only with that token (compared in constant time), one per turn, only
+// while the client waits, and bounds its bytes, its events, its silence
+// and the streams it reads at once. The token is in the workflow's
+// history, as the message is. Pushing never holds the turn up: a stream
+// that cannot keep up drops what follows, and a listener that is gone or
+// unreachable is given up on. The session log stays the source of truth:
+// when the update answers, the client reads the turn's committed events
+// from the log, from the message on, if the feed did not bring them all
+// (a stream dropped or refused, a turn taken over, no listener), and
+// yields those it had not yielded, so that each committed event reaches
+// it once, in log order; partial events are never committed, so only the
+// feed brings them. A client without a listener may set ClientConfig.Poll
+// to read the log meanwhile.
+//
+// [Client.Cancel] cancels the session's workflow: the running turn's
+// context is cancelled when the workflow learns of it, at the worker's
+// next renewal of its workflow task at the latest, and queued messages of
+// that session are answered with the cancellation. Only that aborts the
+// invocation: a worker that shuts down, or an attempt that outlives
+// Options.StepTimeout, stops its run without aborting it
 // (runner.ErrDetached), and the turn's next attempt resumes it.
 //
 // # Versioning

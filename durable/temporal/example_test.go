@@ -105,3 +105,23 @@ func ExampleClient_WorkflowID() {
 	// loom-us/support/ada/s1
 	// loom/support/ada/s1
 }
+
+// A server's client of Temporal listens for the events that workers of
+// other processes send it as they run its turns, partial text included:
+// on a free loopback port by default, or on an interface other machines
+// reach, at an address it advertises.
+func ExampleClient_FeedURL() {
+	tc, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:7233", Logger: quiet})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tc.Close()
+	cl, err := temporal.NewClient(temporal.ClientConfig{Client: tc, FeedAddr: "127.0.0.1:0", FeedURL: "http://web-1.internal:7300"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cl.Close()
+	fmt.Println(cl.FeedURL())
+	// Output:
+	// http://web-1.internal:7300
+}

@@ -11,8 +11,8 @@ import (
 // a request without a reader in this process publishes to no one.
 func TestFeedBounded(t *testing.T) {
 	h := &hub{feeds: map[string]*feed{}}
-	f := h.subscribe("r1")
-	publish := h.publisher("r1")
+	f := h.subscribe("r1", "")
+	publish, _ := h.publisher("r1")
 	for i := range maxFeed + 10 {
 		ev := event.New("inv", "agent")
 		ev.ID = string(rune('a' + i%26))
@@ -27,7 +27,11 @@ func TestFeedBounded(t *testing.T) {
 	if evs, _ := f.take(); len(evs) != 0 {
 		t.Fatalf("a feed whose reader left holds %d events", len(evs))
 	}
-	h.publisher("nobody")(event.New("inv", "agent")) // no reader: nothing happens
+	p, ok := h.publisher("nobody")
+	if ok {
+		t.Fatal("a request without a reader has a publisher")
+	}
+	p(event.New("inv", "agent")) // no reader: nothing happens
 	if len(h.feeds) != 0 {
 		t.Fatalf("the hub holds %d feeds, want none", len(h.feeds))
 	}

@@ -39,6 +39,8 @@ const (
 	// instead of the test app; "die" makes it kill itself (SIGKILL) right
 	// after it commits a request for input.
 	envDesk = "LOOM_TEMPORAL_TEST_DESK"
+	// envStream makes the worker run the streaming app (streamApp).
+	envStream = "LOOM_TEMPORAL_TEST_STREAM"
 )
 
 func TestMain(m *testing.M) {
@@ -60,6 +62,9 @@ func workerMain(queue string) int {
 		return fail(err)
 	}
 	app, err := newApp(os.Getenv(envDir), slow, svc)
+	if os.Getenv(envStream) != "" {
+		app, err = streamApp(os.Getenv(envDir), svc)
+	}
 	if desk := os.Getenv(envDesk); desk != "" {
 		var plugins []*plugin.Plugin
 		if desk == "die" {

@@ -88,11 +88,18 @@ type Message struct {
 	InvocationID string         `json:",omitempty"` // runner.RunOptions.InvocationID
 	MaxLLMCalls  int            `json:",omitempty"`
 	// Streaming asks the model to stream (runner.RunOptions.Streaming):
-	// partial events reach a client in the worker's process.
+	// partial events reach a client in the worker's process, or one
+	// whose feed listener the worker reaches.
 	Streaming bool `json:",omitempty"`
 	// After is the length of the session log when the client admitted
 	// the message: the message is stored after it.
 	After int `json:",omitempty"`
+	// Feed is the address of the client's feed listener for this
+	// message ("": the client has none), where a worker of another
+	// process sends the turn's events as they are yielded; FeedToken is
+	// the turn's own random token that the listener requires.
+	Feed      string `json:",omitempty"`
+	FeedToken string `json:",omitempty"`
 }
 
 // Status is the outcome of one message, answered by the run update.
