@@ -186,14 +186,14 @@ func eventJSONForm(ev *event.Event) error {
 	if ev.Content, err = contentJSONForm(ev.Content); err != nil {
 		return err
 	}
-	if ev.CustomMetadata, _, err = mapJSONForm(ev.CustomMetadata, "custom metadata"); err != nil {
+	if ev.CustomMetadata, _, err = mapJSONForm(ev.CustomMetadata, "custom metadata", ""); err != nil {
 		return err
 	}
 	a := &ev.Actions
-	if a.AgentState, _, err = mapJSONForm(a.AgentState, "agent state"); err != nil {
+	if a.AgentState, _, err = mapJSONForm(a.AgentState, "agent state", ""); err != nil {
 		return err
 	}
-	if a.RequestedAuthConfigs, _, err = mapJSONForm(a.RequestedAuthConfigs, "requested auth configs"); err != nil {
+	if a.RequestedAuthConfigs, _, err = mapJSONForm(a.RequestedAuthConfigs, "requested auth configs", ""); err != nil {
 		return err
 	}
 	copied := false
@@ -288,13 +288,13 @@ func contentJSONForm(c *genai.Content) (*genai.Content, error) {
 
 // partJSONForm is contentJSONForm for one part: p itself, or a copy.
 func partJSONForm(p *genai.Part) (*genai.Part, error) {
-	meta, metaChanged, err := mapJSONForm(p.PartMetadata, "part metadata")
+	meta, metaChanged, err := mapJSONForm(p.PartMetadata, "part metadata", "")
 	if err != nil {
 		return nil, err
 	}
 	var fc *genai.FunctionCall
 	if p.FunctionCall != nil {
-		args, changed, err := mapJSONForm(p.FunctionCall.Args, "arguments of call "+p.FunctionCall.Name)
+		args, changed, err := mapJSONForm(p.FunctionCall.Args, "arguments of call", p.FunctionCall.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -306,7 +306,7 @@ func partJSONForm(p *genai.Part) (*genai.Part, error) {
 	}
 	var fr *genai.FunctionResponse
 	if p.FunctionResponse != nil {
-		resp, changed, err := mapJSONForm(p.FunctionResponse.Response, "response of call "+p.FunctionResponse.Name)
+		resp, changed, err := mapJSONForm(p.FunctionResponse.Response, "response of call", p.FunctionResponse.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -334,8 +334,9 @@ func partJSONForm(p *genai.Part) (*genai.Part, error) {
 
 // mapJSONForm returns m with its values in their JSON form: m itself when
 // they already are, else a copy of m with the others replaced (changed is
-// then true). what names m in an error.
-func mapJSONForm(m map[string]any, what string) (out map[string]any, changed bool, err error) {
+// then true). what, followed by call when it is not empty, names m in an
+// error (joined only then: m is converted for every stored event).
+func mapJSONForm(m map[string]any, what, call string) (out map[string]any, changed bool, err error) {
 	out = m
 	for k, v := range m {
 		if isJSON(v) {
@@ -343,6 +344,9 @@ func mapJSONForm(m map[string]any, what string) (out map[string]any, changed boo
 		}
 		j, err := event.JSONForm(v)
 		if err != nil {
+			if call != "" {
+				what += " " + call
+			}
 			return nil, false, fmt.Errorf("%s, key %q: %w", what, k, err)
 		}
 		if !changed {

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -166,6 +167,10 @@ type Agent struct {
 	processors []string
 	schema     *jsonschema.Resolved
 	body       func(context.Context, *agent.Invocation) iter.Seq2[*event.Event, error] // a.run, bound once
+	// identity is the agent's identity instruction, and instructed the
+	// instruction followed by it when the instruction has no placeholder
+	// and no provider (else ""): both made once, not for every request.
+	identity, instructed string
 
 	histories sync.Map // historyKey → *history
 }
@@ -186,6 +191,10 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, tools: map[string]tool.Tool{}}
 	a.body = a.run
+	a.identity = identityInstruction(a)
+	if cfg.InstructionProvider == nil && !strings.Contains(cfg.Instruction, "{") {
+		a.instructed = joinInstructions(cfg.Instruction, a.identity)
+	}
 	for _, t := range cfg.Tools {
 		if t == nil {
 			return nil, fmt.Errorf("llmagent: %s: nil tool", cfg.Name)

@@ -88,7 +88,11 @@ func (a *Agent) buildRequest(ctx context.Context, inv *agent.Invocation, cc *age
 	// ADK's order: the global instruction, the agent's, its identity; the
 	// runtime's own instructions follow, the transfer rules last, then what
 	// the tools add.
-	instr = joinInstructions(joinInstructions(global, instr), identityInstruction(a))
+	if global == "" && a.instructed != "" && instr == a.cfg.Instruction {
+		instr = a.instructed // the same string, made once
+	} else {
+		instr = joinInstructions(joinInstructions(global, instr), a.identity)
+	}
 	a.systemInstruction(m, instr)
 	a.declareTools(m, tools, order)
 	var finalTool bool

@@ -316,7 +316,11 @@ func keep(s sdktrace.ReadOnlySpan, maxAttr int) record {
 			}
 			r.size += int64(n)
 		case attribute.STRINGSLICE:
-			for _, x := range kv.Value.AsStringSlice() {
+			list, ok := sharedFinishReason(kv) // read without copying it
+			if !ok {
+				list = kv.Value.AsStringSlice()
+			}
+			for _, x := range list {
 				if maxAttr >= 0 && len(x) > maxAttr {
 					r.conv = new(Span)
 				}

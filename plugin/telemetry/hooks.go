@@ -84,6 +84,8 @@ const (
 // before- and after-model hooks share, and a tool call by its call id.
 type invState struct {
 	span      trace.Span
+	ctx       context.Context // the context holding span, for its children
+	invID     string
 	start     time.Time
 	appName   string
 	userID    string
@@ -91,34 +93,189 @@ type invState struct {
 	rootAgent string
 
 	mu      sync.Mutex
-	agents  []*call                          // open agent and node spans, in start order
-	models  map[*agent.CallbackContext]*call // model calls without a response yet
-	pending []*call                          // model calls answered, waiting for their event
-	tools   map[string]*call                 // tool calls by call id, waiting for their event
-	usage   cost.Usage                       // of the committed model responses
+	agents  []*call    // open agent and node spans, in start order
+	models  []*call    // model calls without a response yet, by call.cc
+	pending []*call    // model calls answered, waiting for their event
+	tools   []*call    // tool calls waiting for their event, by call.id
+	usage   cost.Usage // of the committed model responses
+	// buf holds the attributes of a span as they are set, under mu, with
+	// the plugin's own provider (see attrList and ownState).
+	buf []attribute.KeyValue
+	// The calls of an invocation, and the lists above, start in these
+	// arrays, so that an invocation of one agent, two model calls and a
+	// tool call allocates none of them.
+	slab  [4]call
+	used  int // calls of slab handed out
+	lists [8]*call
+}
+
+// ownState is the state of an invocation recorded by the provider New
+// created, with the room for its attribute buffer.
+type ownState struct {
+	invState
+	attrs [20]attribute.KeyValue
+}
+
+// newInvState returns the state of a new invocation; own: of the plugin's
+// own provider.
+func newInvState(own bool) *invState {
+	var st *invState
+	if own {
+		o := &ownState{}
+		o.buf = o.attrs[:0]
+		st = &o.invState
+	} else {
+		st = &invState{}
+	}
+	st.start = time.Now()
+	st.agents, st.models = st.lists[0:0:2], st.lists[2:2:4]
+	st.pending, st.tools = st.lists[4:4:6], st.lists[6:6:8]
+	return st
+}
+
+// newCall returns a new zero call of st, from its slab while it lasts.
+// st.mu is held.
+func (st *invState) newCall() *call {
+	if st.used == len(st.slab) {
+		return new(call)
+	}
+	st.used++
+	return &st.slab[st.used-1]
+}
+
+// modelLocked returns the index in st.models of the model call of cc, or -1.
+func (st *invState) modelLocked(cc *agent.CallbackContext) int {
+	for i, c := range st.models {
+		if c.cc == cc {
+			return i
+		}
+	}
+	return -1
+}
+
+// toolLocked returns the index in st.tools of the tool call id, or -1.
+func (st *invState) toolLocked(id string) int {
+	for i, c := range st.tools {
+		if c.id == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// without returns list without its element i, in order.
+func without(list []*call, i int) []*call {
+	n := copy(list[i:], list[i+1:])
+	list[i+n] = nil
+	return list[:i+n]
+}
+
+// attrList returns an empty list for the attributes of one span of st,
+// filled and handed to start or SetAttributes under st.mu. The spans of
+// the provider New created copy the attributes they are given, so they
+// share st's buffer; another provider's spans may keep the list, so each
+// of them gets its own, with room for the n attributes a span usually
+// gets at once and its payload, if any.
+func (t *Telemetry) attrList(st *invState, n int) []attribute.KeyValue {
+	if t.owned != nil {
+		return st.buf[:0]
+	}
+	if t.maxPayload > 0 {
+		n++
+	}
+	return make([]attribute.KeyValue, 0, n)
+}
+
+// start starts a span named name with attrs, the child of parent (of the
+// span in ctx if parent is nil), and returns it with the context holding
+// it, for its own children.
+//
+// The provider New created gets the attributes once the span has
+// started, and only if it records: its sampler does not read them and its
+// processor does nothing as a span starts, and a start option would be
+// allocated and copied for every span. It also starts a child in the
+// context its parent started (pctx) rather than in a new one made of the
+// hook's context and the parent: it reads nothing of that context but the
+// parent span. Another provider's sampler may read the attributes, and
+// its processors the context, so there the attributes are a start option
+// and the context is the hook's.
+func (t *Telemetry) start(ctx context.Context, parent trace.Span, pctx context.Context, name string, attrs []attribute.KeyValue) (trace.Span, context.Context) {
+	if t.owned == nil {
+		if parent != nil {
+			ctx = trace.ContextWithSpan(ctx, parent)
+		}
+		ctx, span := t.tracer.Start(ctx, name, trace.WithAttributes(attrs...))
+		return span, ctx
+	}
+	switch {
+	case pctx != nil:
+		ctx = pctx
+	case parent != nil:
+		ctx = trace.ContextWithSpan(ctx, parent)
+	}
+	ctx, span := t.tracer.Start(ctx, name)
+	if span.IsRecording() {
+		span.SetAttributes(attrs...)
+	}
+	return span, ctx
 }
 
 // call is one open span below the invocation.
 type call struct {
 	span   trace.Span
+	ctx    context.Context // the context holding an agent or node span, for its children
 	start  time.Time
 	end    time.Time // when the call finished, if it has; the span ends later
 	agent  string
 	branch string
 	model  string
 	tool   string
-	node   string // the path of a workflow node's run: a node span
-	failed bool   // the failure has been recorded (metrics included)
+	node   string                 // the path of a workflow node's run: a node span
+	cc     *agent.CallbackContext // a model call's, shared by its hooks
+	id     string                 // a tool call's id
+	// deferred: the span of a model or tool call of the provider New
+	// created gets all its attributes as it ends, in one list, so that
+	// it stores them once, at their final size; what they are made of is
+	// kept until then (see callAttrs).
+	deferred  bool
+	desc      string // a tool's description
+	topP      float64
+	hasTopP   bool
+	maxTokens int64
+	payload   string // a model call's request or a tool call's arguments, as JSON
+	answer    answer // a model's response
+	eventID   string // of the committed event carrying the result
+	response  string // a tool's response, as JSON
+	failed    bool   // the failure has been recorded (metrics included)
 	// result is a tool's result, recorded as its payload when the span
 	// ends unless a committed function response replaced it.
 	result map[string]any
 }
 
-// finish ends the span at the time the call finished, or now.
-func (c *call) finish(t *Telemetry) {
+// answer is what a call_llm span records of a model's response.
+type answer struct {
+	ok                  bool // the model answered
+	usage               bool // with token counts
+	in, out, cached     int64
+	finish              genai.FinishReason
+	version, llmPayload string
+}
+
+// finish ends the span at the time the call finished, or now. st.mu is
+// held.
+func (c *call) finish(t *Telemetry, st *invState) {
 	if c.result != nil {
-		c.span.SetAttributes(attribute.String(keyToolResponse, t.payload(c.result)))
+		if c.span.IsRecording() {
+			if c.deferred {
+				c.response = t.payload(c.result)
+			} else {
+				c.span.SetAttributes(attribute.String(keyToolResponse, t.payload(c.result)))
+			}
+		}
 		c.result = nil
+	}
+	if c.deferred && c.span.IsRecording() {
+		c.span.SetAttributes(t.callAttrs(st, c, t.attrList(st, 20))...)
 	}
 	if c.end.IsZero() {
 		c.span.End()
@@ -140,14 +297,15 @@ func (t *Telemetry) begin(ctx context.Context, inv *agent.Invocation) {
 	if _, ok := t.invs[inv.ID()]; ok {
 		return
 	}
-	st := &invState{start: time.Now(), sessionID: sessionID(inv), models: map[*agent.CallbackContext]*call{}, tools: map[string]*call{}}
+	st := newInvState(t.owned != nil)
+	st.invID, st.sessionID = inv.ID(), sessionID(inv)
 	if s := inv.Session(); s != nil {
 		st.appName, st.userID = s.AppName(), s.UserID()
 	}
 	if a := inv.Agent(); a != nil {
 		st.rootAgent = a.Name()
 	}
-	_, st.span = t.tracer.Start(ctx, SpanInvocation, trace.WithAttributes(
+	st.span, st.ctx = t.start(ctx, nil, nil, SpanInvocation, append(t.attrList(st, 5),
 		attribute.String(keyInvocationID, inv.ID()),
 		attribute.String(keySessionID, st.sessionID),
 		attribute.String(keyConversationID, st.sessionID),
@@ -182,21 +340,23 @@ func (t *Telemetry) beforeRun(ctx context.Context, cc *agent.CallbackContext) (*
 // or node span on the branch or an enclosing one (the agent that
 // transferred to this one, the workflow node running it, the workflow),
 // else the invocation span.
-func (st *invState) parentLocked(branch, name string) trace.Span {
+//
+// It also returns the context that span started (see Telemetry.start).
+func (st *invState) parentLocked(branch, name string) (trace.Span, context.Context) {
 	if name != "" {
 		for i := len(st.agents) - 1; i >= 0; i-- {
 			if a := st.agents[i]; a.node == "" && a.agent == name && a.branch == branch {
-				return a.span
+				return a.span, a.ctx
 			}
 		}
 	}
 	for i := len(st.agents) - 1; i >= 0; i-- {
 		a := st.agents[i]
-		if a.branch == branch || a.branch == "" || strings.HasPrefix(branch, a.branch+".") {
-			return a.span
+		if a.branch == branch || a.branch == "" || len(branch) > len(a.branch) && branch[len(a.branch)] == '.' && strings.HasPrefix(branch, a.branch) {
+			return a.span, a.ctx
 		}
 	}
-	return st.span
+	return st.span, st.ctx
 }
 
 func (t *Telemetry) beforeAgent(ctx context.Context, cc *agent.CallbackContext) (*genai.Content, error) {
@@ -218,8 +378,11 @@ func (t *Telemetry) startAgent(ctx context.Context, inv *agent.Invocation, resum
 		return
 	}
 	a := inv.Agent()
-	c := &call{start: time.Now(), agent: a.Name(), branch: inv.Branch()}
-	attrs := append(make([]attribute.KeyValue, 0, 7),
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	c := st.newCall()
+	*c = call{start: time.Now(), agent: a.Name(), branch: inv.Branch()}
+	attrs := append(t.attrList(st, 7),
 		attribute.String(keyOperationName, opInvokeAgent),
 		attribute.String(keyAgentName, a.Name()),
 		attribute.String(keyAgentDesc, a.Description()),
@@ -232,11 +395,8 @@ func (t *Telemetry) startAgent(ctx context.Context, inv *agent.Invocation, resum
 	if resumed {
 		attrs = append(attrs, attribute.Bool(keyResumed, true))
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	parent := st.parentLocked(c.branch, "")
-	_, c.span = t.tracer.Start(trace.ContextWithSpan(ctx, parent), SpanInvokeAgent+" "+a.Name(),
-		trace.WithAttributes(attrs...))
+	parent, pctx := st.parentLocked(c.branch, "")
+	c.span, c.ctx = t.start(ctx, parent, pctx, t.agentNames.of(a.Name()), attrs)
 	st.agents = append(st.agents, c)
 }
 
@@ -248,8 +408,11 @@ func (t *Telemetry) beforeNode(ctx context.Context, inv *agent.Invocation, a age
 	if st == nil {
 		return
 	}
-	c := &call{start: time.Now(), agent: a.Node, branch: inv.Branch(), node: a.Path}
-	attrs := []attribute.KeyValue{
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	c := st.newCall()
+	*c = call{start: time.Now(), agent: a.Node, branch: inv.Branch(), node: a.Path}
+	attrs := append(t.attrList(st, 11),
 		attribute.String(keyNodeName, a.Node),
 		attribute.String(keyNodeKind, a.Kind),
 		attribute.String(keyNodePath, a.Path),
@@ -260,15 +423,12 @@ func (t *Telemetry) beforeNode(ctx context.Context, inv *agent.Invocation, a age
 		attribute.String(keySessionID, st.sessionID),
 		attribute.String(keyAppName, st.appName),
 		attribute.String(keyUserID, st.userID),
-	}
+	)
 	if c.branch != "" {
 		attrs = append(attrs, attribute.String(keyBranch, c.branch))
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	parent := st.parentLocked(c.branch, "")
-	_, c.span = t.tracer.Start(trace.ContextWithSpan(ctx, parent), SpanExecuteNode+" "+a.Node,
-		trace.WithAttributes(attrs...))
+	parent, pctx := st.parentLocked(c.branch, "")
+	c.span, c.ctx = t.start(ctx, parent, pctx, SpanExecuteNode+" "+a.Node, attrs)
 	st.agents = append(st.agents, c)
 }
 
@@ -296,7 +456,7 @@ func (t *Telemetry) afterNode(_ context.Context, inv *agent.Invocation, a agent.
 			c.span.SetAttributes(attribute.String(keyNodeRoute, o.Route))
 		}
 		c.span.End()
-		st.agents = append(st.agents[:i], st.agents[i+1:]...)
+		st.agents = without(st.agents, i)
 		return
 	}
 }
@@ -313,7 +473,7 @@ func (t *Telemetry) afterAgent(_ context.Context, cc *agent.CallbackContext) (*g
 	for i := len(st.agents) - 1; i >= 0; i-- {
 		if c := st.agents[i]; c.node == "" && c.agent == name && c.branch == branch {
 			c.span.End()
-			st.agents = append(st.agents[:i], st.agents[i+1:]...)
+			st.agents = without(st.agents, i)
 			break
 		}
 	}
@@ -326,36 +486,29 @@ func (t *Telemetry) beforeModel(ctx context.Context, cc *agent.CallbackContext, 
 	if st == nil {
 		return nil, nil
 	}
-	c := &call{start: time.Now(), agent: cc.AgentName(), branch: inv.Branch(), model: req.Model}
-	attrs := append(make([]attribute.KeyValue, 0, 7+t.payloads()),
-		attribute.String(keySystem, systemName),
-		attribute.String(keyOperationName, opGenerateContent),
-		attribute.String(keyRequestModel, req.Model),
-		attribute.String(keyInvocationID, inv.ID()),
-		attribute.String(keySessionID, st.sessionID),
-		attribute.String(keyAppName, st.appName),
-		attribute.String(keyUserID, st.userID),
-	)
-	if cfg := req.Config; cfg != nil {
-		if cfg.TopP != nil {
-			attrs = append(attrs, attribute.Float64(keyTopP, float64(*cfg.TopP)))
-		}
-		if cfg.MaxOutputTokens > 0 {
-			attrs = append(attrs, attribute.Int64(keyMaxTokens, int64(cfg.MaxOutputTokens)))
-		}
-	}
+	start := time.Now()
+	var request string
 	if t.maxPayload > 0 {
-		attrs = append(attrs, attribute.String(keyLLMRequest, t.requestPayload(req)))
+		request = t.requestPayload(req)
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	parent := st.parentLocked(c.branch, c.agent)
-	_, c.span = t.tracer.Start(trace.ContextWithSpan(ctx, parent), SpanCallLLM,
-		trace.WithAttributes(attrs...))
-	if old := st.models[cc]; old != nil {
-		old.finish(t) // the same context reused for a second call: close the first
+	c := st.newCall()
+	*c = call{start: start, agent: cc.AgentName(), branch: inv.Branch(), model: req.Model, cc: cc,
+		deferred: t.owned != nil, payload: request}
+	if cfg := req.Config; cfg != nil {
+		if cfg.TopP != nil {
+			c.topP, c.hasTopP = float64(*cfg.TopP), true
+		}
+		c.maxTokens = int64(cfg.MaxOutputTokens)
 	}
-	st.models[cc] = c
+	parent, pctx := st.parentLocked(c.branch, c.agent)
+	c.span, _ = t.start(ctx, parent, pctx, SpanCallLLM, t.startAttrs(st, c))
+	if i := st.modelLocked(cc); i >= 0 {
+		st.models[i].finish(t, st) // the same context reused for a second call: close the first
+		st.models = without(st.models, i)
+	}
+	st.models = append(st.models, c)
 	return nil, nil
 }
 
@@ -431,31 +584,27 @@ func (t *Telemetry) afterModel(ctx context.Context, cc *agent.CallbackContext, r
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	c := st.models[cc]
-	if c == nil {
+	i := st.modelLocked(cc)
+	if i < 0 {
 		return nil, nil
 	}
-	delete(st.models, cc)
-	attrs := make([]attribute.KeyValue, 0, 3+t.payloads()) // tokens and finish reason, usually
-	if u := resp.UsageMetadata; u != nil {
-		attrs = append(attrs,
-			attribute.Int64(keyInputTokens, int64(u.PromptTokenCount)),
-			attribute.Int64(keyOutputTokens, int64(u.CandidatesTokenCount)))
-		if u.CachedContentTokenCount > 0 { // input tokens read from a provider's context cache
-			attrs = append(attrs, attribute.Int64(keyCachedTokens, int64(u.CachedContentTokenCount)))
+	c := st.models[i]
+	st.models = without(st.models, i)
+	if c.span.IsRecording() {
+		c.answer = answer{ok: true, finish: resp.FinishReason, version: resp.ModelVersion}
+		if u := resp.UsageMetadata; u != nil {
+			c.answer.usage = true
+			c.answer.in, c.answer.out = int64(u.PromptTokenCount), int64(u.CandidatesTokenCount)
+			c.answer.cached = int64(u.CachedContentTokenCount)
 		}
+		if t.maxPayload > 0 {
+			c.answer.llmPayload = t.payload(resp)
+		}
+		if !c.deferred {
+			c.span.SetAttributes(t.answerAttrs(c, t.attrList(st, 3))...)
+		}
+		fallbackAttrs(c.span, resp)
 	}
-	if resp.FinishReason != "" {
-		attrs = append(attrs, finishReasonAttr(resp.FinishReason))
-	}
-	if resp.ModelVersion != "" {
-		attrs = append(attrs, attribute.String(keyResponseModel, resp.ModelVersion))
-	}
-	if t.maxPayload > 0 {
-		attrs = append(attrs, attribute.String(keyLLMResponse, t.payload(resp)))
-	}
-	c.span.SetAttributes(attrs...)
-	fallbackAttrs(c.span, resp)
 	if resp.ErrorCode != "" && !c.failed {
 		c.span.SetStatus(codes.Error, resp.ErrorCode+": "+resp.ErrorMessage)
 		c.span.SetAttributes(attribute.String(keyErrorType, resp.ErrorCode))
@@ -468,6 +617,103 @@ func (t *Telemetry) afterModel(ctx context.Context, cc *agent.CallbackContext, r
 	return nil, nil
 }
 
+// startAttrs returns the attributes a model or tool call's span starts
+// with: none for a deferred one, which gets them all as it ends. st.mu is
+// held.
+func (t *Telemetry) startAttrs(st *invState, c *call) []attribute.KeyValue {
+	if c.deferred {
+		return nil
+	}
+	if c.tool != "" {
+		return t.toolAttrs(st, c, t.attrList(st, 8))
+	}
+	return t.modelAttrs(st, c, t.attrList(st, 7))
+}
+
+// modelAttrs appends the attributes of a call_llm span's request.
+func (t *Telemetry) modelAttrs(st *invState, c *call, attrs []attribute.KeyValue) []attribute.KeyValue {
+	attrs = append(attrs,
+		attribute.String(keySystem, systemName),
+		attribute.String(keyOperationName, opGenerateContent),
+		attribute.String(keyRequestModel, c.model),
+		attribute.String(keyInvocationID, st.invID),
+		attribute.String(keySessionID, st.sessionID),
+		attribute.String(keyAppName, st.appName),
+		attribute.String(keyUserID, st.userID),
+	)
+	if c.hasTopP {
+		attrs = append(attrs, attribute.Float64(keyTopP, c.topP))
+	}
+	if c.maxTokens > 0 {
+		attrs = append(attrs, attribute.Int64(keyMaxTokens, c.maxTokens))
+	}
+	if t.maxPayload > 0 {
+		attrs = append(attrs, attribute.String(keyLLMRequest, c.payload))
+	}
+	return attrs
+}
+
+// answerAttrs appends what a call_llm span records of the model's
+// response: token usage, finish reason, model version and payload.
+func (t *Telemetry) answerAttrs(c *call, attrs []attribute.KeyValue) []attribute.KeyValue {
+	a := &c.answer
+	if a.usage {
+		attrs = append(attrs, attribute.Int64(keyInputTokens, a.in), attribute.Int64(keyOutputTokens, a.out))
+		if a.cached > 0 { // input tokens read from a provider's context cache
+			attrs = append(attrs, attribute.Int64(keyCachedTokens, a.cached))
+		}
+	}
+	if a.finish != "" {
+		attrs = append(attrs, finishReasonAttr(a.finish))
+	}
+	if a.version != "" {
+		attrs = append(attrs, attribute.String(keyResponseModel, a.version))
+	}
+	if t.maxPayload > 0 {
+		attrs = append(attrs, attribute.String(keyLLMResponse, a.llmPayload))
+	}
+	return attrs
+}
+
+// toolAttrs appends the attributes of an execute_tool span's call.
+func (t *Telemetry) toolAttrs(st *invState, c *call, attrs []attribute.KeyValue) []attribute.KeyValue {
+	attrs = append(attrs,
+		attribute.String(keyOperationName, opExecuteTool),
+		attribute.String(keyToolName, c.tool),
+		attribute.String(keyToolDesc, c.desc),
+		attribute.String(keyToolCallID, c.id),
+		attribute.String(keyInvocationID, st.invID),
+		attribute.String(keySessionID, st.sessionID),
+		attribute.String(keyAppName, st.appName),
+		attribute.String(keyUserID, st.userID),
+	)
+	if t.maxPayload > 0 {
+		attrs = append(attrs, attribute.String(keyToolArgs, c.payload))
+	}
+	return attrs
+}
+
+// callAttrs appends all the attributes of a deferred call's span, in the
+// order a span that is not deferred gets them: the call's, the answer's,
+// the committed event's id, the tool's response.
+func (t *Telemetry) callAttrs(st *invState, c *call, attrs []attribute.KeyValue) []attribute.KeyValue {
+	if c.tool != "" {
+		attrs = t.toolAttrs(st, c, attrs)
+	} else {
+		attrs = t.modelAttrs(st, c, attrs)
+		if c.answer.ok {
+			attrs = t.answerAttrs(c, attrs)
+		}
+	}
+	if c.eventID != "" {
+		attrs = append(attrs, attribute.String(keyEventID, c.eventID))
+	}
+	if c.response != "" {
+		attrs = append(attrs, attribute.String(keyToolResponse, c.response))
+	}
+	return attrs
+}
+
 func (t *Telemetry) onModelError(ctx context.Context, cc *agent.CallbackContext, _ *model.Request, err error) (*model.Response, error) {
 	st := t.state(cc.InvocationID())
 	if st == nil {
@@ -475,10 +721,11 @@ func (t *Telemetry) onModelError(ctx context.Context, cc *agent.CallbackContext,
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	c := st.models[cc]
-	if c == nil || c.failed {
+	i := st.modelLocked(cc)
+	if i < 0 || st.models[i].failed {
 		return nil, nil
 	}
+	c := st.models[i]
 	// The span stays open in case a later callback recovers with a
 	// response; otherwise the end of the invocation ends it.
 	c.failed = true
@@ -504,29 +751,23 @@ func (t *Telemetry) beforeTool(ctx context.Context, tc tool.Context, tl tool.Too
 	if st == nil {
 		return nil, nil
 	}
-	c := &call{start: time.Now(), agent: tc.AgentName(), branch: branchOf(tc), tool: tl.Name()}
-	attrs := append(make([]attribute.KeyValue, 0, 8+t.payloads()),
-		attribute.String(keyOperationName, opExecuteTool),
-		attribute.String(keyToolName, tl.Name()),
-		attribute.String(keyToolDesc, tl.Description()),
-		attribute.String(keyToolCallID, tc.FunctionCallID()),
-		attribute.String(keyInvocationID, tc.InvocationID()),
-		attribute.String(keySessionID, st.sessionID),
-		attribute.String(keyAppName, st.appName),
-		attribute.String(keyUserID, st.userID),
-	)
+	start := time.Now()
+	var toolArgs string
 	if t.maxPayload > 0 {
-		attrs = append(attrs, attribute.String(keyToolArgs, t.payload(args)))
+		toolArgs = t.payload(args)
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	parent := st.parentLocked(c.branch, c.agent)
-	_, c.span = t.tracer.Start(trace.ContextWithSpan(ctx, parent), SpanExecuteTool+" "+tl.Name(),
-		trace.WithAttributes(attrs...))
-	if old := st.tools[tc.FunctionCallID()]; old != nil {
-		old.finish(t)
+	c := st.newCall()
+	*c = call{start: start, agent: tc.AgentName(), branch: branchOf(tc), tool: tl.Name(), id: tc.FunctionCallID(),
+		desc: tl.Description(), deferred: t.owned != nil, payload: toolArgs}
+	parent, pctx := st.parentLocked(c.branch, c.agent)
+	c.span, _ = t.start(ctx, parent, pctx, t.toolNames.of(tl.Name()), t.startAttrs(st, c))
+	if i := st.toolLocked(c.id); i >= 0 {
+		st.tools[i].finish(t, st)
+		st.tools = without(st.tools, i)
 	}
-	st.tools[tc.FunctionCallID()] = c
+	st.tools = append(st.tools, c)
 	return nil, nil
 }
 
@@ -537,10 +778,11 @@ func (t *Telemetry) afterTool(ctx context.Context, tc tool.Context, _ tool.Tool,
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	c := st.tools[tc.FunctionCallID()]
-	if c == nil {
+	i := st.toolLocked(tc.FunctionCallID())
+	if i < 0 {
 		return nil, nil
 	}
+	c := st.tools[i]
 	if !c.failed {
 		t.m.recordTool(ctx, c, nil)
 	}
@@ -558,10 +800,11 @@ func (t *Telemetry) onToolError(ctx context.Context, tc tool.Context, _ tool.Too
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	c := st.tools[tc.FunctionCallID()]
-	if c == nil || c.failed {
+	i := st.toolLocked(tc.FunctionCallID())
+	if i < 0 || st.tools[i].failed {
 		return nil, nil
 	}
+	c := st.tools[i]
 	c.failed = true
 	c.end = time.Now()
 	c.span.RecordError(err)
@@ -586,26 +829,48 @@ func (t *Telemetry) onEvent(ctx context.Context, inv *agent.Invocation, ev *even
 	// The first event of an agent after its model answered is that answer.
 	for i, c := range st.pending {
 		if c.agent == ev.Author && c.branch == ev.Branch {
-			c.span.SetAttributes(attribute.String(keyEventID, ev.ID))
+			if c.deferred {
+				c.eventID = ev.ID
+			} else if c.span.IsRecording() {
+				c.span.SetAttributes(append(t.attrList(st, 1), attribute.String(keyEventID, ev.ID))...)
+			}
 			st.usage.Add(t.m.recordUsage(ctx, st.appName, c, ev, t.prices))
-			c.finish(t)
-			st.pending = append(st.pending[:i], st.pending[i+1:]...)
+			c.finish(t, st)
+			st.pending = without(st.pending, i)
 			break
 		}
 	}
-	for _, fr := range ev.FunctionResponses() {
-		c := st.tools[fr.ID]
-		if c == nil {
+	var parts []*genai.Part
+	if ev.Content != nil && len(st.tools) > 0 {
+		parts = ev.Content.Parts
+	}
+	for _, p := range parts {
+		if p == nil || p.FunctionResponse == nil {
 			continue
 		}
-		delete(st.tools, fr.ID)
-		c.result = nil
-		attrs := append(make([]attribute.KeyValue, 0, 1+t.payloads()), attribute.String(keyEventID, ev.ID))
-		if t.maxPayload > 0 {
-			attrs = append(attrs, attribute.String(keyToolResponse, t.payload(fr.Response)))
+		fr := p.FunctionResponse
+		i := st.toolLocked(fr.ID)
+		if i < 0 {
+			continue
 		}
-		c.span.SetAttributes(attrs...)
-		c.finish(t)
+		c := st.tools[i]
+		st.tools = without(st.tools, i)
+		c.result = nil
+		switch {
+		case !c.span.IsRecording():
+		case c.deferred:
+			c.eventID = ev.ID
+			if t.maxPayload > 0 {
+				c.response = t.payload(fr.Response)
+			}
+		default:
+			attrs := append(t.attrList(st, 1), attribute.String(keyEventID, ev.ID))
+			if t.maxPayload > 0 {
+				attrs = append(attrs, attribute.String(keyToolResponse, t.payload(fr.Response)))
+			}
+			c.span.SetAttributes(attrs...)
+		}
+		c.finish(t, st)
 	}
 	return nil, nil
 }
@@ -633,7 +898,7 @@ func (st *invState) endAll(ctx context.Context, t *Telemetry) {
 			c.span.SetStatus(codes.Error, cause.Error())
 			c.span.SetAttributes(attribute.String(keyErrorType, errorType(cause)))
 		}
-		c.finish(t)
+		c.finish(t, st)
 	}
 	st.mu.Lock()
 	for _, c := range st.tools {
@@ -643,7 +908,7 @@ func (st *invState) endAll(ctx context.Context, t *Telemetry) {
 		unfinished(c)
 	}
 	for _, c := range st.pending {
-		c.finish(t)
+		c.finish(t, st)
 	}
 	for i := len(st.agents) - 1; i >= 0; i-- {
 		unfinished(st.agents[i])
@@ -656,16 +921,11 @@ func (st *invState) endAll(ctx context.Context, t *Telemetry) {
 		st.span.SetStatus(codes.Error, cause.Error())
 	}
 	st.span.End()
-	t.m.recordInvocation(context.WithoutCancel(ctx), st.appName, st.rootAgent, time.Since(st.start), usage)
-}
-
-// payloads is the number of payload attributes a span records: 1 when
-// payloads are recorded, else 0.
-func (t *Telemetry) payloads() int {
-	if t.maxPayload > 0 {
-		return 1
+	mctx := ctx // the metrics are recorded even if the run was cancelled
+	if cause != nil {
+		mctx = context.WithoutCancel(ctx)
 	}
-	return 0
+	t.m.recordInvocation(mctx, st.appName, st.rootAgent, time.Since(st.start), usage)
 }
 
 // payload returns v as JSON, truncated to the configured length.
@@ -700,16 +960,35 @@ func truncate(s string, max int) string {
 	return s[:cut] + truncateMark
 }
 
-// finishReasons are the finish-reason attributes of the reasons models give
-// most, made once: an attribute's value never changes, so spans share them.
+// commonFinishReasons are the reasons models give most, each as the list
+// its attribute holds.
+var commonFinishReasons = [][]string{{string(genai.FinishReasonStop)}, {string(genai.FinishReasonMaxTokens)},
+	{string(genai.FinishReasonSafety)}, {string(genai.FinishReasonRecitation)},
+	{string(genai.FinishReasonMalformedFunctionCall)}, {string(genai.FinishReasonOther)}}
+
+// finishReasons are the finish-reason attributes of commonFinishReasons,
+// made once: an attribute's value never changes, so spans share them.
 var finishReasons = func() map[genai.FinishReason]attribute.KeyValue {
 	m := map[genai.FinishReason]attribute.KeyValue{}
-	for _, r := range []genai.FinishReason{genai.FinishReasonStop, genai.FinishReasonMaxTokens, genai.FinishReasonSafety,
-		genai.FinishReasonRecitation, genai.FinishReasonMalformedFunctionCall, genai.FinishReasonOther} {
-		m[r] = attribute.StringSlice(keyFinishReasons, []string{string(r)})
+	for _, r := range commonFinishReasons {
+		m[genai.FinishReason(r[0])] = attribute.StringSlice(keyFinishReasons, r)
 	}
 	return m
 }()
+
+// sharedFinishReason returns the list of kv if it is one of finishReasons,
+// without the copy attribute.Value.AsStringSlice makes.
+func sharedFinishReason(kv attribute.KeyValue) ([]string, bool) {
+	if kv.Key != keyFinishReasons {
+		return nil, false
+	}
+	for _, r := range commonFinishReasons {
+		if kv == finishReasons[genai.FinishReason(r[0])] {
+			return r, true
+		}
+	}
+	return nil, false
+}
 
 // finishReasonAttr is the attribute recording a model response's finish
 // reason, as a one-element list.
@@ -718,4 +997,35 @@ func finishReasonAttr(r genai.FinishReason) attribute.KeyValue {
 		return kv
 	}
 	return attribute.StringSlice(keyFinishReasons, []string{string(r)})
+}
+
+// maxSpanNames bounds the names a spanNames keeps.
+const maxSpanNames = 1024
+
+// spanNames makes the names of the spans of one kind, its prefix, a space
+// and an agent's or tool's name, once per name.
+type spanNames struct {
+	prefix string
+	mu     sync.RWMutex
+	names  map[string]string // by agent or tool name
+}
+
+// of returns the span name for name.
+func (n *spanNames) of(name string) string {
+	n.mu.RLock()
+	s, ok := n.names[name]
+	n.mu.RUnlock()
+	if ok {
+		return s
+	}
+	s = n.prefix + " " + name
+	n.mu.Lock()
+	if n.names == nil {
+		n.names = map[string]string{}
+	}
+	if len(n.names) < maxSpanNames {
+		n.names[name] = s
+	}
+	n.mu.Unlock()
+	return s
 }

@@ -155,6 +155,8 @@ type Telemetry struct {
 	maxPayload int
 	prices     cost.Prices
 	contents   contentCache // encoded history contents (contentjson.go)
+	agentNames spanNames    // invoke_agent span names
+	toolNames  spanNames    // execute_tool span names
 	plugin     *plugin.Plugin
 
 	mu   sync.Mutex
@@ -168,6 +170,7 @@ func New(cfg Config) (*Telemetry, error) {
 		t.maxPayload = DefaultMaxPayloadBytes
 	}
 	t.contents.max = maxCachedJSON
+	t.agentNames.prefix, t.toolNames.prefix = SpanInvokeAgent, SpanExecuteTool
 	if cfg.MaxSpanBytes > 0 {
 		t.contents.max = int(min(cfg.MaxSpanBytes/4, maxCachedJSON))
 	}
