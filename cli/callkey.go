@@ -61,27 +61,43 @@ func readCallKey(file string) (*event.CallKey, error) {
 }
 
 // makeCallKey reads the key of file, first writing a random one there if
-// the file does not exist. Of two processes making it at once, one writes
-// it and both read it.
+// the file does not exist.
 func makeCallKey(file string) (*event.CallKey, error) {
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	switch {
-	case errors.Is(err, fs.ErrExist):
-		return readCallKey(file)
-	case err != nil:
-		return nil, fmt.Errorf("call key: %w", err)
-	}
 	key := make([]byte, event.MinCallKeyLen)
 	rand.Read(key)
-	_, err = f.Write(key)
+	if _, err := keepSecret(file, key); err != nil {
+		return nil, fmt.Errorf("call key: %w", err)
+	}
+	return readCallKey(file)
+}
+
+// keepSecret writes secret to file, readable by its owner only, unless the
+// file exists; it reports whether it wrote it. The file appears whole: of
+// two processes keeping a secret there at once, one writes it and the
+// other finds it complete.
+func keepSecret(file string, secret []byte) (bool, error) {
+	if _, err := os.Stat(file); err == nil {
+		return false, nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".*")
+	if err != nil {
+		return false, err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(secret) // CreateTemp makes the file 0600
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(file)
-		return nil, fmt.Errorf("call key: %w", err)
+		return false, err
 	}
-	return event.NewCallKey(key)
+	switch err := os.Link(f.Name(), file); {
+	case errors.Is(err, fs.ErrExist):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
 }
 
 // sqliteFile returns the database file of a sqlite:// session URL.

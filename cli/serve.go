@@ -113,6 +113,9 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 	if err != nil {
 		return err
 	}
+	if err := f.tf.prepare(env, f.o.sessions); err != nil {
+		return err
+	}
 	// Listen first: the port accepts connections from here on, and requests
 	// queue until the handler is ready a few milliseconds later.
 	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
@@ -169,7 +172,7 @@ func serve(ctx context.Context, env Env, args []string, p Program, withUI bool) 
 		}
 	}
 	if f.tf.addr != "" {
-		inv, closeClient, err := f.tf.invoker(ctx, env, &f.o)
+		inv, closeClient, err := f.tf.invoker(ctx, env)
 		if err != nil {
 			return err
 		}
@@ -282,10 +285,7 @@ func allowedHosts(env Env, host, hosts string) []string {
 
 // invoker returns the invoker that starts invocations as Temporal
 // workflows, and the function that closes its client.
-func (t *temporalFlags) invoker(ctx context.Context, env Env, o *options) (server.Invoker, func(), error) {
-	if err := checkShared(o.sessions); err != nil {
-		return nil, nil, err
-	}
+func (t *temporalFlags) invoker(ctx context.Context, env Env) (server.Invoker, func(), error) {
 	c, err := t.dial(ctx, env)
 	if err != nil {
 		return nil, nil, err

@@ -24,6 +24,7 @@ import (
 
 	"github.com/loomkit/loom/agent/llmagent"
 	"github.com/loomkit/loom/cli"
+	"github.com/loomkit/loom/credential"
 	"github.com/loomkit/loom/durable/temporal"
 	"github.com/loomkit/loom/model"
 )
@@ -227,7 +228,9 @@ func TestD7TemporalWorkerStreamsToWebServer(t *testing.T) {
 
 // TestD13TemporalKeyRequired: "loom worker" and "loom api" with --temporal
 // but no key for Temporal's payloads, or a key that is not one, refuse to
-// start, saying how to give one: nothing reaches Temporal in clear.
+// start, saying how to give one: nothing reaches Temporal in clear. With
+// SQLite sessions and no key given, the processes sharing the database
+// keep one beside it, readable by its owner only, made once.
 //
 // (CONFORMANCE D13)
 func TestD13TemporalKeyRequired(t *testing.T) {
@@ -237,12 +240,13 @@ func TestD13TemporalKeyRequired(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := "sqlite://" + filepath.Join(dir, "sessions.db")
+	pg := "postgres://loom@127.0.0.1:1/none"
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"worker", "--temporal", "127.0.0.1:1", "--sessions", db}, "no Temporal key"},
-		{[]string{"api", "--port", "0", "--temporal", "127.0.0.1:1", "--sessions", db}, "--temporal-key-file or $" + cli.EnvTemporalKey},
+		{[]string{"worker", "--temporal", "127.0.0.1:1", "--sessions", pg}, "no Temporal key"},
+		{[]string{"api", "--port", "0", "--temporal", "127.0.0.1:1", "--sessions", pg}, "--temporal-key-file or $" + cli.EnvTemporalKey},
 		{[]string{"worker", "--temporal", "127.0.0.1:1", "--sessions", db, "--temporal-key-file", bad}, "temporal key 1 in " + bad},
 		{[]string{"worker", "--temporal", "127.0.0.1:1", "--sessions", db, "--temporal-key-file", filepath.Join(dir, "none.key")}, "none.key"},
 	} {
@@ -251,5 +255,39 @@ func TestD13TemporalKeyRequired(t *testing.T) {
 		if code != 1 || !strings.Contains(out.String(), tc.want) {
 			t.Errorf("loom %q: exit %d, want 1 and %q:\n%s", tc.args, code, tc.want, out.String())
 		}
+	}
+
+	// SQLite: the key is made beside the database on first use, then
+	// read; the server stops later, at the unreachable Temporal server.
+	keyFile := filepath.Join(dir, cli.TemporalKeyFile)
+	var keys []string
+	for _, cmd := range []string{"worker", "api"} {
+		args := []string{cmd, "--temporal", "127.0.0.1:1", "--sessions", db}
+		if cmd == "api" {
+			args = append(args, "--port", "0")
+		}
+		var out syncBuffer
+		code := cli.Run(context.Background(), args, cli.Env{Stdout: &out, Stderr: &out, Getenv: noEnv}, gatedApp(dir))
+		if code != 1 || strings.Contains(out.String(), "no Temporal key") || !strings.Contains(out.String(), "127.0.0.1:1") {
+			t.Fatalf("loom %q: exit %d, want it to reach Temporal:\n%s", args, code, out.String())
+		}
+		info, err := os.Stat(keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mode().Perm() != 0o600 {
+			t.Errorf("%s has mode %v, want 0600", keyFile, info.Mode().Perm())
+		}
+		b, err := os.ReadFile(keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := credential.ParseKey(string(b)); err != nil {
+			t.Fatalf("%s: %v", keyFile, err)
+		}
+		keys = append(keys, string(b))
+	}
+	if keys[0] != keys[1] {
+		t.Error("the second process made a key of its own instead of sharing the first one's")
 	}
 }

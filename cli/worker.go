@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"go.temporal.io/sdk/client"
@@ -23,11 +25,12 @@ type temporalFlags struct {
 	addr      string
 	namespace string
 	queue     string
-	prefix    string // of the workflow ids (servers only)
-	feedAddr  string // where the feed listener listens (servers only)
-	feedURL   string // where workers reach it (servers only)
-	prices    string // of the models (workers only)
-	keyFile   string // of the keys of the payload codec
+	prefix    string          // of the workflow ids (servers only)
+	feedAddr  string          // where the feed listener listens (servers only)
+	feedURL   string          // where workers reach it (servers only)
+	prices    string          // of the models (workers only)
+	keyFile   string          // of the keys of the payload codec
+	codec     *temporal.Codec // of the keys, set by prepare
 }
 
 // EnvTemporalKey names the environment variable that may hold the keys
@@ -44,17 +47,39 @@ func (t *temporalFlags) register(fs *flag.FlagSet, what string) {
 		"`file` of the keys (32 bytes each, base64 or hex, one per line) that encrypt everything Temporal keeps of the invocations (messages, state, tokens, results): the first encrypts, the others, rotated out, still decrypt; servers and workers need the same (default: $"+EnvTemporalKey+"; one of them is required)")
 }
 
-// codec returns the payload codec of the keys of --temporal-key-file, else
-// of $LOOM_TEMPORAL_KEY. Without keys it refuses to run: Temporal would
-// keep every message, credential answers included, in clear.
-func (t *temporalFlags) codec(env Env) (*temporal.Codec, error) {
+// TemporalKeyFile is the name of the file, beside a SQLite session
+// database, in which the processes that share that database keep the key
+// of Temporal's payloads when neither --temporal-key-file nor
+// $LOOM_TEMPORAL_KEY gives one.
+const TemporalKeyFile = "temporal.key"
+
+// keys returns the payload codec of the keys of --temporal-key-file, else
+// of $LOOM_TEMPORAL_KEY, else of TemporalKeyFile beside a SQLite session
+// database (made, readable by the owner only, on first use: the servers
+// and workers of one machine share it as they share the database). Without
+// keys it refuses to run: Temporal would keep every message, credential
+// answers included, in clear.
+func (t *temporalFlags) keys(env Env, sessions string) (*temporal.Codec, error) {
 	text, from := env.Getenv(EnvTemporalKey), "$"+EnvTemporalKey
-	if t.keyFile != "" {
-		b, err := os.ReadFile(t.keyFile)
+	file := t.keyFile
+	if file == "" && strings.TrimSpace(text) == "" {
+		if db, ok := sqliteFile(sessions); ok {
+			file = filepath.Join(filepath.Dir(db), TemporalKeyFile)
+			key := base64.StdEncoding.EncodeToString(credential.GenerateKey()) + "\n"
+			if err := makeParentDir(sessions); err != nil {
+				return nil, fmt.Errorf("temporal key: %w", err)
+			}
+			if _, err := keepSecret(file, []byte(key)); err != nil {
+				return nil, fmt.Errorf("temporal key: %w", err)
+			}
+		}
+	}
+	if file != "" {
+		b, err := os.ReadFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("temporal key: %w", err)
 		}
-		text, from = string(b), t.keyFile
+		text, from = string(b), file
 	}
 	var keys [][]byte
 	for i, f := range strings.Fields(text) {
@@ -65,7 +90,7 @@ func (t *temporalFlags) codec(env Env) (*temporal.Codec, error) {
 		keys = append(keys, k)
 	}
 	if len(keys) == 0 {
-		return nil, fmt.Errorf("no Temporal key: Temporal keeps every message and result in its workflow histories; give the key that encrypts them with --temporal-key-file or $%s (the same for servers and workers; make one with openssl rand -base64 %d)", EnvTemporalKey, temporal.KeySize)
+		return nil, fmt.Errorf("no Temporal key: Temporal keeps every message and result in its workflow histories; give the key that encrypts them with --temporal-key-file or $%s (the same for servers and workers; make one with openssl rand -base64 %d), or keep the sessions in SQLite, beside which one is kept", EnvTemporalKey, temporal.KeySize)
 	}
 	return temporal.NewCodec(keys[0], keys[1:]...)
 }
@@ -82,13 +107,25 @@ func (t *temporalFlags) registerClient(fs *flag.FlagSet, what string) {
 		"base `URL` workers reach the feed listener at (default http:// and its address; required when it listens on every interface)")
 }
 
-// dial connects to the Temporal server, every payload encrypted with the
-// codec of the Temporal keys; its SDK logs warnings and errors to stderr.
-func (t *temporalFlags) dial(ctx context.Context, env Env) (client.Client, error) {
-	codec, err := t.codec(env)
-	if err != nil {
-		return nil, err
+// prepare checks, before anything is opened, what a process on Temporal
+// needs: a session store others share and the keys of the payload codec.
+// It does nothing without --temporal.
+func (t *temporalFlags) prepare(env Env, sessions string) error {
+	if t.addr == "" {
+		return nil
 	}
+	if err := checkShared(sessions); err != nil {
+		return err
+	}
+	var err error
+	t.codec, err = t.keys(env, sessions)
+	return err
+}
+
+// dial connects to the Temporal server, every payload encrypted with the
+// codec prepare made; its SDK logs warnings and errors to stderr.
+func (t *temporalFlags) dial(ctx context.Context, env Env) (client.Client, error) {
+	codec := t.codec
 	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	c, err := client.DialContext(ctx, codec.ClientOptions(client.Options{HostPort: t.addr, Namespace: t.namespace, Logger: logger}))
 	if err != nil {
@@ -133,7 +170,7 @@ func worker(ctx context.Context, env Env, args []string, p Program) error {
 	if len(apps) == 0 {
 		return errors.New("no applications to run")
 	}
-	if err := checkShared(o.sessions); err != nil {
+	if err := tf.prepare(env, o.sessions); err != nil {
 		return err
 	}
 	var prices cost.Prices
