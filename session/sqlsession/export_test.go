@@ -1,6 +1,10 @@
 package sqlsession
 
-import "context"
+import (
+	"context"
+	"strconv"
+	"strings"
+)
 
 // AppendCommits returns how many append transactions s has committed (or
 // tried to) on its pinned connection.
@@ -47,3 +51,17 @@ func AppendBusy(s *Store) bool {
 	defer s.appends.mu.Unlock()
 	return s.appends.busy
 }
+
+// OwnerToken returns a SQLite lease owner token naming process pid of this
+// machine started at start, or of another machine if elsewhere is set.
+func OwnerToken(pid int, start string, elsewhere bool) string {
+	host := ownerSuffix()[1:]
+	host = host[:strings.IndexByte(host, '/')]
+	if elsewhere {
+		host = "0000000000000000"
+	}
+	return "feedface@" + host + "/" + strconv.Itoa(pid) + "/" + start
+}
+
+// ProcessStart returns the start time of process pid as lease owners name it.
+func ProcessStart(pid int) string { return processStart(pid) }

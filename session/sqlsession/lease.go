@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -28,10 +29,13 @@ import (
 //     while another process holds it. A lock lives as long as the database
 //     session that took it, so a process that dies releases its leases at
 //     once, and holding one costs no connection per invocation;
-//   - on SQLite, a row of session_leases with a random owner token and an
+//   - on SQLite, a row of session_leases with an owner token and an
 //     expiry, renewed by the holder every third of the lease's duration and
 //     deleted on release; another process takes it over once it has
-//     expired.
+//     expired, or at once when the token names a process of its machine
+//     that no longer runs (owner.go): a process killed while it held a
+//     session, or before its release was written, does not hold the
+//     session up for the lease's duration.
 
 // defaultLeaseTTL is how long a SQLite lease lasts without renewal.
 const defaultLeaseTTL = 10 * time.Second
@@ -294,11 +298,18 @@ func (s *Store) takeSQLite(ctx context.Context, key session.Key) (func(), error)
 	l := &s.leases
 	var b [16]byte
 	crand.Read(b[:]) //nolint:errcheck // never fails
-	owner := hex.EncodeToString(b[:])
+	owner := hex.EncodeToString(b[:]) + ownerSuffix()
 	k := key
 	err := poll(ctx, func() (bool, error) {
 		now := time.Now()
 		n, err := s.leaseWrite(ctx, wLeaseTake, k.AppName, k.UserID, k.SessionID, owner, nanos(now.Add(l.ttl)), nanos(now))
+		if n == 1 || err != nil {
+			return n == 1, err
+		}
+		if gone, err := s.dropDeadLease(ctx, k); !gone || err != nil {
+			return false, err
+		}
+		n, err = s.leaseWrite(ctx, wLeaseTake, k.AppName, k.UserID, k.SessionID, owner, nanos(now.Add(l.ttl)), nanos(now))
 		return n == 1, err
 	})
 	if err != nil {
@@ -340,6 +351,24 @@ func (s *Store) takeSQLite(ctx context.Context, key session.Key) (func(), error)
 		// On failure the row expires on its own.
 		s.leaseWrite(ctx, wLeaseDrop, k.AppName, k.UserID, k.SessionID, owner) //nolint:errcheck // see above
 	}, nil
+}
+
+// dropDeadLease deletes the SQLite lease of k if the process holding it has
+// died (see ownerGone) and reports whether it did: a lease left by a
+// crashed process does not hold the session until it expires.
+func (s *Store) dropDeadLease(ctx context.Context, k session.Key) (bool, error) {
+	var owner string
+	err := s.db.R.QueryRowContext(ctx, `SELECT owner FROM session_leases WHERE `+sessionKey, k.AppName, k.UserID, k.SessionID).Scan(&owner)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return true, nil // released meanwhile: take it
+	case err != nil:
+		return false, err
+	case !ownerGone(owner):
+		return false, nil
+	}
+	n, err := s.leaseWrite(ctx, wLeaseDrop, k.AppName, k.UserID, k.SessionID, owner)
+	return n == 1, err
 }
 
 // leaseWrite runs one lease statement in a write transaction and returns

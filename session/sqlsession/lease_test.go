@@ -3,6 +3,9 @@ package sqlsession_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -58,4 +61,59 @@ func TestLeaseRenewedAndRecovered(t *testing.T) {
 	}
 	t.Run("SQLite", func(t *testing.T) { run(t, sqldbtest.SQLiteURL(t), ttl+time.Second) })
 	t.Run("Postgres", func(t *testing.T) { run(t, sqldbtest.PostgresURL(t), time.Second) })
+}
+
+// TestLeaseOfDeadProcessTakenOver: on SQLite, a lease whose owner was a
+// process of this machine that has died (killed while it held the
+// session, before its release was written) is taken over at once, not
+// when it expires; a lease held by a live process, or by one of another
+// machine, still waits.
+func TestLeaseOfDeadProcessTakenOver(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlsession.Open(ctx, sqldbtest.SQLiteURL(t), &sqlsession.Options{LeaseTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	self := os.Getpid()
+	for _, tc := range []struct {
+		name, owner string
+		taken       bool
+	}{
+		{"dead process", sqlsession.OwnerToken(dead.Process.Pid, "1", false), true},
+		{"process id reused", sqlsession.OwnerToken(self, "1", false), true},
+		{"live process", sqlsession.OwnerToken(self, sqlsession.ProcessStart(self), false), false},
+		{"another machine", sqlsession.OwnerToken(dead.Process.Pid, "1", true), false},
+		{"no identity", "feedface", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := session.Key{AppName: "a", UserID: "u", SessionID: tc.name}
+			insert := fmt.Sprintf(`INSERT INTO session_leases (app_name, user_id, session_id, owner, expires) VALUES ('a', 'u', '%s', '%s', %d)`,
+				tc.name, tc.owner, time.Now().Add(time.Hour).UnixNano())
+			if err := sqlsession.ExecWrite(s, insert); err != nil {
+				t.Fatal(err)
+			}
+			c, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			start := time.Now()
+			release, err := s.Lease(c, key)
+			if !tc.taken {
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("lease of %s: %v, want the wait to time out", tc.owner, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("lease left by a dead process: %v", err)
+			}
+			release()
+			if d := time.Since(start); d > time.Second {
+				t.Errorf("taken over after %v", d)
+			}
+		})
+	}
 }
