@@ -55,6 +55,20 @@ func (ts *Toolset) oauthConfigs() (map[string]oauth.Config, error) {
 	return out, nil
 }
 
+// resolveAfterAnswer resolves the call's credentials once the client's
+// answer is kept: a requirement with a scheme still missing is an error.
+func (t *opTool) resolveAfterAnswer(ctx context.Context, tc tool.Context) (authorization, bool, error) {
+	auth, ok, err := t.resolve(ctx, tc)
+	if ok || err != nil {
+		return auth, false, err
+	}
+	name, err := t.missingScheme(ctx, tc)
+	if err != nil {
+		return auth, false, err
+	}
+	return auth, false, fmt.Errorf("security scheme %q needs a credential too; set it in the toolset's Credentials", name)
+}
+
 // authorize finds the credentials of a call: for the first security
 // requirement all of whose schemes have one, from the configuration or
 // from an earlier answer of the client in the same session. When none is
@@ -84,14 +98,7 @@ func (t *opTool) authorize(ctx context.Context, tc tool.Context) (auth authoriza
 			// keeps it for the session, as it keeps other answers.
 			t.ts.creds.put(keyOf(tc, t.ts.cfg.Name, name), Credential{Token: tok.AccessToken})
 		}
-		if auth, ok, err := t.resolve(ctx, tc); ok || err != nil {
-			return auth, false, err
-		}
-		name, err = t.missingScheme(ctx, tc)
-		if err != nil {
-			return auth, false, err
-		}
-		return auth, false, fmt.Errorf("security scheme %q needs a credential too; set it in the toolset's Credentials", name)
+		return t.resolveAfterAnswer(ctx, tc)
 	}
 	if tc != nil && tc.Credential() != nil {
 		cred := parseCredential(tc.Credential())
@@ -99,14 +106,7 @@ func (t *opTool) authorize(ctx context.Context, tc tool.Context) (auth authoriza
 			return auth, false, fmt.Errorf("the credential received for security scheme %q holds no API key, token or user name", name)
 		}
 		t.ts.creds.put(keyOf(tc, t.ts.cfg.Name, name), cred)
-		if auth, ok, err := t.resolve(ctx, tc); ok || err != nil {
-			return auth, false, err
-		}
-		name, err = t.missingScheme(ctx, tc)
-		if err != nil {
-			return auth, false, err
-		}
-		return auth, false, fmt.Errorf("security scheme %q needs a credential too; set it in the toolset's Credentials", name)
+		return t.resolveAfterAnswer(ctx, tc)
 	}
 	if tc == nil || t.ts.cfg.NoCredentialRequests {
 		return auth, false, fmt.Errorf("security scheme %q needs a credential and none is configured", name)
