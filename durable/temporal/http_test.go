@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -52,6 +53,47 @@ func sse(t *testing.T, base, sessionID string, msg *genai.Content) []map[string]
 		frames = append(frames, f)
 	}
 	return frames
+}
+
+// streamedText reads a /run_sse stream's frames in order and returns the
+// text of each, "partial:" before partial ones, calling frame (when not
+// nil) with each text as it arrives; an error frame fails the test.
+func streamedText(t *testing.T, r io.Reader, frame func(text string, partial bool)) []string {
+	t.Helper()
+	var got []string
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var f struct {
+			Partial bool           `json:"partial"`
+			Content *genai.Content `json:"content"`
+			Error   any            `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatal(err)
+		}
+		if f.Error != nil {
+			t.Fatalf("run_sse error frame: %s", line)
+		}
+		s := ""
+		if f.Content != nil && len(f.Content.Parts) > 0 {
+			s = f.Content.Parts[0].Text
+		}
+		if frame != nil {
+			frame(s, f.Partial)
+		}
+		if f.Partial {
+			s = "partial:" + s
+		}
+		got = append(got, s)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 // TestHTTPConfirmation: through Loom's HTTP API with invocations on

@@ -5,7 +5,6 @@ package temporal_test
 // in this process.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -217,52 +216,25 @@ func TestD7PartialsReachSSEClientAcrossProcesses(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("run_sse: status %d", resp.StatusCode)
 	}
-	var got []string
 	var readsAtPartial, readsAtAnswer int64 = -1, -1
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
-		var f struct {
-			Partial bool           `json:"partial"`
-			Content *genai.Content `json:"content"`
-			Error   any            `json:"error"`
-		}
-		if err := json.Unmarshal([]byte(line), &f); err != nil {
-			t.Fatal(err)
-		}
-		if f.Error != nil {
-			t.Fatalf("run_sse error frame: %s", line)
-		}
-		s := ""
-		if f.Content != nil && len(f.Content.Parts) > 0 {
-			s = f.Content.Parts[0].Text
-		}
-		if f.Partial {
-			s = "partial:" + s
-			if readsAtPartial < 0 {
-				readsAtPartial = x.store.reads.Load()
-				ids := temporal.Subscribed()
-				if len(ids) != 1 {
-					t.Fatalf("%d clients wait in this process, want 1", len(ids))
-				}
-				for _, token := range []string{"", strings.Repeat("0", 64)} {
-					if code := pushForged(t, x.cl.FeedURL(), ids[0], token); code != http.StatusForbidden {
-						t.Errorf("a stream with token %q was answered %d, want 403", token, code)
-					}
-				}
-				openGate(t, x.dir) // the client has the partial text: the turn goes on
+	got := streamedText(t, resp.Body, func(_ string, partial bool) {
+		switch {
+		case partial && readsAtPartial < 0:
+			readsAtPartial = x.store.reads.Load()
+			ids := temporal.Subscribed()
+			if len(ids) != 1 {
+				t.Fatalf("%d clients wait in this process, want 1", len(ids))
 			}
-		} else {
+			for _, token := range []string{"", strings.Repeat("0", 64)} {
+				if code := pushForged(t, x.cl.FeedURL(), ids[0], token); code != http.StatusForbidden {
+					t.Errorf("a stream with token %q was answered %d, want 403", token, code)
+				}
+			}
+			openGate(t, x.dir) // the client has the partial text: the turn goes on
+		case !partial:
 			readsAtAnswer = x.store.reads.Load()
 		}
-		got = append(got, s)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	if strings.Join(got, ",") != "partial:hel,hello" {
 		t.Fatalf("streamed %q, want the partial text, then the answer", got)
 	}

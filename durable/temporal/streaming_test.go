@@ -1,7 +1,6 @@
 package temporal_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -109,38 +108,15 @@ func TestD4D5PartialsReachSSEClient(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("run_sse: status %d", resp.StatusCode)
 	}
-	var got []string
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
-		var f struct {
-			Partial bool           `json:"partial"`
-			Content *genai.Content `json:"content"`
-			Error   any            `json:"error"`
-		}
-		if err := json.Unmarshal([]byte(line), &f); err != nil {
-			t.Fatal(err)
-		}
-		if f.Error != nil {
-			t.Fatalf("run_sse error frame: %s", line)
-		}
-		s := ""
-		if f.Content != nil && len(f.Content.Parts) > 0 {
-			s = f.Content.Parts[0].Text
-		}
-		if f.Partial {
-			s = "partial:" + s
+	got := streamedText(t, resp.Body, func(_ string, partial bool) {
+		if partial {
 			select {
 			case <-m.gate:
 			default:
 				close(m.gate) // the client has the partial text: the turn goes on
 			}
 		}
-		got = append(got, s)
-	}
+	})
 	if strings.Join(got, ",") != "partial:hel,hello" {
 		t.Fatalf("streamed %q, want the partial text, then the answer", got)
 	}
