@@ -68,6 +68,8 @@ func TestLeaseRenewedAndRecovered(t *testing.T) {
 // session, before its release was written) is taken over at once, not
 // when it expires; a lease held by a live process, or by one of another
 // machine, still waits.
+//
+// (CONFORMANCE S7)
 func TestLeaseOfDeadProcessTakenOver(t *testing.T) {
 	ctx := context.Background()
 	s, err := sqlsession.Open(ctx, sqldbtest.SQLiteURL(t), &sqlsession.Options{LeaseTTL: time.Hour})
