@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,6 +61,25 @@ func (b *browser) screenshot(name string) {
 func (b *browser) do(step string, actions ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
 	if err := chromedp.Do(b.ctx, actions...); err != nil {
+		b.screenshot("failure")
+		b.t.Fatalf("%s: %v", step, err)
+	}
+}
+
+// click clicks the element selector matches. The UI may render the list
+// again between finding the element and clicking it (a run's end
+// refreshes the session); a click that finds its node gone finds it
+// again, up to a few times. Nothing was clicked when that happens.
+func (b *browser) click(step, selector string) {
+	b.t.Helper()
+	var err error
+	for range 5 {
+		if err = chromedp.Do(b.ctx, chromedp.Click(selector)); err == nil || !strings.Contains(err.Error(), "Could not find node") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
 		b.screenshot("failure")
 		b.t.Fatalf("%s: %v", step, err)
 	}

@@ -174,9 +174,14 @@ func TestT21DevUISignIn(t *testing.T) {
 
 	b := newBrowser(t, dir, "signin-")
 	do, waitFor, eval := b.do, b.waitFor, b.eval
+	// send sends a message and waits for the turn to end and the chat to
+	// be rendered again from the session, so that what the test touches
+	// next is not replaced under it.
 	send := func(text string) {
 		t.Helper()
+		n := eval(`document.body.dataset.refreshed || "0"`)
 		do("type a message", chromedp.SendKeys("#message", text), chromedp.Click("#send"))
+		waitFor("the turn ended", `!document.querySelector("#composer").classList.contains("busy") && (document.body.dataset.refreshed || "0") !== "`+n+`"`)
 	}
 	do("open the UI", chromedp.Navigate(base+"/dev-ui/"))
 	waitFor("page ready", `document.body.dataset.ready === "true"`)
@@ -188,7 +193,7 @@ func TestT21DevUISignIn(t *testing.T) {
 		t.Errorf("sign-in card = %q", text)
 	}
 	b.screenshot("card")
-	do("sign in", chromedp.Click("#messages .sign-in .sign-in-button"))
+	b.click("sign in", "#messages .sign-in .sign-in-button")
 	waitFor("the tool ran with the token", `[...document.querySelectorAll("#messages .msg.agent .bubble")].some(b => b.textContent === 'list_events got {"token":"token-for-code-1"}')`)
 	waitFor("card answered", `document.querySelector("#messages .sign-in .note")?.textContent === "Signed in"`)
 	if sent := eval(`document.querySelector("#messages .credential-sent")?.textContent || ""`); sent == "" {
@@ -237,7 +242,7 @@ func TestT21DevUISignIn(t *testing.T) {
 	if n := eval(`String(document.querySelectorAll("#messages .confirm:not(.sign-in) button.primary").length)`); n != "0" {
 		t.Errorf("the agent tool's request also shows %s Approve buttons", n)
 	}
-	do("sign in for the agent tool", chromedp.Click("#messages .sign-in .sign-in-button"))
+	b.click("sign in for the agent tool", "#messages .sign-in .sign-in-button")
 	waitFor("the agent tool's child ran", `[...document.querySelectorAll("#messages .msg.agent .bubble")].some(b => b.textContent.startsWith("mailer got") && b.textContent.includes("token-for-code-3"))`)
 	b.screenshot("agent-tool")
 

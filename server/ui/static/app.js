@@ -614,6 +614,10 @@ async function refresh() {
     await Promise.all([loadArtifacts(), loadSessions(), loadTrace(), loadUsage()]);
   } catch (err) {
     report(err);
+  } finally {
+    // How many refreshes have finished: what a page test waits on before it
+    // touches what the refresh rendered.
+    document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed || 0) + 1);
   }
 }
 
